@@ -1,0 +1,62 @@
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+
+from annotations import models
+
+
+@admin.register(models.User)
+class WorkbenchUserAdmin(UserAdmin):
+    fieldsets = (*UserAdmin.fieldsets, ("Workbench", {"fields": ("role",)}))
+    add_fieldsets = (*UserAdmin.add_fieldsets, ("Workbench", {"fields": ("role",)}))
+    list_display = ("username", "role", "is_staff", "is_active", "last_login")
+    list_filter = ("role", "is_staff", "is_active")
+
+
+@admin.register(models.Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("name", "owner", "preset", "overlap", "status", "created_at")
+    list_filter = ("status", "preset")
+    search_fields = ("name",)
+    filter_horizontal = ("shared_with",)
+    readonly_fields = ("protocol",)
+
+
+@admin.register(models.Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "study", "kind", "condition", "model_name", "is_reference")
+    list_filter = ("kind", "is_reference")
+    search_fields = ("external_id", "prompt")
+    list_select_related = ("study",)
+
+
+@admin.register(models.Annotator)
+class AnnotatorAdmin(admin.ModelAdmin):
+    list_display = ("name", "version", "kind", "pool", "user", "study")
+    list_filter = ("kind", "pool")
+    search_fields = ("name",)
+
+
+@admin.register(models.Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    list_display = ("item", "annotator", "question_key", "source", "updated_at")
+    list_filter = ("source",)
+    list_select_related = ("item", "annotator")
+    raw_id_fields = ("item", "annotator", "study")
+
+
+@admin.register(models.Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ("item", "annotator", "status", "lease_expires_at")
+    list_filter = ("status",)
+    raw_id_fields = ("item", "annotator", "study")
+
+
+@admin.register(models.Enrollment)
+class EnrollmentAdmin(admin.ModelAdmin):
+    list_display = ("study", "user", "created_at")
+    raw_id_fields = ("study", "user")
+
+
+@admin.register(models.ExportJob)
+class ExportJobAdmin(admin.ModelAdmin):
+    list_display = ("study", "format", "status", "requested_by", "created_at")

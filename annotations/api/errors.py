@@ -1,0 +1,27 @@
+"""One exception handler: domain errors become 4xx responses with a clear message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from annotations.errors import ValidationFailed, WorkbenchError
+from annotations.protocols import ProtocolError
+from annotations.values import AnswerError, SubmissionError
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, WorkbenchError):
+        body: dict[str, Any] = {"detail": exc.message}
+        if isinstance(exc, ValidationFailed) and exc.details:
+            body["errors"] = exc.details
+        return Response(body, status=exc.status_code)
+    if isinstance(exc, ProtocolError):
+        return Response({"detail": str(exc), "line": exc.line, "field": exc.path}, status=400)
+    if isinstance(exc, SubmissionError):
+        return Response({"detail": "some answers are not valid", "errors": exc.errors}, status=400)
+    if isinstance(exc, AnswerError):
+        return Response({"detail": str(exc), "errors": {exc.question_key: exc.message}}, status=400)
+    return drf_exception_handler(exc, context)

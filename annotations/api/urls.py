@@ -1,0 +1,27 @@
+from django.urls import include, path
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from annotations.api import views
+
+router = DefaultRouter()
+router.register("studies", views.StudyViewSet, basename="study")
+router.register("items", views.ItemViewSet, basename="item")
+router.register("annotations", views.AnnotationViewSet, basename="annotation")
+router.register("annotators", views.AnnotatorViewSet, basename="annotator")
+router.register("exports", views.ExportJobViewSet, basename="export")
+
+urlpatterns = [
+    path("studies/<int:pk>/share/", views.StudyShareView.as_view(), name="api-study-share"),
+    path("studies/<int:pk>/enrollments/", views.StudyEnrollmentView.as_view(), name="api-study-enrollments"),
+    path("studies/<int:pk>/items/import/", views.ItemImportView.as_view(), name="api-item-import"),
+    path("studies/<int:pk>/annotations/import/", views.AnnotationImportView.as_view(), name="api-annotation-import"),
+    path("studies/<int:pk>/export/<str:fmt>/", views.StudyExportView.as_view(), name="api-study-export"),
+    path("exports/<int:pk>/download/", views.ExportDownloadView.as_view(), name="api-export-download"),
+    path("presets/", views.PresetListView.as_view(), name="api-presets"),
+    path("presets/<str:key>/", views.PresetDetailView.as_view(), name="api-preset"),
+    path("protocols/validate/", views.ProtocolValidateView.as_view(), name="api-protocol-validate"),
+    path("me/", views.MeView.as_view(), name="api-me"),
+    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("", include(router.urls)),
+]

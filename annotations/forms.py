@@ -1,0 +1,58 @@
+"""Page forms: shape checks only; services enforce the rules."""
+
+from __future__ import annotations
+
+from django import forms
+
+from annotations.models import Annotator, Study
+from annotations.protocols import list_presets, load_preset
+
+
+def _preset_choices() -> list[tuple[str, str]]:
+    return [("", "— upload a protocol file instead —")] + [
+        (key, f"{key}: {load_preset(key).name}") for key in list_presets()
+    ]
+
+
+class StudyCreateForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    preset = forms.ChoiceField(choices=(), required=False)
+    protocol_file = forms.FileField(required=False, help_text="A protocol YAML file (see docs/protocols.md)")
+    overlap = forms.IntegerField(min_value=1, max_value=100, initial=3,
+                                 help_text="Independent human judgements each item needs")
+    lease_minutes = forms.IntegerField(min_value=1, max_value=10080, initial=30)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["preset"].choices = _preset_choices()  # type: ignore[attr-defined]
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean() or {}
+        if bool(data.get("preset")) == bool(data.get("protocol_file")):
+            raise forms.ValidationError("Choose a preset or upload a protocol file (one of the two).")
+        upload = data.get("protocol_file")
+        if upload is not None and getattr(upload, "size", 0) > 1024 * 1024:
+            raise forms.ValidationError("The protocol file is larger than 1 MB.")
+        return data
+
+
+class StudySettingsForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    overlap = forms.IntegerField(min_value=1, max_value=100)
+    lease_minutes = forms.IntegerField(min_value=1, max_value=10080)
+    status = forms.ChoiceField(choices=Study.Status.choices)
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField()
+
+
+class EnrollForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    pool = forms.ChoiceField(choices=Annotator.Pool.choices, initial=Annotator.Pool.CROWD)
+
+
+class ShareForm(forms.Form):
+    username = forms.CharField(max_length=150)

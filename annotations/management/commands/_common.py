@@ -1,0 +1,47 @@
+"""Shared parts of the workbench's management commands: study lookup and clear errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import CommandError
+
+from annotations.errors import WorkbenchError
+from annotations.models import Study, User
+
+
+def study_arg(value: str) -> Study:
+    """A study by id or exact name."""
+    study = Study.objects.filter(pk=int(value)).first() if value.isdigit() else None
+    if study is None:
+        matches = list(Study.objects.filter(name=value)[:2])
+        if len(matches) > 1:
+            raise CommandError(f"several studies are named {value!r}; give the id")
+        study = matches[0] if matches else None
+    if study is None:
+        raise CommandError(f"no study {value!r} (give its id or exact name)")
+    return study
+
+
+def user_arg(value: str | None) -> User:
+    """The named user, or the only admin/researcher when none is named."""
+    if value:
+        user = User.objects.filter(username=value).first()
+        if user is None:
+            raise CommandError(f"no user {value!r}")
+        return user
+    candidates = list(User.objects.filter(role__in=[User.Role.RESEARCHER, User.Role.ADMIN])[:2]) or list(
+        User.objects.filter(is_superuser=True)[:2]
+    )
+    if len(candidates) != 1:
+        raise CommandError("name the owner with --owner USERNAME")
+    return candidates[0]
+
+
+def fail(exc: WorkbenchError) -> CommandError:
+    return CommandError(exc.message)
+
+
+def dump(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotations.management.commands._common import study_arg
+from annotations.services.exports import FORMATS, export_csv, export_jsonl, export_to_file
+
+
+class Command(BaseCommand):
+    help = "Export a study (items with provenance, annotators, annotations); streams in constant memory."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="Study id or exact name")
+        parser.add_argument("--format", choices=FORMATS, default="jsonl")
+        parser.add_argument("--out", type=Path, help="Output file (default: standard output; zip needs --out)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        study = study_arg(options["study"])
+        fmt, out = options["format"], options["out"]
+        if out is not None:
+            if out.parent and not out.parent.exists():
+                raise CommandError(f"{out.parent}: no such folder")
+            export_to_file(study, fmt, out)
+            self.stderr.write(f"wrote {out}")
+            return
+        if fmt == "zip":
+            raise CommandError("a zip export needs --out FILE")
+        for line in export_jsonl(study) if fmt == "jsonl" else export_csv(study):
+            self.stdout.write(line, ending="")

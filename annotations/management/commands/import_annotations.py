@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from annotations.errors import WorkbenchError
+from annotations.management.commands._common import dump, fail, study_arg
+from annotations.services.annotation_writes import annotations_import
+
+
+class Command(BaseCommand):
+    help = "Import human or machine annotations from a JSONL file (all or nothing)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="Study id or exact name")
+        parser.add_argument("file", type=Path)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        study = study_arg(options["study"])
+        try:
+            report = annotations_import(study=study, path=options["file"])
+        except WorkbenchError as exc:
+            raise fail(exc) from exc
+        self.stdout.write(dump(report.as_dict() | {"study": study.pk}))

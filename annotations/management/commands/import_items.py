@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from annotations.errors import WorkbenchError
+from annotations.management.commands._common import dump, fail, study_arg
+from annotations.services.item_import import items_import
+
+
+class Command(BaseCommand):
+    help = "Import items from a folder of images, a zip, or a CSV/JSONL manifest (all or nothing)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="Study id or exact name")
+        parser.add_argument("path", type=Path)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        study = study_arg(options["study"])
+        try:
+            report = items_import(study=study, path=options["path"])
+        except WorkbenchError as exc:
+            raise fail(exc) from exc
+        self.stdout.write(dump(report.as_dict() | {"study": study.pk}))

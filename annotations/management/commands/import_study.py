@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from annotations.errors import WorkbenchError
+from annotations.management.commands._common import dump, fail, user_arg
+from annotations.services.study_import import study_import
+
+
+class Command(BaseCommand):
+    help = "Create a new study from an export (JSONL, or a zip with the image files)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", type=Path)
+        parser.add_argument("--owner")
+        parser.add_argument("--name", help="Name of the new study (default: the exported name)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        owner = user_arg(options["owner"])
+        try:
+            study = study_import(owner=owner, path=options["path"], name=options["name"])
+        except WorkbenchError as exc:
+            raise fail(exc) from exc
+        self.stdout.write(dump({"id": study.pk, "name": study.name, "items": study.items.count(),
+                                "annotations": study.annotations.count()}))

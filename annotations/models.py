@@ -1,0 +1,316 @@
+"""Studies, items, annotators, annotations and assignments.
+
+Models hold fields, constraints and one-row rules only; every write goes through
+``annotations/services/`` and every permission check through ``annotations/access.py``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import cached_property
+from pathlib import PurePosixPath
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from annotations.protocols import Protocol, protocol_from_dict
+
+
+class User(AbstractUser):
+    """An account. Admins are superusers; researchers own studies; annotators judge items."""
+
+    class Role(models.TextChoices):
+        ADMIN = "admin", "Admin"
+        RESEARCHER = "researcher", "Researcher"
+        ANNOTATOR = "annotator", "Annotator"
+
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.is_superuser or self.role == self.Role.ADMIN
+
+    @property
+    def is_researcher(self) -> bool:
+        return self.is_admin or self.role == self.Role.RESEARCHER
+
+
+class Study(models.Model):
+    """One audit: a protocol, its items, its annotators and the overlap each item needs."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"
+        CLOSED = "closed", "Closed"
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_studies")
+    shared_with = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="shared_studies", blank=True)
+    preset = models.CharField(max_length=64, blank=True, help_text="Preset key the protocol came from, if any")
+    protocol = models.JSONField(help_text="The validated protocol (see docs/protocols.md)")
+    overlap = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
+    lease_minutes = models.PositiveIntegerField(default=30, validators=[MinValueValidator(1)])
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    options = models.JSONField(default=dict, blank=True, help_text="Study settings, e.g. reveal_after_submit")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="study_overlap_positive"),
+            models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="study_lease_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @cached_property
+    def protocol_obj(self) -> Protocol:
+        return protocol_from_dict(self.protocol, source=f"study {self.pk}")
+
+
+class Enrollment(models.Model):
+    """An annotator account enrolled in a study (it sees only studies it is enrolled in)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="enrollments")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "user"], name="enrollment_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in study {self.study_id}"
+
+
+class Item(models.Model):
+    """The thing judged: one image, an image set, or a text term; with its provenance."""
+
+    class Kind(models.TextChoices):
+        IMAGE = "image", "Image"
+        IMAGE_SET = "image_set", "Image set"
+        TEXT = "text", "Text"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=255)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    text = models.TextField(blank=True)
+    prompt = models.TextField(blank=True)
+    model_name = models.CharField(max_length=255, blank=True)
+    condition = models.CharField(max_length=128, blank=True, default="base")
+    seed = models.BigIntegerField(null=True, blank=True)
+    generation_settings = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True, help_text="Of the file, or of the set's file hashes")
+    is_reference = models.BooleanField(default=False, help_text="Imported without its file (image unavailable)")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "external_id"], name="item_external_id_unique"),
+            models.UniqueConstraint(
+                fields=["study", "sha256"], condition=~Q(sha256=""), name="item_sha256_unique_in_study"
+            ),
+        ]
+        indexes = [models.Index(fields=["study", "condition"])]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+def _item_file_name(instance: ItemImage, filename: str) -> str:
+    # Files are stored under generated names: a user's file name never reaches the file system.
+    suffix = PurePosixPath(filename).suffix.lower()[:8]
+    return f"items/{instance.item.study_id}/{uuid.uuid4().hex}{suffix}"
+
+
+class ItemImage(models.Model):
+    """One image file of an item (an image set has several, in order)."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="images")
+    position = models.PositiveSmallIntegerField(default=0)
+    file = models.FileField(upload_to=_item_file_name, max_length=255, blank=True)
+    original_name = models.CharField(max_length=255, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    content_type = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["item_id", "position"]
+        constraints = [models.UniqueConstraint(fields=["item", "position"], name="item_image_position_unique")]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id} image {self.position}"
+
+
+class Annotator(models.Model):
+    """Who judges: a person (crowd or expert) or a machine labeller (name, version, configuration).
+
+    Human annotators with an account are global (one per user). Humans imported from a file
+    without an account (e.g. a published dataset's anonymous raters) belong to one study.
+    Machine labellers are global and identified by (name, version); a change of prompt or model
+    is a new version.
+    """
+
+    class Kind(models.TextChoices):
+        HUMAN = "human", "Human"
+        MACHINE = "machine", "Machine"
+
+    class Pool(models.TextChoices):
+        CROWD = "crowd", "Crowd"
+        EXPERT = "expert", "Expert"
+
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    name = models.CharField(max_length=150)
+    version = models.CharField(max_length=64, blank=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="annotator"
+    )
+    study = models.ForeignKey(
+        Study, null=True, blank=True, on_delete=models.CASCADE, related_name="external_annotators",
+        help_text="Set for imported human annotators that have no account",
+    )
+    pool = models.CharField(max_length=8, choices=Pool.choices, default=Pool.CROWD)
+    config = models.JSONField(default=dict, blank=True, help_text="Machine labeller configuration")
+    attributes = models.JSONField(default=dict, blank=True, help_text="e.g. region, for breakdowns")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "name", "version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name", "version"], condition=Q(kind="machine"), name="machine_annotator_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["study", "name"], condition=Q(study__isnull=False), name="external_annotator_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="machine", user__isnull=True, study__isnull=True)
+                | Q(kind="human", user__isnull=False, study__isnull=True)
+                | Q(kind="human", user__isnull=True, study__isnull=False),
+                name="annotator_kind_consistent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version}".strip()
+
+    @property
+    def is_machine(self) -> bool:
+        return self.kind == self.Kind.MACHINE
+
+
+class Annotation(models.Model):
+    """One annotator's current answer to one question on one item. Edits keep revisions."""
+
+    class Source(models.TextChoices):
+        UI = "ui", "Task page"
+        API = "api", "API"
+        IMPORT = "import", "Import"
+        LABELLER = "labeller", "Machine labeller"
+        ADJUDICATION = "adjudication", "Adjudication"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="annotations")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="annotations")
+    annotator = models.ForeignKey(Annotator, on_delete=models.PROTECT, related_name="annotations")
+    question_key = models.CharField(max_length=64)
+    value = models.JSONField()
+    shown = models.JSONField(null=True, blank=True, help_text="multi: option keys shown to this annotator")
+    reason = models.TextField(blank=True)
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator", "question_key"], name="annotation_unique"),
+        ]
+        indexes = [models.Index(fields=["study", "question_key"]), models.Index(fields=["annotator", "study"])]
+
+    def __str__(self) -> str:
+        return f"{self.question_key} on item {self.item_id} by {self.annotator_id}"
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"value": self.value, "shown": self.shown, "reason": self.reason}
+
+
+class AnnotationRevision(models.Model):
+    """An earlier state of an annotation, kept when it is changed."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="revisions")
+    value = models.JSONField()
+    shown = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    replaced_at = models.DateTimeField(auto_now_add=True)
+    replaced_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["annotation_id", "id"]
+
+    def __str__(self) -> str:
+        return f"revision of annotation {self.annotation_id}"
+
+
+class Assignment(models.Model):
+    """An item leased to one annotator; an annotator never gets the same item twice."""
+
+    class Status(models.TextChoices):
+        LEASED = "leased", "Leased"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+        EXPIRED = "expired", "Expired"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.LEASED)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    skip_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="assignment_unique")]
+        indexes = [models.Index(fields=["study", "status"]), models.Index(fields=["annotator", "status"])]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id} for annotator {self.annotator_id} ({self.status})"
+
+
+class ExportJob(models.Model):
+    """A study export written to a file by a background task (large studies)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    format = models.CharField(max_length=8)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    file = models.FileField(upload_to="exports/", max_length=255, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"export {self.pk} of study {self.study_id} ({self.format}, {self.status})"

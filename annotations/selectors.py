@@ -1,0 +1,32 @@
+"""Reads shaped for pages and APIs (select_related/prefetch_related, aggregate counts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Prefetch, QuerySet
+
+from annotations.models import Annotation, Item, ItemImage, Study
+
+
+def study_summary(study: Study) -> dict[str, Any]:
+    """Counts a study page shows: items by kind and condition, annotations by source and question."""
+    items = Item.objects.filter(study=study)
+    annotations = Annotation.objects.filter(study=study)
+    return {
+        "items": items.count(),
+        "references": items.filter(is_reference=True).count(),
+        "conditions": list(items.values("condition").annotate(n=Count("id")).order_by("condition")),
+        "annotations": annotations.count(),
+        "by_annotator_kind": list(
+            annotations.values("annotator__kind").annotate(n=Count("id")).order_by("annotator__kind")
+        ),
+        "by_question": list(annotations.values("question_key").annotate(n=Count("id")).order_by("question_key")),
+        "annotators": annotations.values("annotator_id").distinct().count(),
+    }
+
+
+def items_page(study: Study) -> QuerySet[Item]:
+    return Item.objects.filter(study=study).prefetch_related(
+        Prefetch("images", queryset=ItemImage.objects.order_by("position"))
+    ).order_by("id")

@@ -1,0 +1,189 @@
+"""Exporting a study: JSONL (lossless, re-importable), CSV (one row per annotation), or a zip
+(the JSONL plus the image files). Generators stream row by row in constant memory.
+
+JSONL records, one per line, in this order: ``study`` (protocol and settings), ``annotator``
+(each annotator that answered), ``item`` (provenance and file hashes), ``annotation`` (with its
+revisions). ``import_study`` rebuilds a study from it (see ``study_import.py``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from django.core.files import File
+from django.db import transaction
+from django.db.models import Prefetch
+from django.utils import timezone
+
+from annotations.models import Annotation, AnnotationRevision, Annotator, ExportJob, Item, ItemImage, Study
+
+FORMAT_VERSION = 1
+FORMATS = ("jsonl", "csv", "zip")
+CHUNK = 2000
+CSV_COLUMNS = [
+    "item", "item_kind", "condition", "model", "prompt", "seed", "text", "annotator", "annotator_kind",
+    "annotator_version", "pool", "question", "value", "reason", "shown", "time_spent_ms", "source",
+    "created_at", "updated_at",
+]
+
+
+def _json_line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _file_path(image: ItemImage) -> str:
+    return f"files/{image.sha256}{PurePosixPath(image.original_name).suffix.lower()[:8]}"
+
+
+def _annotators(study: Study) -> Iterator[Annotator]:
+    ids = Annotation.objects.filter(study=study).values("annotator_id").distinct()
+    return Annotator.objects.filter(pk__in=ids).order_by("kind", "name", "version").iterator(chunk_size=CHUNK)
+
+
+def export_jsonl(study: Study) -> Iterator[str]:
+    """The study as JSONL lines (see the module docstring)."""
+    yield _json_line({
+        "type": "study", "format_version": FORMAT_VERSION, "name": study.name, "description": study.description,
+        "preset": study.preset, "protocol": study.protocol, "overlap": study.overlap,
+        "lease_minutes": study.lease_minutes, "status": study.status, "options": study.options,
+    })
+    for annotator in _annotators(study):
+        yield _json_line({
+            "type": "annotator", "kind": annotator.kind, "name": annotator.name, "version": annotator.version,
+            "pool": annotator.pool, "config": annotator.config, "attributes": annotator.attributes,
+        })
+    items = Item.objects.filter(study=study).order_by("id").prefetch_related(
+        Prefetch("images", queryset=ItemImage.objects.order_by("position"))
+    )
+    for item in items.iterator(chunk_size=CHUNK):
+        yield _json_line({
+            "type": "item", "external_id": item.external_id, "kind": item.kind, "text": item.text,
+            "prompt": item.prompt, "model": item.model_name, "condition": item.condition, "seed": item.seed,
+            "settings": item.generation_settings, "metadata": item.metadata, "sha256": item.sha256,
+            "is_reference": item.is_reference,
+            "files": [
+                {"name": image.original_name, "sha256": image.sha256, "width": image.width, "height": image.height,
+                 "content_type": image.content_type, "path": _file_path(image)}
+                for image in item.images.all()
+            ],
+        })
+    annotations = (
+        Annotation.objects.filter(study=study).order_by("id").select_related("item", "annotator")
+        .prefetch_related(Prefetch("revisions", queryset=AnnotationRevision.objects.order_by("id")))
+    )
+    for annotation in annotations.iterator(chunk_size=CHUNK):
+        yield _json_line({
+            "type": "annotation", "item": annotation.item.external_id, "annotator": annotation.annotator.name,
+            "annotator_kind": annotation.annotator.kind, "annotator_version": annotation.annotator.version,
+            "question": annotation.question_key, "value": annotation.value, "shown": annotation.shown,
+            "reason": annotation.reason, "time_spent_ms": annotation.time_spent_ms, "source": annotation.source,
+            "created_at": _iso(annotation.created_at), "updated_at": _iso(annotation.updated_at),
+            "revisions": [
+                {"value": revision.value, "shown": revision.shown, "reason": revision.reason,
+                 "replaced_at": _iso(revision.replaced_at)}
+                for revision in annotation.revisions.all()
+            ],
+        })
+
+
+def export_csv(study: Study) -> Iterator[str]:
+    """One CSV row per annotation, with the item's provenance; lists and objects as JSON."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+
+    def flush() -> str:
+        text = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        return text
+
+    writer.writerow(CSV_COLUMNS)
+    yield flush()
+    annotations = Annotation.objects.filter(study=study).order_by("id").select_related("item", "annotator")
+    for annotation in annotations.iterator(chunk_size=CHUNK):
+        item, annotator = annotation.item, annotation.annotator
+        value = annotation.value if isinstance(annotation.value, str | int) else json.dumps(annotation.value)
+        writer.writerow([
+            item.external_id, item.kind, item.condition, item.model_name, item.prompt, item.seed, item.text,
+            annotator.name, annotator.kind, annotator.version, annotator.pool, annotation.question_key, value,
+            annotation.reason, json.dumps(annotation.shown) if annotation.shown is not None else "",
+            annotation.time_spent_ms, annotation.source, _iso(annotation.created_at), _iso(annotation.updated_at),
+        ])
+        yield flush()
+
+
+def export_zip(study: Study, out: Path) -> None:
+    """Write ``study.jsonl`` and every image file (under ``files/<sha256>``) to a zip at ``out``."""
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("study.jsonl", "w") as handle:
+            for line in export_jsonl(study):
+                handle.write(line.encode("utf-8"))
+        written: set[str] = set()
+        images = ItemImage.objects.filter(item__study=study).exclude(file="").order_by("id")
+        for image in images.iterator(chunk_size=CHUNK):
+            path = _file_path(image)
+            if path in written:
+                continue
+            written.add(path)
+            with image.file.open("rb") as source, archive.open(path, "w") as target:
+                while chunk := source.read(1024 * 1024):
+                    target.write(chunk)
+
+
+def export_to_file(study: Study, fmt: str, out: Path) -> None:
+    """Write an export in ``fmt`` (jsonl, csv, zip) to ``out``."""
+    if fmt == "zip":
+        export_zip(study, out)
+        return
+    lines = export_jsonl(study) if fmt == "jsonl" else export_csv(study)
+    with out.open("w", encoding="utf-8", newline="") as handle:
+        for line in lines:
+            handle.write(line)
+
+
+def export_size(study: Study) -> int:
+    return Annotation.objects.filter(study=study).count() + Item.objects.filter(study=study).count()
+
+
+@transaction.atomic
+def export_job_create(*, study: Study, user: Any, fmt: str) -> ExportJob:
+    """Queue a background export; the task runs after this transaction commits."""
+    from annotations.tasks import run_export_job_task
+
+    job = ExportJob.objects.create(study=study, requested_by=user, format=fmt)
+    transaction.on_commit(lambda: run_export_job_task.delay(job.pk))
+    return job
+
+
+def export_job_run(*, job_id: int) -> ExportJob:
+    """Claim a pending export job (compare-and-set) and write its file; idempotent."""
+    claimed = ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.PENDING).update(
+        status=ExportJob.Status.RUNNING
+    )
+    job = ExportJob.objects.select_related("study").get(pk=job_id)
+    if not claimed:
+        return job
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / f"study-{job.study_id}.{job.format}"
+        try:
+            export_to_file(job.study, job.format, out)
+        except OSError as exc:
+            job.status, job.error, job.finished_at = ExportJob.Status.FAILED, str(exc), timezone.now()
+            job.save(update_fields=["status", "error", "finished_at"])
+            return job
+        with out.open("rb") as handle:
+            job.file.save(out.name, File(handle), save=False)
+    job.status, job.finished_at = ExportJob.Status.DONE, timezone.now()
+    job.save(update_fields=["file", "status", "finished_at"])
+    return job

@@ -1,0 +1,301 @@
+"""Importing items: a folder of images, a zip, or a CSV/JSONL manifest (with files beside it).
+
+One transaction: every row and file is checked before anything is written, and a bad one stops
+the import with its row number and reason. Duplicates (an external id already in the study, or a
+file whose SHA-256 is already there) are reported and skipped, never stored twice. Files are
+stored under generated names. Manifest columns: ``external_id``, ``file`` or ``files`` (an image
+set; in CSV separated by ``;``), or ``text``; ``prompt``, ``model``, ``condition``, ``seed``,
+``settings`` (JSON); every other column is kept as metadata (CSV cells starting with ``[`` or
+``{`` are read as JSON). A row of an image protocol with no file is a reference item (the image
+was not released): it keeps its name and provenance and the task page says the image is missing.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+
+from annotations.errors import ImportRefused
+from annotations.files import (
+    IMAGE_SUFFIXES,
+    FileSource,
+    FolderSource,
+    ZipSource,
+    image_check,
+    safe_member_path,
+)
+from annotations.models import Item, ItemImage, Study
+from annotations.protocols import slugify_option
+
+MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "manifest.ndjson")
+KNOWN_COLUMNS = {"external_id", "file", "files", "text", "prompt", "model", "condition", "seed", "settings",
+                 "metadata", "kind", "original_names"}
+CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
+MAX_ROWS = 500_000
+
+
+@dataclass
+class ItemRow:
+    where: str
+    external_id: str
+    files: list[str]
+    text: str = ""
+    prompt: str = ""
+    model: str = ""
+    condition: str = "base"
+    seed: int | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    original_names: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ImportReport:
+    created: int = 0
+    references: int = 0
+    duplicates: list[dict[str, str]] = field(default_factory=list)
+    item_ids: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"created": self.created, "references": self.references, "duplicates": self.duplicates,
+                "item_ids": self.item_ids}
+
+
+def _csv_cell(value: str) -> Any:
+    value = value.strip()
+    if value[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _read_manifest(name: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportRefused(f"{name}: is not UTF-8 text") from exc
+    if name.lower().endswith(".csv"):
+        reader = csv.DictReader(io.StringIO(text))
+        if not reader.fieldnames:
+            raise ImportRefused(f"{name}: has no header row")
+        for row in reader:
+            if None in row:
+                raise ImportRefused(f"{name} row {reader.line_num}: more cells than header columns")
+            yield f"{name} row {reader.line_num}", {
+                key.strip(): _csv_cell(value) for key, value in row.items() if value is not None and value.strip()
+            }
+    else:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ImportRefused(f"{name} line {number}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(record, dict):
+                raise ImportRefused(f"{name} line {number}: each line must be a JSON object")
+            yield f"{name} line {number}", record
+
+
+def _row(where: str, record: dict[str, Any], unit: str) -> ItemRow:
+    files_raw = record.get("files", record.get("file"))
+    if "files" in record and "file" in record:
+        raise ImportRefused(f"{where}: give 'file' or 'files', not both")
+    if files_raw is None or files_raw == "":
+        files: list[str] = []
+    elif isinstance(files_raw, list):
+        files = [str(name).strip() for name in files_raw if str(name).strip()]
+    else:
+        files = [part.strip() for part in str(files_raw).split(";") if part.strip()]
+    files = [safe_member_path(name) for name in files]
+    text = str(record.get("text", "") or "").strip()
+    external_id = str(record.get("external_id") or (files[0] if files else text)).strip()
+    if not external_id:
+        raise ImportRefused(f"{where}: needs an external_id (or a file or text to name it by)")
+    if len(external_id) > 255:
+        raise ImportRefused(f"{where}: external_id is longer than 255 characters")
+    if unit == "text":
+        if not text:
+            raise ImportRefused(f"{where}: this study judges text items; the row has no 'text'")
+        if files:
+            raise ImportRefused(f"{where}: this study judges text items; files are not accepted")
+    else:
+        if unit == "image" and len(files) > 1:
+            raise ImportRefused(f"{where}: this study judges single images; use one 'file'")
+    condition = str(record.get("condition", "") or "base").strip()
+    if not CONDITION_RE.match(condition):
+        raise ImportRefused(
+            f"{where}: condition {condition!r} is not of the form 'base', 'DIMENSION:GROUP', 'initial'..."
+        )
+    seed_raw = record.get("seed")
+    seed = None
+    if seed_raw not in (None, ""):
+        try:
+            seed = int(str(seed_raw))
+        except ValueError as exc:
+            raise ImportRefused(f"{where}: seed {seed_raw!r} is not an integer") from exc
+        if not -(2**63) <= seed < 2**63:
+            raise ImportRefused(f"{where}: seed {seed} does not fit in 64 bits")
+    settings_value = record.get("settings") or {}
+    if not isinstance(settings_value, dict):
+        raise ImportRefused(f"{where}: 'settings' must be a JSON object")
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ImportRefused(f"{where}: 'metadata' must be a JSON object")
+    metadata = {**{key: value for key, value in record.items() if key not in KNOWN_COLUMNS}, **metadata}
+    original_names = record.get("original_names") or files
+    if not isinstance(original_names, list) or len(original_names) != len(files):
+        raise ImportRefused(f"{where}: 'original_names' must list one name per file")
+    return ItemRow(
+        original_names=[str(name) for name in original_names],
+        where=where, external_id=external_id, files=files, text=text,
+        prompt=str(record.get("prompt", "") or ""), model=str(record.get("model", "") or ""),
+        condition=condition, seed=seed, settings=settings_value, metadata=metadata,
+    )
+
+
+def _check_option_fields(study: Study, row: ItemRow) -> None:
+    for question in study.protocol_obj.questions_for(row.metadata):
+        if question.options_from is None:
+            continue
+        values = row.metadata.get(question.options_from)
+        if not isinstance(values, list) or not values or not all(isinstance(v, str) and v.strip() for v in values):
+            raise ImportRefused(
+                f"{row.where}: question '{question.key}' takes its options from '{question.options_from}', "
+                "which must be a non-empty list of texts"
+            )
+        slugs = [slugify_option(value) for value in values]
+        if len(set(slugs)) != len(slugs):
+            raise ImportRefused(f"{row.where}: '{question.options_from}' names the same option twice")
+
+
+def _records_and_source(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], FileSource]:
+    """Manifest records and where their files are, for a folder, a zip, or a lone manifest file."""
+    if path.is_dir():
+        source: FileSource = FolderSource(path)
+    elif path.suffix.lower() == ".zip":
+        source = ZipSource(path)
+    elif path.suffix.lower() in (".csv", ".jsonl", ".ndjson"):
+        if not path.is_file():
+            raise ImportRefused(f"{path}: no such file")
+        return list(_read_manifest(path.name, path.read_bytes())), FolderSource(path.parent)
+    elif not path.exists():
+        raise ImportRefused(f"{path}: no such file or folder")
+    else:
+        raise ImportRefused(f"{path.name}: give a folder, a .zip, or a .csv/.jsonl manifest")
+    names = source.names()
+    manifest = next((name for name in MANIFEST_NAMES if name in names), None)
+    if manifest is not None:
+        data = source.read(manifest, limit=settings.WORKBENCH_MAX_UPLOAD_BYTES)
+        return list(_read_manifest(manifest, data)), source
+    images = [name for name in names if Path(name).suffix.lower() in IMAGE_SUFFIXES]
+    others = [name for name in names if Path(name).suffix.lower() not in IMAGE_SUFFIXES]
+    if others:
+        source.close()
+        raise ImportRefused(f"{others[0]}: is not an image (without a manifest, only images are accepted)")
+    return [(name, {"external_id": name, "file": name}) for name in images], source
+
+
+def items_import(*, study: Study, path: Path) -> ImportReport:
+    """Import every item from ``path`` into ``study``; all or nothing. See the module docstring."""
+    records, source = _records_and_source(path)
+    try:
+        return _import_records(study=study, records=records, source=source)
+    finally:
+        source.close()
+
+
+def items_import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
+                         source: FileSource | None = None) -> ImportReport:
+    """Import already-parsed manifest records (used by study import and the demo)."""
+    return _import_records(study=study, records=records, source=source)
+
+
+def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
+                    source: FileSource | None) -> ImportReport:
+    if len(records) > MAX_ROWS:
+        raise ImportRefused(f"more than {MAX_ROWS} rows; split the import")
+    if not records:
+        raise ImportRefused("nothing to import: no rows and no images found")
+    unit = study.protocol_obj.unit
+    rows = [_row(where, record, unit) for where, record in records]
+    report = ImportReport()
+    existing_ids = set(Item.objects.filter(study=study).values_list("external_id", flat=True))
+    existing_hashes = dict(Item.objects.filter(study=study).exclude(sha256="").values_list("sha256", "external_id"))
+    seen_ids: dict[str, str] = {}
+    checked: list[tuple[ItemRow, list[Any], str]] = []
+    for row in rows:
+        if row.external_id in seen_ids:
+            raise ImportRefused(f"{row.where}: external_id {row.external_id!r} repeats {seen_ids[row.external_id]}")
+        seen_ids[row.external_id] = row.where
+        _check_option_fields(study, row)
+        if row.external_id in existing_ids:
+            report.duplicates.append({"external_id": row.external_id, "reason": "already in the study"})
+            continue
+        images = []
+        for name in row.files:
+            if source is None:
+                raise ImportRefused(f"{row.where}: {name} cannot be found (upload a zip with the files)")
+            images.append(image_check(source.read(name), name=name))
+        digest = _item_digest(images)
+        if digest and digest in existing_hashes:
+            report.duplicates.append({
+                "external_id": row.external_id,
+                "reason": f"same file(s) as item {existing_hashes[digest]!r}",
+            })
+            continue
+        if digest:
+            existing_hashes[digest] = row.external_id
+        checked.append((row, images, digest))
+    saved: list[str] = []
+    try:
+        with transaction.atomic():
+            for row, images, digest in checked:
+                item = Item.objects.create(
+                    study=study, external_id=row.external_id,
+                    kind=Item.Kind.TEXT if unit == "text" else (Item.Kind.IMAGE_SET if unit == "image_set"
+                                                                  else Item.Kind.IMAGE),
+                    text=row.text, prompt=row.prompt, model_name=row.model, condition=row.condition,
+                    seed=row.seed, generation_settings=row.settings, metadata=row.metadata, sha256=digest,
+                    is_reference=unit != "text" and not images,
+                )
+                for position, (name, image) in enumerate(zip(row.files, images, strict=True)):
+                    record = ItemImage(
+                        item=item, position=position, original_name=row.original_names[position][-255:],
+                        sha256=image.sha256,
+                        width=image.width, height=image.height, content_type=image.content_type,
+                    )
+                    assert source is not None
+                    record.file.save(Path(name).name, ContentFile(source.read(name)), save=False)
+                    saved.append(record.file.name)
+                    record.save()
+                report.created += 1
+                report.references += int(item.is_reference)
+                report.item_ids.append(item.pk)
+    except BaseException:
+        for name in saved:
+            default_storage.delete(name)
+        raise
+    return report
+
+
+def _item_digest(images: list[Any]) -> str:
+    if not images:
+        return ""
+    if len(images) == 1:
+        return images[0].sha256
+    return hashlib.sha256("\n".join(image.sha256 for image in images).encode()).hexdigest()

@@ -1,0 +1,18 @@
+"""Celery tasks of the annotations app: ids in, services do the work."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from annotations.services.exports import export_job_run
+
+
+@shared_task(name="annotations.tasks.run_export_job_task")
+def run_export_job_task(job_id: int) -> str:
+    return export_job_run(job_id=job_id).status
+
+
+@shared_task(name="annotations.tasks.ping_task")
+def ping_task(value: str) -> str:
+    """Round trip through the broker and a worker (used by the health check and the worker test)."""
+    return f"pong:{value}"

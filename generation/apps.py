@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class GenerationConfig(AppConfig):
+    name = "generation"
+    verbose_name = "Generation and machine labelling"
+    default_auto_field = "django.db.models.BigAutoField"

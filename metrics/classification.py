@@ -1,0 +1,225 @@
+"""A labeller against a reference: accuracy, Cohen's kappa, per-class precision/recall/F1, confusion matrix.
+
+Typical use (SPEC 4): the reference is the human consensus of one question, the prediction is one
+machine labeller's answer, one pair per item. Pairs where either side is missing (``None`` or a float
+``nan``) are left out and counted in ``n_excluded``. Everything returned is a plain dataclass whose
+``to_dict()`` is JSON-serialisable as long as the labels and group keys are.
+
+Formulas (n = number of complete pairs, C the confusion matrix with rows = reference, columns =
+prediction, in ``labels`` order):
+
+- accuracy = trace(C) / n;
+- Cohen's kappa (Cohen 1960): p_o = trace(C) / n, p_e = sum_k (row_k / n)(col_k / n),
+  kappa = (p_o - p_e) / (1 - p_e); undefined when p_e = 1 (both sides used one and the same label);
+- per class k: precision = C_kk / col_k, recall = C_kk / row_k, F1 = 2 C_kk / (row_k + col_k)
+  (equal to the harmonic mean of precision and recall whenever both are defined, and 0 for a class that
+  is present but never predicted, or predicted but never present).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+REASON_NO_PAIRS = "no pair has both a reference and a predicted label"
+
+
+@dataclass(frozen=True)
+class ClassMetrics:
+    """Precision, recall and F1 of one class; a None metric has its reason in ``undefined_reasons``.
+
+    ``support`` = how many reference labels are this class (row sum), ``predicted`` = how many
+    predictions are (column sum), ``true_positives`` = the diagonal cell.
+    """
+
+    label: Hashable
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    support: int
+    predicted: int
+    true_positives: int
+    undefined_reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClassificationReport:
+    """Agreement of a prediction with a reference over the complete pairs.
+
+    ``confusion[i][j]`` counts pairs whose reference is ``labels[i]`` and prediction ``labels[j]``.
+    ``accuracy``/``kappa`` are None exactly when their ``*_undefined_reason`` is set.
+    """
+
+    labels: list[Hashable]
+    n_pairs: int
+    n_excluded: int
+    accuracy: float | None
+    kappa: float | None
+    confusion: list[list[int]]
+    per_class: list[ClassMetrics]
+    accuracy_undefined_reason: str | None = None
+    kappa_undefined_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every field (nested dataclasses included)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GroupReport:
+    """The report of one group (a condition, a subgroup, or a tuple such as (category, model, condition))."""
+
+    group: Hashable
+    report: ClassificationReport
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every field."""
+        return asdict(self)
+
+
+def is_missing(value: object) -> bool:
+    """True for ``None`` and float ``nan``, the two spellings of "no label"."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def classification_report(
+    reference: Sequence[Hashable],
+    predicted: Sequence[Hashable],
+    *,
+    labels: Sequence[Hashable] | None = None,
+) -> ClassificationReport:
+    """Compare ``predicted`` with ``reference`` pair by pair (formulas in the module docstring).
+
+    ``labels`` fixes the order of the confusion matrix and per-class rows; by default the sorted set of
+    labels seen in the complete pairs. A label outside an explicit ``labels`` raises ValueError, as do
+    sequences of different lengths.
+    """
+    if len(reference) != len(predicted):
+        raise ValueError(f"reference has {len(reference)} labels but predicted has {len(predicted)}")
+    pairs = [
+        (r, p) for r, p in zip(reference, predicted, strict=True) if not (is_missing(r) or is_missing(p))
+    ]
+    n_excluded = len(reference) - len(pairs)
+    order = _label_order(pairs, labels)
+    index = {label: i for i, label in enumerate(order)}
+    for r, p in pairs:
+        for label in (r, p):
+            if label not in index:
+                raise ValueError(f"label {label!r} is not in labels {list(order)!r}")
+    confusion = np.zeros((len(order), len(order)), dtype=np.int64)
+    if pairs:
+        rows = np.fromiter((index[r] for r, _ in pairs), dtype=np.int64, count=len(pairs))
+        cols = np.fromiter((index[p] for _, p in pairs), dtype=np.int64, count=len(pairs))
+        np.add.at(confusion, (rows, cols), 1)
+    return _report_from_confusion(order, confusion, n_excluded)
+
+
+def classification_by_group(
+    reference: Sequence[Hashable],
+    predicted: Sequence[Hashable],
+    groups: Sequence[Hashable],
+    *,
+    labels: Sequence[Hashable] | None = None,
+) -> list[GroupReport]:
+    """One ``classification_report`` per group, in sorted group order, all with the same label order.
+
+    ``groups[i]`` is the group of pair i (e.g. the item's condition ``gender:women``, or a tuple
+    ``(category, model, condition)`` for the ssi Table 3 shape). The shared label order is ``labels``
+    or the sorted labels seen in all complete pairs, so matrices of different groups line up.
+    """
+    if not len(reference) == len(predicted) == len(groups):
+        raise ValueError("reference, predicted and groups must have the same length")
+    if labels is None:
+        complete = [
+            (r, p) for r, p in zip(reference, predicted, strict=True) if not (is_missing(r) or is_missing(p))
+        ]
+        labels = _label_order(complete, None)
+    members: dict[Hashable, list[int]] = {}
+    for i, group in enumerate(groups):
+        members.setdefault(group, []).append(i)
+    return [
+        GroupReport(
+            group=group,
+            report=classification_report(
+                [reference[i] for i in members[group]], [predicted[i] for i in members[group]], labels=labels
+            ),
+        )
+        for group in _sorted(members)
+    ]
+
+
+def _report_from_confusion(
+    order: list[Hashable], confusion: np.ndarray, n_excluded: int
+) -> ClassificationReport:
+    n = int(confusion.sum())
+    row = confusion.sum(axis=1)
+    col = confusion.sum(axis=0)
+    diagonal = np.diag(confusion)
+    per_class = []
+    for k, label in enumerate(order):
+        reasons: dict[str, str] = {}
+        tp, support, pred = int(diagonal[k]), int(row[k]), int(col[k])
+        precision = tp / pred if pred else None
+        if precision is None:
+            reasons["precision"] = "the class is never predicted"
+        recall = tp / support if support else None
+        if recall is None:
+            reasons["recall"] = "the class never occurs in the reference"
+        f1 = 2 * tp / (support + pred) if support + pred else None
+        if f1 is None:
+            reasons["f1"] = "the class occurs in neither the reference nor the prediction"
+        per_class.append(ClassMetrics(label, precision, recall, f1, support, pred, tp, reasons))
+    if n == 0:
+        return ClassificationReport(
+            labels=list(order),
+            n_pairs=0,
+            n_excluded=n_excluded,
+            accuracy=None,
+            kappa=None,
+            confusion=confusion.tolist(),
+            per_class=per_class,
+            accuracy_undefined_reason=REASON_NO_PAIRS,
+            kappa_undefined_reason=REASON_NO_PAIRS,
+        )
+    p_o = float(diagonal.sum()) / n
+    p_e = float((row / n) @ (col / n))
+    kappa: float | None
+    kappa_reason: str | None = None
+    if math.isclose(p_e, 1.0, rel_tol=0.0, abs_tol=1e-12):
+        kappa = None
+        kappa_reason = "chance agreement is 1: reference and prediction use one and the same label"
+    else:
+        kappa = (p_o - p_e) / (1.0 - p_e)
+    return ClassificationReport(
+        labels=list(order),
+        n_pairs=n,
+        n_excluded=n_excluded,
+        accuracy=p_o,
+        kappa=kappa,
+        confusion=confusion.tolist(),
+        per_class=per_class,
+        kappa_undefined_reason=kappa_reason,
+    )
+
+
+def _label_order(
+    pairs: Sequence[tuple[Hashable, Hashable]], labels: Sequence[Hashable] | None
+) -> list[Hashable]:
+    if labels is not None:
+        order = list(labels)
+        if len(set(order)) != len(order):
+            raise ValueError("labels must not repeat")
+        return order
+    return _sorted({label for pair in pairs for label in pair})
+
+
+def _sorted(values: Any) -> list[Hashable]:
+    """Sorted when the values are mutually comparable, else by (type name, repr) so the order is stable."""
+    try:
+        return sorted(values)
+    except TypeError:
+        return sorted(values, key=lambda v: (type(v).__name__, repr(v)))

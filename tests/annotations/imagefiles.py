@@ -1,0 +1,20 @@
+"""Small real image files for import tests."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from PIL import Image
+
+
+def png_bytes(colour: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (32, 24)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def write_png(path: Path, colour: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (32, 24)) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png_bytes(colour, size))
+    return path

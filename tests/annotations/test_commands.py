@@ -1,0 +1,85 @@
+"""Management commands: the issue's commands work as written and refuse bad input clearly."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotations.models import Annotation, Item, Study
+from tests.annotations.imagefiles import write_png
+from tests.factories import EXAMPLE_PROTOCOL
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def test_create_import_export_round_trip(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    created = json.loads(run("create_study", "--name", "Cars", "--preset", "object-attributes", "--overlap", "2"))
+    assert created["preset"] == "object-attributes" and created["overlap"] == 2 and created["owner"] == "owner"
+    protocol_file = tmp_path / "mine.yaml"
+    protocol_file.write_text(EXAMPLE_PROTOCOL)
+    mine = json.loads(run("create_study", "--name", "Mine", "--protocol", str(protocol_file), "--owner", "owner"))
+    write_png(tmp_path / "imgs" / "a.png")
+    report = json.loads(run("import_items", str(mine["id"]), str(tmp_path / "imgs")))
+    assert report["created"] == 1
+    (tmp_path / "a.jsonl").write_text(json.dumps(
+        {"item": "a.png", "annotator": "r1", "annotator_kind": "human", "question": "gender", "value": "male"}) + "\n")
+    assert json.loads(run("import_annotations", "Mine", str(tmp_path / "a.jsonl")))["created"] == 1
+    out = tmp_path / "export.jsonl"
+    call_command("export", str(mine["id"]), "--format", "jsonl", "--out", str(out), stderr=io.StringIO())
+    rebuilt = json.loads(run("import_study", str(out), "--name", "Mine again"))
+    assert (rebuilt["items"], rebuilt["annotations"]) == (1, 1)
+    csv_text = run("export", str(mine["id"]), "--format", "csv")
+    assert csv_text.splitlines()[0].startswith("item,item_kind")
+
+
+def test_commands_refuse_bad_input_and_change_nothing(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nunit: image\nquestions:\n  - key: a\n    kind: singel\n    prompt: p\n")
+    with pytest.raises(CommandError, match=r"bad.yaml, line 5, questions\[0\].kind"):
+        run("create_study", "--name", "Bad", "--protocol", str(bad))
+    with pytest.raises(CommandError, match="unknown preset"):
+        run("create_study", "--name", "Bad", "--preset", "nope")
+    with pytest.raises(CommandError, match="no study 'missing'"):
+        run("import_items", "missing", str(tmp_path))
+    study = Study.objects.create(owner=owner, name="S", protocol=json.loads(json.dumps(
+        __import__("tests.factories", fromlist=["x"]).example_protocol_dict())))
+    (tmp_path / "items.csv").write_text("external_id,file\nx,missing.png\n")
+    with pytest.raises(CommandError, match="missing.png: no such file"):
+        run("import_items", str(study.pk), str(tmp_path / "items.csv"))
+    (tmp_path / "a.jsonl").write_text('{"item": "x", "annotator": "r", "question": "gender", "value": "male"}\n')
+    with pytest.raises(CommandError, match="line 1: item 'x' is not in this study"):
+        run("import_annotations", str(study.pk), str(tmp_path / "a.jsonl"))
+    with pytest.raises(CommandError, match="needs --out"):
+        run("export", str(study.pk), "--format", "zip")
+    assert Study.objects.count() == 1 and Item.objects.count() == 0 and Annotation.objects.count() == 0
+
+
+def test_setup_demo_creates_accounts_and_a_study_that_shows_the_skew(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings.DATA_DIR = tmp_path
+    output = run("setup_demo")
+    assert "annotator3" in output and "Demo study" in output
+    study = Study.objects.get()
+    assert study.preset == "object-attributes" and study.enrollments.count() == 3
+    items = Item.objects.filter(study=study)
+    assert items.count() == 2 * 9 * 4
+    women_cars = items.filter(condition="gender:women", metadata__object="car")
+    pinkish = [item for item in women_cars if item.metadata["drawn_colour"] in ("pink", "red")]
+    assert len(pinkish) == women_cars.count()  # the palette for women's cars is only pink and red
+    assert set(items.values_list("condition", flat=True)) == {
+        "base", "age:young_adults", "age:middle_aged", "age:elderly", "gender:men", "gender:women",
+        "ethnicity:white", "ethnicity:black", "ethnicity:asian"}
+    again = run("setup_demo")
+    assert "no demo study added" in again and Study.objects.count() == 1
+    passwords = json.loads((tmp_path / "demo-accounts.json").read_text())
+    assert set(passwords) == {"admin", "researcher", "annotator1", "annotator2", "annotator3"}
+    assert (tmp_path / "demo-accounts.json").stat().st_mode & 0o077 == 0

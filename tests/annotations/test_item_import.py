@@ -1,0 +1,190 @@
+"""Importing items: folders, zips, manifests; refusals leave the study exactly as it was."""
+
+from __future__ import annotations
+
+import json
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from annotations.errors import ImportRefused
+from annotations.models import Item, ItemImage
+from annotations.protocols import load_preset
+from annotations.services.item_import import items_import
+from tests.annotations.imagefiles import png_bytes, write_png
+from tests.factories import StudyFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def stored_files(media: Path) -> list[Path]:
+    return [path for path in media.rglob("*") if path.is_file()]
+
+
+def test_a_folder_of_images_becomes_items_with_hashes_and_sizes(study, tmp_path, _media_root) -> None:  # type: ignore[no-untyped-def]
+    write_png(tmp_path / "imgs" / "a.png", (255, 0, 0))
+    write_png(tmp_path / "imgs" / "sub" / "b.png", (0, 255, 0), size=(40, 30))
+    report = items_import(study=study, path=tmp_path / "imgs")
+    assert report.created == 2 and report.duplicates == []
+    item = Item.objects.get(study=study, external_id="sub/b.png")
+    image = item.images.get()
+    assert (image.width, image.height, image.content_type) == (40, 30, "image/png")
+    assert item.sha256 == image.sha256 and len(item.sha256) == 64
+    assert "b.png" not in image.file.name  # stored under a generated name
+    assert len(stored_files(_media_root)) == 2
+
+
+def test_a_csv_manifest_keeps_provenance_and_extra_columns_as_metadata(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    write_png(tmp_path / "x.png")
+    (tmp_path / "items.csv").write_text(
+        "external_id,file,prompt,model,condition,seed,occupation,tags\n"
+        'x1,x.png,a photo of a doctor,sd-1.5,gender:women,42,doctor,"[""a"", ""b""]"\n'
+    )
+    items_import(study=study, path=tmp_path / "items.csv")
+    item = Item.objects.get(external_id="x1")
+    assert (item.prompt, item.model_name, item.condition, item.seed) == (
+        "a photo of a doctor", "sd-1.5", "gender:women", 42)
+    assert item.metadata == {"occupation": "doctor", "tags": ["a", "b"]}
+
+
+def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    study = StudyFactory(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
+    archive = tmp_path / "sets.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for index in range(4):
+            zf.writestr(f"q1/{index}.png", png_bytes((index * 60, 10, 10)))
+        zf.writestr("manifest.jsonl", json.dumps({
+            "external_id": "q1", "files": [f"q1/{i}.png" for i in range(4)], "prompt": "a photo of a Nigerian person",
+            "condition": "initial", "metadata": {"category": "geocultural"}}) + "\n")
+    report = items_import(study=study, path=archive)
+    item = Item.objects.get(study=study, external_id="q1")
+    assert report.created == 1 and item.kind == "image_set"
+    assert list(item.images.values_list("position", flat=True)) == [0, 1, 2, 3]
+
+
+def test_duplicates_by_hash_or_id_are_reported_not_stored_twice(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    write_png(tmp_path / "a.png", (1, 2, 3))
+    write_png(tmp_path / "copy-of-a.png", (1, 2, 3))
+    report = items_import(study=study, path=tmp_path)
+    assert report.created == 1
+    assert report.duplicates == [{"external_id": "copy-of-a.png", "reason": "same file(s) as item 'a.png'"}]
+    again = items_import(study=study, path=tmp_path)
+    assert again.created == 0 and len(again.duplicates) == 2
+    assert Item.objects.filter(study=study).count() == 1
+
+
+def test_text_items_and_reference_items(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text_study = StudyFactory(owner=owner, protocol=load_preset("visualness").to_dict())
+    (tmp_path / "terms.jsonl").write_text('{"text": "dark skin"}\n{"text": "poor"}\n')
+    assert items_import(study=text_study, path=tmp_path / "terms.jsonl").created == 2
+    assert set(Item.objects.filter(study=text_study).values_list("kind", "text")) == {
+        ("text", "dark skin"), ("text", "poor")}
+    image_study = StudyFactory(owner=owner)
+    (tmp_path / "refs.csv").write_text("external_id,prompt\nimg-17,a photo of a Mexican person\n")
+    report = items_import(study=image_study, path=tmp_path / "refs.csv")
+    assert report.references == 1
+    assert Item.objects.get(study=image_study).is_reference
+
+
+def test_a_bad_row_stops_the_import_and_nothing_is_written(study, tmp_path, _media_root) -> None:  # type: ignore[no-untyped-def]
+    write_png(tmp_path / "ok.png")
+    (tmp_path / "items.csv").write_text("external_id,file,seed\ngood,ok.png,1\nbad,ok.png,not-a-number\n")
+    with pytest.raises(ImportRefused, match=r"items.csv row 3: seed 'not-a-number' is not an integer"):
+        items_import(study=study, path=tmp_path / "items.csv")
+    assert Item.objects.count() == 0 and stored_files(_media_root) == []
+
+
+def test_a_failure_while_writing_removes_the_files_already_stored(study, tmp_path, _media_root, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    write_png(tmp_path / "a.png", (1, 1, 1))
+    write_png(tmp_path / "b.png", (2, 2, 2))
+    calls = {"n": 0}
+    original = ItemImage.save
+
+    def failing_save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ItemImage, "save", failing_save)
+    with pytest.raises(OSError):
+        items_import(study=study, path=tmp_path)
+    assert Item.objects.count() == 0 and ItemImage.objects.count() == 0
+    assert stored_files(_media_root) == []
+
+
+@pytest.mark.parametrize("member", ["../evil.png", "/etc/evil.png", "a/../../evil.png", "C:/evil.png"])
+def test_archive_members_outside_the_folder_are_refused_by_name(study, tmp_path, member: str) -> None:  # type: ignore[no-untyped-def]
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("fine.png", png_bytes())
+        zf.writestr(member, png_bytes((9, 9, 9)))
+    with pytest.raises(ImportRefused, match="is outside the target folder"):
+        items_import(study=study, path=archive)
+    assert Item.objects.count() == 0
+
+
+def test_symbolic_links_in_archives_are_refused(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    archive = tmp_path / "link.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        info = zipfile.ZipInfo("link.png")
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(info, "/etc/passwd")
+    with pytest.raises(ImportRefused, match="'link.png' is a symbolic link"):
+        items_import(study=study, path=archive)
+
+
+def test_non_images_oversized_and_bomb_images_are_refused_by_name(study, tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(ImportRefused, match=r"notes.txt: is not an image"):
+        items_import(study=study, path=tmp_path)
+    (tmp_path / "notes.txt").unlink()
+    (tmp_path / "fake.png").write_text("not really a png")
+    with pytest.raises(ImportRefused, match=r"fake.png: is not an image"):
+        items_import(study=study, path=tmp_path)
+    (tmp_path / "fake.png").unlink()
+    write_png(tmp_path / "big.png", size=(64, 64))
+    settings.WORKBENCH_MAX_IMAGE_PIXELS = 1000
+    with pytest.raises(ImportRefused, match=r"big.png: 64x64 pixels is over the 1,000-pixel limit"):
+        items_import(study=study, path=tmp_path)
+    settings.WORKBENCH_MAX_IMAGE_PIXELS = 10_000_000
+    settings.WORKBENCH_MAX_IMAGE_BYTES = 50
+    with pytest.raises(ImportRefused, match=r"big.png: .* is larger than the"):
+        items_import(study=study, path=tmp_path)
+    assert Item.objects.count() == 0
+
+
+def test_zip_bombs_are_refused(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("zeros.png", b"\0" * (20 * 1024 * 1024))
+    with pytest.raises(ImportRefused, match="possible zip bomb"):
+        items_import(study=study, path=archive)
+
+
+def test_rows_must_fit_the_protocol(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    markers = StudyFactory(owner=owner, protocol=load_preset("stereotype-markers").to_dict())
+    (tmp_path / "m.jsonl").write_text('{"external_id": "i1", "identity": "Mexican"}\n')
+    with pytest.raises(ImportRefused, match="takes its options from 'attributes'"):
+        items_import(study=markers, path=tmp_path / "m.jsonl")
+    text_study = StudyFactory(owner=owner, protocol=load_preset("visualness").to_dict())
+    (tmp_path / "t.csv").write_text("external_id,prompt\nx,p\n")
+    with pytest.raises(ImportRefused, match=r"t.csv row 2: this study judges text items; the row has no 'text'"):
+        items_import(study=text_study, path=tmp_path / "t.csv")
+    (tmp_path / "dup.jsonl").write_text('{"external_id": "a", "text": "x"}\n{"external_id": "a", "text": "y"}\n')
+    with pytest.raises(ImportRefused, match="dup.jsonl line 2: external_id 'a' repeats dup.jsonl line 1"):
+        items_import(study=text_study, path=tmp_path / "dup.jsonl")
+    (tmp_path / "cond.jsonl").write_text('{"text": "x", "condition": "<script>"}\n')
+    with pytest.raises(ImportRefused, match="condition '<script>' is not of the form"):
+        items_import(study=text_study, path=tmp_path / "cond.jsonl")
+    assert Item.objects.count() == 0
+
+
+def test_manifest_files_must_stay_inside_its_folder(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    write_png(tmp_path / "outside.png")
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "inner" / "items.csv").write_text("external_id,file\nx,../outside.png\n")
+    with pytest.raises(ImportRefused, match="is outside the target folder"):
+        items_import(study=study, path=tmp_path / "inner" / "items.csv")

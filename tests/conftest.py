@@ -1,0 +1,82 @@
+"""Fixtures shared by the whole suite: accounts of every role, studies, a private media folder.
+
+Imports of Django code are inside the fixtures, so the pure tests (``tests/metrics``) also run
+without Django (``pytest -p no:django tests/metrics``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from rest_framework.test import APIClient
+
+    from annotations.models import Study, User
+
+
+@pytest.fixture(autouse=True)
+def _workbench_test_settings(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | None]:
+    if not request.config.pluginmanager.hasplugin("django"):
+        yield None
+        return
+    from workbench.celery import app as celery_app
+
+    settings = request.getfixturevalue("settings")
+    media = tmp_path_factory.mktemp("media")
+    settings.MEDIA_ROOT = str(media)
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    celery_app.conf.task_always_eager = True  # Celery caches its config; a worker test turns this off
+    # Hashing passwords properly costs ~0.3 s per account; tests create many accounts.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    yield media
+
+
+@pytest.fixture
+def _media_root(_workbench_test_settings: Path) -> Path:
+    return _workbench_test_settings
+
+
+def _user(username: str, role: str, **extra: Any) -> User:
+    from tests.factories import UserFactory
+
+    return UserFactory(username=username, role=role, **extra)
+
+
+@pytest.fixture
+def owner(db: None) -> User:
+    return _user("owner", "researcher")
+
+
+@pytest.fixture
+def other_researcher(db: None) -> User:
+    return _user("other", "researcher")
+
+
+@pytest.fixture
+def annotator_user(db: None) -> User:
+    return _user("ann", "annotator")
+
+
+@pytest.fixture
+def admin_user(db: None) -> User:
+    return _user("boss", "admin", is_superuser=True, is_staff=True)
+
+
+@pytest.fixture
+def study(owner: User) -> Study:
+    from tests.factories import StudyFactory
+
+    return StudyFactory(owner=owner)
+
+
+def client_for(user: User | None) -> APIClient:
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client

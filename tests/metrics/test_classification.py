@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from metrics.classification import (
+    REASON_NO_PAIRS,
+    classification_by_group,
+    classification_report,
+    is_missing,
+)
+
+nan = float("nan")
+
+
+def _by_label(report, label):  # type: ignore[no-untyped-def]
+    return next(c for c in report.per_class if c.label == label)
+
+
+def test_report_by_hand() -> None:
+    reference = ["a", "a", "b", "b", "b", "c", None, "a"]
+    predicted = ["a", "b", "b", "b", "c", "c", "a", nan]
+    report = classification_report(reference, predicted)
+    # The last two pairs miss one side: 6 complete pairs, 2 excluded.
+    assert (report.n_pairs, report.n_excluded) == (6, 2)
+    assert report.labels == ["a", "b", "c"]
+    # rows = reference a, b, c; columns = predicted a, b, c
+    assert report.confusion == [[1, 1, 0], [0, 2, 1], [0, 0, 1]]
+    # accuracy = (1 + 2 + 1) / 6
+    assert report.accuracy == pytest.approx(4 / 6)
+    # rows (2, 3, 1), columns (1, 3, 2): p_e = (2*1 + 3*3 + 1*2) / 36 = 13/36, p_o = 24/36,
+    # kappa = (24/36 - 13/36) / (1 - 13/36) = 11/23.
+    assert report.kappa == pytest.approx(11 / 23)
+    a = _by_label(report, "a")
+    # a: TP 1, predicted 1, support 2 -> precision 1, recall 1/2, F1 = 2*1 / (2 + 1) = 2/3.
+    assert (a.precision, a.recall, a.f1) == pytest.approx((1.0, 0.5, 2 / 3))
+    c = _by_label(report, "c")
+    # c: TP 1, predicted 2, support 1 -> precision 1/2, recall 1, F1 = 2 / 3.
+    assert (c.precision, c.recall, c.f1) == pytest.approx((0.5, 1.0, 2 / 3))
+    assert (c.support, c.predicted, c.true_positives) == (1, 2, 1)
+    json.dumps(report.to_dict())
+
+
+def test_explicit_label_order_and_absent_class() -> None:
+    report = classification_report(["x", "y"], ["x", "x"], labels=["y", "x", "z"])
+    assert report.labels == ["y", "x", "z"]
+    # rows y, x, z: y was predicted x once; x predicted x once.
+    assert report.confusion == [[0, 1, 0], [0, 1, 0], [0, 0, 0]]
+    y = _by_label(report, "y")
+    # y never predicted: precision undefined; recall 0/1 = 0; F1 = 0 / (1 + 0) = 0.
+    assert y.precision is None and "precision" in y.undefined_reasons
+    assert y.recall == 0.0 and y.f1 == 0.0
+    z = _by_label(report, "z")
+    assert (z.precision, z.recall, z.f1) == (None, None, None)
+    assert set(z.undefined_reasons) == {"precision", "recall", "f1"}
+    # p_o = 1/2; rows (y 1, x 1), columns (x 2): p_e = (1/2)(1) = 1/2 -> kappa = 0.
+    assert report.kappa == pytest.approx(0.0)
+
+
+def test_kappa_negative_and_undefined() -> None:
+    # Complete disagreement on two items: p_o = 0, p_e = (1*1 + 1*1)/4 = 1/2, kappa = -1.
+    assert classification_report(["a", "b"], ["b", "a"]).kappa == pytest.approx(-1.0)
+    # Both sides always "a": p_e = 1, kappa undefined; accuracy is still 1.
+    report = classification_report(["a", "a"], ["a", "a"])
+    assert report.kappa is None and report.kappa_undefined_reason
+    assert report.accuracy == 1.0
+
+
+def test_no_complete_pairs() -> None:
+    report = classification_report([None, "a"], ["b", None], labels=["a", "b"])
+    assert report.n_pairs == 0 and report.n_excluded == 2
+    assert report.accuracy is None and report.accuracy_undefined_reason == REASON_NO_PAIRS
+    assert report.kappa is None
+    assert report.confusion == [[0, 0], [0, 0]]
+    empty = classification_report([], [])
+    assert empty.labels == [] and empty.accuracy is None
+
+
+def test_bad_input_raises() -> None:
+    with pytest.raises(ValueError, match="same|has"):
+        classification_report(["a"], ["a", "b"])
+    with pytest.raises(ValueError, match="not in labels"):
+        classification_report(["a"], ["q"], labels=["a"])
+    with pytest.raises(ValueError, match="repeat"):
+        classification_report(["a"], ["a"], labels=["a", "a"])
+
+
+def test_integer_and_boolean_labels() -> None:
+    report = classification_report([0, 1, 1, 0], [0, 1, 0, 0])
+    # TP(1) = 1, predicted 1 once, support 2 -> precision 1, recall 1/2.
+    one = _by_label(report, 1)
+    assert (one.precision, one.recall) == (1.0, 0.5)
+    assert report.accuracy == 0.75
+
+
+def test_by_group_shares_label_order() -> None:
+    reference = ["m", "f", "m", "f", "f"]
+    predicted = ["m", "f", "f", "f", None]
+    groups = ["g2", "g2", "g1", "g1", "g1"]
+    reports = classification_by_group(reference, predicted, groups)
+    assert [r.group for r in reports] == ["g1", "g2"]
+    g1, g2 = reports[0].report, reports[1].report
+    assert g1.labels == g2.labels == ["f", "m"]
+    # g1: (m, f) wrong, (f, f) right, (f, None) excluded -> accuracy 1/2.
+    assert (g1.accuracy, g1.n_pairs, g1.n_excluded) == (0.5, 2, 1)
+    # g2: both right.
+    assert g2.accuracy == 1.0
+    json.dumps([r.to_dict() for r in reports])
+
+
+def test_by_group_with_tuple_groups_and_length_check() -> None:
+    reports = classification_by_group([1, 0], [1, 1], [("geo", "m1", "initial"), ("geo", "m1", "refined")])
+    assert [r.group for r in reports] == [("geo", "m1", "initial"), ("geo", "m1", "refined")]
+    assert [r.report.accuracy for r in reports] == [1.0, 0.0]
+    with pytest.raises(ValueError):
+        classification_by_group([1], [1], [])
+
+
+def test_is_missing() -> None:
+    assert is_missing(None) and is_missing(nan)
+    assert not is_missing(0) and not is_missing("") and not is_missing(False)

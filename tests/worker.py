@@ -1,0 +1,63 @@
+"""Start a real Celery worker process against the test database and the configured broker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_database_url() -> str:
+    """A DATABASE_URL for the database the tests are using right now (the test database)."""
+    current = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{current['NAME']}"
+    if connection.vendor == "postgresql":
+        auth = f"{quote(current['USER'])}:{quote(current['PASSWORD'] or '')}@" if current["USER"] else ""
+        return f"postgres://{auth}{current['HOST'] or '127.0.0.1'}:{current['PORT'] or 5432}/{current['NAME']}"
+    raise RuntimeError(f"no worker test support for {connection.vendor}")
+
+
+@contextmanager
+def celery_worker(*, queues: str = "celery,gpu", extra_env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+    """A worker process (solo pool) that sees the test database and the test media folder."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "WORKBENCH_MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        **(extra_env or {}),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "workbench", "worker", "-Q", queues, "--pool", "solo",
+         "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_for(predicate, *, timeout: float = 90, every: float = 0.25) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    return False

@@ -1,0 +1,208 @@
+"""Settings of the workbench, read from environment variables with safe embedded defaults.
+
+The embedded default needs no server: SQLite (WAL, immediate transactions) and Celery over a
+SQLite-file broker. ``DATABASE_URL`` and ``CELERY_BROKER_URL`` switch to PostgreSQL and Redis.
+See ``.env.example`` for every variable.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from workbench.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("WORKBENCH_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)  # the SQLite file and the embedded broker live here
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+
+
+def _secret_key() -> str:
+    """DJANGO_SECRET_KEY, or a random key generated once and kept in DATA_DIR (never in the code)."""
+    given = env_str("DJANGO_SECRET_KEY", "")
+    if given:
+        return given
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_celery_results",
+    "annotations",
+    "generation",
+    "workbench",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "workbench.middleware.ContentSecurityPolicyMiddleware",
+]
+
+ROOT_URLCONF = "workbench.urls"
+WSGI_APPLICATION = "workbench.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------------------
+_DEFAULT_SQLITE = f"sqlite:///{DATA_DIR / 'workbench.sqlite3'}"
+DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", _DEFAULT_SQLITE), conn_max_age=60)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several annotators at once on the embedded default: WAL lets readers run beside the writer,
+    # IMMEDIATE takes the write lock when a transaction starts (a claim never fails half-way with
+    # "database is locked"), and the busy timeout makes the next writer wait instead of failing.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-workbench.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "annotations.User"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"]
+MEDIA_ROOT = Path(env_str("WORKBENCH_MEDIA_ROOT", str(DATA_DIR / "media")))
+MEDIA_URL = "/media-not-served/"  # item files are served only through access-checked views
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Security -----------------------------------------------------------------------------------
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)  # true behind HTTPS
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# --- Workbench limits ---------------------------------------------------------------------------
+WORKBENCH_MAX_UPLOAD_BYTES = env_int("WORKBENCH_MAX_UPLOAD_MB", 200) * 1024 * 1024
+WORKBENCH_MAX_IMAGE_BYTES = env_int("WORKBENCH_MAX_IMAGE_MB", 40) * 1024 * 1024
+WORKBENCH_MAX_IMAGE_PIXELS = env_int("WORKBENCH_MAX_IMAGE_PIXELS", 50_000_000)
+WORKBENCH_MAX_ARCHIVE_MEMBERS = env_int("WORKBENCH_MAX_ARCHIVE_MEMBERS", 100_000)
+WORKBENCH_ALLOW_URL_FETCH = env_bool("WORKBENCH_ALLOW_URL_FETCH", False)
+WORKBENCH_EXPORT_INLINE_LIMIT = env_int("WORKBENCH_EXPORT_INLINE_LIMIT", 20_000)
+WORKBENCH_DEFAULT_LEASE_MINUTES = env_int("WORKBENCH_DEFAULT_LEASE_MINUTES", 30)
+
+# --- REST API -----------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Token first: an anonymous request then gets 401 with WWW-Authenticate, not 403.
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "annotations.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_str("WORKBENCH_THROTTLE_ANON", "60/minute"),
+        "user": env_str("WORKBENCH_THROTTLE_USER", "6000/minute"),
+    },
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Stereotype Audit Workbench API",
+    "DESCRIPTION": "Studies, items, annotations (human and machine), import and export.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "StudyStatusEnum": "annotations.models.Study.Status",
+        "ExportJobStatusEnum": "annotations.models.ExportJob.Status",
+    },
+}
+
+# --- Celery ---------------------------------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", f"sqla+sqlite:///{DATA_DIR / 'celery-broker.sqlite3'}")
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "django-db")
+CELERY_RESULT_EXTENDED = True
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+# Diffusers and local-model work run on their own queue, so GPU workers take only that.
+CELERY_TASK_ROUTES = {"generation.tasks.generate_*": {"queue": "gpu"}}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = TIME_ZONE
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("WORKBENCH_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}

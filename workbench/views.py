@@ -1,0 +1,25 @@
+"""The home page (each role's dashboard) and the health check."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.db import connection
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+from annotations.access import studies_for_user
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    studies = studies_for_user(request.user).select_related("owner").annotate(  # type: ignore[arg-type]
+        item_count=Count("items", distinct=True)
+    )
+    return render(request, "home.html", {"studies": studies})
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return JsonResponse({"status": "ok", "database": connection.vendor})
