@@ -131,6 +131,25 @@ class FolderSource(FileSource):
         return found
 
 
+class MemorySource(FileSource):
+    """Files held in memory (images a generation job just made), read through the same checks."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = {safe_member_path(name): data for name, data in files.items()}
+
+    def read(self, name: str, *, limit: int | None = None) -> bytes:
+        data = self.files.get(safe_member_path(name))
+        if data is None:
+            raise ImportRefused(f"{name}: no such file")
+        limit = limit or settings.WORKBENCH_MAX_IMAGE_BYTES
+        if len(data) > limit:
+            raise ImportRefused(f"{name}: {_megabytes(len(data))} is larger than the {_megabytes(limit)} limit")
+        return data
+
+    def names(self) -> list[str]:
+        return sorted(self.files)
+
+
 class ZipSource(FileSource):
     """A zip archive read member by member, never extracted; refuses unsafe members by name."""
 

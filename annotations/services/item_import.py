@@ -32,6 +32,7 @@ from annotations.files import (
     IMAGE_SUFFIXES,
     FileSource,
     FolderSource,
+    MemorySource,
     ZipSource,
     image_check,
     safe_member_path,
@@ -299,3 +300,13 @@ def _item_digest(images: list[Any]) -> str:
     if len(images) == 1:
         return images[0].sha256
     return hashlib.sha256("\n".join(image.sha256 for image in images).encode()).hexdigest()
+
+
+def item_add_files(*, study: Study, record: dict[str, Any], files: dict[str, bytes]) -> ImportReport:
+    """Add one item whose image files are in memory (a generation job's output), through the same
+    checks as any import: image type and size, duplicates by id or hash reported and skipped.
+
+    ``record`` is a manifest record naming the files (``file`` or ``files``) by keys of ``files``.
+    """
+    return _import_records(study=study, records=[(f"item {record.get('external_id', '')}", record)],
+                           source=MemorySource(files))

@@ -188,3 +188,15 @@ def test_manifest_files_must_stay_inside_its_folder(study, tmp_path) -> None:  #
     (tmp_path / "inner" / "items.csv").write_text("external_id,file\nx,../outside.png\n")
     with pytest.raises(ImportRefused, match="is outside the target folder"):
         items_import(study=study, path=tmp_path / "inner" / "items.csv")
+
+
+def test_in_memory_files_go_through_the_same_checks(study) -> None:  # type: ignore[no-untyped-def]
+    from annotations.services.item_import import item_add_files
+
+    record = {"external_id": "gen-1", "file": "gen-1.png", "prompt": "a cup", "seed": 5, "model": "tiny-sd"}
+    report = item_add_files(study=study, record=record, files={"gen-1.png": png_bytes((5, 5, 5))})
+    assert report.created == 1 and Item.objects.get(external_id="gen-1").images.get().width == 32
+    again = item_add_files(study=study, record=record, files={"gen-1.png": png_bytes((5, 5, 5))})
+    assert again.created == 0 and again.duplicates == [{"external_id": "gen-1", "reason": "already in the study"}]
+    with pytest.raises(ImportRefused, match="gen-2.png: is not an image"):
+        item_add_files(study=study, record={"external_id": "gen-2", "file": "gen-2.png"}, files={"gen-2.png": b"x"})
