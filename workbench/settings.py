@@ -146,6 +146,8 @@ WORKBENCH_MAX_IMAGE_PIXELS = env_int("WORKBENCH_MAX_IMAGE_PIXELS", 50_000_000)
 WORKBENCH_MAX_ARCHIVE_MEMBERS = env_int("WORKBENCH_MAX_ARCHIVE_MEMBERS", 100_000)
 WORKBENCH_ALLOW_URL_FETCH = env_bool("WORKBENCH_ALLOW_URL_FETCH", False)
 WORKBENCH_EXPORT_INLINE_LIMIT = env_int("WORKBENCH_EXPORT_INLINE_LIMIT", 20_000)
+# Local model folders that pages and the API may load (the command line may load any folder).
+WORKBENCH_MODEL_DIRS = env_list("WORKBENCH_MODEL_DIRS", [str(DATA_DIR / "models")])
 WORKBENCH_DEFAULT_LEASE_MINUTES = env_int("WORKBENCH_DEFAULT_LEASE_MINUTES", 30)
 
 # --- REST API -----------------------------------------------------------------------------------

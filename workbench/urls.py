@@ -7,7 +7,9 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("api/", include("generation.api_urls")),
     path("api/", include("annotations.api.urls")),
     path("", include("annotations.urls")),
+    path("", include("generation.urls")),
     path("", include("workbench.page_urls")),
 ]

@@ -1,0 +1,81 @@
+"""Generation jobs (a prompt set through a diffusers model into a study's items) and their failures."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class GenerationJob(models.Model):
+    """(prompt set, model spec, images per prompt, base seed) -> items in a study, with provenance.
+
+    Re-running a job only makes the images whose items are missing, so a job run twice (or
+    resumed after a crash or a cancellation) never makes an image twice.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    study = models.ForeignKey("annotations.Study", on_delete=models.CASCADE, related_name="generation_jobs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    name = models.CharField(max_length=200, help_text="The prompt set's name")
+    paper = models.CharField(max_length=32, blank=True)
+    parent_name = models.CharField(max_length=200, blank=True, help_text="The prompt set this one derives from")
+    prompts = models.JSONField(help_text="[{text, condition, metadata, images_per_prompt}]")
+    model_spec = models.JSONField(help_text="generation.pipelines.ModelSpec fields")
+    model_label = models.CharField(max_length=120, help_text="Short model name stored on items")
+    base_seed = models.BigIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    cancel_requested = models.BooleanField(default=False)
+    total_images = models.PositiveIntegerField(default=0)
+    generated = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0, help_text="Images already in the study")
+    failed = models.PositiveIntegerField(default=0)
+    provenance = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.CheckConstraint(condition=~Q(model_label=""), name="generation_job_model_label")]
+
+    def __str__(self) -> str:
+        return f"{self.name} with {self.model_label} ({self.status})"
+
+    @property
+    def done_images(self) -> int:
+        return self.generated + self.skipped + self.failed
+
+    @property
+    def progress_percent(self) -> int:
+        return 100 if not self.total_images else min(100, round(100 * self.done_images / self.total_images))
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.PENDING, self.Status.RUNNING)
+
+
+class GenerationFailure(models.Model):
+    """One image a job could not make, with the reason; cleared when a re-run makes it."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="failures")
+    external_id = models.CharField(max_length=255)
+    prompt = models.TextField()
+    condition = models.CharField(max_length=128)
+    seed = models.BigIntegerField()
+    reason = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["job", "external_id"], name="generation_failure_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.external_id}: {self.reason[:60]}"

@@ -1,0 +1,233 @@
+"""Generation jobs: create, run (the worker's side), cancel, re-run.
+
+A job turns every (prompt, image index) into an item of the study with external id
+``<set>/<model>/s<base seed>/p<prompt index>/i<image index>``. Running a job makes only the images
+whose items are missing, so a second run, a resumed run or a run after cancelling never makes an
+image twice. Each image's seed is ``derive_seed(base_seed, prompt, index)``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotations.errors import ImportRefused, NotAllowed, ValidationFailed
+from annotations.models import Item, Study, User
+from annotations.services.item_import import item_add_files
+from generation.models import GenerationFailure, GenerationJob
+from generation.pipelines import (
+    ImageRequest,
+    ModelSpec,
+    derive_seed,
+    generate_images,
+    load_pipeline,
+    model_provenance,
+)
+from generation.prompt_sets import prompt_set_to_json
+from generation.prompts import PromptSet
+
+Progress = Callable[[GenerationJob], None]
+_LABEL_RE = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def model_spec_from_dict(data: dict[str, Any]) -> ModelSpec:
+    """A validated ``ModelSpec``; unknown fields and bad values are refused with the reason."""
+    known = set(ModelSpec.__dataclass_fields__)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValidationFailed(f"unknown model setting '{unknown[0]}'; allowed: {', '.join(sorted(known))}")
+    try:
+        return ModelSpec(**data)
+    except (TypeError, ValueError) as exc:
+        raise ValidationFailed(f"model settings: {exc}") from exc
+
+
+def model_source_check(source: str) -> None:
+    """Pages and the API may load local models only from ``WORKBENCH_MODEL_DIRS`` (the command
+    line, run by whoever administers the machine, may load any folder)."""
+    path = Path(source).expanduser()
+    if not (source.startswith(("/", ".", "~")) or path.exists()):
+        return  # a hub id
+    resolved = path.resolve()
+    allowed = [Path(folder).resolve() for folder in settings.WORKBENCH_MODEL_DIRS]
+    if not any(resolved.is_relative_to(folder) for folder in allowed):
+        raise NotAllowed(f"local models must be under {', '.join(map(str, allowed)) or 'WORKBENCH_MODEL_DIRS'}")
+
+
+def model_label_for(spec: ModelSpec) -> str:
+    base = Path(spec.source.rstrip("/")).name if "/" in spec.source else spec.source
+    return (_LABEL_RE.sub("-", base).strip("-") or "model")[:120]
+
+
+@transaction.atomic
+def generation_job_create(
+    *,
+    study: Study,
+    prompt_set: PromptSet,
+    spec: ModelSpec,
+    user: User | None,
+    base_seed: int = 0,
+    model_label: str | None = None,
+    enqueue: bool = True,
+) -> GenerationJob:
+    """Create a job for ``prompt_set`` x ``spec`` and (``enqueue``) queue it on the gpu queue after commit."""
+    if study.protocol_obj.unit == "text":
+        raise ValidationFailed("this study judges text items; generate images into an image study")
+    if not prompt_set.prompts:
+        raise ValidationFailed("the prompt set has no prompts")
+    job = GenerationJob.objects.create(
+        study=study, created_by=user, name=prompt_set.name[:200], paper=prompt_set.paper,
+        parent_name=(prompt_set.parent or "")[:200], prompts=prompt_set_to_json(prompt_set),
+        model_spec=asdict(spec), model_label=(model_label or model_label_for(spec))[:120], base_seed=base_seed,
+        total_images=prompt_set.total_images,
+    )
+    if enqueue:
+        from generation.tasks import generate_images_task
+
+        transaction.on_commit(lambda: generate_images_task.delay(job.pk))
+    return job
+
+
+def generation_job_cancel(*, job: GenerationJob) -> GenerationJob:
+    """Ask a job to stop after its current batch (a pending job stops at once)."""
+    GenerationJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+    GenerationJob.objects.filter(pk=job.pk, status=GenerationJob.Status.PENDING).update(
+        status=GenerationJob.Status.CANCELLED, finished_at=timezone.now()
+    )
+    job.refresh_from_db()
+    return job
+
+
+@transaction.atomic
+def generation_job_rerun(*, job: GenerationJob, enqueue: bool = True) -> GenerationJob:
+    """Queue a finished, failed or cancelled job again; it fills in only what is missing."""
+    updated = GenerationJob.objects.filter(pk=job.pk).exclude(
+        status__in=[GenerationJob.Status.PENDING, GenerationJob.Status.RUNNING]
+    ).update(status=GenerationJob.Status.PENDING, cancel_requested=False, error="", finished_at=None)
+    if not updated:
+        raise ValidationFailed("the job is already queued or running")
+    if enqueue:
+        from generation.tasks import generate_images_task
+
+        transaction.on_commit(lambda: generate_images_task.delay(job.pk))
+    job.refresh_from_db()
+    return job
+
+
+@dataclass(frozen=True)
+class PlannedImage:
+    external_id: str
+    prompt_index: int
+    image_index: int
+    prompt: dict[str, Any]
+    seed: int
+
+
+def job_plan(job: GenerationJob) -> list[PlannedImage]:
+    """Every image the job stands for, in prompt order."""
+    plan = []
+    for prompt_index, prompt in enumerate(job.prompts):
+        for image_index in range(int(prompt.get("images_per_prompt", 1))):
+            plan.append(PlannedImage(
+                external_id=f"{job.name}/{job.model_label}/s{job.base_seed}/p{prompt_index:04d}/i{image_index:02d}",
+                prompt_index=prompt_index, image_index=image_index, prompt=prompt,
+                seed=derive_seed(job.base_seed, prompt["text"], image_index),
+            ))
+    return plan
+
+
+def _finish(job_id: int, status: str, error: str = "", **fields: Any) -> GenerationJob:
+    GenerationJob.objects.filter(pk=job_id).update(status=status, error=error, finished_at=timezone.now(), **fields)
+    return GenerationJob.objects.get(pk=job_id)
+
+
+def generation_job_run(*, job_id: int, progress: Progress | None = None, device: str | None = None) -> GenerationJob:
+    """Run a pending job (the worker's side). Claims it with a compare-and-set, so two workers
+    never run one job; makes only the missing images; records each failure; stops between
+    batches when cancelled. Terminal problems (bad settings, a model that cannot load) mark the
+    job FAILED with the reason."""
+    claimed = GenerationJob.objects.filter(pk=job_id, status=GenerationJob.Status.PENDING).update(
+        status=GenerationJob.Status.RUNNING, started_at=timezone.now(), error=""
+    )
+    job = GenerationJob.objects.select_related("study").get(pk=job_id)
+    if not claimed:
+        return job
+    try:
+        spec = model_spec_from_dict(job.model_spec)
+    except ValidationFailed as exc:
+        return _finish(job.pk, GenerationJob.Status.FAILED, exc.message)
+    plan = job_plan(job)
+    existing = set(Item.objects.filter(study=job.study, external_id__in=[p.external_id for p in plan])
+                   .values_list("external_id", flat=True))
+    missing = [p for p in plan if p.external_id not in existing]
+    GenerationJob.objects.filter(pk=job.pk).update(
+        total_images=len(plan), skipped=len(existing), generated=0, failed=0
+    )
+    job.refresh_from_db()
+    if progress is not None:
+        progress(job)
+    if not missing:
+        return _finish(job.pk, GenerationJob.Status.DONE)
+    try:
+        pipe = load_pipeline(spec, device)
+    except (OSError, ValueError, RuntimeError, ImportError) as exc:
+        return _finish(job.pk, GenerationJob.Status.FAILED, f"cannot load the model {spec.source!r}: {exc}")
+    provenance = model_provenance(spec, pipe)
+    GenerationJob.objects.filter(pk=job.pk).update(provenance=provenance)
+    by_key = {p.external_id: p for p in missing}
+
+    def on_image(request: ImageRequest, image: Any) -> None:
+        planned = by_key[str(request.key)]
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        name = f"{planned.external_id.replace('/', '_')}.png"
+        record = {
+            "external_id": planned.external_id, "file": name, "prompt": planned.prompt["text"],
+            "model": job.model_label, "condition": planned.prompt.get("condition", "base"), "seed": planned.seed,
+            "settings": {**provenance, "job": job.pk, "prompt_set": job.name, "paper": job.paper,
+                         "base_seed": job.base_seed, "prompt_index": planned.prompt_index,
+                         "image_index": planned.image_index},
+            "metadata": {**planned.prompt.get("metadata", {}), "prompt_set": job.name},
+        }
+        try:
+            report = item_add_files(study=job.study, record=record, files={name: buffer.getvalue()})
+        except ImportRefused as exc:
+            on_failure(request, f"could not store the image: {exc.message}")
+            return
+        GenerationFailure.objects.filter(job=job, external_id=planned.external_id).delete()
+        if report.created:
+            GenerationJob.objects.filter(pk=job.pk).update(generated=F("generated") + 1)
+        else:
+            GenerationJob.objects.filter(pk=job.pk).update(skipped=F("skipped") + 1)
+        if progress is not None:
+            progress(GenerationJob.objects.get(pk=job.pk))
+
+    def on_failure(request: ImageRequest, reason: str) -> None:
+        planned = by_key[str(request.key)]
+        GenerationFailure.objects.update_or_create(
+            job=job, external_id=planned.external_id,
+            defaults={"prompt": planned.prompt["text"], "condition": planned.prompt.get("condition", "base"),
+                      "seed": planned.seed, "reason": reason[:4000]},
+        )
+        GenerationJob.objects.filter(pk=job.pk).update(failed=F("failed") + 1)
+
+    def should_cancel() -> bool:
+        return GenerationJob.objects.filter(pk=job.pk, cancel_requested=True).exists()
+
+    requests = [ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id) for p in missing]
+    report = generate_images(pipe, spec, requests, on_image=on_image, on_failure=on_failure,
+                             should_cancel=should_cancel)
+    status = GenerationJob.Status.CANCELLED if report.cancelled else GenerationJob.Status.DONE
+    job = _finish(job.pk, status)
+    if progress is not None:
+        progress(job)
+    return job
