@@ -15,7 +15,7 @@ from typing import Any
 from generation import prompts as builders
 from generation.prompts import PromptSet, PromptSpec
 
-DESIGNS = ("ssi", "visage", "biasconnect", "soda", "agent", "file")
+DESIGNS = ("ssi", "visage", "biasconnect", "biasconnect-mitigation", "soda", "agent", "file")
 
 
 class PromptSetError(ValueError):
@@ -23,10 +23,14 @@ class PromptSetError(ValueError):
 
 
 def prompt_set_build(design: str, *, path: Path | None = None, images_per_prompt: int | None = None,
-                     limit: int | None = None, name: str | None = None) -> PromptSet:
+                     limit: int | None = None, name: str | None = None, subject: str | None = None,
+                     mitigate: list[str] | None = None, total_images: int = 48) -> PromptSet:
     """The prompt set of a paper's design (``ssi``, ``visage``, ``biasconnect``, ``soda``), of an
     agent instruction-pair CSV (``agent`` with ``path``), or of a prompt file (``file``: CSV or
-    JSONL with ``text`` and optional ``condition``, ``images_per_prompt`` and metadata columns).
+    JSONL with ``text`` and optional ``condition``, ``images_per_prompt`` and metadata columns),
+    or BiasConnect's prompt-modification mitigation of ``subject`` along the ``mitigate`` axes
+    (``biasconnect-mitigation``, A.7: every combination of their phrases, ``total_images`` split
+    equally, plus the other axes' counterfactuals so the next IS matrix can be measured).
     ``limit`` keeps the first N prompts (for trying a design on a few prompts first)."""
     try:
         if design == "ssi":
@@ -35,6 +39,11 @@ def prompt_set_build(design: str, *, path: Path | None = None, images_per_prompt
             built = builders.visage_prompt_set(images_per_prompt=images_per_prompt)
         elif design == "biasconnect":
             built = builders.biasconnect_prompt_set(images_per_prompt=images_per_prompt)
+        elif design == "biasconnect-mitigation":
+            if not subject or not mitigate:
+                raise PromptSetError("a mitigation set needs a subject (e.g. nurse) and the axes to mitigate")
+            built = builders.biasconnect_mitigation_set(subject, mitigate, total_images=total_images,
+                                                        with_counterfactuals=True, name=name)
         elif design == "soda":
             built = builders.soda_prompt_set(images_per_prompt=images_per_prompt)
         elif design == "agent":

@@ -100,3 +100,21 @@ def test_the_generation_page(owner, image_study, annotator_user, settings) -> No
     outsider.force_login(annotator_user)
     assert outsider.get(f"/generation/jobs/{job.pk}/").status_code == 403
     assert outsider.post(f"/generation/jobs/{job.pk}/cancel/").status_code == 403
+
+
+def test_a_mitigation_prompt_set_is_built_for_the_named_axes() -> None:
+    from generation.prompt_sets import PromptSetError, prompt_set_build
+
+    built = prompt_set_build("biasconnect-mitigation", subject="nurse", mitigate=["environment", "clothing"])
+    base = built.by_condition("base")
+    # 2 environments x 2 clothing phrases = 4 combinations; ceil(48 / 4) = 12 images each.
+    assert [p.text for p in base] == [
+        "A photo of a nurse working indoors in formal attire", "A photo of a nurse working outdoors in formal attire",
+        "A photo of a nurse working indoors in informal attire",
+        "A photo of a nurse working outdoors in informal attire"]
+    assert {p.images_per_prompt for p in base} == {12}
+    assert "gender:female" in built.conditions()
+    with pytest.raises(PromptSetError, match="unknown biasconnect axes"):
+        prompt_set_build("biasconnect-mitigation", subject="nurse", mitigate=["hair"])
+    with pytest.raises(PromptSetError, match="needs a subject"):
+        prompt_set_build("biasconnect-mitigation", mitigate=["age"])

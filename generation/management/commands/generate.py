@@ -22,6 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument("--prompt-set", required=True, choices=DESIGNS)
         parser.add_argument("--prompts", type=Path, help="CSV/JSONL of prompts (file) or instruction pairs (agent)")
+        parser.add_argument("--subject", help="biasconnect-mitigation: the occupation, e.g. nurse")
+        parser.add_argument("--mitigate", help="biasconnect-mitigation: axes to mitigate, comma-separated")
+        parser.add_argument("--total-images", type=int, default=48, help="biasconnect-mitigation: images per set")
         parser.add_argument("--model", required=True, help="A diffusers folder or a hub id")
         parser.add_argument("--revision")
         parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
@@ -47,7 +50,9 @@ class Command(BaseCommand):
         try:
             prompt_set = prompt_set_build(options["prompt_set"], path=options["prompts"],
                                           images_per_prompt=options["images_per_prompt"], limit=options["limit"],
-                                          name=options["name"])
+                                          name=options["name"], subject=options["subject"],
+                                          mitigate=[a.strip() for a in (options["mitigate"] or "").split(",") if a.strip()],
+                                          total_images=options["total_images"])
             spec = model_spec_from_dict({
                 "source": options["model"], "revision": options["revision"], "dtype": options["dtype"],
                 "scheduler": options["scheduler"], "steps": options["steps"], "guidance": options["guidance"],
