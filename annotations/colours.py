@@ -38,7 +38,7 @@ def basic_colour_of_rgb(red: int, green: int, blue: int) -> str:
 
     v < 0.2 black; s < 0.15 white (v > 0.85) or grey; light, unsaturated yellowish beige;
     dark orange-red hues brown; otherwise by hue: red <15 or >=345 (pink when light and
-    unsaturated), orange <45, yellow <70, green <170, blue <255, purple <300, pink <345.
+    unsaturated), orange <45, yellow <70, green <170, blue <255, purple <320, pink <345.
     """
     h, s, v = colorsys.rgb_to_hsv(red / 255, green / 255, blue / 255)
     hue = h * 360
@@ -52,7 +52,7 @@ def basic_colour_of_rgb(red: int, green: int, blue: int) -> str:
         return "brown"
     if hue < 15 or hue >= 345:
         return "pink" if s < 0.5 and v > 0.8 else "red"
-    for limit, name in ((45, "orange"), (70, "yellow"), (170, "green"), (255, "blue"), (300, "purple")):
+    for limit, name in ((45, "orange"), (70, "yellow"), (170, "green"), (255, "blue"), (320, "purple")):
         if hue < limit:
             return name
     return "pink"

@@ -123,7 +123,8 @@ def demo_records(folder: Path, *, seed: int = 7) -> list[tuple[str, dict[str, ob
             prompt = f"{object_name} {phrase}, one product only, no people".replace("  ", " ")
             for index in range(IMAGES_PER_CONDITION):
                 colour = _pick(rng, PALETTES[object_name][condition])
-                background = _pick(rng, BACKGROUNDS)
+                # A white product on a white background is invisible to people and to the colour rule.
+                background = _pick(rng, [(name, weight) for name, weight in BACKGROUNDS if name != colour])
                 text = ""
                 if object_name == "cup" and (condition == "age:young_adults" or rng.random() < 0.15):
                     text = rng.choice(["COOL", "HELLO", "MY CUP"])

@@ -64,9 +64,11 @@ def test_commands_refuse_bad_input_and_change_nothing(owner, tmp_path) -> None: 
     assert Study.objects.count() == 1 and Item.objects.count() == 0 and Annotation.objects.count() == 0
 
 
-def test_setup_demo_creates_accounts_and_a_study_that_shows_the_skew(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_setup_demo_creates_accounts_and_a_study_that_shows_the_skew(settings, tmp_path,  # type: ignore[no-untyped-def]
+                                                                      django_capture_on_commit_callbacks) -> None:
     settings.DATA_DIR = tmp_path
-    output = run("setup_demo")
+    with django_capture_on_commit_callbacks(execute=True):
+        output = run("setup_demo", "--labellers", "colour")
     assert "annotator3" in output and "Demo study" in output
     study = Study.objects.get()
     assert study.preset == "object-attributes" and study.enrollments.count() == 3
@@ -78,6 +80,14 @@ def test_setup_demo_creates_accounts_and_a_study_that_shows_the_skew(settings, t
     assert set(items.values_list("condition", flat=True)) == {
         "base", "age:young_adults", "age:middle_aged", "age:elderly", "gender:men", "gender:women",
         "ethnicity:white", "ethnicity:black", "ethnicity:asian"}
+    # The colour rule labelled every drawn product with the colour it was drawn in.
+    machine = [(a.item.metadata["drawn_colour"], a.value) for a in Annotation.objects.filter(
+        study=study, question_key="product_color", annotator__name="colour-rule").select_related("item")]
+    assert len(machine) == 72
+    from collections import Counter
+    # Except the white products: on a light background the rule cannot separate them and reads the
+    # black wheels and outlines (a real, documented weakness that the agreement report exposes).
+    assert Counter(pair for pair in machine if pair[0] != pair[1]) == {("white", "black"): 12}
     again = run("setup_demo")
     assert "no demo study added" in again and Study.objects.count() == 1
     passwords = json.loads((tmp_path / "demo-accounts.json").read_text())
