@@ -29,6 +29,15 @@ def table(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return [dict(zip(t["columns"], row, strict=True)) for row in t["rows"]]
 
 
+def assert_figures(report: dict[str, Any]) -> None:
+    from annotations.figures import figure_render
+
+    assert report["figures"]
+    for figure in report["figures"]:
+        for fmt in ("png", "svg"):
+            assert figure_render(report, figure["table"], figure["params"], fmt), figure["key"]
+
+
 def make_study(owner: User, preset: str, items: list[dict[str, Any]], answers: list[dict[str, Any]]) -> Study:
     study = study_create(owner=owner, name=preset, protocol=load_preset(preset))
     items_import_records(study=study, records=[(f"row {i}", r) for i, r in enumerate(items)])
@@ -144,6 +153,7 @@ def test_ssi_means_drop_and_paired_t(owner) -> None:  # type: ignore[no-untyped-
     # differences 3/9 and 4/9: mean 7/18, standard error 1/18 -> t = 7, df = 1: p = 1 - (2/pi) atan(7)
     assert row["t"] == pytest.approx(7.0)
     assert row["p_value"] == pytest.approx(1 - 2 / math.pi * math.atan(7)) and row["significant"] is False
+    assert_figures(report)
 
 
 def test_biasconnect_is_cell(owner) -> None:  # type: ignore[no-untyped-def]
@@ -159,6 +169,7 @@ def test_biasconnect_is_cell(owner) -> None:  # type: ignore[no-untyped-def]
     assert cells[("age", "age")] is None  # no age labels at all
     dev = {r["axis"]: r for r in table(report, "biasconnect_deviation")}
     assert dev["gender"]["w_bar"] == pytest.approx(1.0) and dev["gender"]["n_images"] == 2
+    assert_figures(report)
 
 
 def test_soda_bds_of_disjoint_colours(owner) -> None:  # type: ignore[no-untyped-def]
@@ -170,6 +181,7 @@ def test_soda_bds_of_disjoint_colours(owner) -> None:  # type: ignore[no-untyped
     assert row["bds"] == pytest.approx(math.sqrt(math.log(2)), abs=1e-6)  # JS distance of two one-hots, nats
     assert (row["n_base"], row["n_group"], row["n_attributes"]) == (2, 2, 1)
     assert 0.2 < row["p_value"] < 0.5  # 2 of the 6 equal-size splits are as extreme
+    assert_figures(report)
 
 
 @pytest.mark.parametrize(("role", "status"), [("owner", 200), ("admin", 200), ("other", 404), ("annotator", 403),
@@ -193,3 +205,59 @@ def test_metrics_api_source(owner) -> None:  # type: ignore[no-untyped-def]
     assert client.get(f"/api/studies/{study.pk}/metrics/?source=vlm@1").json()["source"] == "vlm@1"
     bad = client.get(f"/api/studies/{study.pk}/metrics/?source=nobody")
     assert bad.status_code == 400 and "nobody" in json.dumps(bad.json())
+
+
+@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 302)])
+def test_findings_page_permissions(role, status, owner, other_researcher, annotator_user, client) -> None:  # type: ignore[no-untyped-def]
+    study = _subgroup_study(owner)
+    enrollment_add(study=study, user=annotator_user)
+    user = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[role]
+    if user is not None:
+        client.force_login(user)
+    for url in (f"/studies/{study.pk}/findings/", f"/studies/{study.pk}/findings/agent_scores.csv",
+                f"/studies/{study.pk}/findings/figures/agent_pairs.png"):
+        response = client.get(url)
+        assert response.status_code == status, url
+        if status != 200:
+            assert b"cook/female" not in response.content
+
+
+def test_findings_page_tables_csv_and_figures(owner, client) -> None:  # type: ignore[no-untyped-def]
+    study = _subgroup_study(owner)
+    client.force_login(owner)
+    page = client.get(f"/studies/{study.pk}/findings/").content.decode()
+    assert "Stereotype score per instruction pair" in page and "cook/female" in page
+    assert f"/studies/{study.pk}/findings/figures/agent_pairs.png?source=consensus" in page
+    assert "<script" not in page.split("<main", 1)[-1]
+    csv_text = client.get(f"/studies/{study.pk}/findings/agent_scores.csv").content.decode()
+    assert csv_text.splitlines()[0].startswith("pair,dimension,subgroup,majority,score")
+    assert "cook/female,gender,female,female,0.666" in csv_text
+    png = client.get(f"/studies/{study.pk}/findings/figures/agent_pairs.png")
+    assert png["Content-Type"] == "image/png" and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = client.get(f"/studies/{study.pk}/findings/figures/agent_pairs.svg?source=vlm@1")
+    assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content
+    assert "sandbox" in svg["Content-Security-Policy"] and svg["Content-Disposition"].startswith("attachment")
+    assert client.get(f"/studies/{study.pk}/findings/figures/agent_scores.png").status_code == 404  # no figure
+    bad = client.get(f"/studies/{study.pk}/findings/?source=<b>x</b>")
+    assert bad.status_code == 400 and b"<b>x</b>" not in bad.content and b"&lt;b&gt;x&lt;/b&gt;" in bad.content
+
+
+def test_every_figure_renders(visage_studies, owner) -> None:  # type: ignore[no-untyped-def]
+    from annotations.figures import figure_render
+
+    reports = [metrics_report(study=visage_studies["stereotype-markers"], source="judgements"),
+               metrics_report(study=visage_studies["visualness"])]
+    for report in reports:
+        for figure in report["figures"]:
+            for fmt in ("png", "svg"):
+                assert figure_render(report, figure["table"], figure["params"], fmt), figure["key"]
+
+
+def test_csv_cells_cannot_become_formulas(owner, client) -> None:  # type: ignore[no-untyped-def]
+    items = [{"external_id": "i1", "prompt": "x", "metadata": {"dimension": "gender", "subgroup": "male",
+                                                              "pair": "=HYPERLINK(\"http://evil\")"}}]
+    answers = [{"item": "i1", "annotator": "h1", "question": "gender", "value": "male"}]
+    study = make_study(owner, "subgroup", items, answers)
+    client.force_login(owner)
+    text = client.get(f"/studies/{study.pk}/findings/agent_scores.csv").content.decode()
+    assert "'=HYPERLINK" in text
