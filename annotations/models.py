@@ -314,3 +314,32 @@ class ExportJob(models.Model):
 
     def __str__(self) -> str:
         return f"export {self.pk} of study {self.study_id} ({self.format}, {self.status})"
+
+
+class StereotypeEntry(models.Model):
+    """One (identity, attribute) row of a stereotype table attached to a study (e.g. SeeGULL).
+
+    The visage metrics read it: a pair is stereotypical when ``na_stereo`` >= 2 and the attribute
+    is visual (``visual`` None = not rated, treated as visual); ``offensiveness`` is SeeGULL's
+    ``mean offensiveness_score`` (None when blank). ``extra`` keeps the file's other columns.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="stereotype_entries")
+    source = models.CharField(max_length=64, blank=True, help_text="Which table, e.g. the file name")
+    identity = models.CharField(max_length=255)
+    attribute = models.CharField(max_length=255)
+    na_stereo = models.PositiveSmallIntegerField(null=True, blank=True)
+    region_stereo = models.PositiveSmallIntegerField(null=True, blank=True)
+    offensiveness = models.FloatField(null=True, blank=True)
+    visual = models.BooleanField(null=True, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["identity", "attribute"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "identity", "attribute"], name="stereotype_entry_unique"),
+        ]
+        indexes = [models.Index(fields=["study", "identity"])]
+
+    def __str__(self) -> str:
+        return f"{self.identity} / {self.attribute}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ class ProtocolError(ValueError):
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
 
 
+@lru_cache(maxsize=65536)  # options_from lists are re-slugified for every answer checked
 def slugify_option(label: str) -> str:
     """Option key for a label: lower case, runs of other characters become one underscore."""
     slug = re.sub(r"[^a-z0-9]+", "_", label.strip().lower()).strip("_")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotations import views
+from annotations import findings_views, views
 
 urlpatterns = [
     path("studies/new/", views.study_create, name="study-create"),
@@ -14,4 +14,8 @@ urlpatterns = [
     path("studies/<int:pk>/enroll/", views.study_enroll, name="study-enroll"),
     path("studies/<int:pk>/share/", views.study_share, name="study-share"),
     path("items/<int:pk>/images/<int:position>/", views.item_image, name="item-image"),
+    path("studies/<int:pk>/findings/", findings_views.study_findings, name="study-findings"),
+    path("studies/<int:pk>/findings/<slug:key>.csv", findings_views.study_findings_csv, name="study-findings-csv"),
+    path("studies/<int:pk>/findings/figures/<slug:key>.<str:fmt>", findings_views.study_findings_figure,
+         name="study-findings-figure"),
 ]

@@ -209,3 +209,6 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("WORKBENCH_LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
+
+# --- Published data (ViSAGe, SeeGULL) beside the repository, for the reproduction test and demos ----
+WORKBENCH_SHARED_DATA = Path(env_str("WORKBENCH_SHARED_DATA", str(BASE_DIR.parent / "shared" / "data")))

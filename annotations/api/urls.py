@@ -23,5 +23,6 @@ urlpatterns = [
     path("protocols/validate/", views.ProtocolValidateView.as_view(), name="api-protocol-validate"),
     path("me/", views.MeView.as_view(), name="api-me"),
     path("auth/token/", obtain_auth_token, name="api-token"),
+    path("studies/<int:pk>/metrics/", views.StudyMetricsView.as_view(), name="api-study-metrics"),
     path("", include(router.urls)),
 ]

@@ -9,7 +9,7 @@ from django.db.models import Count, QuerySet
 from django.http import FileResponse, StreamingHttpResponse
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -26,6 +26,7 @@ from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
 from annotations.services.exports import FORMATS, export_csv, export_job_create, export_jsonl, export_size
 from annotations.services.item_import import items_import
+from annotations.services.metrics_report import metrics_report_cached
 from annotations.uploads import ANNOTATION_SUFFIXES, ITEM_SUFFIXES, upload_to_temp
 
 
@@ -276,3 +277,15 @@ class MeView(APIView):
     @extend_schema(responses=s.UserSerializer)
     def get(self, request: Request) -> Response:
         return Response(s.UserSerializer(_user(request)).data)
+
+
+class StudyMetricsView(APIView):
+    """Every metric that applies to the study's protocol (the same report as ``manage.py metrics --json``)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("source", str, description="consensus (default), judgements or LABELLER[@VERSION]")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_user(user=_user(request), id=pk, researcher=True)
+        return Response(metrics_report_cached(study=study, source=request.query_params.get("source") or "consensus"))

@@ -234,16 +234,25 @@ def _write_imported(
 ) -> AnnotationImportReport:
     report = AnnotationImportReport()
     annotators: dict[tuple[str, str, str], Annotator] = {}
-    for (kind, name, version), spec in annotator_specs.items():
+    # Study-scoped humans in bulk (a published dataset can name thousands of anonymous raters).
+    human_names = [name for (kind, name, _version) in annotator_specs if kind == Annotator.Kind.HUMAN]
+    known = {a.name: a for a in Annotator.objects.filter(kind=Annotator.Kind.HUMAN, study=study, name__in=human_names)}
+    new_humans = [
+        Annotator(kind=Annotator.Kind.HUMAN, study=study, name=name,
+                  pool=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("pool", Annotator.Pool.CROWD),
+                  attributes=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("attributes", {}))
+        for name in human_names if name not in known
+    ]
+    for annotator in Annotator.objects.bulk_create(new_humans, batch_size=BULK_BATCH):
+        known[annotator.name] = annotator
+    new_names = {annotator.name for annotator in new_humans}
+    for (kind, name, version) in annotator_specs:
         if kind == Annotator.Kind.MACHINE:
             annotator, created = Annotator.objects.get_or_create(
                 kind=kind, name=name, version=version, defaults={"config": {}}
             )
         else:
-            annotator, created = Annotator.objects.get_or_create(
-                kind=kind, study=study, name=name,
-                defaults={"pool": spec.get("pool", Annotator.Pool.CROWD), "attributes": spec.get("attributes", {})},
-            )
+            annotator, created = known[name], name in new_names
         if created:
             report.annotators_created.append(name if not version else f"{name} {version}")
         annotators[(kind, name, version)] = annotator

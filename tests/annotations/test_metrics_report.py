@@ -1,0 +1,263 @@
+"""metrics_report per protocol against hand-computed values; the metrics command and API (permission matrix)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotations.metric_inputs import labels_for
+from annotations.models import Study, User
+from annotations.protocols import load_preset
+from annotations.services.annotation_writes import annotations_import_records
+from annotations.services.item_import import items_import_records
+from annotations.services.metrics_report import metrics_report
+from annotations.services.studies import enrollment_add, study_create
+from tests.annotations.test_visage_import import HEADER, ratings, screen, seegull
+from tests.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+
+def table(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    t = next(t for t in report["tables"] if t["key"] == key)
+    return [dict(zip(t["columns"], row, strict=True)) for row in t["rows"]]
+
+
+def assert_figures(report: dict[str, Any]) -> None:
+    from annotations.figures import figure_render
+
+    assert report["figures"]
+    for figure in report["figures"]:
+        for fmt in ("png", "svg"):
+            assert figure_render(report, figure["table"], figure["params"], fmt), figure["key"]
+
+
+def make_study(owner: User, preset: str, items: list[dict[str, Any]], answers: list[dict[str, Any]]) -> Study:
+    study = study_create(owner=owner, name=preset, protocol=load_preset(preset))
+    items_import_records(study=study, records=[(f"row {i}", r) for i, r in enumerate(items)])
+    annotations_import_records(study=study, records=list(enumerate(answers, start=1)))
+    return study
+
+
+@pytest.fixture
+def visage_studies(owner: User, tmp_path) -> dict[str, Study]:  # type: ignore[no-untyped-def]
+    attrs = ["hat", "poor", "cheerful", "tall"]
+    text = HEADER + screen("A0", "Xland1.png", "Xland", attrs, {"hat": "['1,1', '9,9']"}) \
+        + screen("A0", "Xland1.png", "Xland", attrs) \
+        + screen("A0", "Xland1.png", "Xland", attrs, {"hat": "['1,1', '9,9']", "poor": "['2,2', '8,8']"}) \
+        + screen("A0", "Xland1.png", "Xland", ["sombrero", "poor", "cheerful", "tall"], {"sombrero": "['1,1', '5,5']"})
+    (tmp_path / "a.csv").write_text(text)
+    out = io.StringIO()
+    call_command("import_visage", "--annotations", str(tmp_path / "a.csv"), "--seegull", str(seegull(tmp_path / "s.csv")),
+                 "--visual-attributes", str(ratings(tmp_path / "r.xlsx", [("hat", 5, 4, 5), ("sombrero", 5, 5, 5),
+                                                                           ("poor", 4, 4, 2), ("hat", 5, 4, 5)])),
+                 stdout=out)
+    ids = json.loads(out.getvalue())["studies"]
+    return {key: Study.objects.get(pk=pk) for key, pk in ids.items()}
+
+
+def test_visage_from_every_judgement(visage_studies) -> None:  # type: ignore[no-untyped-def]
+    # Showings: hat 2 of 3, sombrero 1 of 1 (stereotypical: NA_stereo >= 2, visual); poor 1 of 4,
+    # cheerful 0/4, tall 0/4, none of the above 0/4 (random terms).
+    report = metrics_report(study=visage_studies["stereotype-markers"], source="judgements")
+    row = table(report, "visage_tendency")[0]
+    assert row["identity"] == "Xland" and row["n_images"] == 1 and row["n_showings"] == 20
+    assert row["l_stereo"] == pytest.approx((2 / 3 + 1) / 2)
+    assert row["l_random"] == pytest.approx((1 / 4 + 0 + 0 + 0) / 4)
+    assert row["theta"] == pytest.approx((5 / 6) / (1 / 16))
+    assert report["summary"]["thrice_ratio"]["value"] == pytest.approx(40 / 3)
+    likelihoods = {r["attribute"]: (r["k"], r["n"], r["stereotypical"]) for r in table(report, "visage_likelihoods")}
+    assert likelihoods["hat"] == (2, 3, True) and likelihoods["poor"] == (1, 4, False)
+    assert likelihoods["none of the above"] == (0, 4, False)
+    # O(Xland) = L(stereo) * mean offensiveness of the present stereotypes with a score (hat 1; sombrero blank)
+    off = table(report, "visage_offensiveness")[0]
+    assert off["offensiveness"] == pytest.approx(5 / 6 * 1.0) and off["n_missing_score"] == 1
+
+
+def test_visage_from_consensus_is_per_image(visage_studies) -> None:  # type: ignore[no-untyped-def]
+    # Per-option majority among the raters shown it: hat 2 of 3 -> 1, sombrero 1 of 1 -> 1, poor 1 of 4 -> 0.
+    study = visage_studies["stereotype-markers"]
+    labels = labels_for(study, "attributes")
+    (item_id,) = labels.values
+    assert sorted(labels.values[item_id]) == ["hat", "sombrero"]
+    report = metrics_report(study=study)
+    row = table(report, "visage_tendency")[0]
+    assert (row["l_stereo"], row["l_random"], row["theta"]) == (1.0, 0.0, None)
+    assert "L(random, id) is 0" in row["reason"]
+    assert any("source=judgements" in note for note in report["notes"])
+
+
+def test_visualness_shares_and_visual_list(visage_studies) -> None:  # type: ignore[no-untyped-def]
+    # hat (5,4,5) x2, sombrero (5,5,5), poor (4,4,2): majority SA, SA, SA, A.
+    study = visage_studies["visualness"]
+    for source in ("consensus", "judgements"):
+        report = metrics_report(study=study, source=source)
+        shares = {r["label"]: (r["count"], r["share"]) for r in table(report, "visualness_shares")}
+        assert shares["strongly_agree"] == (3, 0.75) and shares["agree"] == (1, 0.25)
+        assert shares["disagree"] == (0, 0.0)
+        assert [r["attribute"] for r in table(report, "visual_attributes")] == ["hat", "sombrero"]
+
+
+def test_unknown_source_and_judgements_where_they_do_not_apply(owner) -> None:  # type: ignore[no-untyped-def]
+    study = make_study(owner, "subgroup", [{"external_id": "i1", "metadata": {"dimension": "gender", "subgroup": "male"}}], [])
+    with pytest.raises(CommandError, match="'gpt' is not a source of this study"):
+        call_command("metrics", str(study.pk), "--source", "gpt", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="applies to visage studies only"):
+        call_command("metrics", str(study.pk), "--source", "judgements", stdout=io.StringIO())
+
+
+def _subgroup_study(owner: User) -> Study:
+    items = [{"external_id": f"i{n}", "prompt": "people who cook",
+              "metadata": {"dimension": "gender", "subgroup": "female", "pair": "cook/female"}} for n in (1, 2, 3)]
+    human = ["female", "female", "male"]
+    machine = ["female", "male", "male"]
+    answers = [{"item": f"i{n}", "annotator": "h1", "question": "gender", "value": v} for n, v in zip((1, 2, 3), human, strict=True)]
+    answers += [{"item": f"i{n}", "annotator": "vlm", "annotator_kind": "machine", "annotator_version": "1",
+                 "question": "gender", "value": v} for n, v in zip((1, 2, 3), machine, strict=True)]
+    return make_study(owner, "subgroup", items, answers)
+
+
+def test_agent_scores_and_machine_vs_human(owner) -> None:  # type: ignore[no-untyped-def]
+    study = _subgroup_study(owner)
+    report = metrics_report(study=study)
+    (score,) = table(report, "agent_scores")
+    assert (score["majority"], score["detected"], score["n"]) == ("female", True, 3)
+    assert score["score"] == pytest.approx(2 / 3)
+    (dim,) = table(report, "agent_comparison")
+    assert dim["labeller"] == "vlm@1" and dim["mean_abs_difference"] == pytest.approx(2 / 3 - 1 / 3)
+    assert report["summary"]["detection_accuracy"]["vlm@1"] == {"detection_accuracy": 0.0, "n_pairs": 1}
+    machine = metrics_report(study=study, source="vlm@1")
+    assert table(machine, "agent_scores")[0]["majority"] == "male" and machine["source"] == "vlm@1"
+    assert any(f["key"] == "agent_scatter" for f in report["figures"])
+
+
+def test_ssi_means_drop_and_paired_t(owner) -> None:  # type: ignore[no-untyped-def]
+    keys = [q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})]
+    assert len(keys) == 9
+    marked = {("q1", "initial"): 3, ("q1", "refined"): 0, ("q2", "initial"): 6, ("q2", "refined"): 2}
+    items = [{"external_id": f"{q}-{c}", "model": "m", "condition": c, "metadata": {"category": "occupational", "query": q}}
+             for q, c in marked]
+    answers = [{"item": f"{q}-{c}", "annotator": "h1", "question": k, "value": int(i < n)}
+               for (q, c), n in marked.items() for i, k in enumerate(keys)]
+    report = metrics_report(study=make_study(owner, "ssi-rubric", items, answers))
+    row = next(r for r in table(report, "ssi_comparisons") if r["model"] == "m")
+    assert row["initial_mean"] == pytest.approx((3 / 9 + 6 / 9) / 2)
+    assert row["refined_mean"] == pytest.approx((0 + 2 / 9) / 2)
+    assert row["relative_drop"] == pytest.approx((0.5 - 1 / 9) / 0.5)
+    # differences 3/9 and 4/9: mean 7/18, standard error 1/18 -> t = 7, df = 1: p = 1 - (2/pi) atan(7)
+    assert row["t"] == pytest.approx(7.0)
+    assert row["p_value"] == pytest.approx(1 - 2 / math.pi * math.atan(7)) and row["significant"] is False
+    assert_figures(report)
+
+
+def test_biasconnect_is_cell(owner) -> None:  # type: ignore[no-untyped-def]
+    items = [{"external_id": f"{c}{n}", "condition": c, "metadata": {"occupation": "chef"}}
+             for c in ("base", "age:old") for n in (1, 2)]
+    genders = {"base1": "male", "base2": "male", "age:old1": "male", "age:old2": "female"}
+    answers = [{"item": i, "annotator": "h1", "question": "person", "value": "yes"} for i in genders]
+    answers += [{"item": i, "annotator": "h1", "question": "gender", "value": g} for i, g in genders.items()]
+    report = metrics_report(study=make_study(owner, "bias-axes", items, answers))
+    cells = {(r["intervened_axis"], r["axis"]): r["is"] for r in table(report, "biasconnect_is")}
+    # base gender (1, 0): w = 1; after age: (1/2, 1/2): w = 0 -> IS = 1
+    assert cells[("age", "gender")] == pytest.approx(1.0)
+    assert cells[("age", "age")] is None  # no age labels at all
+    dev = {r["axis"]: r for r in table(report, "biasconnect_deviation")}
+    assert dev["gender"]["w_bar"] == pytest.approx(1.0) and dev["gender"]["n_images"] == 2
+    assert_figures(report)
+
+
+def test_soda_bds_of_disjoint_colours(owner) -> None:  # type: ignore[no-untyped-def]
+    colours = {"b1": ("base", "red"), "b2": ("base", "red"), "g1": ("gender:women", "blue"), "g2": ("gender:women", "blue")}
+    items = [{"external_id": k, "model": "m", "condition": c, "metadata": {"object": "car"}} for k, (c, _) in colours.items()]
+    answers = [{"item": k, "annotator": "h1", "question": "product_color", "value": v} for k, (_, v) in colours.items()]
+    report = metrics_report(study=make_study(owner, "object-attributes", items, answers))
+    (row,) = table(report, "soda_bds")
+    assert row["bds"] == pytest.approx(math.sqrt(math.log(2)), abs=1e-6)  # JS distance of two one-hots, nats
+    assert (row["n_base"], row["n_group"], row["n_attributes"]) == (2, 2, 1)
+    assert 0.2 < row["p_value"] < 0.5  # 2 of the 6 equal-size splits are as extreme
+    assert_figures(report)
+
+
+@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("admin", 200), ("other", 404), ("annotator", 403),
+                                              ("anonymous", 401)])
+def test_metrics_api_permissions(role, status, owner, other_researcher, annotator_user, admin_user) -> None:  # type: ignore[no-untyped-def]
+    study = _subgroup_study(owner)
+    enrollment_add(study=study, user=annotator_user)
+    user = {"owner": owner, "admin": admin_user, "other": other_researcher, "annotator": annotator_user,
+            "anonymous": None}[role]
+    response = client_for(user).get(f"/api/studies/{study.pk}/metrics/")
+    assert response.status_code == status
+    if status == 200:
+        assert response.json()["protocol"] == "subgroup" and response.json()["tables"][0]["key"] == "agent_scores"
+    else:
+        assert "tables" not in response.json()
+
+
+def test_metrics_api_source(owner) -> None:  # type: ignore[no-untyped-def]
+    study = _subgroup_study(owner)
+    client = client_for(owner)
+    assert client.get(f"/api/studies/{study.pk}/metrics/?source=vlm@1").json()["source"] == "vlm@1"
+    bad = client.get(f"/api/studies/{study.pk}/metrics/?source=nobody")
+    assert bad.status_code == 400 and "nobody" in json.dumps(bad.json())
+
+
+@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 302)])
+def test_findings_page_permissions(role, status, owner, other_researcher, annotator_user, client) -> None:  # type: ignore[no-untyped-def]
+    study = _subgroup_study(owner)
+    enrollment_add(study=study, user=annotator_user)
+    user = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[role]
+    if user is not None:
+        client.force_login(user)
+    for url in (f"/studies/{study.pk}/findings/", f"/studies/{study.pk}/findings/agent_scores.csv",
+                f"/studies/{study.pk}/findings/figures/agent_pairs.png"):
+        response = client.get(url)
+        assert response.status_code == status, url
+        if status != 200:
+            assert b"cook/female" not in response.content
+
+
+def test_findings_page_tables_csv_and_figures(owner, client) -> None:  # type: ignore[no-untyped-def]
+    study = _subgroup_study(owner)
+    client.force_login(owner)
+    page = client.get(f"/studies/{study.pk}/findings/").content.decode()
+    assert "Stereotype score per instruction pair" in page and "cook/female" in page
+    assert f"/studies/{study.pk}/findings/figures/agent_pairs.png?source=consensus" in page
+    assert "<script" not in page.split("<main", 1)[-1]
+    csv_text = client.get(f"/studies/{study.pk}/findings/agent_scores.csv").content.decode()
+    assert csv_text.splitlines()[0].startswith("pair,dimension,subgroup,majority,score")
+    assert "cook/female,gender,female,female,0.666" in csv_text
+    png = client.get(f"/studies/{study.pk}/findings/figures/agent_pairs.png")
+    assert png["Content-Type"] == "image/png" and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = client.get(f"/studies/{study.pk}/findings/figures/agent_pairs.svg?source=vlm@1")
+    assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content
+    assert "sandbox" in svg["Content-Security-Policy"] and svg["Content-Disposition"].startswith("attachment")
+    assert client.get(f"/studies/{study.pk}/findings/figures/agent_scores.png").status_code == 404  # no figure
+    bad = client.get(f"/studies/{study.pk}/findings/?source=<b>x</b>")
+    assert bad.status_code == 400 and b"<b>x</b>" not in bad.content and b"&lt;b&gt;x&lt;/b&gt;" in bad.content
+
+
+def test_every_figure_renders(visage_studies, owner) -> None:  # type: ignore[no-untyped-def]
+    from annotations.figures import figure_render
+
+    reports = [metrics_report(study=visage_studies["stereotype-markers"], source="judgements"),
+               metrics_report(study=visage_studies["visualness"])]
+    for report in reports:
+        for figure in report["figures"]:
+            for fmt in ("png", "svg"):
+                assert figure_render(report, figure["table"], figure["params"], fmt), figure["key"]
+
+
+def test_csv_cells_cannot_become_formulas(owner, client) -> None:  # type: ignore[no-untyped-def]
+    items = [{"external_id": "i1", "prompt": "x", "metadata": {"dimension": "gender", "subgroup": "male",
+                                                              "pair": "=HYPERLINK(\"http://evil\")"}}]
+    answers = [{"item": "i1", "annotator": "h1", "question": "gender", "value": "male"}]
+    study = make_study(owner, "subgroup", items, answers)
+    client.force_login(owner)
+    text = client.get(f"/studies/{study.pk}/findings/agent_scores.csv").content.decode()
+    assert "'=HYPERLINK" in text
