@@ -126,19 +126,23 @@ def generation_job_rerun(*, job: GenerationJob, enqueue: bool = True) -> Generat
 @dataclass(frozen=True)
 class PlannedImage:
     external_id: str
+    item_id: str  # the item it belongs to: itself, or its prompt's image set
     prompt_index: int
     image_index: int
     prompt: dict[str, Any]
     seed: int
 
 
-def job_plan(job: GenerationJob) -> list[PlannedImage]:
-    """Every image the job stands for, in prompt order."""
+def job_plan(job: GenerationJob, *, image_sets: bool = False) -> list[PlannedImage]:
+    """Every image the job stands for, in prompt order. With ``image_sets`` (studies whose unit is
+    an image set, e.g. ssi's 4 images per query) a prompt's images make one item."""
     plan = []
     for prompt_index, prompt in enumerate(job.prompts):
+        prefix = f"{job.name}/{job.model_label}/s{job.base_seed}/p{prompt_index:04d}"
         for image_index in range(int(prompt.get("images_per_prompt", 1))):
+            external_id = f"{prefix}/i{image_index:02d}"
             plan.append(PlannedImage(
-                external_id=f"{job.name}/{job.model_label}/s{job.base_seed}/p{prompt_index:04d}/i{image_index:02d}",
+                external_id=external_id, item_id=prefix if image_sets else external_id,
                 prompt_index=prompt_index, image_index=image_index, prompt=prompt,
                 seed=derive_seed(job.base_seed, prompt["text"], image_index),
             ))
@@ -165,12 +169,13 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
         spec = model_spec_from_dict(job.model_spec)
     except ValidationFailed as exc:
         return _finish(job.pk, GenerationJob.Status.FAILED, exc.message)
-    plan = job_plan(job)
-    existing = set(Item.objects.filter(study=job.study, external_id__in=[p.external_id for p in plan])
+    image_sets = job.study.protocol_obj.unit == "image_set"
+    plan = job_plan(job, image_sets=image_sets)
+    existing = set(Item.objects.filter(study=job.study, external_id__in={p.item_id for p in plan})
                    .values_list("external_id", flat=True))
-    missing = [p for p in plan if p.external_id not in existing]
+    missing = [p for p in plan if p.item_id not in existing]
     GenerationJob.objects.filter(pk=job.pk).update(
-        total_images=len(plan), skipped=len(existing), generated=0, failed=0
+        total_images=len(plan), skipped=len(plan) - len(missing), generated=0, failed=0
     )
     job.refresh_from_db()
     if progress is not None:
@@ -184,32 +189,39 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
     provenance = model_provenance(spec, pipe)
     GenerationJob.objects.filter(pk=job.pk).update(provenance=provenance)
     by_key = {p.external_id: p for p in missing}
+    set_sizes = {item_id: sum(1 for p in missing if p.item_id == item_id) for item_id in {p.item_id for p in missing}}
+    made: dict[str, dict[int, bytes]] = {}  # item id -> image index -> PNG, until the item is complete
 
     def on_image(request: ImageRequest, image: Any) -> None:
         planned = by_key[str(request.key)]
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
-        name = f"{planned.external_id.replace('/', '_')}.png"
+        made.setdefault(planned.item_id, {})[planned.image_index] = buffer.getvalue()
+        GenerationFailure.objects.filter(job=job, external_id=planned.external_id).delete()
+        GenerationJob.objects.filter(pk=job.pk).update(generated=F("generated") + 1)
+        if len(made[planned.item_id]) == set_sizes[planned.item_id]:
+            store(planned, made.pop(planned.item_id), request)
+        if progress is not None:
+            progress(GenerationJob.objects.get(pk=job.pk))
+
+    def store(planned: PlannedImage, images: dict[int, bytes], request: ImageRequest) -> None:
+        names = {index: f"{planned.item_id.replace('/', '_')}_{index:02d}.png" for index in sorted(images)}
+        seeds = {p.image_index: p.seed for p in missing if p.item_id == planned.item_id}
         record = {
-            "external_id": planned.external_id, "file": name, "prompt": planned.prompt["text"],
-            "model": job.model_label, "condition": planned.prompt.get("condition", "base"), "seed": planned.seed,
+            "external_id": planned.item_id, "files": list(names.values()), "prompt": planned.prompt["text"],
+            "model": job.model_label, "condition": planned.prompt.get("condition", "base"),
+            "seed": seeds[min(seeds)],
             "settings": {**provenance, "job": job.pk, "prompt_set": job.name, "paper": job.paper,
                          "base_seed": job.base_seed, "prompt_index": planned.prompt_index,
-                         "image_index": planned.image_index},
+                         "image_index": planned.image_index if not image_sets else None,
+                         "seeds": [seeds[index] for index in sorted(seeds)]},
             "metadata": {**planned.prompt.get("metadata", {}), "prompt_set": job.name},
         }
         try:
-            report = item_add_files(study=job.study, record=record, files={name: buffer.getvalue()})
+            item_add_files(study=job.study, record=record,
+                           files={names[index]: data for index, data in images.items()})
         except ImportRefused as exc:
             on_failure(request, f"could not store the image: {exc.message}")
-            return
-        GenerationFailure.objects.filter(job=job, external_id=planned.external_id).delete()
-        if report.created:
-            GenerationJob.objects.filter(pk=job.pk).update(generated=F("generated") + 1)
-        else:
-            GenerationJob.objects.filter(pk=job.pk).update(skipped=F("skipped") + 1)
-        if progress is not None:
-            progress(GenerationJob.objects.get(pk=job.pk))
 
     def on_failure(request: ImageRequest, reason: str) -> None:
         planned = by_key[str(request.key)]

@@ -208,3 +208,24 @@ def test_a_gpu_queue_worker_runs_a_job(owner, tiny_model, settings) -> None:  # 
             worker.terminate()
             pytest.fail("the job did not finish:\n" + worker.communicate(timeout=20)[0][-3000:])
     assert Item.objects.filter(study=study).count() == 4
+
+
+@pytest.mark.django_db
+def test_an_image_set_study_gets_one_item_per_prompt(owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
+    study = StudyFactory(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
+    queries = PromptSet(name="ssi-initial", paper="ssi", prompts=(
+        PromptSpec(text="a photo of a Nigerian person", condition="initial",
+                   metadata={"category": "geocultural", "term": "Nigerian"}, images_per_prompt=4),
+        PromptSpec(text="a photo of a doctor", condition="initial",
+                   metadata={"category": "occupational", "term": "doctor"}, images_per_prompt=4),
+    ))
+    job = generation_job_run(job_id=generation_job_create(
+        study=study, prompt_set=queries, spec=spec_for(tiny_model), user=owner, base_seed=5, enqueue=False).pk,
+        device="cpu")
+    assert (job.generated, job.total_images) == (8, 8)
+    item = Item.objects.get(study=study, external_id="ssi-initial/tiny-sd/s5/p0001")
+    assert item.kind == "image_set" and item.images.count() == 4
+    assert item.generation_settings["seeds"] == [derive_seed(5, "a photo of a doctor", i) for i in range(4)]
+    assert item.metadata["category"] == "occupational"
+    again = generation_job_run(job_id=generation_job_rerun(job=job, enqueue=False).pk, device="cpu")
+    assert (again.generated, again.skipped) == (0, 8)
