@@ -7,12 +7,9 @@ from django.db import models
 from django.db.models import Q
 
 
-class GenerationJob(models.Model):
-    """(prompt set, model spec, images per prompt, base seed) -> items in a study, with provenance.
-
-    Re-running a job only makes the images whose items are missing, so a job run twice (or
-    resumed after a crash or a cancellation) never makes an image twice.
-    """
+class BackgroundJob(models.Model):
+    """What generation and labelling jobs share: a status claimed compare-and-set, cancellation
+    between batches, an error message, and timestamps."""
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -20,6 +17,29 @@ class GenerationJob(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
+
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.PENDING, self.Status.RUNNING)
+
+
+class GenerationJob(BackgroundJob):
+    """(prompt set, model spec, images per prompt, base seed) -> items in a study, with provenance.
+
+    Re-running a job only makes the images whose items are missing, so a job run twice (or
+    resumed after a crash or a cancellation) never makes an image twice.
+    """
 
     study = models.ForeignKey("annotations.Study", on_delete=models.CASCADE, related_name="generation_jobs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -30,20 +50,13 @@ class GenerationJob(models.Model):
     model_spec = models.JSONField(help_text="generation.pipelines.ModelSpec fields")
     model_label = models.CharField(max_length=120, help_text="Short model name stored on items")
     base_seed = models.BigIntegerField(default=0)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    cancel_requested = models.BooleanField(default=False)
     total_images = models.PositiveIntegerField(default=0)
     generated = models.PositiveIntegerField(default=0)
     skipped = models.PositiveIntegerField(default=0, help_text="Images already in the study")
     failed = models.PositiveIntegerField(default=0)
     provenance = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(BackgroundJob.Meta):
         constraints = [models.CheckConstraint(condition=~Q(model_label=""), name="generation_job_model_label")]
 
     def __str__(self) -> str:
@@ -56,10 +69,6 @@ class GenerationJob(models.Model):
     @property
     def progress_percent(self) -> int:
         return 100 if not self.total_images else min(100, round(100 * self.done_images / self.total_images))
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (self.Status.PENDING, self.Status.RUNNING)
 
 
 class GenerationFailure(models.Model):
@@ -81,23 +90,14 @@ class GenerationFailure(models.Model):
         return f"{self.external_id}: {self.reason[:60]}"
 
 
-class LabellingJob(models.Model):
+class LabellingJob(BackgroundJob):
     """A machine labeller (a machine ``Annotator``) run over a study's items, or a seeded sample."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
 
     study = models.ForeignKey("annotations.Study", on_delete=models.CASCADE, related_name="labelling_jobs")
     annotator = models.ForeignKey("annotations.Annotator", on_delete=models.PROTECT, related_name="labelling_jobs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     sample_size = models.PositiveIntegerField(null=True, blank=True, help_text="None: every item")
     seed = models.BigIntegerField(default=0)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    cancel_requested = models.BooleanField(default=False)
     total_items = models.PositiveIntegerField(default=0)
     done_items = models.PositiveIntegerField(default=0)
     answered = models.PositiveIntegerField(default=0, help_text="Answers stored")
@@ -105,13 +105,6 @@ class LabellingJob(models.Model):
     cached = models.PositiveIntegerField(default=0, help_text="Answers served from the cache")
     skipped = models.PositiveIntegerField(default=0, help_text="Items already answered by this labeller")
     cost_usd = models.FloatField(default=0.0)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.annotator} on study {self.study_id} ({self.status})"
@@ -119,10 +112,6 @@ class LabellingJob(models.Model):
     @property
     def progress_percent(self) -> int:
         return 100 if not self.total_items else min(100, round(100 * self.done_items / self.total_items))
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (self.Status.PENDING, self.Status.RUNNING)
 
 
 class LabelAttempt(models.Model):
