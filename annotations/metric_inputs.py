@@ -3,9 +3,10 @@
 A *label source* says whose labels a metric reads (SPEC 6):
 
 - ``consensus`` (default): the human consensus of each (item, question). ``labels_for`` is the ONE place
-  that decides it; for now it is a majority computed on the fly (``metrics.consensus.majority``; a multi
-  question gets one majority per option among the annotators who were shown it). When stored consensus
-  labels exist (issue 6), switch ``labels_for`` to read them and every metric follows.
+  that decides it: the stored consensus labels (``ConsensusLabel``, computed by
+  ``annotations.services.consensus`` with the study's rule per question, adjudications included) when the
+  question has any, else a majority computed on the fly (``metrics.consensus.majority``; a multi
+  question gets one majority per option among the annotators who were shown it).
 - a machine labeller's name (``name`` or ``name@version``): that labeller's answers.
 - ``judgements``: every individual human judgement (visage's likelihoods count them all);
   ``judgements_for`` returns them as flat rows.
@@ -24,7 +25,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from annotations.errors import ValidationFailed
-from annotations.models import Annotation, Annotator, Item, Study
+from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
 from metrics.consensus import majority, per_option
 
 CONSENSUS = "consensus"
@@ -173,6 +174,20 @@ def _majority_labels(study: Study, question_key: str, kind: str) -> LabelSet:
     return LabelSet(CONSENSUS, question_key, values, None, len(by_item), unresolved)
 
 
+def _stored_labels(study: Study, question_key: str, kind: str) -> LabelSet | None:
+    rows = list(ConsensusLabel.objects.filter(study=study, question_key=question_key)
+                .values_list("item_id", "value", "resolved"))
+    if not rows:
+        return None
+    values = {item_id: value if resolved else None for item_id, value, resolved in rows}
+    shown = None
+    if kind == "multi":
+        every = _item_choice_keys(study, question_key, values)
+        shown = {item_id: every.get(item_id, []) for item_id in values}
+    unresolved = sum(1 for _item, _value, resolved in rows if not resolved)
+    return LabelSet(CONSENSUS, question_key, values, shown, len(rows), unresolved)
+
+
 def labels_for(study: Study, question_key: str, source: LabelSource | str = CONSENSUS) -> LabelSet:
     """The adopted label of every answered item for one question, from ``source`` (not ``judgements``).
 
@@ -186,7 +201,8 @@ def labels_for(study: Study, question_key: str, source: LabelSource | str = CONS
     if parsed.kind == JUDGEMENTS:
         raise ValidationFailed("labels_for gives one label per item; use judgements_for for every judgement")
     if parsed.kind == CONSENSUS:
-        return _majority_labels(study, question_key, kind)
+        stored = _stored_labels(study, question_key, kind)
+        return stored if stored is not None else _majority_labels(study, question_key, kind)
     rows = judgements_for(study, question_key, annotator_ids=parsed.annotator_ids)
     values = {j.item_id: j.value for j in rows}
     shown = None

@@ -343,3 +343,34 @@ class StereotypeEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.identity} / {self.attribute}"
+
+
+class ConsensusLabel(models.Model):
+    """The label the study adopts for (item, question), with the rule and the annotations behind it.
+
+    Rules are those of ``metrics/consensus.py`` (see ``metrics/consensus.md``); ``adjudicated`` rows
+    are an expert's decision and are never overwritten by a recomputation.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consensus_labels")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="consensus_labels")
+    question_key = models.CharField(max_length=64)
+    value = models.JSONField(null=True, blank=True, help_text="None when unresolved")
+    resolved = models.BooleanField(default=False)
+    rule = models.CharField(max_length=32)
+    params = models.JSONField(default=dict, blank=True)
+    support = models.JSONField(default=list, blank=True, help_text="Ids of the annotations that agree")
+    confidence = models.FloatField(null=True, blank=True)
+    reason = models.TextField(blank=True, help_text="Why it is unresolved (e.g. a tie)")
+    n_votes = models.PositiveIntegerField(default=0)
+    adjudicated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+")
+    note = models.TextField(blank=True)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "question_key"], name="consensus_unique")]
+        indexes = [models.Index(fields=["study", "question_key", "resolved"])]
+
+    def __str__(self) -> str:
+        return f"{self.question_key} of item {self.item_id}: {self.value!r} ({self.rule})"

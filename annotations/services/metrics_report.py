@@ -41,7 +41,7 @@ from annotations.metric_inputs import (
     machine_labellers,
     source_parse,
 )
-from annotations.models import Annotation, Item, StereotypeEntry, Study
+from annotations.models import Annotation, ConsensusLabel, Item, StereotypeEntry, Study
 from annotations.protocols import NONE_OPTION_KEY
 from metrics import agent, biasconnect, soda, ssi, visage
 
@@ -494,14 +494,16 @@ def metrics_report(*, study: Study, source: str | None = CONSENSUS) -> dict[str,
 def _fingerprint(study: Study, source: str) -> str:
     annotations = Annotation.objects.filter(study=study).aggregate(n=Count("id"), last=Max("updated_at"))
     entries = StereotypeEntry.objects.filter(study=study).count()
+    consensus = ConsensusLabel.objects.filter(study=study).aggregate(n=Count("id"), last=Max("computed_at"))
     items = Item.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
     raw = (f"{study.pk}|{source}|{study.updated_at.isoformat()}|{annotations['n']}|{annotations['last']}|"
-           f"{entries}|{items['n']}|{items['last']}")
+           f"{entries}|{items['n']}|{items['last']}|{consensus['n']}|{consensus['last']}")
     return "metrics-report:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
 def metrics_report_cached(*, study: Study, source: str | None = CONSENSUS, timeout: int = 3600) -> dict[str, Any]:
-    """``metrics_report`` kept in the cache until an annotation, the stereotype table or the study changes."""
+    """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table or
+    the study changes."""
     key = _fingerprint(study, source or CONSENSUS)
     report = cache.get(key)
     if report is None:

@@ -1,0 +1,192 @@
+"""Consensus labels (SPEC 5) over the rules in ``metrics/consensus.py``, and adjudication.
+
+A study chooses a rule per question in ``Study.options["consensus"]`` (``{"visual": {"rule":
+"all-agree-set", "agree_values": ["agree", "strongly_agree"]}}``); the default is ``majority``
+(ties stay unresolved). Only human judgements count. Recomputing gives the same rows; adjudicated
+rows (an expert's decision) are never overwritten. Unresolved labels, and resolved ones that a
+machine labeller contradicts, form the adjudication queue.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotations.errors import ValidationFailed
+from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study, User
+from annotations.protocols import Question
+from annotations.services.annotation_writes import item_context
+from annotations.values import AnswerError, clean_answer
+from metrics import consensus as rules
+
+RULES = ("majority", "unanimous", "at-least-k", "all-agree-set", "dawid-skene")
+PRESET_RULES: dict[str, dict[str, dict[str, Any]]] = {
+    # visage: an attribute is "visual" when every rater chose Agree or Strongly Agree.
+    "visualness": {"visual": {"rule": "all-agree-set", "agree_values": ["agree", "strongly_agree"]}},
+}
+
+
+def rule_for(study: Study, question_key: str) -> dict[str, Any]:
+    chosen = (study.options.get("consensus") or {}).get(question_key)
+    if chosen:
+        return dict(chosen)
+    return dict(PRESET_RULES.get(study.preset, {}).get(question_key, {"rule": "majority"}))
+
+
+def rule_check(rule: dict[str, Any]) -> dict[str, Any]:
+    name = rule.get("rule")
+    if name not in RULES:
+        raise ValidationFailed(f"rule must be one of {', '.join(RULES)}")
+    if name == "at-least-k" and not (isinstance(rule.get("k"), int) and rule["k"] >= 1):
+        raise ValidationFailed("the at-least-k rule needs k (a whole number >= 1)")
+    if name == "all-agree-set" and not rule.get("agree_values"):
+        raise ValidationFailed("the all-agree-set rule needs agree_values (the options that count as agreeing)")
+    return rule
+
+
+def _rule_function(rule: dict[str, Any]) -> Callable[[list[tuple[Any, Any]]], rules.ConsensusResult]:
+    name = rule["rule"]
+    if name == "majority":
+        return partial(rules.majority, absolute=bool(rule.get("absolute", False)))
+    if name == "unanimous":
+        return rules.unanimous
+    if name == "at-least-k":
+        return partial(rules.at_least_k, k=int(rule["k"]))
+    return partial(rules.all_agree_set, agree_values=list(rule["agree_values"]))
+
+
+def _key(value: Any) -> Any:
+    return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
+
+
+@transaction.atomic
+def consensus_compute(*, study: Study, question: str | None = None, rule: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Compute (again) the consensus of one question or all; ``rule`` also becomes the study's choice.
+    Returns counts per question: labels, resolved, unresolved, adjudicated (kept)."""
+    protocol = study.protocol_obj
+    keys = [question] if question else [q.key for q in protocol.questions if q.kind != "boxes"]
+    for key in keys:
+        if not protocol.has_question(key):
+            raise ValidationFailed(f"'{key}' is not a question of this study")
+        if protocol.question(key).kind == "boxes":
+            raise ValidationFailed(f"'{key}' holds boxes: agreement on boxes is measured by IoU, not a consensus")
+    if rule is not None:
+        rule = rule_check(rule)
+        study = Study.objects.select_for_update().get(pk=study.pk)
+        chosen = dict(study.options.get("consensus") or {})
+        for key in keys:
+            chosen[key] = rule
+        study.options = {**study.options, "consensus": chosen}
+        study.save(update_fields=["options", "updated_at"])
+    summary = {}
+    for key in keys:
+        summary[key] = _compute_question(study, protocol.question(key), rule_check(rule_for(study, key)))
+    return summary
+
+
+def _compute_question(study: Study, question: Question, rule: dict[str, Any]) -> dict[str, int]:
+    annotations = (Annotation.objects.filter(study=study, question_key=question.key, annotator__kind=Annotator.Kind.HUMAN)
+                   .values_list("id", "item_id", "annotator_id", "value", "shown"))
+    by_item: dict[int, list[tuple[int, int, Any, Any]]] = defaultdict(list)
+    for annotation_id, item_id, annotator_id, value, shown in annotations:
+        by_item[item_id].append((annotation_id, annotator_id, value, shown))
+    adjudicated = set(ConsensusLabel.objects.filter(study=study, question_key=question.key, rule="adjudicated")
+                      .values_list("item_id", flat=True))
+    params = {k: v for k, v in rule.items() if k != "rule"}
+    results: dict[int, tuple[Any, bool, list[int], float | None, str, int]] = {}
+    if rule["rule"] == "dawid-skene" and question.kind != "multi":
+        outcome = rules.dawid_skene([(item_id, row[1], _key(row[2])) for item_id, rows in by_item.items() for row in rows])
+        for item_id, rows in by_item.items():
+            result = outcome.items.get(item_id)
+            if result is None:
+                continue
+            originals = {_key(row[2]): row[2] for row in rows}
+            value = originals.get(result.value) if result.resolved else None
+            support = [row[0] for row in rows if result.resolved and _key(row[2]) == result.value]
+            results[item_id] = (value, result.resolved, support, result.confidence, result.reason or "", len(rows))
+    else:
+        if rule["rule"] == "dawid-skene":
+            raise ValidationFailed("Dawid-Skene applies to single-answer questions, not to multi questions")
+        decide = _rule_function(rule)
+        for item_id, rows in by_item.items():
+            if question.kind == "multi":
+                shown = {row[1]: row[3] for row in rows if row[3] is not None} or None
+                options = list(dict.fromkeys(
+                    key for row in rows for key in (row[3] if row[3] is not None else [o.key for o in question.options])))
+                per = rules.per_option([(row[1], row[2] or []) for row in rows], options=options, rule=decide, shown=shown)
+                resolved = all(result.resolved for result in per.values())
+                value = [option for option, result in per.items() if result.value == 1] if resolved else None
+                unresolved = [str(option) for option, result in per.items() if not result.resolved]
+                support = [row[0] for row in rows if resolved and sorted(row[2] or []) == sorted(value or [])]
+                results[item_id] = (value, resolved, support, None,
+                                    f"undecided options: {', '.join(unresolved)}" if unresolved else "", len(rows))
+                continue
+            originals = {_key(row[2]): row[2] for row in rows}
+            result = decide([(row[1], _key(row[2])) for row in rows])
+            value = (originals.get(result.value, result.value)) if result.resolved else None
+            support = [row[0] for row in rows if row[1] in set(result.support)]
+            results[item_id] = (value, result.resolved, support, result.confidence, result.reason or "", len(rows))
+    ConsensusLabel.objects.filter(study=study, question_key=question.key).exclude(rule="adjudicated").delete()
+    ConsensusLabel.objects.bulk_create([
+        ConsensusLabel(study=study, item_id=item_id, question_key=question.key, value=value, resolved=resolved,
+                       rule=rule["rule"], params=params, support=support, confidence=confidence, reason=reason,
+                       n_votes=n_votes)
+        for item_id, (value, resolved, support, confidence, reason, n_votes) in results.items()
+        if item_id not in adjudicated
+    ], batch_size=2000)
+    resolved_count = sum(1 for item_id, row in results.items() if row[1] and item_id not in adjudicated)
+    computed = sum(1 for item_id in results if item_id not in adjudicated)
+    return {"labels": computed, "resolved": resolved_count, "unresolved": computed - resolved_count,
+            "adjudicated": len(adjudicated)}
+
+
+def adjudication_queue(*, study: Study) -> list[dict[str, Any]]:
+    """Unresolved labels, and resolved ones a machine labeller answered differently."""
+    queue: list[dict[str, Any]] = []
+    labels = ConsensusLabel.objects.filter(study=study).exclude(rule="adjudicated").select_related("item")
+    resolved: dict[tuple[int, str], Any] = {}
+    for label in labels:
+        if not label.resolved:
+            queue.append({"item": label.item_id, "external_id": label.item.external_id, "question": label.question_key,
+                          "reason": label.reason or "unresolved"})
+        else:
+            resolved[(label.item_id, label.question_key)] = label
+    machine = (Annotation.objects.filter(study=study, annotator__kind=Annotator.Kind.MACHINE)
+               .values_list("item_id", "question_key", "value", "annotator__name"))
+    flagged: set[tuple[int, str]] = set()
+    for item_id, question_key, value, name in machine:
+        label = resolved.get((item_id, question_key))
+        if label is not None and _key(label.value) != _key(value) and (item_id, question_key) not in flagged:
+            flagged.add((item_id, question_key))
+            queue.append({"item": item_id, "external_id": label.item.external_id, "question": question_key,
+                          "reason": f"{name} said {value!r}, the consensus is {label.value!r}"})
+    return sorted(queue, key=lambda entry: (entry["item"], entry["question"]))
+
+
+@transaction.atomic
+def consensus_adjudicate(*, study: Study, item: Item, question_key: str, value: Any, user: User,
+                         note: str = "") -> ConsensusLabel:
+    """An expert's decision: validated like an answer, it overrides the rule (``adjudicated``)."""
+    protocol = study.protocol_obj
+    if item.study_id != study.pk:
+        raise ValidationFailed("the item is not in this study")
+    if not protocol.has_question(question_key):
+        raise ValidationFailed(f"'{question_key}' is not a question of this study")
+    question = protocol.question(question_key)
+    try:
+        answer = clean_answer(question, value, context=item_context(item), protocol=protocol)
+    except AnswerError as exc:
+        raise ValidationFailed(exc.message, {question_key: exc.message}) from exc
+    label, _ = ConsensusLabel.objects.update_or_create(
+        item=item, question_key=question_key,
+        defaults={"study": study, "value": answer.value, "resolved": True, "rule": "adjudicated", "params": {},
+                  "support": [], "confidence": 1.0, "reason": "", "adjudicated_by": user, "note": note[:2000]},
+    )
+    ConsensusLabel.objects.filter(pk=label.pk).update(computed_at=timezone.now())
+    return label
