@@ -135,8 +135,15 @@
       el.append(tag, handle);
       canvas.append(el);
       const item = document.createElement("li");
-      item.textContent = `Box ${index + 1}: ${labels[box.option] || box.option} at x ${box.x}, y ${box.y}, ${box.w}×${box.h} px` +
-        (multiImage ? ` on image ${(box.image || 0) + 1}` : "") + " ";
+      item.append(`Box ${index + 1} at x ${box.x}, y ${box.y}, ${box.w}×${box.h} px` +
+        (multiImage ? ` on image ${(box.image || 0) + 1}` : "") + " supports ");
+      // Relink a box to another selected option.
+      const relink = document.createElement("select");
+      relink.setAttribute("aria-label", `Option of box ${index + 1}`);
+      const choices = selected.includes(box.option) ? selected : [box.option, ...selected];
+      choices.forEach((key) => relink.add(new Option(labels[key] || key, key, false, key === box.option)));
+      relink.addEventListener("change", () => { box.option = relink.value; renderBoxes(); });
+      item.append(relink, " ");
       const remove = document.createElement("button");
       remove.type = "button";
       remove.className = "link";
@@ -216,7 +223,6 @@
   if (boxesField) {
     optionSelect.addEventListener("change", () => {
       optionSelect.classList.remove("attention");
-      if (selectedBox >= 0 && optionSelect.value) { boxes[selectedBox].option = optionSelect.value; renderBoxes(); }
     });
     window.addEventListener("resize", renderBoxes);
     canvases.forEach((canvas) => {
@@ -243,8 +249,13 @@
     questions.forEach((q) => q.classList.remove("current"));
     const fieldset = visible[current];
     fieldset.classList.add("current");
-    const target = fieldset.querySelector("input:checked") || fieldset.querySelector("input:not([type=hidden]), select");
-    if (target) target.focus({ preventScroll: true });
+    // A boxes question takes the keys itself (Z, Delete); focusing its select would swallow the arrows.
+    let target = fieldset;
+    if (fieldset.dataset.kind !== "boxes") {
+      target = fieldset.querySelector("input:checked") || fieldset.querySelector("input:not([type=hidden])") || fieldset;
+    }
+    if (target === fieldset) fieldset.tabIndex = -1;
+    target.focus({ preventScroll: true });
     fieldset.scrollIntoView({ block: "nearest" });
   }
   form.addEventListener("focusin", (event) => {
