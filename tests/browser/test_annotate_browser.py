@@ -139,6 +139,10 @@ def _sign_in(page: Any, username: str = "ann") -> None:
 
 
 def _shot(page: Any, name: str) -> None:
+    from playwright.sync_api import expect
+
+    for image in page.locator("img").all():  # wait until every image is drawn
+        expect(image).to_have_js_property("complete", True)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
@@ -153,7 +157,11 @@ def _unlabelled_inputs(page: Any) -> list[str]:
 
 
 def _image_box(page: Any) -> dict[str, float]:
-    return page.locator(".box-canvas img").first.bounding_box()
+    from playwright.sync_api import expect
+
+    image = page.locator(".box-canvas img").first
+    expect(image).to_have_js_property("complete", True)
+    return image.bounding_box()
 
 
 def _drag(page: Any, start: tuple[float, float], end: tuple[float, float]) -> None:
@@ -333,7 +341,7 @@ def test_phone_width_and_progress_page(browser: Any, server: Any, world: dict[st
     phone.get_by_role("link", name="Start").click()
     phone.wait_for_selector("#task-form")
     assert phone.evaluate("document.documentElement.scrollWidth") <= 391
-    assert phone.locator(".box-canvas img").bounding_box()["width"] <= 390
+    assert 300 <= _image_box(phone)["width"] <= 390
     _shot(phone, "09-task-390")
     assert _unlabelled_inputs(phone) == []
 
