@@ -6,6 +6,7 @@ Models hold fields, constraints and one-row rules only; every write goes through
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from functools import cached_property
 from pathlib import PurePosixPath
@@ -91,6 +92,11 @@ class Enrollment(models.Model):
         return f"{self.user_id} in study {self.study_id}"
 
 
+def random_shuffle_key() -> int:
+    """A random position in a study's item ring (see annotations/services/assignment.md)."""
+    return secrets.randbelow(2**31)
+
+
 class Item(models.Model):
     """The thing judged: one image, an image set, or a text term; with its provenance."""
 
@@ -114,6 +120,10 @@ class Item(models.Model):
     expert_only = models.BooleanField(
         default=False, help_text="Assigned only to annotators of the expert pool (see assignment.md)"
     )
+    judgements = models.PositiveIntegerField(
+        default=0, help_text="Submitted human assignments; kept by the assignment service, read by claims"
+    )
+    shuffle_key = models.PositiveIntegerField(default=random_shuffle_key, help_text="Random order of items")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -124,7 +134,10 @@ class Item(models.Model):
                 fields=["study", "sha256"], condition=~Q(sha256=""), name="item_sha256_unique_in_study"
             ),
         ]
-        indexes = [models.Index(fields=["study", "condition"])]
+        indexes = [
+            models.Index(fields=["study", "condition"]),
+            models.Index(fields=["study", "judgements", "shuffle_key"], name="item_claim_order"),
+        ]
 
     def __str__(self) -> str:
         return self.external_id

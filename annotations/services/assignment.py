@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce, Mod
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.errors import Conflict, NotAllowed, ValidationFailed
@@ -41,18 +41,14 @@ from annotations.values import CleanAnswer, clean_submission
 
 MAX_SKIP_REASON = 500
 CLAIM_ATTEMPTS = 20
-# A cheap pseudo-random permutation of item ids that both SQLite and PostgreSQL compute in SQL:
-# (id * MULTIPLIER + seed) mod PRIME, with a per-(study, annotator) seed.
-_TIE_MULTIPLIER = 2654435761
-_TIE_PRIME = 4294967291
 
 Status = Assignment.Status
 
 
 def annotator_seed(*, study_id: int, annotator_id: int) -> int:
-    """The tie-break seed of one annotator in one study (stable across runs and machines)."""
+    """Where one annotator starts on the study's item ring (stable across runs and machines)."""
     digest = hashlib.sha256(f"{study_id}:{annotator_id}".encode()).hexdigest()
-    return int(digest[:8], 16)
+    return int(digest[:8], 16) % 2**31
 
 
 def _active_lease(now: Any) -> Q:
@@ -72,27 +68,51 @@ def _count_subquery(filter_q: Q) -> Coalesce:
     return Coalesce(Subquery(counts, output_field=IntegerField()), Value(0))
 
 
-def candidate_items(*, study: Study, annotator: Annotator, now: Any, exclude: Iterable[int] = ()) -> QuerySet[Item]:
-    """Items this annotator may be given now, best first (see assignment.md for the order)."""
-    seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
+def _candidates(
+    *, study: Study, annotator: Annotator, now: Any, level: int, seed: int, wrapped: bool, given_back: bool,
+    exclude: Iterable[int] = (),
+) -> QuerySet[Item]:
+    """One stretch of the claim order: items with ``level`` judgements, in ring order from ``seed``.
+
+    ``wrapped`` False: shuffle keys from the seed up; True: those below it (the ring wraps around).
+    ``given_back`` False: items this annotator never had; True: also those they released or let expire.
+    The ``item_claim_order`` index (study, judgements, shuffle_key) serves this as a range scan that
+    stops at the first item passing the filters, however large the study.
+    """
     mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
-    items = Item.objects.filter(study=study)
+    if given_back:
+        mine = mine.filter(Q(status__in=[Status.SUBMITTED, Status.SKIPPED]) | _active_lease(now))
+    items = Item.objects.filter(study=study, judgements=level)
+    items = items.filter(shuffle_key__lt=seed) if wrapped else items.filter(shuffle_key__gte=seed)
     if annotator.pool != Annotator.Pool.EXPERT:
         items = items.filter(expert_only=False)
     excluded = list(exclude)
     if excluded:
         items = items.exclude(pk__in=excluded)
     return (
-        items.annotate(
-            occupied=_count_subquery(_occupying(now)),
-            completed=_count_subquery(Q(status=Status.SUBMITTED)),
-            taken_by_me=Exists(mine.filter(Q(status__in=[Status.SUBMITTED, Status.SKIPPED]) | _active_lease(now))),
-            given_back_by_me=Exists(mine),
-            tie=Mod(F("id") * _TIE_MULTIPLIER + seed, _TIE_PRIME),
-        )
-        .filter(occupied__lt=study.overlap, taken_by_me=False)
-        .order_by("completed", "occupied", "given_back_by_me", "tie", "id")
+        items.filter(~Exists(mine))
+        .alias(occupied=_count_subquery(_occupying(now)))
+        .filter(occupied__lt=study.overlap)
+        .order_by("shuffle_key", "id")
     )
+
+
+def _passes(study: Study) -> list[tuple[bool, int, bool]]:
+    """(given_back, level, wrapped) in claim order: see assignment.md, "Order"."""
+    return [(given_back, level, wrapped) for given_back in (False, True) for level in range(study.overlap)
+            for wrapped in (False, True)]
+
+
+def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[int]:
+    """Every item id this annotator may be given now, in the order claims take them (for tests and docs)."""
+    now = now or timezone.now()
+    seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
+    order: list[int] = []
+    for given_back, level, wrapped in _passes(study):
+        order += [pk for pk in _candidates(study=study, annotator=annotator, now=now, level=level, seed=seed,
+                                           wrapped=wrapped, given_back=given_back).values_list("pk", flat=True)
+                  if pk not in order]
+    return order
 
 
 def _check_can_claim(study: Study, annotator: Annotator) -> None:
@@ -126,22 +146,24 @@ def assignment_claim_next(
         held.lease_expires_at = expires
         held.save(update_fields=["lease_expires_at"])
         return held
+    seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
     tried: list[int] = []
-    for _attempt in range(CLAIM_ATTEMPTS):
-        item = (
-            candidate_items(study=study, annotator=annotator, now=now, exclude=tried)
-            .select_for_update(skip_locked=True, of=("self",))
-            .only("id", "study_id")
-            .first()
-        )
-        if item is None:
-            return None
-        # Counted again under the item's lock: everyone who adds a lease on this item holds this lock.
-        occupied = Assignment.objects.filter(_occupying(now), item=item).exclude(annotator=annotator).count()
-        if occupied >= study.overlap:
+    for given_back, level, wrapped in _passes(study):
+        for _attempt in range(CLAIM_ATTEMPTS):
+            item = (
+                _candidates(study=study, annotator=annotator, now=now, level=level, seed=seed, wrapped=wrapped,
+                            given_back=given_back, exclude=tried)
+                .select_for_update(skip_locked=True, of=("self",))
+                .only("id", "study_id")
+                .first()
+            )
+            if item is None:
+                break
+            # Counted again under the item's lock: everyone who adds a lease on this item holds this lock.
+            occupied = Assignment.objects.filter(_occupying(now), item=item).exclude(annotator=annotator).count()
+            if occupied < study.overlap:
+                return _lease(item=item, study=study, annotator=annotator, expires=expires)
             tried.append(item.pk)
-            continue
-        return _lease(item=item, study=study, annotator=annotator, expires=expires)
     return None
 
 
@@ -220,6 +242,8 @@ def assignment_submit(
             fields.append("time_spent_ms")
     if fields:
         assignment.save(update_fields=fields)
+        # The claim order reads this count; only a first submit changes it.
+        Item.objects.filter(pk=item.pk).update(judgements=F("judgements") + 1)
     return assignment
 
 

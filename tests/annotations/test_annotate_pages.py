@@ -111,7 +111,7 @@ def test_submit_stores_answers_and_moves_on(setup) -> None:  # type: ignore[no-u
 def test_submit_query_count(setup, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
     study, _items, client = setup
     pk = start(client, study)
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(17):
         assert client.post(f"/annotate/assignments/{pk}/", GOOD).status_code == 302
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -18,7 +19,7 @@ from annotations.services.assignment import (
     assignment_skip,
     assignment_submit,
     assignments_expire,
-    candidate_items,
+    claim_order,
 )
 from annotations.services.studies import enrollment_add
 from annotations.values import SubmissionError
@@ -62,19 +63,27 @@ class TestClaim:
         a, b = make_annotator(study, "a"), make_annotator(study, "b")
         for item in (first, second):
             Assignment.objects.create(study=study, item=item, annotator=a, status="submitted")
+        Item.objects.filter(pk__in=[first.pk, second.pk]).update(judgements=1)  # as assignment_submit does
         claimed = assignment_claim_next(study=study, annotator=b)
         assert claimed.item_id == third.pk
 
     def test_ties_are_random_but_fixed_per_annotator(self, study) -> None:  # type: ignore[no-untyped-def]
-        make_items(study, 30)
-        a, b = make_annotator(study, "a"), make_annotator(study, "b")
+        items = make_items(study, 30)
+        keys = [i * (2**31 // 30) for i in range(30)]
+        random.Random(0).shuffle(keys)  # evenly spread, so every annotator's start lands in a different gap
+        for item, key in zip(items, keys, strict=True):
+            Item.objects.filter(pk=item.pk).update(shuffle_key=key)
+        people = [make_annotator(study, f"p{i}") for i in range(5)]
         now = timezone.now()
-        order_a = list(candidate_items(study=study, annotator=a, now=now).values_list("id", flat=True))
-        again_a = list(candidate_items(study=study, annotator=a, now=now).values_list("id", flat=True))
-        order_b = list(candidate_items(study=study, annotator=b, now=now).values_list("id", flat=True))
-        assert order_a == again_a
-        assert order_a != order_b and sorted(order_a) == sorted(order_b)
-        assert order_a != sorted(order_a)
+        orders = [claim_order(study=study, annotator=person, now=now) for person in people]
+        assert orders[0] == claim_order(study=study, annotator=people[0], now=now)
+        assert all(sorted(order) == sorted(orders[0]) and len(order) == 30 for order in orders)
+        assert len({order[0] for order in orders}) > 1  # not everyone starts on the same item
+        assert orders[0] != sorted(orders[0])
+        for order in orders[1:]:  # everyone walks the same random ring, from their own starting point
+            start = orders[0].index(order[0])
+            assert orders[0][start:] + orders[0][:start] == order
+        assert assignment_claim_next(study=study, annotator=people[0]).item_id == orders[0][0]
 
     def test_a_held_lease_is_resumed_and_exclude_leases_one_ahead(self, study) -> None:  # type: ignore[no-untyped-def]
         make_items(study, 3)
@@ -130,7 +139,7 @@ class TestClaim:
         assert not Assignment.objects.exists()
 
     def test_claim_query_count(self, study, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
-        make_items(study, 50)
+        Item.objects.bulk_create([Item(study=study, external_id=f"bulk{i}", kind="image") for i in range(2000)])
         a = make_annotator(study, "a")
         with django_assert_max_num_queries(8):  # 6 queries + 2 savepoints, whatever the item count
             assert assignment_claim_next(study=study, annotator=a) is not None
@@ -187,7 +196,7 @@ class TestSubmit:
         make_items(study, 1)
         a = make_annotator(study, "a")
         assignment = assignment_claim_next(study=study, annotator=a)
-        with django_assert_max_num_queries(7):  # 5 queries + 2 savepoints
+        with django_assert_max_num_queries(8):  # 6 queries + 2 savepoints
             assignment_submit(assignment=assignment, answers=ANSWERS)
 
 
