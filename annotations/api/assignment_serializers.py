@@ -59,7 +59,9 @@ class TaskSerializer(AssignmentSerializer):
             "instructions": protocol.instructions,
             "questions": [_question(question, item.metadata)
                           for question in questions_to_answer(protocol, item.metadata, expert=expert)],
-            "answers": stored_answers(item=item, annotator=annotator),
+            # Answers are stored only by a submit: a leased item has none (saves a query per claim).
+            "answers": stored_answers(item=item, annotator=annotator)
+            if assignment.status == Assignment.Status.SUBMITTED else {},
         }
 
 

@@ -6,7 +6,7 @@ Only the annotator's own assignments are visible; a study they are not enrolled 
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, prefetch_related_objects
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.request import Request
@@ -30,8 +30,9 @@ def _user(request: Request) -> User:
 
 
 def _task(assignment: Assignment) -> Assignment:
-    return (Assignment.objects.select_related("study", "item", "annotator").prefetch_related("item__images")
-            .get(pk=assignment.pk))
+    """The assignment with its item's images loaded (one query; study, item and annotator are at hand)."""
+    prefetch_related_objects([assignment.item], "images")
+    return assignment
 
 
 class ClaimNextView(APIView):

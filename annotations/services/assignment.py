@@ -139,12 +139,13 @@ def assignment_claim_next(
     _check_can_claim(study, annotator)
     expires = now + timedelta(minutes=study.lease_minutes)
     held = (
-        Assignment.objects.select_for_update().filter(study=study, annotator=annotator)
+        Assignment.objects.select_for_update(of=("self",)).select_related("item").filter(study=study, annotator=annotator)
         .filter(_active_lease(now)).exclude(pk__in=list(exclude)).order_by("created_at", "id").first()
     )
     if held is not None:
         held.lease_expires_at = expires
         held.save(update_fields=["lease_expires_at"])
+        held.study, held.annotator = study, annotator
         return held
     seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
     tried: list[int] = []
@@ -154,7 +155,6 @@ def assignment_claim_next(
                 _candidates(study=study, annotator=annotator, now=now, level=level, seed=seed, wrapped=wrapped,
                             given_back=given_back, exclude=tried)
                 .select_for_update(skip_locked=True, of=("self",))
-                .only("id", "study_id")
                 .first()
             )
             if item is None:
@@ -162,17 +162,20 @@ def assignment_claim_next(
             # Counted again under the item's lock: everyone who adds a lease on this item holds this lock.
             occupied = Assignment.objects.filter(_occupying(now), item=item).exclude(annotator=annotator).count()
             if occupied < study.overlap:
-                return _lease(item=item, study=study, annotator=annotator, expires=expires)
+                return _lease(item=item, study=study, annotator=annotator, expires=expires, fresh=not given_back)
             tried.append(item.pk)
     return None
 
 
-def _lease(*, item: Item, study: Study, annotator: Annotator, expires: Any) -> Assignment:
-    previous = Assignment.objects.filter(item=item, annotator=annotator).first()
+def _lease(*, item: Item, study: Study, annotator: Annotator, expires: Any, fresh: bool) -> Assignment:
+    """Write the lease. ``fresh``: the candidate query already showed this annotator never had the item."""
+    previous = None if fresh else Assignment.objects.filter(item=item, annotator=annotator).first()
     if previous is None:
-        return Assignment.objects.create(
+        assignment = Assignment.objects.create(
             study=study, item=item, annotator=annotator, status=Status.LEASED, lease_expires_at=expires
         )
+        assignment.study, assignment.item, assignment.annotator = study, item, annotator
+        return assignment
     # Only an expired or released lease can be here (the candidate query excludes the rest).
     previous.status, previous.lease_expires_at = Status.LEASED, expires
     previous.save(update_fields=["status", "lease_expires_at"])

@@ -9,7 +9,8 @@ For each N (default 1, 8, 32) the script creates a study (overlap 3, the test su
 protocol: one single-choice and one multi-choice answer per item, enough items that nobody runs
 out), N annotator accounts with API tokens, starts gunicorn on 127.0.0.1 (gthread workers), and runs
 N client threads for ``--seconds``: each loops POST /api/studies/ID/assignments/next/ then
-POST /api/assignments/ID/submit/. It prints annotations (submitted items) per second and the
+POST /api/assignments/ID/submit/ (``--think S`` waits S seconds between the two, as a person would;
+the default 0 runs them back to back, which measures saturation, not a person's wait). It prints annotations (submitted items) per second and the
 p50/p95/p99 latency of claims, submits and both together, and checks afterwards that no item got
 more than ``overlap`` judgements. Clients and server share the machine's cores, so the figures are
 a floor for a server with cores of its own.
@@ -105,7 +106,7 @@ ANSWERS = {"answers": {"gender": {"value": "female"},
 
 
 def _annotator(base: str, study_id: int, token: str, clock: dict[str, float], start: threading.Barrier,
-               out: dict[str, list[float]], errors: list[str]) -> None:
+               out: dict[str, list[float]], errors: list[str], think: float) -> None:
     import requests
 
     session = requests.Session()
@@ -124,6 +125,9 @@ def _annotator(base: str, study_id: int, token: str, clock: dict[str, float], st
             errors.append(f"claim {response.status_code}: {response.text[:200]}")
             break
         assignment = response.json()["id"]
+        if think:
+            time.sleep(think)  # a person looks at the item before answering
+            t1 += think
         response = session.post(f"{base}/api/assignments/{assignment}/submit/", json=ANSWERS, timeout=30)
         t2 = time.perf_counter()
         if response.status_code != 200:
@@ -137,7 +141,7 @@ def _annotator(base: str, study_id: int, token: str, clock: dict[str, float], st
     out.setdefault("cycle", []).extend(cycles)
 
 
-def run_one(n: int, *, port: int, seconds: float, items: int, tag: str) -> dict[str, Any]:
+def run_one(n: int, *, port: int, seconds: float, items: int, tag: str, think: float = 0.0) -> dict[str, Any]:
     study_id, tokens = _make_study(n, items, tag)
     results: dict[str, list[float]] = {}
     errors: list[str] = []
@@ -146,7 +150,7 @@ def run_one(n: int, *, port: int, seconds: float, items: int, tag: str) -> dict[
     per_thread: list[dict[str, list[float]]] = [{} for _ in range(n)]
     threads = [
         threading.Thread(target=_annotator, args=(f"http://127.0.0.1:{port}", study_id, token, clock, barrier,
-                                                  per_thread[index], errors))
+                                                  per_thread[index], errors, think))
         for index, token in enumerate(tokens)
     ]
     for thread in threads:
@@ -181,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=6000)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--think", type=float, default=0.0,
+                        help="seconds each simulated annotator waits between claim and submit (0: back to back)")
     args = parser.parse_args(argv)
     env = {"WORKBENCH_THROTTLE_USER": "10000000/minute", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     temp = None
@@ -194,13 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     server = _start_server(env, port, args.workers, args.threads)
     vendor = connection.vendor
     print(f"database: {vendor}; server: gunicorn {args.workers} workers x {args.threads} threads; "
-          f"{os.cpu_count()} cores; python {platform.python_version()}; {args.seconds:.0f} s per run")
+          f"{os.cpu_count()} cores; python {platform.python_version()}; {args.seconds:.0f} s per run; "
+          f"think time {args.think:g} s")
     print(f"{'N':>3} {'annot/s':>8} {'total':>6} {'claim p50/p95/p99 ms':>22} {'submit p50/p95/p99 ms':>23} "
           f"{'cycle p50/p95/p99 ms':>22} {'max/item':>8}")
     tag = f"{int(time.time())}"
     try:
         for n in [int(value) for value in args.annotators.split(",")]:
-            result = run_one(n, port=port, seconds=args.seconds, items=args.items, tag=f"{tag}-{n}")
+            result = run_one(n, port=port, seconds=args.seconds, items=args.items, tag=f"{tag}-{n}",
+                             think=args.think)
 
             def fmt(values: list[float]) -> str:
                 return "/".join(f"{_percentile(values, q) * 1000:.0f}" for q in (50, 95, 99))
@@ -211,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    errors: {sorted(set(result['errors']))[:3]}")
             if result["cycle"]:
                 mean = statistics.mean(result["cycle"]) * 1000
-                print(f"    mean cycle {mean:.1f} ms", flush=True)
+                requests_all = result["claim"] + result["submit"]
+                print(f"    mean cycle {mean:.1f} ms (without think time); all requests p50/p95/p99 "
+                      f"{fmt(requests_all)} ms", flush=True)
     finally:
         server.terminate()
         server.wait(timeout=30)
