@@ -9,10 +9,10 @@ For each N (default 1, 8, 32) the script creates a study (overlap 3, the test su
 protocol: one single-choice and one multi-choice answer per item, enough items that nobody runs
 out), N annotator accounts with API tokens, starts gunicorn on 127.0.0.1 (gthread workers), and runs
 N client threads for ``--seconds``: each loops POST /api/studies/ID/assignments/next/ then
-POST /api/assignments/ID/submit/ (``--think S`` waits S seconds between the two, as a person would;
+POST /api/assignments/ID/submit/ (``--think S`` waits 0.5 S to 1.5 S between the two, as a person would, after a random start;
 the default 0 runs them back to back, which measures saturation, not a person's wait). It prints annotations (submitted items) per second and the
 p50/p95/p99 latency of claims, submits and both together, and checks afterwards that no item got
-more than ``overlap`` judgements. Clients and server share the machine's cores, so the figures are
+more than ``overlap`` judgements. A 3-second warm-up on its own study comes first. Clients and server share the machine's cores, so the figures are
 a floor for a server with cores of its own.
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import random
 import socket
 import statistics
 import subprocess
@@ -112,8 +113,11 @@ def _annotator(base: str, study_id: int, token: str, clock: dict[str, float], st
     session = requests.Session()
     session.headers["Authorization"] = f"Token {token}"
     claims, submits, cycles = [], [], []
+    jitter = random.Random(token)  # people do not move in step: random start and think times
     start.wait()
     stop_at = clock["stop"]
+    if think:
+        time.sleep(jitter.uniform(0, think))
     while time.monotonic() < stop_at:
         t0 = time.perf_counter()
         response = session.post(f"{base}/api/studies/{study_id}/assignments/next/", timeout=30)
@@ -126,16 +130,16 @@ def _annotator(base: str, study_id: int, token: str, clock: dict[str, float], st
             break
         assignment = response.json()["id"]
         if think:
-            time.sleep(think)  # a person looks at the item before answering
-            t1 += think
-        response = session.post(f"{base}/api/assignments/{assignment}/submit/", json=ANSWERS, timeout=30)
+            time.sleep(jitter.uniform(0.5 * think, 1.5 * think))  # looking at the item; not counted
         t2 = time.perf_counter()
+        response = session.post(f"{base}/api/assignments/{assignment}/submit/", json=ANSWERS, timeout=30)
+        t3 = time.perf_counter()
         if response.status_code != 200:
             errors.append(f"submit {response.status_code}: {response.text[:200]}")
             break
         claims.append(t1 - t0)
-        submits.append(t2 - t1)
-        cycles.append(t2 - t0)
+        submits.append(t3 - t2)
+        cycles.append((t1 - t0) + (t3 - t2))
     out.setdefault("claim", []).extend(claims)
     out.setdefault("submit", []).extend(submits)
     out.setdefault("cycle", []).extend(cycles)
@@ -206,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{'cycle p50/p95/p99 ms':>22} {'max/item':>8}")
     tag = f"{int(time.time())}"
     try:
+        # Warm-up, not reported: every gunicorn worker imports and connects on its first requests.
+        run_one(min(8, args.workers * args.threads), port=port, seconds=3, items=200, tag=f"{tag}-warm")
         for n in [int(value) for value in args.annotators.split(",")]:
             result = run_one(n, port=port, seconds=args.seconds, items=args.items, tag=f"{tag}-{n}",
                              think=args.think)
