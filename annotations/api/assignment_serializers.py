@@ -23,6 +23,9 @@ def _question(question: Question, metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 class AssignmentSerializer(serializers.ModelSerializer):
+    # Plain text in the schema: a second enum named "status" (besides the study's) would collide.
+    status = serializers.CharField(read_only=True, help_text="leased, submitted, skipped or expired")
+
     class Meta:
         model = Assignment
         fields = ["id", "study", "item", "status", "lease_expires_at", "created_at", "completed_at", "skip_reason",
