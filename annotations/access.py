@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from annotations.errors import NotAllowed, NotFoundError
-from annotations.models import Annotation, Item, Study, User
+from annotations.models import Annotation, Assignment, Item, Study, User
 
 
 def studies_for_user(user: User) -> QuerySet[Study]:
@@ -80,3 +80,33 @@ def annotations_for_user(user: User) -> QuerySet[Annotation]:
     if annotator is None:
         return Annotation.objects.none()
     return Annotation.objects.filter(annotator=annotator)
+
+
+def study_get_for_annotator(*, user: User, id: int) -> Study:
+    """A study the user is enrolled in as an annotator (any role may be enrolled); else not found."""
+    if not user.is_authenticated:
+        raise NotFoundError(f"study {id} does not exist or you are not enrolled in it")
+    study = Study.objects.filter(pk=id, enrollments__user=user).first()
+    if study is None:
+        raise NotFoundError(f"study {id} does not exist or you are not enrolled in it")
+    return study
+
+
+def assignment_get_for_user(*, user: User, id: int) -> Assignment:
+    """One of the user's own assignments (with its study, item and annotator); anyone else's is not found."""
+    assignment = None
+    if user.is_authenticated:
+        assignment = (
+            Assignment.objects.select_related("study", "item", "annotator")
+            .filter(pk=id, annotator__user=user).first()
+        )
+    if assignment is None:
+        raise NotFoundError(f"assignment {id} does not exist or is not yours")
+    return assignment
+
+
+def assignments_for_user(user: User) -> QuerySet[Assignment]:
+    """The user's own assignments (annotators see no one else's)."""
+    if not user.is_authenticated:
+        return Assignment.objects.none()
+    return Assignment.objects.filter(annotator__user=user)

@@ -60,3 +60,15 @@ class EnrollmentAdmin(admin.ModelAdmin):
 @admin.register(models.ExportJob)
 class ExportJobAdmin(admin.ModelAdmin):
     list_display = ("study", "format", "status", "requested_by", "created_at")
+
+
+@admin.register(models.RevealLog)
+class RevealLogAdmin(admin.ModelAdmin):
+    """Read-only: each row is one showing of machine labels after a submit (anchoring records)."""
+
+    list_display = ("item", "annotator", "created_at", "answered_at")
+    list_select_related = ("item", "annotator")
+    raw_id_fields = ("item", "annotator", "study", "assignment")
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False

@@ -6,6 +6,7 @@ Models hold fields, constraints and one-row rules only; every write goes through
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from functools import cached_property
 from pathlib import PurePosixPath
@@ -91,6 +92,11 @@ class Enrollment(models.Model):
         return f"{self.user_id} in study {self.study_id}"
 
 
+def random_shuffle_key() -> int:
+    """A random position in a study's item ring (see annotations/services/assignment.md)."""
+    return secrets.randbelow(2**31)
+
+
 class Item(models.Model):
     """The thing judged: one image, an image set, or a text term; with its provenance."""
 
@@ -111,6 +117,13 @@ class Item(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     sha256 = models.CharField(max_length=64, blank=True, help_text="Of the file, or of the set's file hashes")
     is_reference = models.BooleanField(default=False, help_text="Imported without its file (image unavailable)")
+    expert_only = models.BooleanField(
+        default=False, help_text="Assigned only to annotators of the expert pool (see assignment.md)"
+    )
+    judgements = models.PositiveIntegerField(
+        default=0, help_text="Submitted human assignments; kept by the assignment service, read by claims"
+    )
+    shuffle_key = models.PositiveIntegerField(default=random_shuffle_key, help_text="Random order of items")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -121,7 +134,10 @@ class Item(models.Model):
                 fields=["study", "sha256"], condition=~Q(sha256=""), name="item_sha256_unique_in_study"
             ),
         ]
-        indexes = [models.Index(fields=["study", "condition"])]
+        indexes = [
+            models.Index(fields=["study", "condition"]),
+            models.Index(fields=["study", "judgements", "shuffle_key"], name="item_claim_order"),
+        ]
 
     def __str__(self) -> str:
         return self.external_id
@@ -282,13 +298,42 @@ class Assignment(models.Model):
     skip_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True, help_text="Time on the task, as measured")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="assignment_unique")]
-        indexes = [models.Index(fields=["study", "status"]), models.Index(fields=["annotator", "status"])]
+        indexes = [
+            models.Index(fields=["study", "status"]), models.Index(fields=["annotator", "status"]),
+            models.Index(fields=["item", "status"], name="assignment_item_status"),
+        ]
 
     def __str__(self) -> str:
         return f"item {self.item_id} for annotator {self.annotator_id} ({self.status})"
+
+
+class RevealLog(models.Model):
+    """One showing of the machine labels to an annotator after they submitted ("reveal after submit").
+
+    ``shown`` is exactly what was displayed; ``agreement`` maps question key to "agree" or
+    "disagree" once the annotator says so. Rows are never updated except to record that answer,
+    so a researcher can measure anchoring (did later answers move towards the machine's?).
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="reveals")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="reveals")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="reveals")
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="reveals")
+    shown = models.JSONField(default=list)
+    agreement = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["study", "annotator"])]
+
+    def __str__(self) -> str:
+        return f"reveal of item {self.item_id} to annotator {self.annotator_id}"
 
 
 class ExportJob(models.Model):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotations import findings_views, views
+from annotations import annotate_views, batch_views, findings_views, views
 
 urlpatterns = [
     path("studies/new/", views.study_create, name="study-create"),
@@ -18,4 +18,19 @@ urlpatterns = [
     path("studies/<int:pk>/findings/<slug:key>.csv", findings_views.study_findings_csv, name="study-findings-csv"),
     path("studies/<int:pk>/findings/figures/<slug:key>.<str:fmt>", findings_views.study_findings_figure,
          name="study-findings-figure"),
+    # Annotators (annotate_views.py)
+    path("annotate/", annotate_views.dashboard, name="annotate-dashboard"),
+    path("annotate/studies/<int:pk>/next/", annotate_views.study_next, name="annotate-next"),
+    path("annotate/studies/<int:pk>/mine/", annotate_views.mine, name="annotate-mine"),
+    path("annotate/assignments/<int:pk>/", annotate_views.task, name="annotate-task"),
+    path("annotate/assignments/<int:pk>/skip/", annotate_views.skip, name="annotate-skip"),
+    path("annotate/assignments/<int:pk>/reveal/", annotate_views.reveal, name="annotate-reveal"),
+    path("items/<int:pk>/images/<int:position>/display/", annotate_views.item_image_display,
+         name="item-image-display"),
+    # Batches (batch_views.py)
+    path("studies/<int:pk>/progress/", batch_views.progress, name="study-progress"),
+    path("studies/<int:pk>/progress.json", batch_views.progress_json, name="study-progress-json"),
+    path("studies/<int:pk>/progress.csv", batch_views.progress_csv, name="study-progress-csv"),
+    path("studies/<int:pk>/run/", batch_views.study_run, name="study-run"),
+    path("studies/<int:pk>/enroll-pool/", batch_views.enroll_pool, name="study-enroll-pool"),
 ]

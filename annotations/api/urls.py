@@ -2,7 +2,7 @@ from django.urls import include, path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from annotations.api import views
+from annotations.api import assignment_views, views
 
 router = DefaultRouter()
 router.register("studies", views.StudyViewSet, basename="study")
@@ -10,6 +10,7 @@ router.register("items", views.ItemViewSet, basename="item")
 router.register("annotations", views.AnnotationViewSet, basename="annotation")
 router.register("annotators", views.AnnotatorViewSet, basename="annotator")
 router.register("exports", views.ExportJobViewSet, basename="export")
+router.register("assignments", assignment_views.MyAssignmentViewSet, basename="assignment")
 
 urlpatterns = [
     path("studies/<int:pk>/share/", views.StudyShareView.as_view(), name="api-study-share"),
@@ -24,5 +25,9 @@ urlpatterns = [
     path("me/", views.MeView.as_view(), name="api-me"),
     path("auth/token/", obtain_auth_token, name="api-token"),
     path("studies/<int:pk>/metrics/", views.StudyMetricsView.as_view(), name="api-study-metrics"),
+    path("studies/<int:pk>/assignments/next/", assignment_views.ClaimNextView.as_view(), name="api-claim-next"),
+    path("assignments/<int:pk>/submit/", assignment_views.SubmitView.as_view(), name="api-assignment-submit"),
+    path("assignments/<int:pk>/skip/", assignment_views.SkipView.as_view(), name="api-assignment-skip"),
+    path("assignments/<int:pk>/release/", assignment_views.ReleaseView.as_view(), name="api-assignment-release"),
     path("", include(router.urls)),
 ]

@@ -24,7 +24,14 @@ from annotations.models import Annotation, Annotator, ExportJob, Item, Study, Us
 from annotations.protocols import list_presets, load_preset, load_protocol_text
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
-from annotations.services.exports import FORMATS, export_csv, export_job_create, export_jsonl, export_size
+from annotations.services.exports import (
+    COCO_SUFFIX,
+    CONTENT_TYPES,
+    FORMATS,
+    export_job_create,
+    export_lines,
+    export_size,
+)
 from annotations.services.item_import import items_import
 from annotations.services.metrics_report import metrics_report_cached
 from annotations.uploads import ANNOTATION_SUFFIXES, ITEM_SUFFIXES, upload_to_temp
@@ -140,10 +147,11 @@ class AnnotationImportView(APIView):
 
 
 def streaming_export(study: Study, fmt: str) -> StreamingHttpResponse:
-    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
-    lines = export_jsonl(study) if fmt == "jsonl" else export_csv(study)
+    content_type = CONTENT_TYPES[fmt]
+    lines = export_lines(study, fmt)
     response = StreamingHttpResponse(lines, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}.{fmt}"'
+    suffix = COCO_SUFFIX if fmt == "coco" else fmt
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}.{suffix}"'
     return response
 
 

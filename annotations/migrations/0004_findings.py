@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0001_initial'),
+        ('annotations', '0002_annotator_ui'),
     ]
 
     operations = [

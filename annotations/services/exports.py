@@ -25,7 +25,9 @@ from django.utils import timezone
 from annotations.models import Annotation, AnnotationRevision, Annotator, ExportJob, Item, ItemImage, Study
 
 FORMAT_VERSION = 1
-FORMATS = ("jsonl", "csv", "zip")
+FORMATS = ("jsonl", "csv", "zip", "coco")
+CONTENT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv", "coco": "application/json"}
+COCO_SUFFIX = "coco.json"
 CHUNK = 2000
 CSV_COLUMNS = [
     "item", "item_kind", "condition", "model", "prompt", "seed", "text", "annotator", "annotator_kind",
@@ -141,12 +143,91 @@ def export_zip(study: Study, out: Path) -> None:
                     target.write(chunk)
 
 
+def coco_categories(study: Study) -> list[dict[str, Any]]:
+    """COCO categories: the options that boxes are linked to, in protocol order (ids from 1).
+
+    For a linked question whose options come from each item's metadata (``options_from``), the
+    categories are every option any item of the study offers, in order of first appearance.
+    """
+    protocol = study.protocol_obj
+    categories: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for question in protocol.questions:
+        if question.kind != "boxes" or not question.linked_question:
+            continue
+        linked = protocol.question(question.linked_question)
+        if linked.options_from is None:
+            option_lists = [linked.options]
+        else:
+            option_lists = [linked.options_for(metadata) for metadata in
+                            Item.objects.filter(study=study).order_by("id").values_list("metadata", flat=True)
+                            .iterator(chunk_size=CHUNK)]
+        for options in option_lists:
+            for option in options:
+                if (question.key, option.key) in seen:
+                    continue
+                seen.add((question.key, option.key))
+                categories.append({"id": len(categories) + 1, "name": option.key, "label": option.label,
+                                   "supercategory": linked.key, "boxes_question": question.key})
+    return categories
+
+
+def export_coco(study: Study) -> dict[str, Any]:
+    """Boxes as a COCO object-detection document.
+
+    ``images``: every image file of the study (``file_name`` as in the zip export, plus the item's
+    external id and the image's position in it); ``categories``: see ``coco_categories``;
+    ``annotations``: one per box, ``bbox`` = [x, y, width, height] in original image pixels, with the
+    annotator's name and kind (human and machine boxes alike; filter on ``annotator_kind``).
+    """
+    categories = coco_categories(study)
+    category_ids = {(c["boxes_question"], c["name"]): c["id"] for c in categories}
+    images: list[dict[str, Any]] = []
+    image_ids: dict[tuple[int, int], int] = {}
+    for image in (ItemImage.objects.filter(item__study=study).exclude(file="").select_related("item")
+                  .order_by("item_id", "position").iterator(chunk_size=CHUNK)):
+        image_ids[(image.item_id, image.position)] = image.pk
+        images.append({"id": image.pk, "file_name": _file_path(image), "width": image.width, "height": image.height,
+                       "item": image.item.external_id, "position": image.position})
+    boxes_questions = {c["boxes_question"] for c in categories}
+    annotations: list[dict[str, Any]] = []
+    rows = (Annotation.objects.filter(study=study, question_key__in=boxes_questions).select_related("annotator")
+            .order_by("id").iterator(chunk_size=CHUNK))
+    for annotation in rows:
+        for box in annotation.value if isinstance(annotation.value, list) else []:
+            image_id = image_ids.get((annotation.item_id, int(box.get("image", 0))))
+            category_id = category_ids.get((annotation.question_key, box.get("option")))
+            if image_id is None or category_id is None:
+                continue  # a box on an image that has no file here, or an option no longer offered
+            annotations.append({
+                "id": len(annotations) + 1, "image_id": image_id, "category_id": category_id,
+                "bbox": [box["x"], box["y"], box["w"], box["h"]], "area": box["w"] * box["h"], "iscrowd": 0,
+                "annotator": annotation.annotator.name, "annotator_kind": annotation.annotator.kind,
+            })
+    return {
+        "info": {"description": study.name, "version": str(FORMAT_VERSION), "year": timezone.now().year,
+                 "date_created": timezone.now().isoformat(), "contributor": "Stereotype Audit Workbench"},
+        "licenses": [], "images": images, "categories": categories, "annotations": annotations,
+    }
+
+
+def export_lines(study: Study, fmt: str) -> Iterator[str]:
+    """A text export (jsonl, csv, coco) as a stream of strings."""
+    if fmt == "jsonl":
+        return export_jsonl(study)
+    if fmt == "csv":
+        return export_csv(study)
+    if fmt == "coco":
+        return iter([json.dumps(export_coco(study), ensure_ascii=False)])
+    raise ValueError(f"{fmt} is not a text export format")
+
+
 def export_to_file(study: Study, fmt: str, out: Path) -> None:
-    """Write an export in ``fmt`` (jsonl, csv, zip) to ``out``."""
+    """Write an export in ``fmt`` (jsonl, csv, zip, coco) to ``out``."""
     if fmt == "zip":
         export_zip(study, out)
         return
-    lines = export_jsonl(study) if fmt == "jsonl" else export_csv(study)
+    lines = export_lines(study, fmt)
     with out.open("w", encoding="utf-8", newline="") as handle:
         for line in lines:
             handle.write(line)

@@ -42,7 +42,9 @@ from annotations.protocols import slugify_option
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "manifest.ndjson")
 KNOWN_COLUMNS = {"external_id", "file", "files", "text", "prompt", "model", "condition", "seed", "settings",
-                 "metadata", "kind", "original_names"}
+                 "metadata", "kind", "original_names", "expert_only"}
+_TRUE = {"1", "true", "yes"}
+_FALSE = {"", "0", "false", "no"}
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
 MAX_ROWS = 500_000
 
@@ -60,6 +62,7 @@ class ItemRow:
     settings: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     original_names: list[str] = field(default_factory=list)
+    expert_only: bool = False
 
 
 @dataclass
@@ -158,6 +161,9 @@ def _row(where: str, record: dict[str, Any], unit: str) -> ItemRow:
     if not isinstance(metadata, dict):
         raise ImportRefused(f"{where}: 'metadata' must be a JSON object")
     metadata = {**{key: value for key, value in record.items() if key not in KNOWN_COLUMNS}, **metadata}
+    expert_raw = str(record.get("expert_only", "") if record.get("expert_only") is not None else "").strip().lower()
+    if expert_raw not in _TRUE | _FALSE:
+        raise ImportRefused(f"{where}: expert_only must be true or false, got {expert_raw!r}")
     original_names = record.get("original_names") or files
     if not isinstance(original_names, list) or len(original_names) != len(files):
         raise ImportRefused(f"{where}: 'original_names' must list one name per file")
@@ -166,6 +172,7 @@ def _row(where: str, record: dict[str, Any], unit: str) -> ItemRow:
         where=where, external_id=external_id, files=files, text=text,
         prompt=str(record.get("prompt", "") or ""), model=str(record.get("model", "") or ""),
         condition=condition, seed=seed, settings=settings_value, metadata=metadata,
+        expert_only=expert_raw in _TRUE,
     )
 
 
@@ -272,7 +279,7 @@ def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
                                                                   else Item.Kind.IMAGE),
                     text=row.text, prompt=row.prompt, model_name=row.model, condition=row.condition,
                     seed=row.seed, generation_settings=row.settings, metadata=row.metadata, sha256=digest,
-                    is_reference=unit != "text" and not images,
+                    is_reference=unit != "text" and not images, expert_only=row.expert_only,
                 )
                 for position, (name, image) in enumerate(zip(row.files, images, strict=True)):
                     record = ItemImage(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 
 from annotations.errors import NotAllowed, ValidationFailed
 from annotations.models import Annotator, Enrollment, Study, User
@@ -121,3 +122,35 @@ def enrollment_add(*, study: Study, user: User, pool: str | None = None) -> Enro
     annotator_for_user(user=user, pool=pool)
     enrollment, _ = Enrollment.objects.get_or_create(study=study, user=user)
     return enrollment
+
+
+@transaction.atomic
+def enrollment_add_pool(*, study: Study, pool: str) -> list[Enrollment]:
+    """Enrol every annotator account of a pool (accounts never given a pool count as crowd); idempotent."""
+    if pool not in Annotator.Pool.values:
+        raise ValidationFailed(f"pool must be one of {', '.join(Annotator.Pool.values)}")
+    users = User.objects.filter(role=User.Role.ANNOTATOR, is_active=True)
+    if pool == Annotator.Pool.CROWD:
+        users = users.filter(Q(annotator__pool=pool) | Q(annotator__isnull=True))
+    else:
+        users = users.filter(annotator__pool=pool)
+    return [enrollment_add(study=study, user=user) for user in users.order_by("username")]
+
+
+def study_set_running(*, study: Study, running: bool) -> Study:
+    """Pause (no new items are handed out; leases held can still be submitted) or resume a study."""
+    if study.status == Study.Status.CLOSED:
+        raise ValidationFailed("a closed study cannot be paused or resumed; change its status in settings")
+    return study_update(study=study, status=Study.Status.ACTIVE if running else Study.Status.PAUSED)
+
+
+def study_set_option(*, study: Study, name: str, value: Any) -> Study:
+    """Set one study option (``reveal_after_submit``: show machine labels after a person has answered)."""
+    if name not in STUDY_OPTIONS:
+        raise ValidationFailed(f"unknown study option {name!r}")
+    if not isinstance(value, STUDY_OPTIONS[name]):
+        raise ValidationFailed(f"{name} must be {STUDY_OPTIONS[name].__name__}")
+    return study_update(study=study, options={**study.options, name: value})
+
+
+STUDY_OPTIONS: dict[str, type] = {"reveal_after_submit": bool}

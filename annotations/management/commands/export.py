@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.commands._common import study_arg
-from annotations.services.exports import FORMATS, export_csv, export_jsonl, export_to_file
+from annotations.services.exports import FORMATS, export_lines, export_to_file
 
 
 class Command(BaseCommand):
@@ -28,5 +28,5 @@ class Command(BaseCommand):
             return
         if fmt == "zip":
             raise CommandError("a zip export needs --out FILE")
-        for line in export_jsonl(study) if fmt == "jsonl" else export_csv(study):
+        for line in export_lines(study, fmt):
             self.stdout.write(line, ending="")

@@ -1,0 +1,79 @@
+"""Serializers of the annotation workflow API (claim, task, submit, skip)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from annotations.models import Annotator, Assignment
+from annotations.protocols import Question
+from annotations.task_selectors import item_images, stored_answers
+from annotations.values import questions_to_answer
+
+
+def _question(question: Question, metadata: dict[str, Any]) -> dict[str, Any]:
+    data = question.to_dict()
+    data.pop("options_from", None)
+    data.pop("applies_if", None)
+    if question.is_choice:
+        data["options"] = [{"key": o.key, "label": o.label} for o in question.options_for(metadata)]
+    return data
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    # Plain text in the schema: a second enum named "status" (besides the study's) would collide.
+    status = serializers.CharField(read_only=True, help_text="leased, submitted, skipped or expired")
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "study", "item", "status", "lease_expires_at", "created_at", "completed_at", "skip_reason",
+                  "time_spent_ms"]
+        read_only_fields = fields
+
+
+class TaskSerializer(AssignmentSerializer):
+    """An assignment with what is needed to answer it: the item, its questions, your own answers.
+
+    Item metadata is not included (it may hold what annotators must not see, e.g. the identity a
+    stereotype study is about); choice options that come from metadata are resolved per item.
+    """
+
+    task = serializers.SerializerMethodField()
+
+    class Meta(AssignmentSerializer.Meta):
+        fields = [*AssignmentSerializer.Meta.fields, "task"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField())
+    def get_task(self, assignment: Assignment) -> dict[str, Any]:
+        item, annotator = assignment.item, assignment.annotator
+        expert = annotator.pool == Annotator.Pool.EXPERT
+        protocol = assignment.study.protocol_obj
+        return {
+            "item": {
+                "id": item.pk, "kind": item.kind, "text": item.text,
+                "prompt": item.prompt if item.kind == "image_set" else "",
+                "image_unavailable": item.is_reference,
+                "images": [{"position": image.position, "url": image.url, "display_url": image.display_url,
+                            "width": image.width, "height": image.height} for image in item_images(item)],
+            },
+            "instructions": protocol.instructions,
+            "questions": [_question(question, item.metadata)
+                          for question in questions_to_answer(protocol, item.metadata, expert=expert)],
+            # Answers are stored only by a submit: a leased item has none (saves a query per claim).
+            "answers": stored_answers(item=item, annotator=annotator)
+            if assignment.status == Assignment.Status.SUBMITTED else {},
+        }
+
+
+class SubmitSerializer(serializers.Serializer):
+    answers = serializers.DictField(
+        child=serializers.DictField(), help_text='{"QUESTION_KEY": {"value": ..., "shown": [...], "reason": "..."}}'
+    )
+    time_spent_ms = serializers.IntegerField(required=False, min_value=0, max_value=24 * 3600 * 1000)
+
+
+class SkipSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500)

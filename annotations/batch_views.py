@@ -1,0 +1,117 @@
+"""Researcher pages for running a batch: progress (page, polled JSON, CSV), pause/resume, enrol a pool."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotations import access, batch_selectors
+from annotations.errors import NotAllowed, NotFoundError, WorkbenchError
+from annotations.models import Annotator, Study, User
+from annotations.services import studies as study_services
+
+
+def _user(request: HttpRequest) -> User:
+    return request.user  # type: ignore[return-value]
+
+
+def _study(request: HttpRequest, pk: int, *, write: bool = False) -> Study:
+    try:
+        return access.study_get_for_user(user=_user(request), id=pk, researcher=True, write=write)
+    except NotFoundError as exc:
+        raise Http404(exc.message) from exc
+    except NotAllowed as exc:
+        raise PermissionDenied(exc.message) from exc
+
+
+@login_required
+def progress(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _study(request, pk)
+    return render(request, "studies/progress.html", {
+        "study": study, "totals": batch_selectors.study_progress(study),
+        "annotators": batch_selectors.annotator_progress(study),
+        "can_write": access.study_can_write(_user(request), study),
+        "pools": Annotator.Pool.choices,
+        "reveal": bool(study.options.get("reveal_after_submit")),
+    })
+
+
+@login_required
+def progress_json(request: HttpRequest, pk: int) -> JsonResponse:
+    """What the progress bar polls: item states and judgements, small and cheap."""
+    study = _study(request, pk)
+    response = JsonResponse(batch_selectors.study_progress(study))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _csv_lines(rows: Iterator[dict[str, object]] | list[dict[str, object]], columns: list[str]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([row[column] for column in columns])
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()
+
+
+@login_required
+def progress_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    """Progress as CSV: one row per item, or per annotator with ``?by=annotator``."""
+    study = _study(request, pk)
+    if request.GET.get("by") == "annotator":
+        columns = ["annotator", "pool", "submitted", "skipped", "leased", "median_seconds"]
+        lines = _csv_lines(batch_selectors.annotator_progress(study), columns)
+        name = f"study-{study.pk}-progress-annotators.csv"
+    else:
+        columns = ["external_id", "condition", "expert_only", "submitted", "leased", "skipped", "state"]
+        lines = _csv_lines(batch_selectors.item_progress(study), columns)
+        name = f"study-{study.pk}-progress-items.csv"
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@login_required
+@require_POST
+def study_run(request: HttpRequest, pk: int) -> HttpResponse:
+    """Pause or resume (``action``), or switch reveal-after-submit (``reveal`` = on/off)."""
+    study = _study(request, pk, write=True)
+    action = request.POST.get("action", "")
+    try:
+        if action in ("pause", "resume"):
+            study_services.study_set_running(study=study, running=action == "resume")
+            messages.success(request, "Study resumed." if action == "resume" else
+                             "Study paused: no new items are handed out.")
+        elif action == "reveal":
+            on = request.POST.get("reveal") == "on"
+            study_services.study_set_option(study=study, name="reveal_after_submit", value=on)
+            messages.success(request, f"Reveal after submit is {'on' if on else 'off'}.")
+        else:
+            messages.error(request, "Unknown action.")
+    except WorkbenchError as exc:
+        messages.error(request, exc.message)
+    return redirect("study-progress", pk=pk)
+
+
+@login_required
+@require_POST
+def enroll_pool(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _study(request, pk, write=True)
+    try:
+        enrolled = study_services.enrollment_add_pool(study=study, pool=request.POST.get("pool", ""))
+    except WorkbenchError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"{len(enrolled)} annotator accounts of the pool are enrolled.")
+    return redirect("study-progress", pk=pk)

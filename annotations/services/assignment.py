@@ -1,0 +1,328 @@
+"""Handing out items to human annotators: claim, submit, skip, release, expire.
+
+The rule is explained in ``assignment.md`` beside this file. In short: each item needs
+``study.overlap`` distinct humans; an annotator never judges the same item twice (the
+``assignment_unique`` constraint); a claim is a lease of ``study.lease_minutes`` and an expired
+lease frees its slot; expert-only items go to the expert pool only; the next item is the one with
+the fewest completed judgements, ties broken by a pseudo-random order fixed per annotator.
+
+Concurrency: a claim is one transaction. On PostgreSQL the candidate item row is locked with
+``SELECT ... FOR UPDATE SKIP LOCKED`` (two claims never wait on, or both take, the same item) and
+the item's occupancy is counted again under that lock before the lease is written, so a count read
+from an older snapshot can never over-fill it. On SQLite the transaction is ``IMMEDIATE``
+(settings), which serialises writers, so the same code is safe there too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotations.errors import Conflict, NotAllowed, ValidationFailed
+from annotations.models import (
+    Annotation,
+    AnnotationRevision,
+    Annotator,
+    Assignment,
+    Enrollment,
+    Item,
+    Study,
+    User,
+)
+from annotations.services.annotation_writes import item_context
+from annotations.values import CleanAnswer, clean_submission
+
+MAX_SKIP_REASON = 500
+CLAIM_ATTEMPTS = 20
+
+Status = Assignment.Status
+
+
+def annotator_seed(*, study_id: int, annotator_id: int) -> int:
+    """Where one annotator starts on the study's item ring (stable across runs and machines)."""
+    digest = hashlib.sha256(f"{study_id}:{annotator_id}".encode()).hexdigest()
+    return int(digest[:8], 16) % 2**31
+
+
+def _active_lease(now: Any) -> Q:
+    return Q(status=Status.LEASED, lease_expires_at__gt=now)
+
+
+def _occupying(now: Any) -> Q:
+    """Assignments that hold one of an item's ``overlap`` slots: submitted, or leased and not expired."""
+    return Q(status=Status.SUBMITTED) | _active_lease(now)
+
+
+def _count_subquery(filter_q: Q) -> Coalesce:
+    counts = (
+        Assignment.objects.filter(filter_q, item=OuterRef("pk")).order_by().values("item")
+        .annotate(n=Count("id")).values("n")
+    )
+    return Coalesce(Subquery(counts, output_field=IntegerField()), Value(0))
+
+
+def _candidates(
+    *, study: Study, annotator: Annotator, now: Any, level: int, seed: int, wrapped: bool, given_back: bool,
+    exclude: Iterable[int] = (),
+) -> QuerySet[Item]:
+    """One stretch of the claim order: items with ``level`` judgements, in ring order from ``seed``.
+
+    ``wrapped`` False: shuffle keys from the seed up; True: those below it (the ring wraps around).
+    ``given_back`` False: items this annotator never had; True: also those they released or let expire.
+    The ``item_claim_order`` index (study, judgements, shuffle_key) serves this as a range scan that
+    stops at the first item passing the filters, however large the study.
+    """
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    if given_back:
+        mine = mine.filter(Q(status__in=[Status.SUBMITTED, Status.SKIPPED]) | _active_lease(now))
+    items = Item.objects.filter(study=study, judgements=level)
+    items = items.filter(shuffle_key__lt=seed) if wrapped else items.filter(shuffle_key__gte=seed)
+    if annotator.pool != Annotator.Pool.EXPERT:
+        items = items.filter(expert_only=False)
+    excluded = list(exclude)
+    if excluded:
+        items = items.exclude(pk__in=excluded)
+    return (
+        items.filter(~Exists(mine))
+        .alias(occupied=_count_subquery(_occupying(now)))
+        .filter(occupied__lt=study.overlap)
+        .order_by("shuffle_key", "id")
+    )
+
+
+def _passes(study: Study) -> list[tuple[bool, int, bool]]:
+    """(given_back, level, wrapped) in claim order: see assignment.md, "Order"."""
+    return [(given_back, level, wrapped) for given_back in (False, True) for level in range(study.overlap)
+            for wrapped in (False, True)]
+
+
+def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[int]:
+    """Every item id this annotator may be given now, in the order claims take them (for tests and docs)."""
+    now = now or timezone.now()
+    seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
+    order: list[int] = []
+    for given_back, level, wrapped in _passes(study):
+        order += [pk for pk in _candidates(study=study, annotator=annotator, now=now, level=level, seed=seed,
+                                           wrapped=wrapped, given_back=given_back).values_list("pk", flat=True)
+                  if pk not in order]
+    return order
+
+
+def _check_can_claim(study: Study, annotator: Annotator) -> None:
+    if annotator.kind != Annotator.Kind.HUMAN or annotator.user_id is None:
+        raise NotAllowed("only people with an account are given items")
+    if study.status != Study.Status.ACTIVE:
+        raise Conflict(f"the study is {study.get_status_display().lower()}; no new items are handed out")
+    if not Enrollment.objects.filter(study=study, user_id=annotator.user_id).exists():
+        raise NotAllowed("you are not enrolled in this study")
+
+
+@transaction.atomic
+def assignment_claim_next(
+    *, study: Study, annotator: Annotator, exclude: Iterable[int] = (), now: Any = None
+) -> Assignment | None:
+    """The annotator's next item as a lease, or None when nothing is left for them.
+
+    An unexpired lease the annotator already holds in this study (other than the assignment ids in
+    ``exclude``) is returned first, with its lease renewed; otherwise a new item is leased. The
+    task page passes the shown assignment in ``exclude`` to lease one item ahead, whose image it
+    prefetches. Locks: the candidate item row (PostgreSQL), then a recount under the lock.
+    """
+    now = now or timezone.now()
+    _check_can_claim(study, annotator)
+    expires = now + timedelta(minutes=study.lease_minutes)
+    held = (
+        Assignment.objects.select_for_update(of=("self",)).select_related("item").filter(study=study, annotator=annotator)
+        .filter(_active_lease(now)).exclude(pk__in=list(exclude)).order_by("created_at", "id").first()
+    )
+    if held is not None:
+        held.lease_expires_at = expires
+        held.save(update_fields=["lease_expires_at"])
+        held.study, held.annotator = study, annotator
+        return held
+    seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
+    tried: list[int] = []
+    for given_back, level, wrapped in _passes(study):
+        for _attempt in range(CLAIM_ATTEMPTS):
+            item = (
+                _candidates(study=study, annotator=annotator, now=now, level=level, seed=seed, wrapped=wrapped,
+                            given_back=given_back, exclude=tried)
+                .select_for_update(skip_locked=True, of=("self",))
+                .first()
+            )
+            if item is None:
+                break
+            # Counted again under the item's lock: everyone who adds a lease on this item holds this lock.
+            occupied = Assignment.objects.filter(_occupying(now), item=item).exclude(annotator=annotator).count()
+            if occupied < study.overlap:
+                return _lease(item=item, study=study, annotator=annotator, expires=expires, fresh=not given_back)
+            tried.append(item.pk)
+    return None
+
+
+def _lease(*, item: Item, study: Study, annotator: Annotator, expires: Any, fresh: bool) -> Assignment:
+    """Write the lease. ``fresh``: the candidate query already showed this annotator never had the item."""
+    previous = None if fresh else Assignment.objects.filter(item=item, annotator=annotator).first()
+    if previous is None:
+        assignment = Assignment.objects.create(
+            study=study, item=item, annotator=annotator, status=Status.LEASED, lease_expires_at=expires
+        )
+        assignment.study, assignment.item, assignment.annotator = study, item, annotator
+        return assignment
+    # Only an expired or released lease can be here (the candidate query excludes the rest).
+    previous.status, previous.lease_expires_at = Status.LEASED, expires
+    previous.save(update_fields=["status", "lease_expires_at"])
+    return previous
+
+
+def _locked(assignment: Assignment) -> Assignment:
+    return (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("study", "item", "annotator")
+        .get(pk=assignment.pk)
+    )
+
+
+def _check_owner(assignment: Assignment, user: User | None) -> None:
+    if user is not None and assignment.annotator.user_id != user.pk:
+        raise NotAllowed("this is not your assignment")
+
+
+@transaction.atomic
+def assignment_submit(
+    *,
+    assignment: Assignment,
+    answers: Mapping[str, Mapping[str, Any]],
+    source: str = Annotation.Source.UI,
+    time_spent_ms: int | None = None,
+    user: User | None = None,
+    now: Any = None,
+) -> Assignment:
+    """Validate and store an annotator's answers to one item; also used to edit a submitted item.
+
+    Idempotent: the assignment row is locked first, so a double-clicked submit waits for the first
+    and then finds the same answers already stored (no second annotation, no revision). A changed
+    answer on an already submitted item keeps the old one as a revision. A lease that expired is
+    accepted only while the item still has a free slot (counted under the item's lock).
+    Raises ``SubmissionError`` (errors per question) when an answer is not valid; nothing is written.
+    """
+    now = now or timezone.now()
+    assignment = _locked(assignment)
+    _check_owner(assignment, user)
+    if assignment.status == Status.SKIPPED:
+        raise Conflict("you skipped this item; it cannot be answered now")
+    if assignment.status != Status.SUBMITTED and not (
+        assignment.status == Status.LEASED and assignment.lease_expires_at and assignment.lease_expires_at > now
+    ):
+        Item.objects.select_for_update().filter(pk=assignment.item_id).first()
+        occupied = Assignment.objects.filter(_occupying(now), item_id=assignment.item_id).exclude(
+            pk=assignment.pk).count()
+        if occupied >= assignment.study.overlap:
+            raise Conflict("your lease on this item expired and others have judged it; take the next item")
+    if time_spent_ms is not None and (isinstance(time_spent_ms, bool) or not isinstance(time_spent_ms, int)
+                                      or time_spent_ms < 0):
+        raise ValidationFailed("time_spent_ms must be a non-negative integer")
+    item = assignment.item
+    cleaned = clean_submission(
+        assignment.study.protocol_obj, answers, context=item_context(item),
+        expert=assignment.annotator.pool == Annotator.Pool.EXPERT,
+    )
+    _save_answers(item=item, annotator=assignment.annotator, answers=cleaned, source=source,
+                  time_spent_ms=time_spent_ms, edited_by=user)
+    fields = []
+    if assignment.status != Status.SUBMITTED:
+        assignment.status, assignment.completed_at, assignment.lease_expires_at = Status.SUBMITTED, now, None
+        fields += ["status", "completed_at", "lease_expires_at"]
+        if time_spent_ms is not None:
+            assignment.time_spent_ms = time_spent_ms
+            fields.append("time_spent_ms")
+    if fields:
+        assignment.save(update_fields=fields)
+        # The claim order reads this count; only a first submit changes it.
+        Item.objects.filter(pk=item.pk).update(judgements=F("judgements") + 1)
+    return assignment
+
+
+def _save_answers(
+    *, item: Item, annotator: Annotator, answers: list[CleanAnswer], source: str,
+    time_spent_ms: int | None, edited_by: User | None,
+) -> None:
+    """Write a whole task's answers in a constant number of queries; changes keep revisions.
+
+    Answers this annotator gave earlier to questions that are no longer answered (e.g. hidden by
+    ``show_if`` after an edit) are removed, so the stored set always equals the last submission.
+    """
+    existing = {
+        annotation.question_key: annotation
+        for annotation in Annotation.objects.select_for_update().filter(item=item, annotator=annotator)
+    }
+    to_create, to_update, revisions = [], [], []
+    for answer in answers:
+        current = existing.pop(answer.question_key, None)
+        if current is None:
+            to_create.append(Annotation(
+                study_id=item.study_id, item=item, annotator=annotator, question_key=answer.question_key,
+                value=answer.value, shown=answer.shown, reason=answer.reason, source=source,
+                time_spent_ms=time_spent_ms,
+            ))
+        elif current.snapshot() != {"value": answer.value, "shown": answer.shown, "reason": answer.reason}:
+            revisions.append(AnnotationRevision(annotation=current, value=current.value, shown=current.shown,
+                                                reason=current.reason, replaced_by=edited_by))
+            current.value, current.shown, current.reason = answer.value, answer.shown, answer.reason
+            current.source, current.updated_at = source, timezone.now()
+            to_update.append(current)
+    if to_create:
+        Annotation.objects.bulk_create(to_create)
+    if revisions:
+        AnnotationRevision.objects.bulk_create(revisions)
+        Annotation.objects.bulk_update(to_update, ["value", "shown", "reason", "source", "updated_at"])
+    if existing:
+        Annotation.objects.filter(pk__in=[annotation.pk for annotation in existing.values()]).delete()
+
+
+@transaction.atomic
+def assignment_skip(*, assignment: Assignment, reason: str, user: User | None = None, now: Any = None) -> Assignment:
+    """Give up an item for good, with a reason; its slot goes back to others. Not after submitting."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationFailed("say why you skip this item", {"reason": "required"})
+    if len(reason) > MAX_SKIP_REASON:
+        raise ValidationFailed(f"the reason is longer than {MAX_SKIP_REASON} characters", {"reason": "too long"})
+    assignment = _locked(assignment)
+    _check_owner(assignment, user)
+    if assignment.status == Status.SUBMITTED:
+        raise Conflict("you already answered this item; change your answers instead of skipping")
+    if assignment.status == Status.SKIPPED:
+        return assignment
+    assignment.status, assignment.skip_reason = Status.SKIPPED, reason
+    assignment.lease_expires_at, assignment.completed_at = None, now or timezone.now()
+    assignment.save(update_fields=["status", "skip_reason", "lease_expires_at", "completed_at"])
+    return assignment
+
+
+@transaction.atomic
+def assignment_release(*, assignment: Assignment, user: User | None = None, now: Any = None) -> Assignment:
+    """Hand a leased item back unanswered; it may come back to this annotator later (last in order)."""
+    assignment = _locked(assignment)
+    _check_owner(assignment, user)
+    if assignment.status != Status.LEASED:
+        raise Conflict(f"this assignment is {assignment.status}, not leased")
+    assignment.status, assignment.lease_expires_at = Status.EXPIRED, now or timezone.now()
+    assignment.save(update_fields=["status", "lease_expires_at"])
+    return assignment
+
+
+@transaction.atomic
+def assignments_expire(*, study: Study | None = None, now: Any = None) -> int:
+    """Mark leases past their expiry as expired (bookkeeping only: claims already ignore them)."""
+    leases = Assignment.objects.filter(status=Status.LEASED, lease_expires_at__lte=now or timezone.now())
+    if study is not None:
+        leases = leases.filter(study=study)
+    return leases.update(status=Status.EXPIRED)

@@ -1,0 +1,365 @@
+"""The annotator's task page in real headless Chromium (Playwright), as a person uses it.
+
+Screenshots of each page go to ``test-output/browser/`` (1280x800 and a 390 px wide phone).
+Skipped when /usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.base import ContentFile
+from PIL import Image, ImageDraw
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium"),
+]
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+PASSWORD = "correct horse battery"
+
+PROTOCOL = """
+name: Every kind
+unit: image
+instructions: Look at the image, then answer every question.
+questions:
+  - key: person
+    kind: single
+    prompt: Is there a person in the image?
+    options: ["yes", "no"]
+  - key: age
+    kind: single
+    prompt: How old is the person?
+    options: [young, old]
+    show_if: {question: person, in: ["yes"]}
+  - key: clear
+    kind: likert
+    prompt: The image is clear.
+    options: [Strongly agree, Agree, Disagree, Strongly disagree]
+    unsure: Unsure
+  - key: attributes
+    kind: multi
+    prompt: Which attributes are visible?
+    options: [hat, glasses, beard, scarf, coat, umbrella, bag]
+    none_option: None of the above
+    page_size: 5
+  - key: boxes
+    kind: boxes
+    prompt: Draw a box around each selected attribute.
+    linked_question: attributes
+    required: false
+  - key: colour
+    kind: text
+    prompt: Main colour of the clothing?
+    normaliser: colour
+  - key: smiling
+    kind: binary
+    prompt: Is the person smiling?
+    reason: optional
+"""
+
+
+def _png(size: tuple[int, int], colour: tuple[int, int, int]) -> bytes:
+    image = Image.new("RGB", size, colour)
+    ImageDraw.Draw(image).rectangle([size[0] // 4, size[1] // 4, size[0] // 2, size[1] // 2], fill=(250, 250, 250))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Any]:
+    from pytest_django.live_server_helper import LiveServer
+
+    with django_db_blocker.unblock():
+        live = LiveServer("127.0.0.1:0")
+    yield live
+    live.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def world(transactional_db: None) -> dict[str, Any]:
+    from annotations.models import Item, ItemImage
+    from annotations.protocols import load_protocol_text
+    from annotations.services.studies import enrollment_add, study_create
+    from tests.factories import UserFactory
+
+    owner = UserFactory(username="res", role="researcher")
+    study = study_create(owner=owner, name="Browser study", protocol=load_protocol_text(PROTOCOL), overlap=1)
+    for index, colour in enumerate([(40, 90, 160), (160, 60, 40)]):
+        item = Item.objects.create(study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}")
+        image = ItemImage(item=item, position=0, width=2000, height=1000, content_type="image/png",
+                          sha256=f"{index:064d}", original_name=f"{index}.png")
+        image.file.save(f"{index}.png", ContentFile(_png((2000, 1000), colour)), save=False)
+        image.save()
+    annotator = UserFactory(username="ann", role="annotator")
+    enrollment_add(study=study, user=annotator)
+    return {"study": study, "annotator": annotator}
+
+
+def _page(browser: Any, server: Any, width: int = 1280, height: int = 800) -> Any:
+    context = browser.new_context(viewport={"width": width, "height": height}, base_url=server.url)
+    page = context.new_page()
+    page.set_default_timeout(10000)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    # The favicon is missing and a refused submit answers 400 on purpose; any other error counts.
+    page.on("console", lambda message: errors.append(message.text)
+            if message.type == "error" and "favicon" not in str(message.location.get("url", ""))
+            and "status of 400" not in message.text else None)
+    page.js_errors = errors
+    return page
+
+
+def _sign_in(page: Any, username: str = "ann") -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/")
+
+
+def _shot(page: Any, name: str) -> None:
+    from playwright.sync_api import expect
+
+    for image in page.locator("img").all():  # wait until every image is drawn
+        expect(image).to_have_js_property("complete", True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def _unlabelled_inputs(page: Any) -> list[str]:
+    """Form controls a screen reader could not name (no label, aria-label or aria-labelledby)."""
+    return page.evaluate("""() => Array.from(document.querySelectorAll('input, select, textarea, button'))
+        .filter(el => el.type !== 'hidden' && !el.closest('[hidden]'))
+        .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+                      && !el.getAttribute('aria-labelledby') && !(el.tagName === 'BUTTON' && el.textContent.trim()))
+        .map(el => el.outerHTML.slice(0, 80))""")
+
+
+def _image_box(page: Any) -> dict[str, float]:
+    from playwright.sync_api import expect
+
+    image = page.locator(".box-canvas img").first
+    expect(image).to_have_js_property("complete", True)
+    return image.bounding_box()
+
+
+def _drag(page: Any, start: tuple[float, float], end: tuple[float, float]) -> None:
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.mouse.move((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, steps=3)
+    page.mouse.move(*end, steps=3)
+    page.mouse.up()
+
+
+def _boxes(page: Any) -> list[dict[str, Any]]:
+    return json.loads(page.locator('input[name="q-boxes"]').input_value())
+
+
+def test_answer_every_kind_with_the_mouse_and_draw_boxes(browser: Any, server: Any, world: dict[str, Any]) -> None:
+    from annotations.models import Annotation, Assignment
+
+    page = _page(browser, server)
+    _sign_in(page)
+    page.get_by_role("link", name="Annotate").click()
+    assert "0 of 2" in page.locator(".study-tasks").inner_text()
+    _shot(page, "01-dashboard-1280")
+    page.get_by_role("link", name="Start").click()
+    page.wait_for_selector("#task-form")
+    assert page.locator("details.instructions").get_attribute("open") is not None
+    _shot(page, "02-task-1280")
+    assert _unlabelled_inputs(page) == []
+
+    # show_if: the age question appears only once "yes" is chosen
+    assert page.locator("#question-age").is_hidden()
+    page.locator("#question-person").get_by_label("yes").check()
+    assert page.locator("#question-age").is_visible()
+    page.get_by_label("old").check()
+    page.locator("#question-clear").get_by_role("radio", name="Agree", exact=True).check()
+
+    # multi: paged 5 at a time; "None of the above" excludes the rest
+    attributes = page.locator("#question-attributes")
+    assert attributes.get_by_label("bag").is_hidden()
+    attributes.get_by_label("hat").check()
+    attributes.get_by_role("button", name="More options").click()
+    attributes.get_by_label("umbrella").check()
+    attributes.get_by_label("None of the above").check()
+    assert not attributes.get_by_label("umbrella").is_checked()
+    attributes.get_by_label("umbrella").check()
+    assert not attributes.get_by_label("None of the above").is_checked()
+    attributes.get_by_role("button", name="Previous options").click()
+    attributes.get_by_label("hat").check()
+
+    # boxes: draw, move, resize, delete; stored in original pixels (the image is shown scaled)
+    page.get_by_label("New boxes support").select_option("hat")
+    area = _image_box(page)
+    scale = 2000 / area["width"]
+    assert scale > 1.5  # really shown smaller than the original
+    x0, y0 = area["x"] + 0.1 * area["width"], area["y"] + 0.2 * area["height"]
+    _drag(page, (x0, y0), (x0 + 100, y0 + 60))
+    (box,) = _boxes(page)
+    assert box["option"] == "hat"
+    assert abs(box["x"] - 200) <= 2 * scale and abs(box["w"] - 100 * scale) <= 2 * scale
+    _drag(page, (x0 + 50, y0 + 30), (x0 + 80, y0 + 40))  # move by (30, 10) display px
+    (moved,) = _boxes(page)
+    assert abs(moved["x"] - box["x"] - 30 * scale) <= 2 * scale and moved["w"] == box["w"]
+    handle = page.locator(".box-handle").first.bounding_box()
+    hx, hy = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
+    _drag(page, (hx, hy), (hx + 40, hy + 20))  # resize
+    (resized,) = _boxes(page)
+    assert abs(resized["w"] - moved["w"] - 40 * scale) <= 3 * scale and resized["x"] == moved["x"]
+    page.get_by_label("New boxes support").select_option("umbrella")
+    _drag(page, (x0 + 300, y0 + 100), (x0 + 350, y0 + 150))
+    assert [b["option"] for b in _boxes(page)] == ["hat", "umbrella"]
+    page.get_by_role("button", name="Delete box 2").click()
+    assert [b["option"] for b in _boxes(page)] == ["hat"]
+    _shot(page, "03-task-answered-1280")
+
+    page.get_by_label("Main colour of the clothing?").fill("Navy")
+    page.locator("#question-smiling").get_by_label("Yes").check()
+    page.get_by_label("Reason (optional)").fill("broad smile")
+    first = Assignment.objects.get(status="leased", annotator__user__username="ann",
+                                   pk=int(page.url.rstrip("/").split("/")[-1]))
+    page.locator("#submit-button").dblclick()  # a double click stores one set of answers
+    page.wait_for_url(lambda url: f"/assignments/{first.pk}/" not in url)
+    stored = {a.question_key: a for a in Annotation.objects.filter(item=first.item)}
+    assert set(stored) == {"person", "age", "clear", "attributes", "boxes", "colour", "smiling"}
+    assert stored["colour"].value == "blue" and stored["attributes"].value == ["hat", "umbrella"]
+    assert set(stored["attributes"].shown) == {"hat", "glasses", "beard", "scarf", "coat", "umbrella", "bag",
+                                               "none_of_the_above"}
+    (saved_box,) = stored["boxes"].value
+    assert {k: saved_box[k] for k in ("x", "y", "w", "h")} == {k: resized[k] for k in ("x", "y", "w", "h")}
+    assert 0 < saved_box["x"] + saved_box["w"] <= 2000
+    assert page.locator("#progress-count").inner_text() == "1 of 2"
+    assert page.js_errors == []
+
+
+def test_keyboard_path_validation_error_skip_and_edit(browser: Any, server: Any, world: dict[str, Any]) -> None:
+    from annotations.models import Annotation, Assignment
+
+    page = _page(browser, server)
+    _sign_in(page)
+    page.goto(f"/annotate/studies/{world['study'].pk}/next/")
+    page.wait_for_selector("#task-form")
+    page.keyboard.press("?")
+    assert page.locator("#help-overlay").is_visible()
+    _shot(page, "04-help-overlay-1280")
+    page.keyboard.press("Escape")
+    assert page.locator("#help-overlay").is_hidden()
+    page.locator("h1").click()  # nothing focused in a field
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("1")             # person: yes
+    assert page.locator("#question-person").get_by_label("yes").is_checked()
+    page.keyboard.press("ArrowDown")     # age (shown now)
+    page.keyboard.press("2")             # old
+    assert page.get_by_label("old").is_checked()
+    page.keyboard.press("ArrowDown")     # likert
+    page.keyboard.press("0")             # Unsure, kept apart from the scale
+    assert page.get_by_label("Unsure").is_checked()
+    page.keyboard.press("ArrowDown")     # multi
+    page.keyboard.press("1")             # hat
+    page.keyboard.press("ArrowRight")    # next 5 options
+    page.keyboard.press("1")             # umbrella (first of page 2)
+    assert page.get_by_label("umbrella").is_checked() and page.get_by_label("hat").is_checked()
+    # a box drawn with the mouse, then Z undoes it
+    area = _image_box(page)
+    _drag(page, (area["x"] + 20, area["y"] + 20), (area["x"] + 90, area["y"] + 80))
+    assert len(_boxes(page)) == 1
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("z")
+    assert _boxes(page) == []
+    page.get_by_label("Main colour of the clothing?").fill("plaid")  # not a colour: refused by the server
+    page.keyboard.press("Escape")        # leave the text field
+    page.keyboard.press("ArrowDown")     # smiling
+    page.keyboard.press("1")             # yes
+    assert page.locator("#question-smiling").get_by_role("radio", name="Yes").is_checked()
+    page.keyboard.press("Enter")         # submit
+    page.wait_for_selector("#error-colour")
+    assert "is not a colour" in page.locator("#error-colour").inner_text()
+    assert page.locator(".has-error").count() == 1
+    assert page.locator("#error-summary").is_visible()
+    assert page.get_by_label("old").is_checked()  # answers kept
+    assert not Annotation.objects.exists()
+    _shot(page, "05-validation-error-1280")
+    page.get_by_label("Main colour of the clothing?").fill("red")
+    answered_url = page.url
+    page.keyboard.press("Enter")  # Enter in a text field submits too
+    page.wait_for_url(lambda url: url != answered_url)
+    first_item = Annotation.objects.get(question_key="colour").item_id
+
+    # S skips, with a reason
+    page.wait_for_selector("#task-form")
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("s")
+    assert page.locator("#skip-reason").evaluate("el => el === document.activeElement")
+    page.keyboard.type("image too dark")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("text=nothing left for you")
+    _shot(page, "06-nothing-left-1280")
+    assert Assignment.objects.get(status="skipped").skip_reason == "image too dark"
+
+    # come back and edit: the hidden question's answer goes, the change keeps history
+    page.get_by_role("link", name="Your answers").click()
+    _shot(page, "07-your-answers-1280")
+    page.get_by_role("link", name="Change answers").click()
+    assert page.get_by_label("old").is_checked()
+    page.locator("#question-person").get_by_role("radio", name="no", exact=True).check()
+    assert page.locator("#question-age").is_hidden()
+    page.get_by_role("button", name="Save changes").click()
+    page.wait_for_selector("text=Your changes are saved")
+    person = Annotation.objects.get(question_key="person", item_id=first_item)
+    assert person.value == "no" and list(person.revisions.values_list("value", flat=True)) == ["yes"]
+    assert not Annotation.objects.filter(question_key="age").exists()
+    assert page.js_errors == []
+
+
+def test_phone_width_and_progress_page(browser: Any, server: Any, world: dict[str, Any]) -> None:
+    phone = _page(browser, server, width=390, height=844)
+    _sign_in(phone)
+    phone.goto("/annotate/")
+    _shot(phone, "08-dashboard-390")
+    phone.get_by_role("link", name="Start").click()
+    phone.wait_for_selector("#task-form")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 391
+    assert 300 <= _image_box(phone)["width"] <= 390
+    _shot(phone, "09-task-390")
+    assert _unlabelled_inputs(phone) == []
+
+    researcher = _page(browser, server)
+    _sign_in(researcher, "res")
+    researcher.goto(f"/studies/{world['study'].pk}/progress/")
+    assert "0 of 2 judgements" in researcher.locator("#progress-text").inner_text()
+    # an annotator submits while the page is open: the bar follows without a reload
+    from annotations.models import Assignment
+    from annotations.services.assignment import assignment_submit
+
+    held = Assignment.objects.filter(status="leased").order_by("id").first()
+    assignment_submit(assignment=held, answers={
+        "person": {"value": "no"}, "clear": {"value": "agree"}, "attributes": {"value": ["none_of_the_above"]},
+        "colour": {"value": "red"}, "smiling": {"value": 0}})
+    from playwright.sync_api import expect
+
+    expect(researcher.locator("#progress-card [data-field=judgements]")).to_have_text("1", timeout=15000)
+    expect(researcher.locator("#progress-bar")).to_have_attribute("value", "1")
+    _shot(researcher, "10-progress-1280")
+    assert _unlabelled_inputs(researcher) == []
