@@ -110,3 +110,16 @@ def assignments_for_user(user: User) -> QuerySet[Assignment]:
     if not user.is_authenticated:
         return Assignment.objects.none()
     return Assignment.objects.filter(annotator__user=user)
+
+
+def study_get_for_adjudicator(*, user: User, id: int) -> Study:
+    """A study whose adjudication queue the user may work: its researchers, or an enrolled expert."""
+    study = studies_for_user(user).filter(pk=id).first()
+    if study is None:
+        raise NotFoundError(f"study {id} does not exist or is not yours")
+    if user.is_researcher:
+        return study
+    annotator = getattr(user, "annotator", None)
+    if annotator is not None and annotator.pool == "expert":
+        return study
+    raise NotAllowed("only experts and the study's researchers adjudicate")

@@ -1,8 +1,11 @@
 from django.urls import path
 
-from annotations import annotate_views, batch_views, findings_views, views
+from annotations import agreement_views, annotate_views, batch_views, findings_views, views
 
 urlpatterns = [
+    path("studies/<int:pk>/agreement/", agreement_views.study_agreement, name="study-agreement"),
+    path("studies/<int:pk>/consensus/", agreement_views.study_consensus, name="study-consensus"),
+    path("studies/<int:pk>/adjudicate/<int:item_id>/", agreement_views.adjudication_item, name="adjudication-item"),
     path("studies/new/", views.study_create, name="study-create"),
     path("studies/<int:pk>/", views.study_detail, name="study-detail"),
     path("studies/<int:pk>/settings/", views.study_settings, name="study-settings"),

@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from annotations import agreement_views
 from annotations.api import assignment_views, views
 
 router = DefaultRouter()
@@ -13,6 +14,9 @@ router.register("exports", views.ExportJobViewSet, basename="export")
 router.register("assignments", assignment_views.MyAssignmentViewSet, basename="assignment")
 
 urlpatterns = [
+    path("studies/<int:pk>/agreement/", agreement_views.AgreementReportView.as_view(), name="api-agreement"),
+    path("studies/<int:pk>/consensus/", agreement_views.ConsensusView.as_view(), name="api-consensus"),
+    path("studies/<int:pk>/adjudication/", agreement_views.AdjudicationView.as_view(), name="api-adjudication"),
     path("studies/<int:pk>/share/", views.StudyShareView.as_view(), name="api-study-share"),
     path("studies/<int:pk>/enrollments/", views.StudyEnrollmentView.as_view(), name="api-study-enrollments"),
     path("studies/<int:pk>/items/import/", views.ItemImportView.as_view(), name="api-item-import"),

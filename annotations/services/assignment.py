@@ -86,6 +86,9 @@ def _candidates(
     items = items.filter(shuffle_key__lt=seed) if wrapped else items.filter(shuffle_key__gte=seed)
     if annotator.pool != Annotator.Pool.EXPERT:
         items = items.filter(expert_only=False)
+    sample = study.options.get("validation_sample")
+    if sample:  # humans validate a labeller on a drawn sample only (services/validation_sample.py)
+        items = items.filter(pk__in=sample["item_ids"])
     excluded = list(exclude)
     if excluded:
         items = items.exclude(pk__in=excluded)

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from annotations.management.commands._common import dump, study_arg
+from annotations.services.agreement import agreement_csv_rows, agreement_report
+
+
+class Command(BaseCommand):
+    help = "The agreement report of a study: alpha per question with bootstrap intervals, machines vs humans."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="Study id or exact name")
+        parser.add_argument("--json", action="store_true", help="Print the whole report as JSON")
+        parser.add_argument("--resamples", type=int, default=1000, help="Bootstrap resamples (0: no interval)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--breakdown", help="An item metadata field to break machine accuracy down by")
+        parser.add_argument("--csv", type=Path, help="Also write the headline rows as CSV")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        study = study_arg(options["study"])
+        report = agreement_report(study=study, n_resamples=options["resamples"], seed=options["seed"],
+                                  breakdown=options["breakdown"])
+        if options["csv"] is not None:
+            with options["csv"].open("w", newline="", encoding="utf-8") as handle:
+                csv.writer(handle).writerows(agreement_csv_rows(report))
+        if options["json"]:
+            self.stdout.write(dump(report))
+            return
+        for row in list(agreement_csv_rows(report))[1:]:
+            value = "undefined: " + row[10] if row[2] in ("", None) and row[10] else row[2]
+            if row[7] != "":
+                value = f"accuracy {row[7]:.3f}" if row[7] is not None else "accuracy undefined"
+            self.stdout.write(f"{row[0]:<40} {row[1]:<30} {value}")
