@@ -85,6 +85,72 @@ def reliability_for(study: Study, question: Question, *, annotator_ids: Iterable
     return result
 
 
+@dataclass
+class QuestionMatrix:
+    """Every coder's answer to one single-answer question as codes: ``matrix[coder, item]`` is the
+    code of the value (``nan``: no answer, or Unsure on a likert scale), ``values[code]`` the value."""
+
+    question_key: str
+    level: str
+    matrix: np.ndarray
+    annotator_ids: list[int]
+    item_ids: list[int]
+    values: list[Any]
+
+    def rows(self, annotator_ids: Iterable[int]) -> np.ndarray:
+        position = {annotator_id: row for row, annotator_id in enumerate(self.annotator_ids)}
+        return self.matrix[[position[a] for a in annotator_ids if a in position]]
+
+
+def question_matrix(study: Study, question: Question) -> QuestionMatrix | None:
+    """One query for the whole question (likert, single, binary or text), values decoded once per
+    distinct JSON text rather than once per row (the large-study path)."""
+    import json
+
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+
+    rows = list(Annotation.objects.filter(study=study, question_key=question.key)
+                .values_list("annotator_id", "item_id", Cast("value", TextField())))
+    if not rows:
+        return None
+    coders, coder_at = _index([row[0] for row in rows])
+    items, item_at = _index([row[1] for row in rows])
+    texts: dict[str, float] = {}
+    values: list[Any] = []
+    rank = ({option.key: float(position) for position, option in enumerate(question.options)}
+            if question.kind == "likert" else None)
+    for text in {row[2] for row in rows}:
+        value = json.loads(text)
+        if rank is not None:
+            texts[text] = rank.get(value, np.nan)  # Unsure -> missing on the ordinal scale
+        else:
+            texts[text] = float(len(values))
+            values.append(value)
+    if rank is not None:
+        values = [option.key for option in question.options]
+    matrix = np.full((len(coders), len(items)), np.nan)
+    r = np.fromiter((coder_at[row[0]] for row in rows), dtype=np.int64, count=len(rows))
+    c = np.fromiter((item_at[row[1]] for row in rows), dtype=np.int64, count=len(rows))
+    matrix[r, c] = np.fromiter((texts[row[2]] for row in rows), dtype=float, count=len(rows))
+    return QuestionMatrix(question.key, LEVELS[question.kind], matrix, coders, items, values)
+
+
+def plurality(matrix: np.ndarray, n_values: int) -> np.ndarray:
+    """Per column the most frequent code (``nan`` where there is no answer or a tie for the top):
+    the vectorised form of ``metrics.consensus.majority`` without ``absolute``."""
+    if matrix.size == 0:
+        return np.full(matrix.shape[1], np.nan)
+    counts = np.zeros((n_values, matrix.shape[1]), dtype=np.int64)
+    for code in range(n_values):
+        counts[code] = (matrix == code).sum(axis=0)
+    top = counts.max(axis=0)
+    winner = counts.argmax(axis=0).astype(float)
+    tied = (counts == top).sum(axis=0) > 1
+    winner[(top == 0) | tied] = np.nan
+    return winner
+
+
 def json_key(value: Any) -> Any:
     """A hashable stand-in for a JSON value (lists and objects by their JSON text)."""
     if isinstance(value, list | dict):

@@ -17,9 +17,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from annotations.agreement_data import json_key, reliability_for
+import numpy as np
+
+from annotations.agreement_data import LEVELS, json_key, plurality, question_matrix, reliability_for
 from annotations.metric_inputs import labels_for
-from annotations.models import Annotation, Annotator, Item, Study
+from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
 from annotations.protocols import Question
 from metrics.agreement import alpha_with_bootstrap, krippendorff_alpha
 from metrics.boxes import box_agreement
@@ -61,17 +63,7 @@ def _machine_vs_consensus(study: Study, question: Question, machine: Annotator, 
             predicted = [int(option in pred) for _i, _r, pred in pairs]
             per_option[option] = classification_report(reference, predicted, labels=[0, 1]).to_dict()
         return {"labeller": _label(machine), "n_items": len(pairs), "per_option": per_option}
-    reference = [json_key(ref) for _i, ref, _p in pairs]
-    predicted = [json_key(pred) for _i, _r, pred in pairs]
-    result: dict[str, Any] = {"labeller": _label(machine), "n_items": len(pairs),
-                              "overall": classification_report(reference, predicted).to_dict()}
-    if pairs:
-        conditions = [items[item_id].condition for item_id, _r, _p in pairs]
-        result["by_condition"] = [g.to_dict() for g in classification_by_group(reference, predicted, conditions)]
-        if breakdown:
-            groups = [str(items[item_id].metadata.get(breakdown)) for item_id, _r, _p in pairs]
-            result[f"by_{breakdown}"] = [g.to_dict() for g in classification_by_group(reference, predicted, groups)]
-    return result
+    return _comparison(machine, pairs, items, breakdown)
 
 
 def _boxes(study: Study, question: Question, humans: list[int], machines: list[Annotator],
@@ -107,15 +99,16 @@ def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, br
         entry: dict[str, Any] = {"key": question.key, "kind": question.kind}
         if question.kind == "boxes":
             entry["boxes"] = _boxes(study, question, humans, machines, iou_threshold)
-            questions.append(entry)
-            continue
-        entry["humans"] = _alpha_entries(study, question, humans, bootstrap=n_resamples, seed=seed)
-        entry["humans_plus"] = {_label(m): _alpha_entries(study, question, [*humans, m.pk], bootstrap=0, seed=seed)
-                                for m in machines}
-        if machines:
-            consensus = labels_for(study, question.key, "consensus").values
-            entry["machines_vs_consensus"] = [
-                _machine_vs_consensus(study, question, m, consensus, items, breakdown) for m in machines]
+        elif question.kind == "multi":
+            entry["humans"] = _alpha_entries(study, question, humans, bootstrap=n_resamples, seed=seed)
+            entry["humans_plus"] = {_label(m): _alpha_entries(study, question, [*humans, m.pk], bootstrap=0,
+                                                              seed=seed) for m in machines}
+            if machines:
+                consensus = labels_for(study, question.key, "consensus").values
+                entry["machines_vs_consensus"] = [
+                    _machine_vs_consensus(study, question, m, consensus, items, breakdown) for m in machines]
+        else:
+            entry.update(_single_answer_entry(study, question, humans, machines, items, n_resamples, seed, breakdown))
         questions.append(entry)
     defined = [a["value"] for q in questions for a in q.get("humans", []) if a["value"] is not None]
     report: dict[str, Any] = {
@@ -129,6 +122,61 @@ def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, br
     }
     report["validation"] = _validation_tables(study, protocol, items, machines)
     return report
+
+
+def _single_answer_entry(study: Study, question: Question, humans: list[int], machines: list[Annotator],
+                         items: dict[int, Item], n_resamples: int, seed: int, breakdown: str | None) -> dict[str, Any]:
+    """Alphas and machine comparisons of a likert/single/binary/text question from ONE matrix."""
+    data = question_matrix(study, question)
+    if data is None:
+        empty = krippendorff_alpha(np.empty((0, 0)), level=LEVELS[question.kind])  # type: ignore[arg-type]
+        return {"humans": [{"label": question.key, "coders": 0, **empty.to_dict()}], "humans_plus": {}}
+    level = data.level
+
+    def alpha(rows: np.ndarray, bootstrap: int) -> dict[str, Any]:
+        result = (alpha_with_bootstrap(rows, level=level, n_resamples=bootstrap, seed=seed)  # type: ignore[arg-type]
+                  if bootstrap else krippendorff_alpha(rows, level=level))  # type: ignore[arg-type]
+        return {"label": question.key, "coders": int(rows.shape[0]), **result.to_dict()}
+
+    human_rows = data.rows(humans)
+    entry: dict[str, Any] = {"humans": [alpha(human_rows, n_resamples)],
+                             "humans_plus": {_label(m): [alpha(data.rows([*humans, m.pk]), 0)] for m in machines}}
+    if not machines:
+        return entry
+    stored = dict(ConsensusLabel.objects.filter(study=study, question_key=question.key, resolved=True)
+                  .values_list("item_id", "value")) if ConsensusLabel.objects.filter(
+        study=study, question_key=question.key).exists() else None
+    if stored is None:
+        winners = plurality(human_rows, len(data.values))
+        consensus = {item_id: data.values[int(code)] for item_id, code in zip(data.item_ids, winners, strict=True)
+                     if code == code}
+    else:
+        consensus = stored
+    comparisons = []
+    for machine in machines:
+        machine_row = data.rows([machine.pk])
+        answers = {} if machine_row.size == 0 else {
+            item_id: data.values[int(code)] for item_id, code in zip(data.item_ids, machine_row[0], strict=True)
+            if code == code}
+        pairs = [(item_id, consensus[item_id], answers[item_id]) for item_id in answers if item_id in consensus]
+        comparisons.append(_comparison(machine, pairs, items, breakdown))
+    entry["machines_vs_consensus"] = comparisons
+    return entry
+
+
+def _comparison(machine: Annotator, pairs: list[tuple[int, Any, Any]], items: dict[int, Item],
+                breakdown: str | None) -> dict[str, Any]:
+    reference = [json_key(ref) for _i, ref, _p in pairs]
+    predicted = [json_key(pred) for _i, _r, pred in pairs]
+    result: dict[str, Any] = {"labeller": _label(machine), "n_items": len(pairs),
+                              "overall": classification_report(reference, predicted).to_dict()}
+    if pairs:
+        conditions = [items[item_id].condition for item_id, _r, _p in pairs]
+        result["by_condition"] = [g.to_dict() for g in classification_by_group(reference, predicted, conditions)]
+        if breakdown:
+            groups = [str(items[item_id].metadata.get(breakdown)) for item_id, _r, _p in pairs]
+            result[f"by_{breakdown}"] = [g.to_dict() for g in classification_by_group(reference, predicted, groups)]
+    return result
 
 
 def _validation_tables(study: Study, protocol: Any, items: dict[int, Item], machines: list[Annotator]) -> dict[str, Any]:
