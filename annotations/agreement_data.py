@@ -9,11 +9,15 @@ shown to them (``shown``), or everywhere when ``shown`` was not recorded.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.db import connection
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from annotations.models import Annotation, Study
 from annotations.protocols import Question
@@ -102,38 +106,64 @@ class QuestionMatrix:
         return self.matrix[[position[a] for a in annotator_ids if a in position]]
 
 
-def question_matrix(study: Study, question: Question) -> QuestionMatrix | None:
-    """One query for the whole question (likert, single, binary or text), values decoded once per
-    distinct JSON text rather than once per row (the large-study path)."""
-    import json
+def question_rows(study: Study, question_key: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Every judgement of one question as (annotator ids, item ids, value JSON texts), in one order.
 
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
+    The large-study path (100,000 items x 5 coders is 500,000 rows a question): on SQLite and
+    PostgreSQL the database joins the ids into one comma-separated string and the JSON texts into
+    another (separated by U+001F, which JSON text never holds unescaped), and numpy parses the ids,
+    instead of Python building a tuple per row. Other databases take the ORM path.
+    """
+    vendor = connection.vendor
+    if vendor not in ("sqlite", "postgresql"):
+        rows = list(Annotation.objects.filter(study=study, question_key=question_key)
+                    .values_list("annotator_id", "item_id", Cast("value", TextField())))
+        return (np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64),
+                [r[2] for r in rows])
+    table = connection.ops.quote_name(Annotation._meta.db_table)
+    if vendor == "sqlite":
+        sql = (f"SELECT group_concat(annotator_id || ',' || item_id, ','), group_concat(value, char(31)) "
+               f"FROM {table} WHERE study_id = %s AND question_key = %s")
+    else:  # both aggregates in the same order, guaranteed by ORDER BY
+        sql = (f"SELECT string_agg(annotator_id || ',' || item_id, ',' ORDER BY id), "
+               f"string_agg(value::text, chr(31) ORDER BY id) FROM {table} WHERE study_id = %s AND question_key = %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [study.pk, question_key])
+        ids_text, values_text = cursor.fetchone()
+    if not ids_text:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), []
+    ids = np.fromstring(ids_text, sep=",", dtype=np.int64)
+    texts = values_text.split("\x1f")
+    if ids.size != 2 * len(texts):
+        raise RuntimeError(f"question {question_key!r}: {ids.size // 2} id pairs but {len(texts)} values")
+    return ids[0::2], ids[1::2], texts
 
-    rows = list(Annotation.objects.filter(study=study, question_key=question.key)
-                .values_list("annotator_id", "item_id", Cast("value", TextField())))
-    if not rows:
+
+def question_matrix(study: Study, question: Question, *, annotator_ids: Iterable[int] | None = None) -> QuestionMatrix | None:
+    """One matrix for the whole question (likert, single, binary or text), values decoded once per
+    distinct JSON text rather than once per row. ``annotator_ids`` keeps only those coders."""
+    annotators, items, texts = question_rows(study, question.key)
+    if annotator_ids is not None:
+        keep = np.isin(annotators, np.fromiter(annotator_ids, dtype=np.int64))
+        annotators, items = annotators[keep], items[keep]
+        texts = [text for text, kept in zip(texts, keep, strict=True) if kept]
+    if not texts:
         return None
-    coders, coder_at = _index([row[0] for row in rows])
-    items, item_at = _index([row[1] for row in rows])
-    texts: dict[str, float] = {}
-    values: list[Any] = []
-    rank = ({option.key: float(position) for position, option in enumerate(question.options)}
-            if question.kind == "likert" else None)
-    for text in {row[2] for row in rows}:
-        value = json.loads(text)
-        if rank is not None:
-            texts[text] = rank.get(value, np.nan)  # Unsure -> missing on the ordinal scale
-        else:
-            texts[text] = float(len(values))
-            values.append(value)
-    if rank is not None:
-        values = [option.key for option in question.options]
-    matrix = np.full((len(coders), len(items)), np.nan)
-    r = np.fromiter((coder_at[row[0]] for row in rows), dtype=np.int64, count=len(rows))
-    c = np.fromiter((item_at[row[1]] for row in rows), dtype=np.int64, count=len(rows))
-    matrix[r, c] = np.fromiter((texts[row[2]] for row in rows), dtype=float, count=len(rows))
-    return QuestionMatrix(question.key, LEVELS[question.kind], matrix, coders, items, values)
+    coders, r = np.unique(annotators, return_inverse=True)
+    item_ids, c = np.unique(items, return_inverse=True)
+    first_code = {text: code for code, text in enumerate(dict.fromkeys(texts))}  # distinct, first-seen order
+    text_codes = np.fromiter(map(first_code.__getitem__, texts), dtype=np.int64, count=len(texts))
+    decoded = [json.loads(text) for text in first_code]
+    if question.kind == "likert":
+        rank = {option.key: float(position) for position, option in enumerate(question.options)}
+        per_text = np.array([rank.get(value, np.nan) for value in decoded])  # Unsure -> missing (ordinal)
+        values: list[Any] = [option.key for option in question.options]
+    else:
+        per_text = np.arange(len(decoded), dtype=float)
+        values = decoded
+    matrix = np.full((len(coders), len(item_ids)), np.nan)
+    matrix[r, c] = per_text[text_codes]
+    return QuestionMatrix(question.key, LEVELS[question.kind], matrix, coders.tolist(), item_ids.tolist(), values)
 
 
 def plurality(matrix: np.ndarray, n_values: int) -> np.ndarray:

@@ -129,6 +129,7 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
             messages.error(request, f"Not recorded: {exc.message}")
         else:
             messages.success(request, f"Decision recorded for {key}.")
+            return _next_to_adjudicate(study, item)
         return redirect("adjudication-item", pk=pk, item_id=item_id)
     answers: dict[str, list[Annotation]] = {}
     for annotation in item.annotations.select_related("annotator").order_by("question_key", "annotator__kind"):
@@ -140,6 +141,24 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
     queue = [entry for entry in adjudication_queue(study=study) if entry["item"] == item.pk]
     return render(request, "agreement/adjudicate.html", {"study": study, "item": item, "questions": questions,
                                                           "queue": queue})
+
+
+def _next_to_adjudicate(study: Study, item: Item) -> HttpResponse:
+    """After a decision: the same item while it has open questions, else the next item, else the queue."""
+    queue = adjudication_queue(study=study)
+    if any(entry["item"] == item.pk for entry in queue):
+        return redirect("adjudication-item", pk=study.pk, item_id=item.pk)
+    later = [entry for entry in queue if entry["item"] > item.pk] or queue
+    if later:
+        return redirect("adjudication-item", pk=study.pk, item_id=later[0]["item"])
+    return redirect("adjudication-queue", pk=study.pk)
+
+
+@login_required
+def adjudication_list(request: HttpRequest, pk: int) -> HttpResponse:
+    """The adjudication queue for experts and the study's researchers."""
+    study = _page_study(request, pk, adjudicate=True)
+    return render(request, "agreement/queue.html", {"study": study, "queue": adjudication_queue(study=study)})
 
 
 # --- API -------------------------------------------------------------------------------------------------

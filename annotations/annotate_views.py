@@ -45,7 +45,9 @@ def _not_found(exc: NotFoundError) -> Http404:
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    return render(request, "annotate/dashboard.html", {"rows": task_selectors.enrolled_studies(_user(request))})
+    annotator = getattr(_user(request), "annotator", None)
+    return render(request, "annotate/dashboard.html", {"rows": task_selectors.enrolled_studies(_user(request)),
+                                                       "is_expert": annotator is not None and annotator.pool == "expert"})
 
 
 @login_required

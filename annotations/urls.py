@@ -5,6 +5,7 @@ from annotations import agreement_views, annotate_views, batch_views, findings_v
 urlpatterns = [
     path("studies/<int:pk>/agreement/", agreement_views.study_agreement, name="study-agreement"),
     path("studies/<int:pk>/consensus/", agreement_views.study_consensus, name="study-consensus"),
+    path("studies/<int:pk>/adjudicate/", agreement_views.adjudication_list, name="adjudication-queue"),
     path("studies/<int:pk>/adjudicate/<int:item_id>/", agreement_views.adjudication_item, name="adjudication-item"),
     path("studies/new/", views.study_create, name="study-create"),
     path("studies/<int:pk>/", views.study_detail, name="study-detail"),

@@ -152,6 +152,50 @@ def classification_by_group(
     ]
 
 
+def classification_from_codes(
+    reference: np.ndarray,
+    predicted: np.ndarray,
+    values: Sequence[Hashable],
+    *,
+    groups: np.ndarray | None = None,
+    group_values: Sequence[Hashable] | None = None,
+) -> tuple[ClassificationReport, list[GroupReport]]:
+    """``classification_report`` and ``classification_by_group`` for large inputs already coded.
+
+    ``reference[i]``/``predicted[i]`` are positions in ``values`` (``nan`` = missing), ``groups[i]``
+    a position in ``group_values``. The result equals the plain functions' on the decoded labels (same
+    label order: the sorted values seen in complete pairs; groups in sorted order), but the counting
+    is one ``numpy.bincount`` instead of a Python loop per pair.
+    """
+    reference = np.asarray(reference, dtype=float)
+    predicted = np.asarray(predicted, dtype=float)
+    if reference.shape != predicted.shape:
+        raise ValueError(f"reference has {reference.size} labels but predicted has {predicted.size}")
+    complete = ~(np.isnan(reference) | np.isnan(predicted))
+    r, p = reference[complete].astype(np.int64), predicted[complete].astype(np.int64)
+    seen = np.unique(np.concatenate([r, p]))  # codes seen in complete pairs, recoded 0..m-1 below
+    by_label = {values[int(code)]: int(code) for code in seen}
+    labels = _sorted(by_label)
+    position = np.zeros(len(values), dtype=np.int64)
+    position[[by_label[label] for label in labels]] = np.arange(len(labels))
+    m = len(labels)
+
+    def confusion(mask: np.ndarray | slice) -> np.ndarray:
+        return np.bincount(position[r[mask]] * m + position[p[mask]], minlength=m * m).reshape(m, m)
+
+    overall = _report_from_confusion(labels, confusion(slice(None)), int((~complete).sum()))
+    if groups is None or group_values is None:
+        return overall, []
+    g = np.asarray(groups, dtype=np.int64)
+    g_complete = g[complete]
+    by_group = []
+    for value in _sorted({group_values[int(code)] for code in np.unique(g)}):
+        code = list(group_values).index(value)
+        by_group.append(GroupReport(group=value, report=_report_from_confusion(
+            labels, confusion(g_complete == code), int(((g == code) & ~complete).sum()))))
+    return overall, by_group
+
+
 def _report_from_confusion(
     order: list[Hashable], confusion: np.ndarray, n_excluded: int
 ) -> ClassificationReport:

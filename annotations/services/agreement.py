@@ -25,7 +25,7 @@ from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Stud
 from annotations.protocols import Question
 from metrics.agreement import alpha_with_bootstrap, krippendorff_alpha
 from metrics.boxes import box_agreement
-from metrics.classification import classification_by_group, classification_report
+from metrics.classification import classification_from_codes, classification_report
 
 
 def _annotators(study: Study) -> tuple[list[int], list[Annotator]]:
@@ -49,21 +49,19 @@ def _alpha_entries(study: Study, question: Question, annotator_ids: list[int], *
     return entries
 
 
-def _machine_vs_consensus(study: Study, question: Question, machine: Annotator, consensus: dict[int, Any],
-                          items: dict[int, Item], breakdown: str | None) -> dict[str, Any]:
+def _multi_vs_consensus(study: Study, question: Question, machine: Annotator, consensus: dict[int, Any]) -> dict[str, Any]:
+    """Per option of a multi question: the labeller's ticks against the consensus's, as 0/1 classes."""
     answers = dict(Annotation.objects.filter(study=study, question_key=question.key, annotator=machine)
                    .values_list("item_id", "value"))
     pairs = [(item_id, consensus[item_id], answers[item_id]) for item_id in answers
              if consensus.get(item_id) is not None]
-    if question.kind == "multi":
-        options = sorted({option for _i, ref, pred in pairs for option in [*ref, *pred]})
-        per_option = {}
-        for option in options:
-            reference = [int(option in ref) for _i, ref, _p in pairs]
-            predicted = [int(option in pred) for _i, _r, pred in pairs]
-            per_option[option] = classification_report(reference, predicted, labels=[0, 1]).to_dict()
-        return {"labeller": _label(machine), "n_items": len(pairs), "per_option": per_option}
-    return _comparison(machine, pairs, items, breakdown)
+    options = sorted({option for _i, ref, pred in pairs for option in [*ref, *pred]})
+    per_option = {}
+    for option in options:
+        reference = [int(option in ref) for _i, ref, _p in pairs]
+        predicted = [int(option in pred) for _i, _r, pred in pairs]
+        per_option[option] = classification_report(reference, predicted, labels=[0, 1]).to_dict()
+    return {"labeller": _label(machine), "n_items": len(pairs), "per_option": per_option}
 
 
 def _boxes(study: Study, question: Question, humans: list[int], machines: list[Annotator],
@@ -92,8 +90,7 @@ def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, br
     """The whole report as JSON-ready data (see the module docstring)."""
     protocol = study.protocol_obj
     humans, machines = _annotators(study)
-    items = {item.pk: item for item in Item.objects.filter(study=study).only("id", "condition", "metadata",
-                                                                              "model_name", "external_id")}
+    items = ItemGroups(study, breakdown)
     questions = []
     for question in protocol.questions:
         entry: dict[str, Any] = {"key": question.key, "kind": question.kind}
@@ -106,9 +103,9 @@ def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, br
             if machines:
                 consensus = labels_for(study, question.key, "consensus").values
                 entry["machines_vs_consensus"] = [
-                    _machine_vs_consensus(study, question, m, consensus, items, breakdown) for m in machines]
+                    _multi_vs_consensus(study, question, m, consensus) for m in machines]
         else:
-            entry.update(_single_answer_entry(study, question, humans, machines, items, n_resamples, seed, breakdown))
+            entry.update(_single_answer_entry(study, question, humans, machines, items, n_resamples, seed))
         questions.append(entry)
     defined = [a["value"] for q in questions for a in q.get("humans", []) if a["value"] is not None]
     report: dict[str, Any] = {
@@ -120,13 +117,14 @@ def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, br
                         "undefined_reason": None if defined else "no question has a defined alpha"},
         "questions": questions,
     }
-    report["validation"] = _validation_tables(study, protocol, items, machines)
+    report["validation"] = _validation_tables(study, protocol, machines)
     return report
 
 
 def _single_answer_entry(study: Study, question: Question, humans: list[int], machines: list[Annotator],
-                         items: dict[int, Item], n_resamples: int, seed: int, breakdown: str | None) -> dict[str, Any]:
-    """Alphas and machine comparisons of a likert/single/binary/text question from ONE matrix."""
+                         items: ItemGroups, n_resamples: int, seed: int) -> dict[str, Any]:
+    """Alphas and machine comparisons of a likert/single/binary/text question from ONE matrix, with
+    every comparison counted on value codes (no Python loop over items)."""
     data = question_matrix(study, question)
     if data is None:
         empty = krippendorff_alpha(np.empty((0, 0)), level=LEVELS[question.kind])  # type: ignore[arg-type]
@@ -143,48 +141,81 @@ def _single_answer_entry(study: Study, question: Question, humans: list[int], ma
                              "humans_plus": {_label(m): [alpha(data.rows([*humans, m.pk]), 0)] for m in machines}}
     if not machines:
         return entry
-    stored = dict(ConsensusLabel.objects.filter(study=study, question_key=question.key, resolved=True)
-                  .values_list("item_id", "value")) if ConsensusLabel.objects.filter(
-        study=study, question_key=question.key).exists() else None
-    if stored is None:
-        winners = plurality(human_rows, len(data.values))
-        consensus = {item_id: data.values[int(code)] for item_id, code in zip(data.item_ids, winners, strict=True)
-                     if code == code}
+    values = [json_key(value) for value in data.values]
+    if ConsensusLabel.objects.filter(study=study, question_key=question.key).exists():
+        code_of = {value: code for code, value in enumerate(values)}
+        reference = np.full(len(data.item_ids), np.nan)
+        column = {item_id: position for position, item_id in enumerate(data.item_ids)}
+        for item_id, value in ConsensusLabel.objects.filter(study=study, question_key=question.key,
+                                                            resolved=True).values_list("item_id", "value"):
+            if item_id in column:
+                reference[column[item_id]] = code_of.setdefault(json_key(value), len(values))
+                if len(code_of) > len(values):
+                    values.append(json_key(value))
     else:
-        consensus = stored
+        reference = plurality(human_rows, len(values))
     comparisons = []
     for machine in machines:
         machine_row = data.rows([machine.pk])
-        answers = {} if machine_row.size == 0 else {
-            item_id: data.values[int(code)] for item_id, code in zip(data.item_ids, machine_row[0], strict=True)
-            if code == code}
-        pairs = [(item_id, consensus[item_id], answers[item_id]) for item_id in answers if item_id in consensus]
-        comparisons.append(_comparison(machine, pairs, items, breakdown))
+        predicted = machine_row[0] if machine_row.size else np.full(len(data.item_ids), np.nan)
+        answered = ~np.isnan(predicted) & ~np.isnan(reference)
+        comparisons.append(_comparison(machine, reference[answered], predicted[answered], values,
+                                       np.asarray(data.item_ids)[answered], items))
     entry["machines_vs_consensus"] = comparisons
     return entry
 
 
-def _comparison(machine: Annotator, pairs: list[tuple[int, Any, Any]], items: dict[int, Item],
-                breakdown: str | None) -> dict[str, Any]:
-    reference = [json_key(ref) for _i, ref, _p in pairs]
-    predicted = [json_key(pred) for _i, _r, pred in pairs]
-    result: dict[str, Any] = {"labeller": _label(machine), "n_items": len(pairs),
-                              "overall": classification_report(reference, predicted).to_dict()}
-    if pairs:
-        conditions = [items[item_id].condition for item_id, _r, _p in pairs]
-        result["by_condition"] = [g.to_dict() for g in classification_by_group(reference, predicted, conditions)]
-        if breakdown:
-            groups = [str(items[item_id].metadata.get(breakdown)) for item_id, _r, _p in pairs]
-            result[f"by_{breakdown}"] = [g.to_dict() for g in classification_by_group(reference, predicted, groups)]
+class ItemGroups:
+    """The groups of a study's items for breakdowns: condition always, one metadata field when asked;
+    one query each, kept as sorted item ids with a group code per id (no model instances)."""
+
+    def __init__(self, study: Study, breakdown: str | None) -> None:
+        self.breakdown = breakdown
+        rows = list(Item.objects.filter(study=study).order_by("id").values_list("id", "condition"))
+        self.item_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        self.conditions = self._coded([row[1] for row in rows])
+        self.fields = self._coded([str((metadata or {}).get(breakdown)) for metadata in Item.objects.filter(
+            study=study).order_by("id").values_list("metadata", flat=True)]) if breakdown else None
+
+    @staticmethod
+    def _coded(names: list[str]) -> tuple[np.ndarray, list[str]]:
+        code_of = {name: code for code, name in enumerate(dict.fromkeys(names))}
+        return np.fromiter(map(code_of.__getitem__, names), dtype=np.int64, count=len(names)), list(code_of)
+
+    def __len__(self) -> int:
+        return int(self.item_ids.size)
+
+    def codes(self, grouping: tuple[np.ndarray, list[str]], item_ids: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """The group code of each of ``item_ids`` (all items of the study) and the group names."""
+        codes, names = grouping
+        return codes[np.searchsorted(self.item_ids, item_ids)], names
+
+
+def _comparison(machine: Annotator, reference: np.ndarray, predicted: np.ndarray, values: list[Any],
+                item_ids: np.ndarray, items: ItemGroups) -> dict[str, Any]:
+    """One labeller's coded answers against the coded reference on the same items."""
+    groups, group_values = items.codes(items.conditions, item_ids)
+    overall, by_condition = classification_from_codes(reference, predicted, values, groups=groups,
+                                                      group_values=group_values)
+    result: dict[str, Any] = {"labeller": _label(machine), "n_items": int(reference.size), "overall": overall.to_dict()}
+    if reference.size:
+        result["by_condition"] = [g.to_dict() for g in by_condition]
+        if items.fields is not None:
+            groups, group_values = items.codes(items.fields, item_ids)
+            _all, by_field = classification_from_codes(reference, predicted, values, groups=groups,
+                                                       group_values=group_values)
+            result[f"by_{items.breakdown}"] = [g.to_dict() for g in by_field]
     return result
 
 
-def _validation_tables(study: Study, protocol: Any, items: dict[int, Item], machines: list[Annotator]) -> dict[str, Any]:
+def _validation_tables(study: Study, protocol: Any, machines: list[Annotator]) -> dict[str, Any]:
     """The papers' headline validation shapes, where the protocol is one of theirs."""
     tables: dict[str, Any] = {}
     if study.preset == "ssi-rubric" and machines:
         # ssi Table 3: accuracy of each labeller's rubric labels vs the consensus, by category x model x condition.
         cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+        items = {item.pk: item for item in Item.objects.filter(study=study).only("id", "condition", "metadata",
+                                                                                  "model_name")}
         for question in protocol.questions:
             consensus = labels_for(study, question.key, "consensus").values
             for machine in machines:

@@ -64,6 +64,25 @@ def test_alpha_among_humans_is_the_hand_computed_value(judged) -> None:  # type:
     assert boxes["n_matched"] == 0 and boxes["match_rate"] == 0.0
 
 
+def test_labeller_against_stored_consensus_with_a_metadata_breakdown(judged, owner) -> None:  # type: ignore[no-untyped-def]
+    Item.objects.filter(external_id="i1").update(metadata={"region": "north"})
+    Item.objects.filter(external_id="i2").update(metadata={"region": "south"})
+    consensus_compute(study=judged, question="gender")  # i1 male, i2 female, i3 a tie (unresolved)
+    consensus_adjudicate(study=judged, item=Item.objects.get(external_id="i3"), question_key="gender",
+                         value="female", user=owner)
+    gender = next(q for q in agreement_report(study=judged, n_resamples=0, breakdown="region")["questions"]
+                  if q["key"] == "gender")
+    machine = gender["machines_vs_consensus"][0]
+    # Reference (stored) male, female, female; bot male, male, female. Labels [female, male]:
+    # C = [[1, 1], [0, 1]]; p_o = 2/3; p_e = (2/3)(1/3) + (1/3)(2/3) = 4/9; kappa = (2/9)/(5/9) = 0.4.
+    assert machine["n_items"] == 3 and machine["overall"]["confusion"] == [[1, 1], [0, 1]]
+    assert machine["overall"]["accuracy"] == pytest.approx(2 / 3) and machine["overall"]["kappa"] == pytest.approx(0.4)
+    assert [(g["group"], g["report"]["accuracy"]) for g in machine["by_condition"]] == [
+        ("base", 1.0), ("gender:women", 0.5)]
+    assert [(g["group"], g["report"]["accuracy"]) for g in machine["by_region"]] == [
+        ("None", 1.0), ("north", 1.0), ("south", 0.0)]
+
+
 def test_undefined_alpha_is_reported_with_its_reason(study) -> None:  # type: ignore[no-untyped-def]
     ItemFactory(study=study, external_id="only")
     annotations_import_records(study=study, records=[(1, line("only", "r1", "gender", "male"))])

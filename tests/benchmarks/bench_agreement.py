@@ -1,6 +1,7 @@
 """The full agreement report for a large study, timed end to end from the database.
 
     .venv/bin/python tests/benchmarks/bench_agreement.py [--items 100000] [--questions 10] [--resamples 1000]
+        [--keep DIR] [--profile]
 
 Builds (bulk_create, SQLite in a temporary folder unless DATABASE_URL is set) a study of N items
 with 3 human and 2 machine annotators answering Q single-choice questions (5 options, humans
@@ -22,7 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-DATA = tempfile.mkdtemp(prefix="bench-agreement-")
+_KEEP = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
+DATA = _KEEP or tempfile.mkdtemp(prefix="bench-agreement-")
+os.makedirs(DATA, exist_ok=True)
 os.environ.setdefault("WORKBENCH_DATA_DIR", DATA)
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{DATA}/bench.sqlite3")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
@@ -71,15 +74,27 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--questions", type=int, default=10)
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--keep", help="a folder for the database; a study already built there is reused")
+    parser.add_argument("--profile", action="store_true", help="print the 25 most costly functions")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
-    study = build(args.items, args.questions)
+    study = Study.objects.filter(name="bench").first() if args.keep else None
+    if study is None:
+        study = build(args.items, args.questions)
     print(f"built {args.items} items x 5 annotators x {args.questions} questions "
           f"({Annotation.objects.count()} annotations) in {time.perf_counter() - started:.1f} s")
     tracemalloc.start()
     started = time.perf_counter()
-    report = agreement_report(study=study, n_resamples=args.resamples)
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        report = profiler.runcall(agreement_report, study=study, n_resamples=args.resamples)
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+    else:
+        report = agreement_report(study=study, n_resamples=args.resamples)
     seconds = time.perf_counter() - started
     _current, peak = tracemalloc.get_traced_memory()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from metrics.classification import (
     REASON_NO_PAIRS,
     classification_by_group,
+    classification_from_codes,
     classification_report,
     is_missing,
 )
@@ -120,3 +122,30 @@ def test_by_group_with_tuple_groups_and_length_check() -> None:
 def test_is_missing() -> None:
     assert is_missing(None) and is_missing(nan)
     assert not is_missing(0) and not is_missing("") and not is_missing(False)
+
+
+def test_from_codes_matches_hand_counts_and_the_plain_functions() -> None:
+    # values: 0 "m", 1 "f", 2 "x" (never used); groups: 0 "g2", 1 "g1"; the same pairs as above.
+    values = ["m", "f", "x"]
+    reference = np.array([0, 1, 0, 1, 1], dtype=float)
+    predicted = np.array([0, 1, 1, 1, nan])
+    groups = np.array([0, 0, 1, 1, 1])
+    overall, by_group = classification_from_codes(reference, predicted, values, groups=groups,
+                                                  group_values=["g2", "g1"])
+    # Labels seen in complete pairs, sorted: f, m. Pairs (m,m) (f,f) (m,f) (f,f): C = [[2, 0], [1, 1]].
+    assert overall.labels == ["f", "m"]
+    assert overall.confusion == [[2, 0], [1, 1]]
+    assert (overall.n_pairs, overall.n_excluded, overall.accuracy) == (4, 1, 0.75)
+    # p_o = 3/4; rows (2, 2)/4, cols (3, 1)/4 -> p_e = (2*3 + 2*1)/16 = 1/2; kappa = (3/4 - 1/2)/(1/2) = 1/2.
+    assert overall.kappa == pytest.approx(0.5)
+    assert [g.group for g in by_group] == ["g1", "g2"]
+    assert (by_group[0].report.accuracy, by_group[0].report.n_pairs, by_group[0].report.n_excluded) == (0.5, 2, 1)
+    assert by_group[1].report.confusion == [[1, 0], [0, 1]]
+    plain = classification_by_group(["m", "f", "m", "f", "f"], ["m", "f", "f", "f", None],
+                                    ["g2", "g2", "g1", "g1", "g1"])
+    assert [g.to_dict() for g in by_group] == [g.to_dict() for g in plain]
+
+
+def test_from_codes_with_no_complete_pair() -> None:
+    overall, by_group = classification_from_codes(np.array([nan]), np.array([0.0]), ["a"])
+    assert overall.n_pairs == 0 and overall.accuracy is None and overall.n_excluded == 1 and by_group == []
