@@ -1,6 +1,6 @@
 """The comparison page: several studies' metrics side by side, with CSV and figure downloads.
 
-``GET /compare/?study=1&study=2[&source=..][&condition=..][&model=..]``: repeated parameters pair by
+``GET /compare/?study=1&study=2[&source=..][&condition=..][&model=..][&where=column=value]``: repeated parameters pair by
 position (one value applies to every study). Thin views: ``comparison_query_parse`` reads the query,
 ``access.studies_get_for_user`` decides who may look (the studies' researchers: another researcher's study
 is 404, an annotator 403), ``comparison_report`` aligns the cached metrics reports, templates and
@@ -49,7 +49,7 @@ def _user(request: HttpRequest) -> User:
 def _queries(request: HttpRequest) -> list[SideQuery]:
     get = request.GET.getlist
     return comparison_query_parse(studies=get("study"), sources=get("source"), conditions=get("condition"),
-                                  models=get("model"))
+                                  models=get("model"), wheres=get("where"))
 
 
 def _sides(request: HttpRequest, queries: list[SideQuery]) -> list[ComparisonSide]:
@@ -61,7 +61,12 @@ def _sides(request: HttpRequest, queries: list[SideQuery]) -> list[ComparisonSid
 def query_string(queries: list[SideQuery]) -> str:
     """The canonical query of some sides (every parameter once per side, so they pair by position)."""
     return urlencode([pair for q in queries for pair in (
-        ("study", q.study_id), ("source", q.source), ("condition", q.condition or ""), ("model", q.model or ""))])
+        ("study", q.study_id), ("source", q.source), ("condition", q.condition or ""), ("model", q.model or ""),
+        ("where", _where_text(q.where)))])
+
+
+def _where_text(where: tuple[tuple[str, str], ...]) -> str:
+    return "; ".join(f"{column}={value}" for column, value in where)
 
 
 def _comparison(request: HttpRequest) -> tuple[list[SideQuery], dict[str, Any]]:
@@ -96,10 +101,10 @@ def _table_context(table: dict[str, Any], sides: dict[str, dict[str, Any]], quer
 
 
 def _form_rows(queries: list[SideQuery]) -> list[dict[str, Any]]:
-    rows = [{"study": q.study_id, "source": q.source, "condition": q.condition or "", "model": q.model or ""}
-            for q in queries[:MAX_SIDES]]
+    rows = [{"study": q.study_id, "source": q.source, "condition": q.condition or "", "model": q.model or "",
+             "where": _where_text(q.where)} for q in queries[:MAX_SIDES]]
     while len(rows) < min(MAX_SIDES, max(FORM_ROWS, len(queries) + 1)):
-        rows.append({"study": None, "source": CONSENSUS, "condition": "", "model": ""})
+        rows.append({"study": None, "source": CONSENSUS, "condition": "", "model": "", "where": ""})
     return [{**row, "label": side_label(i)} for i, row in enumerate(rows)]
 
 

@@ -311,12 +311,14 @@ class CompareView(APIView):
                              "for all, or one per study"),
             OpenApiParameter("condition", str, many=True, description="narrow every study to one condition"),
             OpenApiParameter("model", str, many=True, description="narrow every study to one model"),
+            OpenApiParameter("where", str, many=True, description="narrow every study to column=value "
+                             "(e.g. group=nurse; several joined by ';')"),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request) -> Response:
         get = request.query_params.getlist
         queries = comparison_query_parse(studies=get("study"), sources=get("source"), conditions=get("condition"),
-                                         models=get("model"))
+                                         models=get("model"), wheres=get("where"))
         studies = access.studies_get_for_user(user=_user(request), ids=[q.study_id for q in queries], researcher=True)
         return Response(comparison_report(sides=comparison_sides(studies=studies, queries=queries)))

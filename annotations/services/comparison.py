@@ -1,8 +1,8 @@
 """Comparisons across studies: several metrics reports aligned on the same groups (docs/metrics.md).
 
 A *side* is one study read from one label source (``consensus`` or a machine labeller), optionally
-narrowed to one ``condition`` or one ``model`` of that study, so "model A vs model B" and "initial vs
-refined" work across two studies and inside one. ``comparison_report(sides=...)`` computes each side's
+narrowed to one ``condition``, one ``model`` or any other group (``where``: ``column=value``, e.g.
+``group=nurse``), so "model A vs model B" and "initial vs refined" work across two studies and inside one. ``comparison_report(sides=...)`` computes each side's
 ``metrics_report`` (the same report as ``manage.py metrics``; no metric is computed here) and aligns them:
 
 - every report table present on more than one side becomes one aligned table: its rows are keyed by the
@@ -10,8 +10,8 @@ refined" work across two studies and inside one. ``comparison_report(sides=...)`
   side contributes its values and the number of items/images/judgements behind them (``n``); numeric
   values also get the difference of each side from the first side that has the table (B - A, C - A);
 - a table present on one side only is listed under ``only_in`` (different protocols share nothing);
-- when every side fixes a condition (or a model), the rows are narrowed to it and that column leaves the
-  key; tables without such a column are listed under ``not_comparable``;
+- when every side fixes a condition (or a model, or a ``where`` column), the rows are narrowed to it and
+  that column leaves the key; tables without such a column are listed under ``not_comparable``;
 - when no side fixes a model and every side has exactly one model in a table, and they differ, the
   ``model`` column leaves that table's key (the pooled ``all`` rows repeat the single model and are
   dropped), so study A (model m1) and study B (model m2) line up. The table's notes say so.
@@ -21,6 +21,7 @@ Reads only (through the cached reports); no locks.
 
 from __future__ import annotations
 
+import re
 import string
 from collections import defaultdict
 from collections.abc import Sequence
@@ -38,7 +39,8 @@ CONDITION, MODEL = "condition", "model"
 LISTED = "listed"
 SUMMARY_KEY = "summary"
 NO_DIFFERENCE = frozenset({"p_value"})  # a difference of p-values means nothing
-MAX_TEXT = {"source": 200, CONDITION: 128, MODEL: 255}
+MAX_TEXT = {"source": 200, CONDITION: 128, MODEL: 255, "where": 300}
+COLUMN_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class SideQuery:
     source: str = CONSENSUS
     condition: str | None = None
     model: str | None = None
+    where: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,17 @@ class ComparisonSide:
     source: str = CONSENSUS
     condition: str | None = None
     model: str | None = None
+    where: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def narrow(self) -> dict[str, str]:
+        """Column -> value the side's rows are narrowed to (condition, model and the ``where`` pairs)."""
+        out = dict(self.where)
+        if self.condition is not None:
+            out[CONDITION] = self.condition
+        if self.model is not None:
+            out[MODEL] = self.model
+        return out
 
 
 def is_number(value: Any) -> bool:
@@ -119,16 +133,33 @@ def _spread(name: str, values: Sequence[str], n: int) -> list[str]:
     return list(values)
 
 
+def where_parse(text: str) -> tuple[tuple[str, str], ...]:
+    """``column=value[; column=value]`` (blank: nothing) into pairs; the column is a table's group column."""
+    pairs = []
+    for part in (p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        column, sep, value = part.partition("=")
+        column, value = column.strip(), value.strip()
+        if not sep or not COLUMN_NAME.fullmatch(column) or not value:
+            raise ValidationFailed(f"narrow with column=value (e.g. group=nurse), not {part[:60]!r}",
+                                   {"where": "not column=value"})
+        if column in (CONDITION, MODEL):
+            raise ValidationFailed(f"give the {column} in its own field, not in where", {"where": column})
+        pairs.append((column, value))
+    return tuple(pairs)
+
+
 def comparison_query_parse(*, studies: Sequence[str], sources: Sequence[str] = (), conditions: Sequence[str] = (),
-                           models: Sequence[str] = ()) -> list[SideQuery]:
+                           models: Sequence[str] = (), wheres: Sequence[str] = ()) -> list[SideQuery]:
     """Sides from repeated query parameters, paired by position (a blank study drops its whole position).
 
-    ``sources``, ``conditions`` and ``models`` each hold nothing, one value for every study, or one per
-    study. A blank source is ``consensus``; a blank condition or model does not narrow.
+    ``sources``, ``conditions``, ``models`` and ``wheres`` each hold nothing, one value for every study, or
+    one per study. A blank source is ``consensus``; a blank condition, model or where does not narrow.
     """
     n = len(studies)
     spread = {"source": _spread("source", sources, n), CONDITION: _spread(CONDITION, conditions, n),
-              MODEL: _spread(MODEL, models, n)}
+              MODEL: _spread(MODEL, models, n), "where": _spread("where", wheres, n)}
     out = []
     for i, raw in enumerate(studies):
         raw = raw.strip()
@@ -137,13 +168,14 @@ def comparison_query_parse(*, studies: Sequence[str], sources: Sequence[str] = (
         if not raw.isdigit():
             raise ValidationFailed(f"study must be a study id (a number), not {raw[:40]!r}", {"study": "not an id"})
         text = {k: v[i].strip()[:MAX_TEXT[k]] for k, v in spread.items()}
-        out.append(SideQuery(int(raw), text["source"] or CONSENSUS, text[CONDITION] or None, text[MODEL] or None))
+        out.append(SideQuery(int(raw), text["source"] or CONSENSUS, text[CONDITION] or None, text[MODEL] or None,
+                             where_parse(text["where"])))
     return out
 
 
 def comparison_sides(*, studies: Sequence[Study], queries: Sequence[SideQuery]) -> list[ComparisonSide]:
     """Sides from the studies the caller fetched through ``access`` (in the order of ``queries``)."""
-    return [ComparisonSide(study=s, source=q.source, condition=q.condition, model=q.model)
+    return [ComparisonSide(study=s, source=q.source, condition=q.condition, model=q.model, where=q.where)
             for s, q in zip(studies, queries, strict=True)]
 
 
@@ -157,6 +189,7 @@ def _describe(side: ComparisonSide) -> str:
         parts.append(f"condition {side.condition}")
     if side.model:
         parts.append(f"model {side.model}")
+    parts += [f"{column} {value}" for column, value in side.where]
     return " · ".join(parts)
 
 
@@ -168,14 +201,13 @@ def _check_sides(sides: Sequence[ComparisonSide]) -> None:
         raise ValidationFailed(f"compare at most {MAX_SIDES} studies at once", {"study": "too many"})
     seen: dict[tuple[int, str, str | None, str | None], int] = {}
     for i, side in enumerate(sides):
-        key = (side.study.pk, side.source, side.condition, side.model)
+        key = (side.study.pk, side.source, tuple(sorted(side.narrow.items())))
         if key in seen:
             raise ValidationFailed(f"side {side_label(i)} repeats side {side_label(seen[key])}: same study, source, "
-                                   "condition and model", {"study": "repeated"})
+                                   "condition, model and where", {"study": "repeated"})
         seen[key] = i
-    for column in (CONDITION, MODEL):
-        given = [getattr(s, column) is not None for s in sides]
-        if any(given) and not all(given):
+    for column in dict.fromkeys(c for side in sides for c in side.narrow):
+        if not all(column in side.narrow for side in sides):
             raise ValidationFailed(f"give a {column} to every study or to none (rows of a {column} line up only "
                                    f"with rows of another {column})", {column: "some sides only"})
 
@@ -302,8 +334,8 @@ def _align(key: str, spec: TableSpec, present: list[_Side], filters: dict[str, b
 def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -> dict[str, Any]:
     """The aligned comparison of ``sides`` (2 to MAX_SIDES, already checked for access by the caller).
 
-    Raises ValidationFailed for fewer than two or too many sides, a repeated side, a condition or model
-    given to some sides only, or a source a study does not have (the message names the side).
+    Raises ValidationFailed for fewer than two or too many sides, a repeated side, a condition, model or
+    where column given to some sides only, or a source a study does not have (the message names the side).
     """
     _check_sides(sides)
     compute = metrics_report_cached if cached else metrics_report
@@ -313,8 +345,8 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
             reports.append(compute(study=side.study, source=side.source))
         except ValidationFailed as exc:
             raise ValidationFailed(f"side {side_label(i)} ({side.study.name}): {exc.message}", exc.details) from exc
-    filters = {CONDITION: sides[0].condition is not None, MODEL: sides[0].model is not None}
-    narrowed = any(filters.values())
+    filters = dict.fromkeys(sides[0].narrow, True)  # the same columns on every side (checked above)
+    narrowed = bool(filters)
     described = []
     tables_by_key: dict[str, list[_Side]] = defaultdict(list)
     titles: dict[str, str] = {}
@@ -324,6 +356,7 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
         described.append({
             "label": label, "study": side.study.pk, "name": side.study.name, "protocol": report["protocol"],
             "source": report["source"], "condition": side.condition, "model": side.model,
+            "where": dict(side.where),
             "n_items": report["n_items"], "description": _describe(side), "sources": report["sources"],
         })
         summary = _summary_table(report)
@@ -331,16 +364,14 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
         for table in tables:
             spec = _spec(table)
             titles.setdefault(table["key"], table["title"])
-            missing = [c for c in (CONDITION, MODEL) if filters[c] and c not in spec.keys]
+            missing = [c for c in filters if c not in spec.keys]
             if missing:
                 not_comparable[table["key"]] = {"key": table["key"], "title": table["title"],
                                                 "reason": f"has no {' or '.join(missing)} column"}
                 continue
             rows = [dict(zip(table["columns"], r, strict=True)) for r in table["rows"]]
-            if side.condition is not None:
-                rows = [r for r in rows if r.get(CONDITION) == side.condition]
-            if side.model is not None:
-                rows = [r for r in rows if r.get(MODEL) == side.model]
+            for column, wanted in side.narrow.items():
+                rows = [r for r in rows if r.get(column) is not None and str(r.get(column)) == wanted]
             tables_by_key[table["key"]].append(_Side(label, table, rows))
     aligned, only_in = [], defaultdict(list)
     for key, present in tables_by_key.items():
@@ -355,8 +386,8 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
             f"{d['label']}: {d['protocol'] or 'none'}" for d in described) + "): only the tables they share are "
             "aligned; the rest are listed as only in one study.")
     if narrowed:
-        notes.insert(0, "Each side is narrowed to its condition/model; the headline summary covers whole studies "
-                        "and is left out.")
+        notes.insert(0, f"Each side is narrowed to its {', '.join(filters)}; the headline summary covers whole "
+                        "studies and is left out.")
     return {
         "sides": described, "reference": side_label(0), "tables": aligned,
         "only_in": {label: only_in[label] for label in (d["label"] for d in described) if only_in.get(label)},
@@ -367,8 +398,8 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
 def comparison_long_rows(comparison: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """The whole comparison as one long table: one row per table, group, value column and side."""
     sides = {d["label"]: d for d in comparison["sides"]}
-    columns = ["table", "group", "metric", "side", "study", "study_name", "source", "condition", "model", "value",
-               "n", "reference", "difference"]
+    columns = ["table", "group", "metric", "side", "study", "study_name", "source", "condition", "model", "where",
+               "value", "n", "reference", "difference"]
     out = []
     for table in comparison["tables"]:
         index = {c: i for i, c in enumerate(table["columns"])}
@@ -380,6 +411,7 @@ def comparison_long_rows(comparison: dict[str, Any]) -> tuple[list[str], list[li
                 for v in table["value_columns"]:
                     diff = index.get(f"{v} [{label}-{ref}]")
                     out.append([table["key"], group, v, label, side["study"], side["name"], side["source"],
-                                side["condition"], side["model"], row[index[f"{v} [{label}]"]],
+                                side["condition"], side["model"],
+                                "; ".join(f"{k}={w}" for k, w in side["where"].items()), row[index[f"{v} [{label}]"]],
                                 row[index[f"n [{label}]"]], ref, None if diff is None else row[diff]])
     return columns, out

@@ -309,7 +309,7 @@ def test_command(two_models) -> None:  # type: ignore[no-untyped-def]
     call_command("compare_studies", str(a.pk), str(a.pk), "--condition", "initial", "--condition", "refined",
                  stdout=out)
     text = out.getvalue()
-    assert "ssi_cells" in text and "condition initial" in text and "not per condition/model: ssi_comparisons" in text
+    assert "ssi_cells" in text and "condition initial" in text and "not narrowed: ssi_comparisons" in text
     with pytest.raises(CommandError, match="at least two"):
         call_command("compare_studies", str(a.pk), stdout=io.StringIO())
 
@@ -358,3 +358,50 @@ def test_visualness_shares_and_listed_attributes(owner) -> None:  # type: ignore
     assert listed == {"hat": (True, True), "poor": (False, True)}
     summary = {r["metric"]: r for r in rows_of(comparison, "summary")}
     assert summary["visual_attributes"]["value [B-A]"] == 1
+
+
+def bias_axes_study(owner: User, metadata: dict[str, str], genders: dict[str, str]) -> Study:
+    """item id (base1, base2, age:old1, ...) -> gender label; the condition is the id without its digit."""
+    items = [{"external_id": i, "condition": i[:-1], "metadata": metadata} for i in genders]
+    answers = [{"item": i, "annotator": "h1", "question": "person", "value": "yes"} for i in genders]
+    answers += [{"item": i, "annotator": "h1", "question": "gender", "value": g} for i, g in genders.items()]
+    return make_study(owner, "bias-axes", items, answers)
+
+
+def test_original_vs_mitigated_narrowed_to_one_group_each(owner) -> None:  # type: ignore[no-untyped-def]
+    # Original (occupation chef): base gender (male, male) -> w = 1; after age (male, female) -> 0: IS = 1.
+    # Mitigated set (metadata 'subject' only, so the report's group is 'all'): base (male, female) -> w = 0;
+    # after age (male, male) -> 1: IS = -1.
+    original = bias_axes_study(owner, {"occupation": "chef"},
+                               {"base1": "male", "base2": "male", "age:old1": "male", "age:old2": "female"})
+    mitigated = bias_axes_study(owner, {"subject": "chef"},
+                                {"base1": "male", "base2": "female", "age:old1": "male", "age:old2": "male"})
+    plain = compare(ComparisonSide(study=original), ComparisonSide(study=mitigated))
+    groups = {(r["group"], r["intervened_axis"], r["axis"]): r for r in rows_of(plain, "biasconnect_is")}
+    assert groups[("chef", "age", "gender")]["is [B]"] is None  # 'chef' vs 'all': no common group
+    comparison = compare(ComparisonSide(study=original, where=(("group", "chef"),)),
+                         ComparisonSide(study=mitigated, where=(("group", "all"),)))
+    cells = {(r["intervened_axis"], r["axis"]): r for r in rows_of(comparison, "biasconnect_is")}
+    cell = cells[("age", "gender")]
+    assert "group" not in cell and (cell["is [A]"], cell["is [B]"]) == (pytest.approx(1.0), pytest.approx(-1.0))
+    assert cell["is [B-A]"] == pytest.approx(-2.0)
+    deviation = {r["axis"]: r for r in rows_of(comparison, "biasconnect_deviation")}["gender"]
+    assert (deviation["w_bar [A]"], deviation["w_bar [B]"], deviation["n [A]"], deviation["n [B]"]) == (
+        pytest.approx(1.0), pytest.approx(0.0), 2, 2)
+    # Distribution shares: n is the labelled base images of the axis (2), not the option's count.
+    male = {(r["condition"], r["axis"], r["option"]): r for r in rows_of(comparison, "biasconnect_distributions")}[
+        ("base", "gender", "male")]
+    assert (male["share [A]"], male["share [B]"], male["n [A]"], male["count [B]"]) == (1.0, 0.5, 2, 1)
+    assert comparison["sides"][1]["where"] == {"group": "all"}
+
+
+def test_where_in_the_query(owner, client, two_models) -> None:  # type: ignore[no-untyped-def]
+    a, b = two_models
+    sides = comparison_query_parse(studies=["1", "2"], wheres=["group=chef; object=car", "group=all"])
+    assert [s.where for s in sides] == [(("group", "chef"), ("object", "car")), (("group", "all"),)]
+    for bad in ("group", "Group=x", "condition=base", "=x"):
+        with pytest.raises(ValidationFailed):
+            comparison_query_parse(studies=["1", "2"], wheres=[bad])
+    client.force_login(owner)
+    page = client.get(f"/compare/{url(a, b)}&where=category%3Doccupational").content.decode()
+    assert "Each side is narrowed to its category" in page and "0.1667" in page
