@@ -351,6 +351,7 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
     tables_by_key: dict[str, list[_Side]] = defaultdict(list)
     titles: dict[str, str] = {}
     not_comparable: dict[str, dict[str, Any]] = {}
+    empty: list[str] = []
     for i, (side, report) in enumerate(zip(sides, reports, strict=True)):
         label = side_label(i)
         described.append({
@@ -361,6 +362,7 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
         })
         summary = _summary_table(report)
         tables = list(report["tables"]) + ([] if narrowed or not summary["rows"] else [summary])
+        had = kept = 0
         for table in tables:
             spec = _spec(table)
             titles.setdefault(table["key"], table["title"])
@@ -370,16 +372,21 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
                                                 "reason": f"has no {' or '.join(missing)} column"}
                 continue
             rows = [dict(zip(table["columns"], r, strict=True)) for r in table["rows"]]
+            had += len(rows)
             for column, wanted in side.narrow.items():
                 rows = [r for r in rows if r.get(column) is not None and str(r.get(column)) == wanted]
+            kept += len(rows)
             tables_by_key[table["key"]].append(_Side(label, table, rows))
+        if narrowed and had and not kept:
+            empty.append(f"{label}: no row of {side.study.name} has " + ", ".join(
+                f"{column} = {value}" for column, value in side.narrow.items()) + " (check the spelling).")
     aligned, only_in = [], defaultdict(list)
     for key, present in tables_by_key.items():
         if len(present) < 2:
             only_in[present[0].label].append({"key": key, "title": titles[key]})
             continue
         aligned.append(_align(key, TABLE_SPECS.get(key) or _spec(present[0].table), present, filters))
-    notes = [f"{side_label(i)}: {note}" for i, report in enumerate(reports) for note in report["notes"]]
+    notes = empty + [f"{side_label(i)}: {note}" for i, report in enumerate(reports) for note in report["notes"]]
     protocols = {d["protocol"] for d in described}
     if len(protocols) > 1:
         notes.insert(0, "The studies follow different protocols (" + ", ".join(

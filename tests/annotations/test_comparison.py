@@ -405,3 +405,24 @@ def test_where_in_the_query(owner, client, two_models) -> None:  # type: ignore[
     client.force_login(owner)
     page = client.get(f"/compare/{url(a, b)}&where=category%3Doccupational").content.decode()
     assert "Each side is narrowed to its category" in page and "0.1667" in page
+
+
+def test_every_report_table_has_an_alignment_spec() -> None:
+    # A table added to metrics_report without a TableSpec would be aligned by a guess: make it a decision.
+    import re
+    from pathlib import Path
+
+    from annotations.services import metrics_report
+    from annotations.services.comparison import TABLE_SPECS
+
+    source = Path(metrics_report.__file__).read_text()
+    keys = set(re.findall(r'Table\(\s*"(\w+)"', source))
+    assert len(keys) >= 20 and keys <= set(TABLE_SPECS), keys - set(TABLE_SPECS)
+
+
+def test_a_narrowing_that_matches_nothing_says_so(two_models) -> None:  # type: ignore[no-untyped-def]
+    a, b = two_models
+    comparison = compare(ComparisonSide(study=a, condition="initial"), ComparisonSide(study=b, condition="refind"))
+    assert any(n.startswith("B: no row of") and "condition = refind" in n for n in comparison["notes"])
+    (row,) = [r for r in rows_of(comparison, "ssi_cells") if r["model"] == "all"]
+    assert row["mean_ssi [A]"] == pytest.approx(1 / 2) and row["mean_ssi [B]"] is None
