@@ -8,6 +8,8 @@ not found (its existence is not revealed); one they may see but not change is re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.db.models import Q, QuerySet
 
 from annotations.errors import NotAllowed, NotFoundError
@@ -41,6 +43,20 @@ def study_get_for_user(*, user: User, id: int, write: bool = False, researcher: 
     if write and not study_can_write(user, study):
         raise NotAllowed("you may read this study but not change it")
     return study
+
+
+def studies_get_for_user(*, user: User, ids: Sequence[int], researcher: bool = False) -> list[Study]:
+    """Several studies the user may read, in the order of ``ids`` (repeats allowed), in one query.
+
+    The first id the user may not see stops with NotFoundError naming it; ``researcher`` as above.
+    """
+    found = {s.pk: s for s in studies_for_user(user).select_related("owner").filter(pk__in=set(ids))}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFoundError(f"study {missing[0]} does not exist or is not yours")
+    if researcher and not user.is_researcher:
+        raise NotAllowed("only the study's researchers may do this")
+    return [found[i] for i in ids]
 
 
 def study_get_for_owner(*, user: User, id: int) -> Study:

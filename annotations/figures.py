@@ -132,6 +132,68 @@ def figure_render(report: dict[str, Any], table_key: str, params: dict[str, str]
     tall = table_key in ("visage_tendency",)
     fig = Figure(figsize=(7, 7 if tall else 4.5), layout="constrained")
     DRAW[table_key](fig, table, params)
+    return _bytes(fig, fmt)
+
+
+def _bytes(fig: Figure, fmt: str) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
     return buffer.getvalue()
+
+
+def plain_text(text: str) -> str:
+    """Untrusted text as matplotlib shows it literally: '$' would start mathtext (and can fail to parse)."""
+    return text.replace("$", r"\$")
+
+
+def comparison_numeric_values(table: dict[str, Any]) -> list[str]:
+    """The value columns of an aligned comparison table that hold a number somewhere (they can be drawn)."""
+    index = {c: i for i, c in enumerate(table["columns"])}
+    return [v for v in table["value_columns"]
+            if any(isinstance(row[index[f"{v} [{label}]"]], int | float)
+                   and not isinstance(row[index[f"{v} [{label}]"]], bool)
+                   for row in table["rows"] for label in table["sides"])]
+
+
+def comparison_figure_render(comparison: dict[str, Any], table_key: str, value: str | None, fmt: str) -> bytes | None:
+    """PNG or SVG bytes: per group, one horizontal bar per side for ``value`` (default: the first numeric
+    value column) of one aligned table of a comparison (``services.comparison``); None when there is none.
+
+    At most MAX_BARS groups (the first ones, in the table's order); the title says how many are left out, each
+    bar is labelled with the n behind it, and the legend gives each side's items behind the table.
+    """
+    table = next((t for t in comparison["tables"] if t["key"] == table_key), None)
+    if table is None or fmt not in FORMATS:
+        return None
+    numeric = comparison_numeric_values(table)
+    value = value if value in numeric else (numeric[0] if numeric else None)
+    if value is None:
+        return None
+    index = {c: i for i, c in enumerate(table["columns"])}
+    sides = {d["label"]: d for d in comparison["sides"]}
+    rows = table["rows"][:MAX_BARS]
+    n_keys = len(table["key_columns"])
+    groups = [plain_text(" / ".join(str(v) for v in row[:n_keys]) or "(all)") for row in rows]
+    fig = Figure(figsize=(7.5, max(3.5, 1.2 + 0.28 * len(rows) * max(1, len(table["sides"])) / 2)),
+                 layout="constrained")
+    ax = fig.add_subplot()
+    height = 0.8 / len(table["sides"])
+    for k, label in enumerate(table["sides"]):
+        ys = [y - 0.4 + height * (k + 0.5) for y in range(len(rows))]
+        xs = [row[index[f"{value} [{label}]"]] for row in rows]
+        xs = [float(x) if isinstance(x, int | float) and not isinstance(x, bool) else float("nan") for x in xs]
+        side = sides[label]
+        name = plain_text(f"{label}: {side['name'][:40]} ({side['source']}), {table['n_items'][label]} items")
+        bars = ax.barh(ys, xs, height=height, label=name)
+        ns = [row[index[f"n [{label}]"]] for row in rows]
+        ax.bar_label(bars, labels=["" if n is None or x != x else f"n={n}" for n, x in zip(ns, xs, strict=True)],
+                     fontsize=6, padding=2)
+    ax.set_yticks(list(range(len(rows))), groups, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(plain_text(value))
+    ax.axvline(0, color="grey", linewidth=0.6)
+    fig.legend(fontsize=7, loc="outside lower center", ncols=min(2, len(table["sides"])))
+    left_out = len(table["rows"]) - len(rows)
+    more = f", first {len(rows)} of {len(table['rows'])} groups" if left_out else ""
+    fig.suptitle(plain_text(f"{table['title']}: {value} per group{more}"), fontsize=10)
+    return _bytes(fig, fmt)

@@ -57,7 +57,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             base = reverse("study-findings-figure", args=[study.pk, table["key"], "png"])
             figures.append({"title": figure["title"], "png": f"{base}?{params}",
                             "svg": reverse("study-findings-figure", args=[study.pk, table["key"], "svg"]) + f"?{params}"})
-        tables.append({**table, "figures": figures, "shown_rows": [[_display(v) for v in row] for row in table["rows"][:MAX_ROWS_SHOWN]],
+        tables.append({**table, "figures": figures, "shown_rows": [[cell_display(v) for v in row] for row in table["rows"][:MAX_ROWS_SHOWN]],
                        "csv": reverse("study-findings-csv", args=[study.pk, table["key"]]) + "?" + urlencode(query)})
     return render(request, "studies/findings.html", {
         "study": study, "report": report, "tables": tables, "source": report["source"],
@@ -65,7 +65,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
     })
 
 
-def _display(value: Any) -> str:
+def cell_display(value: Any) -> str:
     """A cell as the page shows it: 4 decimals at most, yes/no, a dash for undefined."""
     if value is None:
         return "–"
@@ -78,7 +78,7 @@ def _display(value: Any) -> str:
     return str(value)
 
 
-def _cell(value: Any) -> Any:
+def csv_cell(value: Any) -> Any:
     if isinstance(value, list):
         value = "; ".join(str(v) for v in value)
     if isinstance(value, str) and value.startswith(FORMULA_START):
@@ -95,7 +95,7 @@ def study_findings_csv(request: HttpRequest, pk: int, key: str) -> HttpResponse:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(table["columns"])
-    writer.writerows([_cell(v) for v in row] for row in table["rows"])
+    writer.writerows([csv_cell(v) for v in row] for row in table["rows"])
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{key}-{report["source"][:40]}.csv"'
     return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Count, Prefetch, QuerySet
@@ -30,3 +31,12 @@ def items_page(study: Study) -> QuerySet[Item]:
     return Item.objects.filter(study=study).prefetch_related(
         Prefetch("images", queryset=ItemImage.objects.order_by("position"))
     ).order_by("id")
+
+
+def studies_conditions_and_models(study_ids: Iterable[int]) -> tuple[list[str], list[str]]:
+    """Distinct item conditions and model names of some studies (a blank model name reads as ``model``, as the
+    metrics name it), for the comparison form's suggestions."""
+    items = Item.objects.filter(study_id__in=list(study_ids)).order_by()
+    conditions = sorted({c for c in items.values_list("condition", flat=True).distinct() if c})
+    models = sorted({m or "model" for m in items.values_list("model_name", flat=True).distinct()})
+    return conditions, models

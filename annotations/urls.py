@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotations import agreement_views, annotate_views, batch_views, findings_views, views
+from annotations import agreement_views, annotate_views, batch_views, compare_views, findings_views, views
 
 urlpatterns = [
     path("studies/<int:pk>/agreement/", agreement_views.study_agreement, name="study-agreement"),
@@ -22,6 +22,10 @@ urlpatterns = [
     path("studies/<int:pk>/findings/<slug:key>.csv", findings_views.study_findings_csv, name="study-findings-csv"),
     path("studies/<int:pk>/findings/figures/<slug:key>.<str:fmt>", findings_views.study_findings_figure,
          name="study-findings-figure"),
+    # Comparisons across studies (compare_views.py)
+    path("compare/", compare_views.compare, name="compare"),
+    path("compare/csv/", compare_views.compare_csv, name="compare-csv"),
+    path("compare/figures/<slug:key>.<str:fmt>", compare_views.compare_figure, name="compare-figure"),
     # Annotators (annotate_views.py)
     path("annotate/", annotate_views.dashboard, name="annotate-dashboard"),
     path("annotate/studies/<int:pk>/next/", annotate_views.study_next, name="annotate-next"),

@@ -29,6 +29,7 @@ urlpatterns = [
     path("me/", views.MeView.as_view(), name="api-me"),
     path("auth/token/", obtain_auth_token, name="api-token"),
     path("studies/<int:pk>/metrics/", views.StudyMetricsView.as_view(), name="api-study-metrics"),
+    path("compare/", views.CompareView.as_view(), name="api-compare"),
     path("studies/<int:pk>/assignments/next/", assignment_views.ClaimNextView.as_view(), name="api-claim-next"),
     path("assignments/<int:pk>/submit/", assignment_views.SubmitView.as_view(), name="api-assignment-submit"),
     path("assignments/<int:pk>/skip/", assignment_views.SkipView.as_view(), name="api-assignment-skip"),

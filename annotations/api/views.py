@@ -24,6 +24,7 @@ from annotations.models import Annotation, Annotator, ExportJob, Item, Study, Us
 from annotations.protocols import list_presets, load_preset, load_protocol_text
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
+from annotations.services.comparison import comparison_query_parse, comparison_report, comparison_sides
 from annotations.services.exports import (
     COCO_SUFFIX,
     CONTENT_TYPES,
@@ -297,3 +298,27 @@ class StudyMetricsView(APIView):
     def get(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=_user(request), id=pk, researcher=True)
         return Response(metrics_report_cached(study=study, source=request.query_params.get("source") or "consensus"))
+
+
+class CompareView(APIView):
+    """Several studies' metrics aligned on the same groups, side by side with n and differences (the data of
+    the ``/compare/`` page; docs/metrics.md "Comparing studies"). Repeated parameters pair by position."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("study", int, many=True, required=True, description="2 to 6 study ids (repeat)"),
+            OpenApiParameter("source", str, many=True, description="consensus (default) or LABELLER[@VERSION]: one "
+                             "for all, or one per study"),
+            OpenApiParameter("condition", str, many=True, description="narrow every study to one condition"),
+            OpenApiParameter("model", str, many=True, description="narrow every study to one model"),
+            OpenApiParameter("where", str, many=True, description="narrow every study to column=value "
+                             "(e.g. group=nurse; several joined by ';')"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request) -> Response:
+        get = request.query_params.getlist
+        queries = comparison_query_parse(studies=get("study"), sources=get("source"), conditions=get("condition"),
+                                         models=get("model"), wheres=get("where"))
+        studies = access.studies_get_for_user(user=_user(request), ids=[q.study_id for q in queries], researcher=True)
+        return Response(comparison_report(sides=comparison_sides(studies=studies, queries=queries)))
