@@ -139,6 +139,17 @@ def question_rows(study: Study, question_key: str) -> tuple[np.ndarray, np.ndarr
     return ids[0::2], ids[1::2], texts
 
 
+def dense_codes(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``numpy.unique(ids, return_inverse=True)`` for database ids, in linear time: a lookup table
+    indexed by id (ids are positive and dense enough; above 50 million it sorts instead)."""
+    if ids.size == 0 or int(ids.max()) > 50_000_000 or int(ids.min()) < 0:
+        return np.unique(ids, return_inverse=True)
+    present = np.flatnonzero(np.bincount(ids))
+    position = np.empty(int(present[-1]) + 1, dtype=np.int64)
+    position[present] = np.arange(present.size)
+    return present, position[ids]
+
+
 def question_matrix(study: Study, question: Question, *, annotator_ids: Iterable[int] | None = None) -> QuestionMatrix | None:
     """One matrix for the whole question (likert, single, binary or text), values decoded once per
     distinct JSON text rather than once per row. ``annotator_ids`` keeps only those coders."""
@@ -149,8 +160,8 @@ def question_matrix(study: Study, question: Question, *, annotator_ids: Iterable
         texts = [text for text, kept in zip(texts, keep, strict=True) if kept]
     if not texts:
         return None
-    coders, r = np.unique(annotators, return_inverse=True)
-    item_ids, c = np.unique(items, return_inverse=True)
+    coders, r = dense_codes(annotators)
+    item_ids, c = dense_codes(items)
     first_code = {text: code for code, text in enumerate(dict.fromkeys(texts))}  # distinct, first-seen order
     text_codes = np.fromiter(map(first_code.__getitem__, texts), dtype=np.int64, count=len(texts))
     decoded = [json.loads(text) for text in first_code]

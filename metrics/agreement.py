@@ -211,7 +211,7 @@ def alpha_with_bootstrap(
         return prepared
     counts, domain = prepared
     point = _alpha_result(counts, domain, level)
-    patterns, frequency = np.unique(counts, axis=0, return_counts=True)
+    patterns, frequency = _patterns(counts)
     probabilities = frequency / frequency.sum()
     rng = np.random.default_rng(seed)
     chunk = max(1, min(n_resamples, _BOOTSTRAP_CHUNK_CELLS // max(len(patterns), 1)))
@@ -272,6 +272,18 @@ def percent_agreement(matrix: npt.ArrayLike) -> PercentAgreementResult:
         n_items=int(pairable.sum()),
         n_pairs=int((size * (size - 1) / 2).sum()),
     )
+
+
+def _patterns(counts: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The distinct rows of ``counts`` (sorted) and how often each occurs: ``np.unique(axis=0)``, but
+    on one integer key per row (the counts as digits in base max + 1) when it fits in 62 bits, which
+    is ten times faster than sorting rows."""
+    base = int(counts.max()) + 1
+    if counts.shape[1] * np.log2(base) >= 62:
+        return np.unique(counts, axis=0, return_counts=True)  # type: ignore[return-value]
+    digits = base ** np.arange(counts.shape[1] - 1, -1, -1, dtype=np.int64)
+    _keys, first, frequency = np.unique(counts @ digits, return_index=True, return_counts=True)
+    return counts[first], frequency
 
 
 def _alpha_result(counts: npt.NDArray[np.int64], domain: npt.NDArray[np.float64], level: str) -> AlphaResult:

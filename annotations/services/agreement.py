@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from django.db.models import Exists, OuterRef
 
 from annotations.agreement_data import LEVELS, json_key, plurality, question_matrix, reliability_for
 from annotations.metric_inputs import labels_for
@@ -29,8 +30,9 @@ from metrics.classification import classification_from_codes, classification_rep
 
 
 def _annotators(study: Study) -> tuple[list[int], list[Annotator]]:
-    ids = Annotation.objects.filter(study=study).values_list("annotator_id", flat=True).distinct()
-    annotators = list(Annotator.objects.filter(pk__in=ids).order_by("name", "version"))
+    # One index probe per annotator on (annotator, study), not a DISTINCT over every annotation.
+    answered = Annotation.objects.filter(study=study, annotator=OuterRef("pk"))
+    annotators = list(Annotator.objects.filter(Exists(answered)).order_by("name", "version"))
     return ([a.pk for a in annotators if a.kind == Annotator.Kind.HUMAN],
             [a for a in annotators if a.kind == Annotator.Kind.MACHINE])
 
