@@ -388,7 +388,10 @@ def participant_join(
             raise
         return again, False
     enrollment_add(study=invitation.study, user=user, pool=invitation.pool)
-    Annotator.objects.filter(user=user).update(attributes=cleaned)
+    annotator = Annotator.objects.get(user=user)
+    annotator.attributes = cleaned
+    annotator.save(update_fields=["attributes"])
+    user.annotator = annotator
     return participant, True
 
 
