@@ -37,7 +37,7 @@ class ContentSecurityPolicyMiddleware:
 # only let the request reach them (annotations/access.py keeps a participant in its own study).
 PARTICIPANT_URL_NAMES = frozenset({
     "annotate-next", "annotate-mine", "annotate-task", "annotate-skip", "annotate-reveal", "annotate-complete",
-    "item-image-display", "join", "join-consent", "join-begin", "logout",
+    "item-image", "item-image-display", "join", "join-consent", "join-begin", "logout",
 })
 # Pages a participant may land on by habit (the top bar, the login redirect): sent to their study.
 PARTICIPANT_REDIRECTS = frozenset({"home", "annotate-dashboard"})
