@@ -6,11 +6,7 @@ records are shown to the study's researchers (the same rule as the progress page
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable, Iterator
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -26,7 +22,7 @@ from annotations import access
 from annotations.errors import NotAllowed, NotFoundError, WorkbenchError
 from annotations.forms import InvitationForm
 from annotations.models import Invitation, Study, User
-from annotations.payment_selectors import PAYMENT_COLUMNS, payment_rows
+from annotations.payment_selectors import payment_csv_lines, payment_rows
 from annotations.services.invitations import (
     PLATFORM_PARAMETERS,
     demographics_from_text,
@@ -34,9 +30,6 @@ from annotations.services.invitations import (
     invitation_revoke,
     invitation_state,
 )
-
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _user(request: HttpRequest) -> User:
@@ -103,35 +96,11 @@ def invitation_revoke_view(request: HttpRequest, pk: int, invitation_id: int) ->
     return redirect("study-invitations", pk=pk)
 
 
-def csv_cell(value: Any) -> Any:
-    """A value as a CSV cell a spreadsheet shows as text: formula starts get a leading apostrophe."""
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
-def csv_lines(rows: Iterable[dict[str, Any]], columns: list[str]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([csv_cell(row[column]) for column in columns])
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-    yield buffer.getvalue()
-
-
 @login_required
 def payments_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
     """Payment records as CSV, one row per person (see ``payment_selectors``)."""
     study = _study(request, pk)
-    response = StreamingHttpResponse(csv_lines(payment_rows(study), PAYMENT_COLUMNS),
-                                     content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(payment_csv_lines(payment_rows(study)), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-payments.csv"'
     response["Cache-Control"] = "no-store"
     return response

@@ -344,3 +344,36 @@ def test_concurrent_joins_never_exceed_max_uses_nor_duplicate_a_participant(stud
     assert len(accounts) == 1 and sum(created for _p, created in results) == 1
     fresh.refresh_from_db()
     assert fresh.uses == 1
+
+
+def test_invite_and_payments_commands(study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import io
+    import json
+
+    from django.core.management import CommandError, call_command
+
+    def run(*args: str) -> str:
+        out = io.StringIO()
+        call_command(*args, stdout=out)
+        return out.getvalue()
+
+    form = tmp_path / "form.yaml"
+    form.write_text("- key: region\n  label: Region\n  kind: choice\n  choices: [Asia, EMEA]\n")
+    consent = tmp_path / "consent.txt"
+    consent.write_text("I agree to take part.")
+    created = json.loads(run("invite", str(study.pk), "--platform", "prolific", "--completion-code", "ABC",
+                             "--max-uses", "3", "--quota", "5", "--demographics", str(form), "--consent",
+                             str(consent), "--owner", "owner", "--base-url", "https://wb.example.org/"))
+    invitation = Invitation.objects.get(pk=created["id"])
+    assert created["url"] == f"https://wb.example.org/join/{invitation.token}/"
+    assert (invitation.max_uses, invitation.items_per_participant, invitation.consent_text) == (
+        3, 5, "I agree to take part.")
+    assert invitation.demographics[0]["key"] == "region" and created["state"] == "open"
+    assert [row["id"] for row in json.loads(run("invite", str(study.pk), "--list"))] == [invitation.pk]
+    assert json.loads(run("invite", str(study.pk), "--revoke", str(invitation.pk)))["state"] == "revoked"
+    with pytest.raises(CommandError, match="needs a completion code"):
+        run("invite", str(study.pk), "--platform", "mturk", "--owner", "owner")
+    participant, _ = participant_join(invitation=invite(study, owner), ids=pid(1))
+    csv_text = run("payments", str(study.pk))
+    assert csv_text.splitlines()[0].startswith("annotator,pool,platform,participant_id")
+    assert f"{participant.user.username},crowd,prolific,{pid(1).participant_id}" in csv_text
