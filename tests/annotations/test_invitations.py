@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.db import connections
+from django.test import Client
 from django.utils import timezone
 
 from annotations import access
@@ -377,3 +378,45 @@ def test_invite_and_payments_commands(study, owner, tmp_path) -> None:  # type: 
     csv_text = run("payments", str(study.pk))
     assert csv_text.splitlines()[0].startswith("annotator,pool,platform,participant_id")
     assert f"{participant.user.username},crowd,prolific,{pid(1).participant_id}" in csv_text
+
+
+def test_agreement_report_breaks_human_alpha_down_by_demographic_answers(study, owner) -> None:  # type: ignore[no-untyped-def]
+    """Within-region alpha by hand: Asia's two raters agree on all three items (alpha 1); EMEA's
+    pairs (m,f), (m,m), (f,m) give o_mf = o_fm = 2, o_mm = 2, n = 6, n_m = 4, n_f = 2, so
+    D_o = 4/6, D_e = 2*4*2/(6*5) = 16/30 and alpha = 1 - (4/6)/(16/30) = -0.25."""
+    from annotations.models import Annotation
+    from annotations.services.agreement import agreement_report
+
+    invitation = invite(study, owner, demographics=[REGION])
+    items = [ItemFactory(study=study, external_id=f"i{n}") for n in range(3)]
+    answers = {"Asia": [["male", "female", "male"], ["male", "female", "male"]],
+               "EMEA": [["male", "male", "female"], ["female", "male", "male"]]}
+    number = 0
+    for region, people in answers.items():
+        for values in people:
+            number += 1
+            participant, _ = participant_join(invitation=invitation, ids=pid(number), answers={"region": region})
+            for item, value in zip(items, values, strict=True):
+                Annotation.objects.create(study=study, item=item, annotator=participant.user.annotator,
+                                          question_key="gender", value=value)
+    regular = UserFactory(username="regular", role="annotator")
+    enrollment_add(study=study, user=regular)
+    Annotation.objects.create(study=study, item=items[0], annotator=regular.annotator, question_key="gender",
+                              value="male")
+    report = agreement_report(study=study, n_resamples=0, breakdown="annotator:region")
+    groups = {group["group"]: group for group in report["by_annotator_attribute"]["groups"]}
+    assert set(groups) == {"Asia", "EMEA", "(not given)"}
+    assert (groups["Asia"]["annotators"], groups["EMEA"]["annotators"], groups["(not given)"]["annotators"]) == (
+        2, 2, 1)
+
+    def gender(group: str) -> dict[str, Any]:
+        (question,) = [q for q in groups[group]["questions"] if q["key"] == "gender"]
+        return question["humans"][0]
+
+    assert gender("Asia")["value"] == pytest.approx(1.0)
+    assert gender("EMEA")["value"] == pytest.approx(-0.25)
+    assert gender("(not given)")["value"] is None
+    client = Client()
+    client.force_login(owner)
+    page = client.get(f"/studies/{study.pk}/agreement/?breakdown=annotator:region&resamples=10").content.decode()
+    assert "Alpha within groups of annotators by “region”" in page and "-0.250" in page
