@@ -38,6 +38,7 @@ REFUSAL_TITLES = {
     "revoked": "This link has been withdrawn",
     "expired": "This link has expired",
     "used_up": "This link has been used up",
+    "inactive": "This study is not open",
 }
 
 

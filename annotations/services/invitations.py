@@ -269,25 +269,30 @@ def invitation_revoke(*, invitation: Invitation, now: datetime | None = None) ->
 
 
 def invitation_check(invitation: Invitation, *, now: datetime | None = None, joining: bool = True) -> None:
-    """Raise ``InvitationRefused`` when the link is revoked, expired or (``joining``) used up."""
+    """Raise ``InvitationRefused`` when the link is revoked or expired; when ``joining`` (a new account),
+    also when it is used up or its study is not active (draft, paused or closed studies take no one new)."""
     now = now or timezone.now()
     if invitation.revoked_at is not None:
         raise InvitationRefused("revoked", "This link has been withdrawn by the researchers.")
     if invitation.expires_at <= now:
         raise InvitationRefused("expired", "This link expired on "
                                 f"{invitation.expires_at:%d %B %Y at %H:%M} UTC.")
-    if joining and invitation.uses >= invitation.max_uses:
+    if not joining:
+        return
+    if invitation.uses >= invitation.max_uses:
         raise InvitationRefused("used_up", "This link has already been used by as many participants as the "
                                            "study needs.")
+    if invitation.study.status != Study.Status.ACTIVE:
+        raise InvitationRefused("inactive", "This study is not taking new participants at the moment.")
 
 
 def invitation_state(invitation: Invitation, now: datetime | None = None) -> str:
     """``open``, ``revoked``, ``expired`` or ``used up`` (for lists; the join checks ``invitation_check``)."""
     try:
-        invitation_check(invitation, now=now)
+        invitation_check(invitation, now=now, joining=False)
     except InvitationRefused as exc:
-        return exc.reason.replace("_", " ")
-    return "open"
+        return exc.reason
+    return "used up" if invitation.uses >= invitation.max_uses else "open"
 
 
 def platform_ids_from_query(*, platform: str, query: Mapping[str, str]) -> PlatformIds:

@@ -186,6 +186,19 @@ class TestJoin:
         invitation.refresh_from_db()
         assert invitation.uses == 1 and Participant.objects.count() == 1
 
+    def test_a_study_that_is_not_active_takes_no_one_new_but_lets_participants_back(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+        invitation = invite(study, owner)
+        first, _ = participant_join(invitation=invitation, ids=pid(1))
+        for status in ("paused", "closed", "draft"):
+            Study.objects.filter(pk=study.pk).update(status=status)
+            invitation.refresh_from_db()
+            invitation.study.refresh_from_db()
+            with pytest.raises(InvitationRefused) as caught:
+                participant_join(invitation=invitation, ids=pid(2))
+            assert caught.value.reason == "inactive"
+            assert participant_join(invitation=invitation, ids=pid(1))[0].pk == first.pk
+        assert Participant.objects.count() == 1
+
     def test_consent_and_demographics_are_checked_and_nothing_is_written_when_they_fail(self, study, owner) -> None:  # type: ignore[no-untyped-def]
         invitation = invite(study, owner, consent_text="Data will be published.", demographics=[REGION, LANGUAGE])
         with pytest.raises(ValidationFailed) as caught:

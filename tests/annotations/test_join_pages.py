@@ -123,10 +123,14 @@ def test_same_pid_resumes_in_a_new_browser_without_a_second_use(crowd) -> None: 
     ({"expires_at": timezone.now() - timedelta(seconds=1)}, 410, "This link has expired"),
     ({"uses": 5}, 410, "This link has been used up"),
     ({"revoked_at": timezone.now()}, 410, "This link has been withdrawn"),
+    ({"study_status": "closed"}, 410, "not taking new participants"),
 ])
 def test_refused_links_show_a_clear_page_and_create_nothing(crowd, change, status, needle) -> None:  # type: ignore[no-untyped-def]
-    _study, invitation = crowd
-    Invitation.objects.filter(pk=invitation.pk).update(**change)
+    study, invitation = crowd
+    if "study_status" in change:
+        Study.objects.filter(pk=study.pk).update(status=change.pop("study_status"))
+    if change:
+        Invitation.objects.filter(pk=invitation.pk).update(**change)
     response = Client().get(f"/join/{invitation.token}/{PROLIFIC}")
     assert response.status_code == status and needle in response.content.decode()
     assert not Participant.objects.exists()
