@@ -58,6 +58,9 @@ class ParticipantScopeMiddleware:
         return refused if refused is not None else self.get_response(request)
 
     def _refusal(self, request: HttpRequest) -> HttpResponse | None:
+        user = getattr(request, "user", None)
+        if not (user is not None and user.is_authenticated) and "HTTP_AUTHORIZATION" not in request.META:
+            return None  # anonymous: the views' own checks apply
         try:
             name = resolve(request.path_info).view_name
         except Resolver404:

@@ -147,3 +147,33 @@ def test_expired_and_exhausted_links_show_a_clear_refusal(browser: Any, server: 
     assert "No account was created" in page.locator("main").inner_text()
     _shot(page, f"24-join-refused-{'expired' if 'expires_at' in change else 'used-up'}-1280")
     assert not Participant.objects.exists()
+
+
+def test_researcher_makes_a_prolific_link_on_the_page(browser: Any, server: Any, crowd: dict[str, Any]) -> None:  # noqa: F811
+    from annotations.models import Invitation
+    from tests.browser.test_annotate_browser import _sign_in
+
+    study = crowd["study"]
+    page = _page(browser, server)
+    _sign_in(page, "res")
+    page.goto(f"/studies/{study.pk}/")
+    page.get_by_role("link", name="Invitation links").click()
+    page.get_by_label("Label").fill("Prolific main run")
+    page.get_by_label("Platform").select_option("prolific")
+    page.get_by_label("Maximum uses (accounts)").fill("30")
+    page.get_by_label("Items per participant (quota)").fill("20")
+    page.get_by_label("Completion code").fill("MAIN01")
+    page.get_by_label("Demographic form (YAML)").fill(DEMOGRAPHICS.strip())
+    page.get_by_role("button", name="Create link").click()
+    page.wait_for_selector("text=Invitation link created")
+    invitation = Invitation.objects.get(label="Prolific main run")
+    assert invitation.completion_url == "https://app.prolific.com/submissions/complete?cc=MAIN01"
+    row = page.locator(f"#invitation-{invitation.pk}")
+    assert row.locator("input.invitation-link").input_value().endswith(f"/join/{invitation.token}/")
+    assert "PROLIFIC_PID, STUDY_ID, SESSION_ID" in row.inner_text() and "0 of 30" in row.inner_text()
+    assert _unlabelled_inputs(page) == []
+    _shot(page, "25-invitations-1280")
+    row.get_by_role("button", name="Revoke").click()
+    page.wait_for_selector("text=The link is withdrawn")
+    assert "revoked" in page.locator(f"#invitation-{invitation.pk}").inner_text()
+    assert page.js_errors == []
