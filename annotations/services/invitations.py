@@ -363,7 +363,7 @@ def participant_join(
     ``Participant`` row. Nothing is written when any check fails.
     """
     now = now or timezone.now()
-    invitation = Invitation.objects.select_for_update().select_related("study").get(pk=invitation.pk)
+    invitation = Invitation.objects.select_for_update(of=("self",)).select_related("study").get(pk=invitation.pk)
     existing = participant_resume(invitation=invitation, ids=ids, now=now)
     if existing is not None:
         return existing, False
