@@ -4,16 +4,20 @@ Rules: admins see everything; researchers see studies they own or that are share
 (only owners and admins change sharing or delete); annotators see studies they are enrolled in,
 and never items' annotations other than their own. A study a user may not see is reported as
 not found (its existence is not revealed); one they may see but not change is refused.
+
+Participants (accounts made by an invitation, ``Participant``) are scoped to their one study: the
+annotate pages of any other study are not found for them, whatever enrolments exist, and
+``workbench.middleware.ParticipantScopeMiddleware`` refuses every page outside the annotate flow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from annotations.errors import NotAllowed, NotFoundError
-from annotations.models import Annotation, Assignment, Item, Study, User
+from annotations.models import Annotation, Assignment, Invitation, Item, Participant, Study, User
 
 
 def studies_for_user(user: User) -> QuerySet[Study]:
@@ -66,6 +70,15 @@ def study_get_for_owner(*, user: User, id: int) -> Study:
     return study
 
 
+def invitation_get_for_user(*, user: User, study_id: int, id: int) -> Invitation:
+    """An invitation of a study the user may change (invitation links are secrets: writers only)."""
+    study = study_get_for_user(user=user, id=study_id, write=True)
+    invitation = Invitation.objects.select_related("study").filter(pk=id, study=study).first()
+    if invitation is None:
+        raise NotFoundError(f"invitation {id} does not exist in study {study_id}")
+    return invitation
+
+
 def items_for_user(user: User) -> QuerySet[Item]:
     """Items of studies whose data the user may see (researchers and admins)."""
     if not user.is_authenticated or not user.is_researcher:
@@ -102,10 +115,34 @@ def study_get_for_annotator(*, user: User, id: int) -> Study:
     """A study the user is enrolled in as an annotator (any role may be enrolled); else not found."""
     if not user.is_authenticated:
         raise NotFoundError(f"study {id} does not exist or you are not enrolled in it")
-    study = Study.objects.filter(pk=id, enrollments__user=user).first()
+    participant = Participant.objects.filter(user=user)
+    study = (
+        Study.objects.filter(pk=id, enrollments__user=user)
+        # A participant's account reaches its own study only (one query either way).
+        .filter(Exists(participant.filter(study=OuterRef("pk"))) | ~Exists(participant))
+        .first()
+    )
     if study is None:
         raise NotFoundError(f"study {id} does not exist or you are not enrolled in it")
     return study
+
+
+def participant_for_user(user: User) -> Participant | None:
+    """The invitation participant behind an account (with its invitation), or None for everyone else."""
+    if not user.is_authenticated:
+        return None
+    return Participant.objects.select_related("invitation").filter(user=user).first()
+
+
+def participant_quota(*, user: User, study_id: int) -> int | None:
+    """How many items the participant's invitation asks of them in this study (None: no quota)."""
+    return (Participant.objects.filter(user=user, study_id=study_id)
+            .values_list("invitation__items_per_participant", flat=True).first())
+
+
+def participant_study_id(user_id: int) -> int | None:
+    """The one study a participant account is limited to; None when the account is not a participant."""
+    return Participant.objects.filter(user_id=user_id).values_list("study_id", flat=True).first()
 
 
 def assignment_get_for_user(*, user: User, id: int) -> Assignment:

@@ -72,3 +72,23 @@ class RevealLogAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
         return False
+
+
+@admin.register(models.Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Links are made and revoked on the study's invitation page (docs/crowd.md); the admin reads them."""
+
+    list_display = ("__str__", "study", "platform", "pool", "uses", "max_uses", "expires_at", "revoked_at")
+    list_filter = ("platform", "pool")
+    list_select_related = ("study",)
+    raw_id_fields = ("study", "created_by")
+    readonly_fields = ("token", "uses")
+
+
+@admin.register(models.Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    list_display = ("user", "study", "platform", "participant_id", "created_at", "completed_at")
+    list_filter = ("platform",)
+    search_fields = ("participant_id", "user__username")
+    list_select_related = ("user", "study")
+    raw_id_fields = ("invitation", "study", "user")

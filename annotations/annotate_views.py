@@ -19,14 +19,15 @@ from django.views.decorators.http import require_POST
 
 from annotations import access, task_selectors
 from annotations.colours import BASIC_COLOURS
-from annotations.errors import Conflict, NotAllowed, NotFoundError, WorkbenchError
-from annotations.models import Annotation, Assignment, RevealLog, User
+from annotations.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, WorkbenchError
+from annotations.models import Annotation, Assignment, RevealLog, Study, User
 from annotations.services.assignment import (
     assignment_claim_next,
     assignment_skip,
     assignment_submit,
 )
 from annotations.services.display_images import display_image_name
+from annotations.services.invitations import participant_complete
 from annotations.services.reveals import reveal_enabled, reveal_log_create, reveal_record_agreement
 from annotations.services.studies import annotator_for_user
 from annotations.values import SubmissionError
@@ -60,11 +61,24 @@ def study_next(request: HttpRequest, pk: int) -> HttpResponse:
     annotator = annotator_for_user(user=_user(request))
     try:
         assignment = assignment_claim_next(study=study, annotator=annotator)
+    except QuotaReached:
+        return _participant_finished(request, study)
     except (Conflict, NotAllowed) as exc:
         return render(request, "annotate/done.html", {"study": study, "message": exc.message}, status=409)
     if assignment is None:
+        if access.participant_for_user(_user(request)) is not None:
+            return _participant_finished(request, study)
         return render(request, "annotate/done.html", {"study": study, "message": ""})
     return redirect("annotate-task", pk=assignment.pk)
+
+
+def _participant_finished(request: HttpRequest, study: Study) -> HttpResponse:
+    """An invited participant reached their quota or there is nothing left: record it, show the code."""
+    participant = access.participant_for_user(_user(request))
+    if participant is None:  # a quota belongs to an invitation, so this does not happen; be plain about it
+        return render(request, "annotate/done.html", {"study": study, "message": ""})
+    participant_complete(participant=participant)
+    return redirect("annotate-complete", pk=study.pk)
 
 
 def _assignment_or_404(request: HttpRequest, pk: int) -> Assignment:
@@ -142,7 +156,9 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
 def _progress(*, study_id: int, user: User) -> dict[str, int] | None:
     for row in task_selectors.enrolled_studies(user):
         if row["study"].pk == study_id:
-            return {"done": row["done"], "total": row["total"]}
+            quota = access.participant_quota(user=user, study_id=study_id)
+            total = row["total"] if quota is None else min(row["total"], quota)
+            return {"done": row["done"], "total": total}
     return None
 
 

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from annotations import access, batch_selectors
 from annotations.errors import NotAllowed, NotFoundError, WorkbenchError
 from annotations.models import Annotator, Study, User
+from annotations.payment_selectors import payment_rows
 from annotations.services import studies as study_services
 
 
@@ -41,6 +42,7 @@ def progress(request: HttpRequest, pk: int) -> HttpResponse:
         "can_write": access.study_can_write(_user(request), study),
         "pools": Annotator.Pool.choices,
         "reveal": bool(study.options.get("reveal_after_submit")),
+        "payments": payment_rows(study),
     })
 
 

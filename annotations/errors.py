@@ -35,3 +35,7 @@ class NotFoundError(WorkbenchError):
 
 class Conflict(WorkbenchError):
     status_code = 409
+
+
+class QuotaReached(Conflict):
+    """A participant submitted as many items as their invitation's quota allows."""

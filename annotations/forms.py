@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from annotations.models import Annotator, Study
+from annotations.models import Annotator, Invitation, Study
 from annotations.protocols import list_presets, load_preset
 
 
@@ -56,3 +56,27 @@ class EnrollForm(forms.Form):
 
 class ShareForm(forms.Form):
     username = forms.CharField(max_length=150)
+
+
+class InvitationForm(forms.Form):
+    """An invitation link (see docs/crowd.md); the service checks the rules (codes, URLs, the form's fields)."""
+
+    label = forms.CharField(max_length=200, required=False, help_text="For you, e.g. “Prolific pilot”")
+    platform = forms.ChoiceField(choices=Invitation.Platform.choices, initial=Invitation.Platform.NONE)
+    pool = forms.ChoiceField(choices=Annotator.Pool.choices, initial=Annotator.Pool.CROWD)
+    valid_days = forms.IntegerField(min_value=1, max_value=365, initial=14, label="Valid for (days)")
+    max_uses = forms.IntegerField(min_value=1, max_value=100_000, initial=50, label="Maximum uses (accounts)")
+    items_per_participant = forms.IntegerField(min_value=1, max_value=100_000, required=False,
+                                               label="Items per participant (quota)",
+                                               help_text="Empty: no quota, they stop when nothing is left")
+    completion_code = forms.CharField(max_length=64, required=False,
+                                      help_text="Shown at the end; required for Prolific and MTurk")
+    completion_url = forms.CharField(max_length=500, required=False, label="Completion URL",
+                                     help_text="Where the last page sends them; Prolific's is filled in for you")
+    consent_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False,
+                                   help_text="Empty: no consent page")
+    demographics = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}), required=False,
+        label="Demographic form (YAML)",
+        help_text="A list of fields: key, label, kind (choice or text), choices, required. Empty: no form.",
+    )

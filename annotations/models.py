@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.core.validators import MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from annotations.protocols import Protocol, protocol_from_dict
 
@@ -419,3 +419,95 @@ class ConsensusLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.question_key} of item {self.item_id}: {self.value!r} ({self.rule})"
+
+
+def invitation_token() -> str:
+    """The secret part of an invitation link: 32 random bytes, URL-safe (43 characters)."""
+    return secrets.token_urlsafe(32)
+
+
+class Invitation(models.Model):
+    """A link that lets strangers join one study without registering (see docs/crowd.md).
+
+    Opening it (``/join/<token>/``) creates an annotator account scoped to ``study``: after the
+    consent text (if any) and the demographic form (``demographics``, if any), the person is enrolled
+    in the invitation's ``pool`` and sent to the study's task page. ``uses`` is raised by the
+    service that creates the account, under the row's lock, never beyond ``max_uses``.
+    ``demographics`` is a list of ``{"key", "label", "kind": "choice"|"text", "choices", "required"}``,
+    validated by ``services/invitations.py``; answers go to ``Annotator.attributes``.
+    """
+
+    class Platform(models.TextChoices):
+        NONE = "none", "None (a plain link)"
+        PROLIFIC = "prolific", "Prolific"
+        MTURK = "mturk", "Amazon Mechanical Turk"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    token = models.CharField(max_length=64, unique=True, default=invitation_token)
+    label = models.CharField(max_length=200, blank=True, help_text="For the researcher, e.g. 'Prolific batch 1'")
+    pool = models.CharField(max_length=8, choices=Annotator.Pool.choices, default=Annotator.Pool.CROWD)
+    platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.NONE)
+    expires_at = models.DateTimeField()
+    max_uses = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    uses = models.PositiveIntegerField(default=0, help_text="Accounts created through this link")
+    items_per_participant = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Quota: a participant is done after this many submitted items (empty: no quota)",
+    )
+    consent_text = models.TextField(blank=True)
+    demographics = models.JSONField(default=list, blank=True)
+    completion_code = models.CharField(max_length=64, blank=True)
+    completion_url = models.URLField(max_length=500, blank=True, help_text="Where the completion page sends people")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(max_uses__gte=1), name="invitation_max_uses_positive"),
+            models.CheckConstraint(condition=Q(uses__lte=F("max_uses")), name="invitation_uses_within_max"),
+            models.CheckConstraint(
+                condition=Q(items_per_participant__isnull=True) | Q(items_per_participant__gte=1),
+                name="invitation_quota_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.label or f"invitation {self.pk} to study {self.study_id}"
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+class Participant(models.Model):
+    """A person who joined a study through an invitation: their scoped account and platform ids.
+
+    One account per (study, platform, participant id): a second visit with the same id signs back
+    into the same account. ``participant_id`` is empty for plain links (no platform).
+    """
+
+    invitation = models.ForeignKey(Invitation, on_delete=models.PROTECT, related_name="participants")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="participant")
+    platform = models.CharField(max_length=16, choices=Invitation.Platform.choices)
+    participant_id = models.CharField(max_length=64, blank=True, help_text="PROLIFIC_PID or MTurk workerId")
+    platform_study_id = models.CharField(max_length=64, blank=True, help_text="Prolific STUDY_ID or MTurk hitId")
+    session_id = models.CharField(max_length=64, blank=True, help_text="Prolific SESSION_ID")
+    assignment_id = models.CharField(max_length=64, blank=True, help_text="MTurk assignmentId")
+    consented_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "platform", "participant_id"], condition=~Q(participant_id=""),
+                name="participant_unique_platform_id",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"participant {self.participant_id or self.user_id} in study {self.study_id}"

@@ -1,6 +1,15 @@
 from django.urls import path
 
-from annotations import agreement_views, annotate_views, batch_views, compare_views, findings_views, views
+from annotations import (
+    agreement_views,
+    annotate_views,
+    batch_views,
+    compare_views,
+    crowd_views,
+    findings_views,
+    join_views,
+    views,
+)
 
 urlpatterns = [
     path("studies/<int:pk>/agreement/", agreement_views.study_agreement, name="study-agreement"),
@@ -41,4 +50,13 @@ urlpatterns = [
     path("studies/<int:pk>/progress.csv", batch_views.progress_csv, name="study-progress-csv"),
     path("studies/<int:pk>/run/", batch_views.study_run, name="study-run"),
     path("studies/<int:pk>/enroll-pool/", batch_views.enroll_pool, name="study-enroll-pool"),
+    # Crowd work: invitation links, joining, completion, payment records (crowd_views.py, join_views.py)
+    path("studies/<int:pk>/invitations/", crowd_views.study_invitations, name="study-invitations"),
+    path("studies/<int:pk>/invitations/<int:invitation_id>/revoke/", crowd_views.invitation_revoke_view,
+         name="study-invitation-revoke"),
+    path("studies/<int:pk>/payments.csv", crowd_views.payments_csv, name="study-payments-csv"),
+    path("join/<str:token>/", join_views.join, name="join"),
+    path("join/<str:token>/consent/", join_views.join_consent, name="join-consent"),
+    path("join/<str:token>/begin/", join_views.join_begin, name="join-begin"),
+    path("annotate/studies/<int:pk>/complete/", join_views.complete, name="annotate-complete"),
 ]

@@ -190,8 +190,12 @@ def study_enroll(request: HttpRequest, pk: int) -> HttpResponse:
         elif not access.study_can_write(_user(request), study):
             messages.error(request, "You may read this study but not change it.")
         else:
-            study_services.enrollment_add(study=study, user=user, pool=form.cleaned_data["pool"])
-            messages.success(request, f"{user.username} is enrolled.")
+            try:
+                study_services.enrollment_add(study=study, user=user, pool=form.cleaned_data["pool"])
+            except WorkbenchError as exc:
+                messages.error(request, exc.message)
+            else:
+                messages.success(request, f"{user.username} is enrolled.")
     return redirect("study-detail", pk=pk)
 
 

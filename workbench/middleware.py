@@ -1,10 +1,16 @@
-"""A content-security policy on every response (Django 5.2 has none built in)."""
+"""A content-security policy on every response (Django 5.2 has none built in), and the fence that
+keeps participant accounts (made by invitation links) inside their study's annotate pages."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import Resolver404, resolve
+
+from annotations.access import participant_study_id
+from annotations.models import Participant
 
 PAGE_POLICY = (
     "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
@@ -23,3 +29,61 @@ class ContentSecurityPolicyMiddleware:
         if "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = PAGE_POLICY
         return response
+
+
+# What an account made by an invitation (a participant) may open: its study's annotate flow and
+# sign-out. Everything else the app serves (researcher pages, admin, API, generation, other
+# studies) is refused before the view runs. The views still check access themselves: these names
+# only let the request reach them (annotations/access.py keeps a participant in its own study).
+PARTICIPANT_URL_NAMES = frozenset({
+    "annotate-next", "annotate-mine", "annotate-task", "annotate-skip", "annotate-reveal", "annotate-complete",
+    "item-image", "item-image-display", "join", "join-consent", "join-begin", "logout",
+})
+# Pages a participant may land on by habit (the top bar, the login redirect): sent to their study.
+PARTICIPANT_REDIRECTS = frozenset({"home", "annotate-dashboard"})
+
+
+class ParticipantScopeMiddleware:
+    """Keeps participant accounts (``annotations.models.Participant``) inside their study's annotate pages.
+
+    Costs one indexed query for a signed-in request to a URL outside the allow-list (none for the
+    annotate pages themselves). API calls authenticated by a token header are checked as well.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        refused = self._refusal(request)
+        return refused if refused is not None else self.get_response(request)
+
+    def _refusal(self, request: HttpRequest) -> HttpResponse | None:
+        user = getattr(request, "user", None)
+        if not (user is not None and user.is_authenticated) and "HTTP_AUTHORIZATION" not in request.META:
+            return None  # anonymous: the views' own checks apply
+        try:
+            name = resolve(request.path_info).view_name
+        except Resolver404:
+            return None
+        if name in PARTICIPANT_URL_NAMES:
+            return None
+        study_id = _participant_study(request)
+        if study_id is None:
+            return None
+        if name in PARTICIPANT_REDIRECTS:
+            return redirect("annotate-next", pk=study_id)
+        message = "This account was made for one study's tasks; it cannot open this page."
+        if request.path_info.startswith("/api/"):
+            return JsonResponse({"detail": message}, status=403)
+        return render(request, "errors/forbidden.html", {"message": message}, status=403)
+
+
+def _participant_study(request: HttpRequest) -> int | None:
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return participant_study_id(user.pk)
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header.startswith("Token "):  # DRF authenticates tokens inside the view, after this middleware
+        key = header[len("Token "):].strip()
+        return Participant.objects.filter(user__auth_token__key=key).values_list("study_id", flat=True).first()
+    return None

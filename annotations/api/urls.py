@@ -3,7 +3,7 @@ from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from annotations import agreement_views
-from annotations.api import assignment_views, views
+from annotations.api import assignment_views, crowd_views, views
 
 router = DefaultRouter()
 router.register("studies", views.StudyViewSet, basename="study")
@@ -34,5 +34,9 @@ urlpatterns = [
     path("assignments/<int:pk>/submit/", assignment_views.SubmitView.as_view(), name="api-assignment-submit"),
     path("assignments/<int:pk>/skip/", assignment_views.SkipView.as_view(), name="api-assignment-skip"),
     path("assignments/<int:pk>/release/", assignment_views.ReleaseView.as_view(), name="api-assignment-release"),
+    path("studies/<int:pk>/invitations/", crowd_views.StudyInvitationsView.as_view(), name="api-study-invitations"),
+    path("studies/<int:pk>/invitations/<int:invitation_id>/revoke/", crowd_views.InvitationRevokeView.as_view(),
+         name="api-invitation-revoke"),
+    path("studies/<int:pk>/payments/", crowd_views.StudyPaymentsView.as_view(), name="api-study-payments"),
     path("", include(router.urls)),
 ]

@@ -89,9 +89,18 @@ def _boxes(study: Study, question: Question, humans: list[int], machines: list[A
 
 def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, breakdown: str | None = None,
                      iou_threshold: float = 0.5) -> dict[str, Any]:
-    """The whole report as JSON-ready data (see the module docstring)."""
+    """The whole report as JSON-ready data (see the module docstring).
+
+    ``breakdown``: an item metadata field for the labeller comparisons, or ``annotator:KEY`` for
+    the human alpha within each group of annotators sharing ``Annotator.attributes[KEY]`` (e.g. the
+    region an invited participant gave on the demographic form; see docs/crowd.md).
+    """
     protocol = study.protocol_obj
     humans, machines = _annotators(study)
+    by_annotator = breakdown[len(ANNOTATOR_BREAKDOWN):] if breakdown and breakdown.startswith(
+        ANNOTATOR_BREAKDOWN) else None
+    if by_annotator is not None:
+        breakdown = None
     items = ItemGroups(study, breakdown)
     questions = []
     for question in protocol.questions:
@@ -120,7 +129,31 @@ def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, br
         "questions": questions,
     }
     report["validation"] = _validation_tables(study, protocol, machines)
+    if by_annotator:
+        report["by_annotator_attribute"] = _alpha_by_annotator_attribute(study, protocol, humans, by_annotator, seed)
     return report
+
+
+ANNOTATOR_BREAKDOWN = "annotator:"
+
+
+def _alpha_by_annotator_attribute(study: Study, protocol: Any, humans: list[int], key: str,
+                                  seed: int) -> dict[str, Any]:
+    """Alpha among the humans of each group sharing one value of ``Annotator.attributes[key]`` (no bootstrap).
+
+    Annotators without the attribute form the group ``(not given)``. Alphas are within a group
+    (do raters from one region agree with each other?), not between groups.
+    """
+    attributes = dict(Annotator.objects.filter(pk__in=humans).values_list("pk", "attributes"))
+    groups: dict[str, list[int]] = defaultdict(list)
+    for annotator_id in humans:
+        value = (attributes.get(annotator_id) or {}).get(key)
+        groups["(not given)" if value in (None, "") else str(value)].append(annotator_id)
+    return {"attribute": key, "groups": [
+        {"group": group, "annotators": len(ids),
+         "questions": [{"key": question.key, "humans": _alpha_entries(study, question, ids, bootstrap=0, seed=seed)}
+                       for question in protocol.questions if question.kind != "boxes"]}
+        for group, ids in sorted(groups.items())]}
 
 
 def _single_answer_entry(study: Study, question: Question, humans: list[int], machines: list[Annotator],

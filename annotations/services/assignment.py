@@ -25,7 +25,7 @@ from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QueryS
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotations.errors import Conflict, NotAllowed, ValidationFailed
+from annotations.errors import Conflict, NotAllowed, QuotaReached, ValidationFailed
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -118,13 +118,24 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
     return order
 
 
-def _check_can_claim(study: Study, annotator: Annotator) -> None:
+def _check_can_claim(study: Study, annotator: Annotator) -> int | None:
+    """Refuse a claim that may not happen; return the annotator's quota of items (invitations), or None."""
     if annotator.kind != Annotator.Kind.HUMAN or annotator.user_id is None:
         raise NotAllowed("only people with an account are given items")
     if study.status != Study.Status.ACTIVE:
         raise Conflict(f"the study is {study.get_status_display().lower()}; no new items are handed out")
-    if not Enrollment.objects.filter(study=study, user_id=annotator.user_id).exists():
+    # One query: the enrolment, and the quota of the invitation the account joined through (if any).
+    enrolled = (Enrollment.objects.filter(study=study, user_id=annotator.user_id)
+                .values_list("id", "user__participant__invitation__items_per_participant").first())
+    if enrolled is None:
         raise NotAllowed("you are not enrolled in this study")
+    return enrolled[1]
+
+
+def _check_quota(*, study: Study, annotator: Annotator, quota: int, now: Any) -> None:
+    """A participant with a quota gets no new lease once submitted items plus live leases reach it."""
+    if Assignment.objects.filter(_occupying(now), study=study, annotator=annotator).count() >= quota:
+        raise QuotaReached(f"you have done the {quota} items this study asks of you")
 
 
 @transaction.atomic
@@ -139,7 +150,7 @@ def assignment_claim_next(
     prefetches. Locks: the candidate item row (PostgreSQL), then a recount under the lock.
     """
     now = now or timezone.now()
-    _check_can_claim(study, annotator)
+    quota = _check_can_claim(study, annotator)
     expires = now + timedelta(minutes=study.lease_minutes)
     held = (
         Assignment.objects.select_for_update(of=("self",)).select_related("item").filter(study=study, annotator=annotator)
@@ -150,6 +161,8 @@ def assignment_claim_next(
         held.save(update_fields=["lease_expires_at"])
         held.study, held.annotator = study, annotator
         return held
+    if quota is not None:
+        _check_quota(study=study, annotator=annotator, quota=quota, now=now)
     seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
     tried: list[int] = []
     for given_back, level, wrapped in _passes(study):

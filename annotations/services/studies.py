@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from annotations.errors import NotAllowed, ValidationFailed
-from annotations.models import Annotator, Enrollment, Study, User
+from annotations.models import Annotator, Enrollment, Participant, Study, User
 from annotations.protocols import Protocol, ProtocolError, load_preset, load_protocol_text, protocol_from_dict
 
 MAX_OVERLAP = 100
@@ -116,9 +116,14 @@ def annotator_for_user(*, user: User, pool: str | None = None) -> Annotator:
 
 @transaction.atomic
 def enrollment_add(*, study: Study, user: User, pool: str | None = None) -> Enrollment:
-    """Enrol an account in a study (idempotent) and make sure it has an annotator record."""
+    """Enrol an account in a study (idempotent) and make sure it has an annotator record.
+
+    An account made by an invitation (a participant) belongs to its study only and is refused elsewhere.
+    """
     if pool is not None and pool not in Annotator.Pool.values:
         raise ValidationFailed(f"pool must be one of {', '.join(Annotator.Pool.values)}")
+    if Participant.objects.filter(user=user).exclude(study=study).exists():
+        raise NotAllowed(f"{user.username} joined another study through an invitation and is limited to it")
     annotator_for_user(user=user, pool=pool)
     enrollment, _ = Enrollment.objects.get_or_create(study=study, user=user)
     return enrollment
@@ -126,10 +131,13 @@ def enrollment_add(*, study: Study, user: User, pool: str | None = None) -> Enro
 
 @transaction.atomic
 def enrollment_add_pool(*, study: Study, pool: str) -> list[Enrollment]:
-    """Enrol every annotator account of a pool (accounts never given a pool count as crowd); idempotent."""
+    """Enrol every annotator account of a pool (accounts never given a pool count as crowd); idempotent.
+
+    Accounts made by invitations (participants) are left out: each belongs to its own study only.
+    """
     if pool not in Annotator.Pool.values:
         raise ValidationFailed(f"pool must be one of {', '.join(Annotator.Pool.values)}")
-    users = User.objects.filter(role=User.Role.ANNOTATOR, is_active=True)
+    users = User.objects.filter(role=User.Role.ANNOTATOR, is_active=True, participant__isnull=True)
     if pool == Annotator.Pool.CROWD:
         users = users.filter(Q(annotator__pool=pool) | Q(annotator__isnull=True))
     else:

@@ -1,0 +1,28 @@
+"""Payment records of a study as CSV (the same file as /studies/ID/payments.csv; docs/crowd.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from annotations.management.commands._common import study_arg
+from annotations.payment_selectors import payment_csv_lines, payment_rows
+
+
+class Command(BaseCommand):
+    help = "Write a study's payment records (items, time on task, platform ids per person) as CSV."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="Study id or exact name")
+        parser.add_argument("--out", type=Path, help="File to write (default: standard output)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        lines = payment_csv_lines(payment_rows(study_arg(options["study"])))
+        if options["out"] is None:
+            for line in lines:
+                self.stdout.write(line, ending="")
+            return
+        with options["out"].open("w", encoding="utf-8", newline="") as handle:
+            handle.writelines(lines)

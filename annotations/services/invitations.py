@@ -1,0 +1,410 @@
+"""Invitations and participants: joining a study without self-registration (see docs/crowd.md).
+
+A researcher creates an invitation (a secret link with an expiry, a number of uses, a pool, an
+optional quota, consent text and demographic form, and a crowd platform). Opening it creates an
+annotator account scoped to that one study (``participant_join``); a second visit with the same
+platform participant id signs back into the same account (``participant_resume``).
+
+Concurrency: ``participant_join`` locks the invitation row (``SELECT ... FOR UPDATE``; on SQLite the
+transaction is IMMEDIATE, which serialises writers) and raises ``uses`` with a compare-and-set
+(``uses < max_uses``), so a link is never used more than ``max_uses`` times. The unique constraint
+on (study, platform, participant id) is the last guard against two accounts for one participant.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+import yaml
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotations.errors import NotAllowed, ValidationFailed, WorkbenchError
+from annotations.models import Annotator, Invitation, Participant, Study, User
+from annotations.services.studies import enrollment_add
+
+MAX_USES = 100_000
+MAX_QUOTA = 100_000
+MAX_CONSENT_CHARS = 20_000
+MAX_DEMOGRAPHIC_FIELDS = 20
+MAX_CHOICES = 50
+MAX_LABEL_CHARS = 200
+MAX_CHOICE_CHARS = 100
+MAX_TEXT_ANSWER_CHARS = 200
+MAX_DEMOGRAPHICS_TEXT = 20_000
+FIELD_KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# Platform ids go into the database, pages and CSV files: letters, digits, '_' and '-' only.
+PLATFORM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+COMPLETION_CODE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+PROLIFIC_COMPLETION_URL = "https://app.prolific.com/submissions/complete?cc={code}"
+MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+
+# URL parameter names each platform appends to the study link, mapped to our fields.
+PLATFORM_PARAMETERS: dict[str, dict[str, str]] = {
+    Invitation.Platform.PROLIFIC: {"participant_id": "PROLIFIC_PID", "platform_study_id": "STUDY_ID",
+                                   "session_id": "SESSION_ID"},
+    Invitation.Platform.MTURK: {"participant_id": "workerId", "platform_study_id": "hitId",
+                                "assignment_id": "assignmentId"},
+}
+
+
+class InvitationRefused(WorkbenchError):
+    """The link cannot be used: ``reason`` is ``revoked``, ``expired`` or ``used_up``."""
+
+    status_code = 410
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class PreviewOnly(WorkbenchError):
+    """MTurk shows the task before a worker accepts it (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``)."""
+
+
+@dataclass(frozen=True)
+class PlatformIds:
+    """The ids a crowd platform passed in the link (empty strings when absent)."""
+
+    participant_id: str = ""
+    platform_study_id: str = ""
+    session_id: str = ""
+    assignment_id: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+# --- Checking what a researcher writes --------------------------------------------------------------
+
+def demographics_from_text(text: str) -> list[dict[str, Any]]:
+    """A demographic form written as YAML (or JSON): a list of fields; validated."""
+    text = (text or "").strip()
+    if not text:
+        return []
+    if len(text) > MAX_DEMOGRAPHICS_TEXT:
+        raise ValidationFailed("the demographic form is too long", {"demographics": "too long"})
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValidationFailed(f"the demographic form is not valid YAML: {exc}", {"demographics": "not YAML"}) from exc
+    return demographics_clean(value)
+
+
+def demographics_clean(value: Any) -> list[dict[str, Any]]:
+    """Validate a demographic form: ``[{key, label, kind: choice|text, choices, required}]``.
+
+    Keys are lower-case identifiers (they become ``Annotator.attributes`` keys, the names a
+    breakdown uses); ``choices`` is required for ``choice`` and not allowed for ``text``;
+    ``required`` defaults to true.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationFailed("the demographic form must be a list of fields", {"demographics": "not a list"})
+    if len(value) > MAX_DEMOGRAPHIC_FIELDS:
+        raise ValidationFailed(f"at most {MAX_DEMOGRAPHIC_FIELDS} demographic fields", {"demographics": "too many"})
+    fields: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(value, start=1):
+        where = f"demographic field {number}"
+        if not isinstance(raw, dict):
+            raise ValidationFailed(f"{where} must be a mapping with key, label and kind", {"demographics": where})
+        unknown = sorted(set(raw) - {"key", "label", "kind", "choices", "required"})
+        if unknown:
+            raise ValidationFailed(f"{where}: unknown setting {unknown[0]!r}", {"demographics": where})
+        key = raw.get("key")
+        if not isinstance(key, str) or not FIELD_KEY.fullmatch(key):
+            raise ValidationFailed(f"{where}: key must be a lower-case identifier (a-z, 0-9, _), up to 40 characters",
+                                   {"demographics": where})
+        if key in seen:
+            raise ValidationFailed(f"{where}: key {key!r} is used twice", {"demographics": where})
+        seen.add(key)
+        label = raw.get("label")
+        if not isinstance(label, str) or not label.strip() or len(label) > MAX_LABEL_CHARS:
+            raise ValidationFailed(f"{where}: label must be text of 1 to {MAX_LABEL_CHARS} characters",
+                                   {"demographics": where})
+        kind = raw.get("kind", "text")
+        if kind not in ("choice", "text"):
+            raise ValidationFailed(f"{where}: kind must be 'choice' or 'text'", {"demographics": where})
+        required = raw.get("required", True)
+        if not isinstance(required, bool):
+            raise ValidationFailed(f"{where}: required must be true or false", {"demographics": where})
+        field: dict[str, Any] = {"key": key, "label": label.strip(), "kind": kind, "required": required}
+        choices = raw.get("choices")
+        if kind == "choice":
+            if (not isinstance(choices, list) or not 1 <= len(choices) <= MAX_CHOICES
+                    or not all(isinstance(c, str | int | float) and not isinstance(c, bool) for c in choices)):
+                raise ValidationFailed(f"{where}: a choice field needs a list of 1 to {MAX_CHOICES} choices",
+                                       {"demographics": where})
+            texts = [str(choice).strip() for choice in choices]
+            if any(not text or len(text) > MAX_CHOICE_CHARS for text in texts) or len(set(texts)) != len(texts):
+                raise ValidationFailed(f"{where}: choices must be distinct, non-empty, up to {MAX_CHOICE_CHARS} "
+                                       "characters", {"demographics": where})
+            field["choices"] = texts
+        elif choices is not None:
+            raise ValidationFailed(f"{where}: a text field has no choices", {"demographics": where})
+        fields.append(field)
+    return fields
+
+
+def demographic_answers_clean(*, fields: list[dict[str, Any]], data: Mapping[str, Any]) -> dict[str, str]:
+    """A participant's answers to the demographic form, checked against it; errors per field key.
+
+    Choice answers must be one of the choices exactly; text answers are stripped and at most
+    200 characters. Optional fields left empty are not stored.
+    """
+    answers: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for field in fields:
+        raw = data.get(field["key"], "")
+        value = raw.strip() if isinstance(raw, str) else ""
+        if not value:
+            if field["required"]:
+                errors[field["key"]] = "Please answer this question."
+            continue
+        if field["kind"] == "choice" and value not in field["choices"]:
+            errors[field["key"]] = "Choose one of the options."
+        elif len(value) > MAX_TEXT_ANSWER_CHARS:
+            errors[field["key"]] = f"Use at most {MAX_TEXT_ANSWER_CHARS} characters."
+        else:
+            answers[field["key"]] = value
+    if errors:
+        raise ValidationFailed("some answers are missing or not valid", errors)
+    return answers
+
+
+def _completion(*, platform: str, code: str, url: str) -> tuple[str, str]:
+    code = (code or "").strip()
+    url = (url or "").strip()
+    if code and not COMPLETION_CODE.fullmatch(code):
+        raise ValidationFailed("the completion code may hold letters, digits, '_' and '-' (up to 64)",
+                               {"completion_code": "invalid"})
+    if platform != Invitation.Platform.NONE and not code:
+        raise ValidationFailed(f"a {Invitation.Platform(platform).label} link needs a completion code",
+                               {"completion_code": "required"})
+    if url:
+        try:
+            URLValidator(schemes=["https", "http"])(url)
+        except ValidationError as exc:
+            raise ValidationFailed("the completion URL must be an http(s) address",
+                                   {"completion_url": "invalid"}) from exc
+        if len(url) > 500:
+            raise ValidationFailed("the completion URL is longer than 500 characters", {"completion_url": "too long"})
+    elif platform == Invitation.Platform.PROLIFIC:
+        url = PROLIFIC_COMPLETION_URL.format(code=quote(code, safe=""))
+    return code, url
+
+
+# --- Writes ------------------------------------------------------------------------------------------
+
+@transaction.atomic
+def invitation_create(
+    *,
+    study: Study,
+    created_by: User,
+    expires_at: datetime,
+    max_uses: int,
+    pool: str = Annotator.Pool.CROWD,
+    platform: str = Invitation.Platform.NONE,
+    items_per_participant: int | None = None,
+    consent_text: str = "",
+    demographics: Any = None,
+    completion_code: str = "",
+    completion_url: str = "",
+    label: str = "",
+    now: datetime | None = None,
+) -> Invitation:
+    """Create an invitation link to a study. The caller checked that ``created_by`` may write the study.
+
+    A Prolific link without a completion URL gets Prolific's (``.../submissions/complete?cc=CODE``).
+    """
+    now = now or timezone.now()
+    if not created_by.is_researcher:
+        raise NotAllowed("only researchers invite participants")
+    if pool not in Annotator.Pool.values:
+        raise ValidationFailed(f"pool must be one of {', '.join(Annotator.Pool.values)}", {"pool": "invalid"})
+    if platform not in Invitation.Platform.values:
+        raise ValidationFailed(f"platform must be one of {', '.join(Invitation.Platform.values)}",
+                               {"platform": "invalid"})
+    if timezone.is_naive(expires_at) or expires_at <= now:
+        raise ValidationFailed("the link must expire in the future", {"expires_at": "in the past"})
+    if isinstance(max_uses, bool) or not isinstance(max_uses, int) or not 1 <= max_uses <= MAX_USES:
+        raise ValidationFailed(f"max_uses must be between 1 and {MAX_USES}", {"max_uses": "out of range"})
+    if items_per_participant is not None and (
+            isinstance(items_per_participant, bool) or not isinstance(items_per_participant, int)
+            or not 1 <= items_per_participant <= MAX_QUOTA):
+        raise ValidationFailed(f"items per participant must be between 1 and {MAX_QUOTA}",
+                               {"items_per_participant": "out of range"})
+    consent_text = (consent_text or "").strip()
+    if len(consent_text) > MAX_CONSENT_CHARS:
+        raise ValidationFailed(f"the consent text is longer than {MAX_CONSENT_CHARS} characters",
+                               {"consent_text": "too long"})
+    label = (label or "").strip()
+    if len(label) > MAX_LABEL_CHARS:
+        raise ValidationFailed(f"the label is longer than {MAX_LABEL_CHARS} characters", {"label": "too long"})
+    code, url = _completion(platform=platform, code=completion_code, url=completion_url)
+    return Invitation.objects.create(
+        study=study, created_by=created_by, expires_at=expires_at, max_uses=max_uses, pool=pool,
+        platform=platform, items_per_participant=items_per_participant, consent_text=consent_text,
+        demographics=demographics_clean(demographics), completion_code=code, completion_url=url, label=label,
+    )
+
+
+@transaction.atomic
+def invitation_revoke(*, invitation: Invitation, now: datetime | None = None) -> Invitation:
+    """Withdraw a link: nobody can join or come back through it. Idempotent; accounts are kept."""
+    Invitation.objects.filter(pk=invitation.pk, revoked_at__isnull=True).update(revoked_at=now or timezone.now())
+    invitation.refresh_from_db(fields=["revoked_at"])
+    return invitation
+
+
+def invitation_check(invitation: Invitation, *, now: datetime | None = None, joining: bool = True) -> None:
+    """Raise ``InvitationRefused`` when the link is revoked or expired; when ``joining`` (a new account),
+    also when it is used up or its study is not active (draft, paused or closed studies take no one new)."""
+    now = now or timezone.now()
+    if invitation.revoked_at is not None:
+        raise InvitationRefused("revoked", "This link has been withdrawn by the researchers.")
+    if invitation.expires_at <= now:
+        raise InvitationRefused("expired", "This link expired on "
+                                f"{invitation.expires_at:%d %B %Y at %H:%M} UTC.")
+    if not joining:
+        return
+    if invitation.uses >= invitation.max_uses:
+        raise InvitationRefused("used_up", "This link has already been used by as many participants as the "
+                                           "study needs.")
+    if invitation.study.status != Study.Status.ACTIVE:
+        raise InvitationRefused("inactive", "This study is not taking new participants at the moment.")
+
+
+def invitation_state(invitation: Invitation, now: datetime | None = None) -> str:
+    """``open``, ``revoked``, ``expired`` or ``used up`` (for lists; the join checks ``invitation_check``)."""
+    try:
+        invitation_check(invitation, now=now, joining=False)
+    except InvitationRefused as exc:
+        return exc.reason
+    return "used up" if invitation.uses >= invitation.max_uses else "open"
+
+
+def platform_ids_from_query(*, platform: str, query: Mapping[str, str]) -> PlatformIds:
+    """The platform's ids from the link's URL parameters, validated (letters, digits, '_', '-', ≤ 64).
+
+    The participant id is required for Prolific (``PROLIFIC_PID``) and MTurk (``workerId``); the
+    others are kept when present. MTurk's preview (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``)
+    raises ``PreviewOnly``. A plain link ignores every parameter.
+    """
+    names = PLATFORM_PARAMETERS.get(platform)
+    if not names:
+        return PlatformIds()
+    if platform == Invitation.Platform.MTURK and query.get("assignmentId") == MTURK_PREVIEW:
+        raise PreviewOnly("Accept the HIT on Mechanical Turk to start.")
+    values: dict[str, str] = {}
+    for field, parameter in names.items():
+        value = query.get(parameter, "")
+        if value and not PLATFORM_ID.fullmatch(value):
+            raise ValidationFailed(f"The link's {parameter} is not a valid id (letters, digits, '_' and '-', "
+                                   "up to 64 characters).", {parameter: "invalid"})
+        values[field] = value
+    if not values["participant_id"]:
+        label = Invitation.Platform(platform).label
+        raise ValidationFailed(f"This link must be opened from {label}: its {names['participant_id']} "
+                               "parameter is missing.", {names["participant_id"]: "required"})
+    return PlatformIds(**values)
+
+
+def participant_find(*, study_id: int, platform: str, participant_id: str) -> Participant | None:
+    if not participant_id:
+        return None
+    return (Participant.objects.select_related("user", "invitation")
+            .filter(study_id=study_id, platform=platform, participant_id=participant_id).first())
+
+
+def participant_resume(*, invitation: Invitation, ids: PlatformIds, now: datetime | None = None) -> Participant | None:
+    """The participant who already joined the study with these platform ids, if any.
+
+    A returning participant is let back in while the link is neither revoked nor expired, even
+    when it is used up (they used it already); no use is counted.
+    """
+    invitation_check(invitation, now=now, joining=False)
+    return participant_find(study_id=invitation.study_id, platform=invitation.platform,
+                            participant_id=ids.participant_id)
+
+
+def _username(study_id: int) -> str:
+    # Random, not the platform id: usernames show up in pages and exports; platform ids are personal.
+    return f"p{study_id}-{secrets.token_hex(6)}"
+
+
+@transaction.atomic
+def participant_join(
+    *,
+    invitation: Invitation,
+    ids: PlatformIds,
+    answers: Mapping[str, Any] | None = None,
+    consented_at: datetime | None = None,
+    now: datetime | None = None,
+) -> tuple[Participant, bool]:
+    """Create the participant's scoped account (or find it again); returns ``(participant, created)``.
+
+    Locks the invitation row, then: refuses a revoked or expired link; returns the existing
+    participant for the same (study, platform, participant id) without counting a use; refuses a
+    used-up link; checks consent and the demographic answers; raises ``uses`` by compare-and-set;
+    creates an annotator account with an unusable password, enrolled in this study only with the
+    link's pool, whose ``Annotator.attributes`` hold the demographic answers; and the
+    ``Participant`` row. Nothing is written when any check fails.
+    """
+    now = now or timezone.now()
+    invitation = Invitation.objects.select_for_update(of=("self",)).select_related("study").get(pk=invitation.pk)
+    existing = participant_resume(invitation=invitation, ids=ids, now=now)
+    if existing is not None:
+        return existing, False
+    invitation_check(invitation, now=now)
+    if invitation.platform != Invitation.Platform.NONE and not ids.participant_id:
+        raise ValidationFailed("this link needs the platform's participant id")
+    if invitation.consent_text and consented_at is None:
+        raise ValidationFailed("the participant has not consented", {"consent": "required"})
+    cleaned = demographic_answers_clean(fields=invitation.demographics, data=answers or {})
+    try:
+        with transaction.atomic():  # a savepoint: a concurrent join with the same id through another link
+            taken = Invitation.objects.filter(pk=invitation.pk, uses__lt=F("max_uses")).update(uses=F("uses") + 1)
+            if taken != 1:
+                raise InvitationRefused("used_up", "This link has already been used by as many participants as "
+                                                   "the study needs.")
+            user = User(username=_username(invitation.study_id), role=User.Role.ANNOTATOR)
+            user.set_unusable_password()
+            user.save()
+            participant = Participant.objects.create(
+                invitation=invitation, study=invitation.study, user=user, platform=invitation.platform,
+                consented_at=consented_at if invitation.consent_text else None, **ids.as_dict(),
+            )
+    except IntegrityError:
+        again = participant_find(study_id=invitation.study_id, platform=invitation.platform,
+                                 participant_id=ids.participant_id)
+        if again is None:
+            raise
+        return again, False
+    enrollment_add(study=invitation.study, user=user, pool=invitation.pool)
+    annotator = Annotator.objects.get(user=user)
+    annotator.attributes = cleaned
+    annotator.save(update_fields=["attributes"])
+    user.annotator = annotator
+    return participant, True
+
+
+@transaction.atomic
+def participant_complete(*, participant: Participant, now: datetime | None = None) -> Participant:
+    """Record that the participant finished (quota reached or nothing left); the first time counts."""
+    Participant.objects.filter(pk=participant.pk, completed_at__isnull=True).update(
+        completed_at=now or timezone.now())
+    participant.refresh_from_db(fields=["completed_at"])
+    return participant
+
