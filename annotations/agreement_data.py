@@ -4,7 +4,8 @@ One matrix per question (coders x items, ``nan`` = no judgement), built with num
 ``values_list`` query. Codes per question kind (SPEC 4): likert -> the option's rank on the
 scale, Unsure missing (ordinal); single, binary, text -> a nominal code per distinct value; each
 option of a multi question -> its own 0/1 matrix, counting a coder only where the option was
-shown to them (``shown``), or everywhere when ``shown`` was not recorded.
+shown to them (``shown``), or everywhere when ``shown`` was not recorded. Only counted annotations
+are read: none on control items, none by excluded annotators (``selectors.counted_annotations``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from annotations.models import Annotation, Study
+from annotations.models import Study
 from annotations.protocols import Question
+from annotations.selectors import counted_annotations
 
 LEVELS = {"likert": "ordinal", "single": "nominal", "binary": "nominal", "text": "nominal", "multi": "nominal"}
 
@@ -33,7 +35,7 @@ class Reliability:
 
 
 def _rows(study: Study, question_key: str, annotator_ids: Iterable[int] | None) -> list[tuple[int, int, Any, Any]]:
-    queryset = Annotation.objects.filter(study=study, question_key=question_key)
+    queryset = counted_annotations(study).filter(question_key=question_key)
     if annotator_ids is not None:
         queryset = queryset.filter(annotator_id__in=list(annotator_ids))
     return list(queryset.values_list("annotator_id", "item_id", "value", "shown"))
@@ -110,7 +112,7 @@ def question_matrix(study: Study, question: Question) -> QuestionMatrix | None:
     from django.db.models import TextField
     from django.db.models.functions import Cast
 
-    rows = list(Annotation.objects.filter(study=study, question_key=question.key)
+    rows = list(counted_annotations(study).filter(question_key=question.key)
                 .values_list("annotator_id", "item_id", Cast("value", TextField())))
     if not rows:
         return None

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Count, Prefetch, QuerySet
 
-from annotations.models import Annotation, Item, ItemImage, Study
+from annotations.models import Annotation, AnnotatorExclusion, Item, ItemImage, Study
 
 
 def study_summary(study: Study) -> dict[str, Any]:
@@ -30,3 +30,27 @@ def items_page(study: Study) -> QuerySet[Item]:
     return Item.objects.filter(study=study).prefetch_related(
         Prefetch("images", queryset=ItemImage.objects.order_by("position"))
     ).order_by("id")
+
+
+# --- What counts in consensus, agreement and metrics (docs/crowd.md, "Quality control") ----------------
+
+
+def active_exclusions(study: Study) -> QuerySet[AnnotatorExclusion]:
+    """The study's exclusions in force (not reinstated)."""
+    return AnnotatorExclusion.objects.filter(study=study, reinstated_at__isnull=True)
+
+
+def counted_annotations(study: Study) -> QuerySet[Annotation]:
+    """Annotations that count: not on a control item, not by an annotator excluded from the study.
+
+    Consensus, the agreement report and every metric read annotations through this (one query, the
+    two conditions as a join and a subquery), so excluding someone or marking a control changes all of
+    them at the next computation.
+    """
+    return (Annotation.objects.filter(study=study, item__control_kind="")
+            .exclude(annotator_id__in=active_exclusions(study).values("annotator_id")))
+
+
+def counted_items(study: Study) -> QuerySet[Item]:
+    """The study's real items (control items left out)."""
+    return Item.objects.filter(study=study, control_kind="")

@@ -7,7 +7,9 @@ plus each labeller, and each labeller against the human consensus (accuracy, Coh
 per-option precision/recall/F1, confusion matrix), overall and per item condition (and per a
 metadata field when asked). Boxes: match rate at IoU >= threshold and mean IoU, between every two
 humans and between each labeller and each human. The study line is the mean of the defined
-per-question alphas (alphas of different levels are not pooled into one matrix).
+per-question alphas (alphas of different levels are not pooled into one matrix). Control items and
+annotators excluded from the study are left out (``selectors.counted_annotations``; the report's
+``left_out`` says how many).
 """
 
 from __future__ import annotations
@@ -21,15 +23,16 @@ import numpy as np
 
 from annotations.agreement_data import LEVELS, json_key, plurality, question_matrix, reliability_for
 from annotations.metric_inputs import labels_for
-from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
+from annotations.models import Annotator, ConsensusLabel, Item, Study
 from annotations.protocols import Question
+from annotations.selectors import active_exclusions, counted_annotations, counted_items
 from metrics.agreement import alpha_with_bootstrap, krippendorff_alpha
 from metrics.boxes import box_agreement
 from metrics.classification import classification_by_group, classification_report
 
 
 def _annotators(study: Study) -> tuple[list[int], list[Annotator]]:
-    ids = Annotation.objects.filter(study=study).values_list("annotator_id", flat=True).distinct()
+    ids = counted_annotations(study).values_list("annotator_id", flat=True).distinct()
     annotators = list(Annotator.objects.filter(pk__in=ids).order_by("name", "version"))
     return ([a.pk for a in annotators if a.kind == Annotator.Kind.HUMAN],
             [a for a in annotators if a.kind == Annotator.Kind.MACHINE])
@@ -51,7 +54,7 @@ def _alpha_entries(study: Study, question: Question, annotator_ids: list[int], *
 
 def _machine_vs_consensus(study: Study, question: Question, machine: Annotator, consensus: dict[int, Any],
                           items: dict[int, Item], breakdown: str | None) -> dict[str, Any]:
-    answers = dict(Annotation.objects.filter(study=study, question_key=question.key, annotator=machine)
+    answers = dict(counted_annotations(study).filter(question_key=question.key, annotator=machine)
                    .values_list("item_id", "value"))
     pairs = [(item_id, consensus[item_id], answers[item_id]) for item_id in answers
              if consensus.get(item_id) is not None]
@@ -69,7 +72,7 @@ def _machine_vs_consensus(study: Study, question: Question, machine: Annotator, 
 def _boxes(study: Study, question: Question, humans: list[int], machines: list[Annotator],
            threshold: float) -> dict[str, Any]:
     boxes: dict[int, dict[int, list[tuple[int, int, int, int]]]] = defaultdict(dict)
-    for item_id, annotator_id, value in Annotation.objects.filter(study=study, question_key=question.key).values_list(
+    for item_id, annotator_id, value in counted_annotations(study).filter(question_key=question.key).values_list(
             "item_id", "annotator_id", "value"):
         boxes[item_id][annotator_id] = [(b["x"], b["y"], b["w"], b["h"]) for b in value or []]
 
@@ -92,8 +95,8 @@ def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, br
     """The whole report as JSON-ready data (see the module docstring)."""
     protocol = study.protocol_obj
     humans, machines = _annotators(study)
-    items = {item.pk: item for item in Item.objects.filter(study=study).only("id", "condition", "metadata",
-                                                                              "model_name", "external_id")}
+    items = {item.pk: item for item in counted_items(study).only("id", "condition", "metadata",
+                                                                   "model_name", "external_id")}
     questions = []
     for question in protocol.questions:
         entry: dict[str, Any] = {"key": question.key, "kind": question.kind}
@@ -119,6 +122,9 @@ def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, br
                         "n_alphas": len(defined),
                         "undefined_reason": None if defined else "no question has a defined alpha"},
         "questions": questions,
+        "left_out": {"control_items": Item.objects.filter(study=study).exclude(control_kind="").count(),
+                     "excluded_annotators": sorted(active_exclusions(study).values_list("annotator__name",
+                                                                                        flat=True))},
     }
     report["validation"] = _validation_tables(study, protocol, items, machines)
     return report
@@ -143,7 +149,8 @@ def _single_answer_entry(study: Study, question: Question, humans: list[int], ma
                              "humans_plus": {_label(m): [alpha(data.rows([*humans, m.pk]), 0)] for m in machines}}
     if not machines:
         return entry
-    stored = dict(ConsensusLabel.objects.filter(study=study, question_key=question.key, resolved=True)
+    stored = dict(ConsensusLabel.objects.filter(study=study, question_key=question.key, resolved=True,
+                                                item__control_kind="")
                   .values_list("item_id", "value")) if ConsensusLabel.objects.filter(
         study=study, question_key=question.key).exists() else None
     if stored is None:
@@ -188,8 +195,8 @@ def _validation_tables(study: Study, protocol: Any, items: dict[int, Item], mach
         for question in protocol.questions:
             consensus = labels_for(study, question.key, "consensus").values
             for machine in machines:
-                for item_id, value in Annotation.objects.filter(study=study, question_key=question.key,
-                                                                annotator=machine).values_list("item_id", "value"):
+                for item_id, value in counted_annotations(study).filter(question_key=question.key,
+                                                                        annotator=machine).values_list("item_id", "value"):
                     if consensus.get(item_id) is None:
                         continue
                     item = items[item_id]
@@ -201,7 +208,7 @@ def _validation_tables(study: Study, protocol: Any, items: dict[int, Item], mach
              "accuracy": c / n if n else None} for k, (c, n) in sorted(cells.items())]
     if study.preset == "attribute-check":
         # soda's human validation: the share of machine-assigned attributes judged appropriate.
-        answers = list(Annotation.objects.filter(study=study, annotator__kind=Annotator.Kind.HUMAN)
+        answers = list(counted_annotations(study).filter(annotator__kind=Annotator.Kind.HUMAN)
                        .values_list("question_key", "value"))
         by_question: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for key, value in answers:
