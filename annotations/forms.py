@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from annotations.models import Annotator, Study
+from annotations.models import Annotator, ControlKind, Study
 from annotations.protocols import list_presets, load_preset
 
 
@@ -56,3 +56,37 @@ class EnrollForm(forms.Form):
 
 class ShareForm(forms.Form):
     username = forms.CharField(max_length=150)
+
+
+class QualitySettingsForm(forms.Form):
+    """The study's quality settings (``services.controls.SETTINGS``; ranges checked there too)."""
+
+    control_rate = forms.FloatField(min_value=0, max_value=0.5, help_text="Share of claims that are control items "
+                                    "(0 to 0.5; 0.1 = one in ten)")
+    qualification_items = forms.IntegerField(min_value=0, max_value=100, help_text="Gold items an annotator must "
+                                             "answer before real items (0: no qualification)")
+    qualification_min_accuracy = forms.FloatField(min_value=0, max_value=1, help_text="Gold accuracy needed to "
+                                                  "qualify (0 to 1)")
+    min_gold_accuracy = forms.FloatField(min_value=0, max_value=1, help_text="Flag below this gold accuracy")
+    max_attention_failures = forms.IntegerField(min_value=0, max_value=1000, help_text="Flag above this many "
+                                                "failed attention checks")
+    loo_margin = forms.FloatField(min_value=0, max_value=1, help_text="Flag agreement this far below the study "
+                                  "median")
+    loo_min_n = forms.IntegerField(min_value=1, max_value=100000, help_text="… with at least this many comparisons")
+    min_median_seconds = forms.FloatField(min_value=0, max_value=3600, help_text="Flag a median time per item "
+                                          "below this (seconds)")
+    max_straight_run = forms.IntegerField(min_value=0, max_value=100000, help_text="Flag this many identical "
+                                          "answers in a row (0: never)")
+
+
+class ExcludeForm(forms.Form):
+    reason = forms.CharField(max_length=2000)
+
+
+class ReinstateForm(forms.Form):
+    note = forms.CharField(max_length=2000, required=False)
+
+
+class ControlForm(forms.Form):
+    kind = forms.ChoiceField(choices=ControlKind.choices)
+    note = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 2}))

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotations import agreement_views, annotate_views, batch_views, findings_views, views
+from annotations import agreement_views, annotate_views, batch_views, findings_views, quality_views, views
 
 urlpatterns = [
     path("studies/<int:pk>/agreement/", agreement_views.study_agreement, name="study-agreement"),
@@ -36,4 +36,15 @@ urlpatterns = [
     path("studies/<int:pk>/progress.csv", batch_views.progress_csv, name="study-progress-csv"),
     path("studies/<int:pk>/run/", batch_views.study_run, name="study-run"),
     path("studies/<int:pk>/enroll-pool/", batch_views.enroll_pool, name="study-enroll-pool"),
+    # Quality control (quality_views.py; the per-annotator table is on the progress page)
+    path("studies/<int:pk>/quality/", quality_views.study_quality, name="study-quality"),
+    path("studies/<int:pk>/quality.json", quality_views.study_quality_json, name="study-quality-json"),
+    path("studies/<int:pk>/controls/import/", quality_views.controls_upload, name="study-controls-upload"),
+    path("studies/<int:pk>/items/<int:item_id>/control/", quality_views.item_control, name="study-item-control"),
+    path("studies/<int:pk>/items/<int:item_id>/control/remove/", quality_views.item_control_remove,
+         name="study-item-control-remove"),
+    path("studies/<int:pk>/annotators/<int:annotator_id>/exclude/", quality_views.annotator_exclude,
+         name="study-annotator-exclude"),
+    path("studies/<int:pk>/annotators/<int:annotator_id>/reinstate/", quality_views.annotator_reinstate,
+         name="study-annotator-reinstate"),
 ]

@@ -98,13 +98,16 @@ class ItemImageSerializer(serializers.ModelSerializer):
 
 class ItemSerializer(serializers.ModelSerializer):
     images = ItemImageSerializer(many=True, read_only=True)
+    control_kind = serializers.CharField(read_only=True, help_text="gold, attention, or empty for a real item")
     model = serializers.CharField(source="model_name")
     settings = serializers.JSONField(source="generation_settings")
 
     class Meta:
         model = Item
         fields = ["id", "study", "external_id", "kind", "text", "prompt", "model", "condition", "seed",
-                  "settings", "metadata", "sha256", "is_reference", "images", "created_at"]
+                  "settings", "metadata", "sha256", "is_reference", "images", "note", "control_kind",
+                  "control_answers", "created_at"]
+        read_only_fields = ["note", "control_kind", "control_answers"]
 
 
 class AnnotatorSerializer(serializers.ModelSerializer):

@@ -3,7 +3,7 @@ from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from annotations import agreement_views
-from annotations.api import assignment_views, views
+from annotations.api import assignment_views, quality_views, views
 
 router = DefaultRouter()
 router.register("studies", views.StudyViewSet, basename="study")
@@ -33,5 +33,13 @@ urlpatterns = [
     path("assignments/<int:pk>/submit/", assignment_views.SubmitView.as_view(), name="api-assignment-submit"),
     path("assignments/<int:pk>/skip/", assignment_views.SkipView.as_view(), name="api-assignment-skip"),
     path("assignments/<int:pk>/release/", assignment_views.ReleaseView.as_view(), name="api-assignment-release"),
+    path("studies/<int:pk>/quality/", quality_views.QualityReportView.as_view(), name="api-quality"),
+    path("studies/<int:pk>/quality/settings/", quality_views.QualitySettingsView.as_view(),
+         name="api-quality-settings"),
+    path("studies/<int:pk>/controls/import/", quality_views.ControlImportView.as_view(), name="api-control-import"),
+    path("studies/<int:pk>/exclusions/", quality_views.ExclusionListView.as_view(), name="api-exclusions"),
+    path("studies/<int:pk>/exclusions/<int:annotator_id>/reinstate/", quality_views.ExclusionReinstateView.as_view(),
+         name="api-exclusion-reinstate"),
+    path("items/<int:pk>/control/", quality_views.ItemControlView.as_view(), name="api-item-control"),
     path("", include(router.urls)),
 ]
