@@ -78,8 +78,9 @@ class QualitySettings:
     thresholds: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        thresholds = {name: int(value) if SETTINGS[name][3] else value for name, value in self.thresholds.items()}
         return {"control_rate": self.control_rate, "qualification_items": self.qualification_items,
-                "qualification_min_accuracy": self.qualification_min_accuracy, **self.thresholds}
+                "qualification_min_accuracy": self.qualification_min_accuracy, **thresholds}
 
 
 def _number(name: str, value: Any) -> float | int:

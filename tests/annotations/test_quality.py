@@ -204,6 +204,16 @@ class TestMixing:
                 assignment_submit(assignment=assignment, answers=ANSWERS)
         assert seen.count(control.pk) == 3 and seen.count(real.pk) == 1
 
+    def test_claim_query_count_with_mixing(self, study, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+        Item.objects.bulk_create([Item(study=study, external_id=f"bulk{i}", kind="image") for i in range(500)])
+        for item in Item.objects.order_by("id")[:5]:
+            gold(study, item)
+        annotator = person(study, "a")
+        for _ in range(12):  # control slots and real claims alike: one count and one pick more at most
+            with django_assert_max_num_queries(11):
+                assignment = assignment_claim_next(study=study, annotator=annotator)
+            assignment_submit(assignment=assignment, answers=ANSWERS)
+
     def test_no_mixing_without_a_rate(self, study) -> None:  # type: ignore[no-untyped-def]
         items(study, 3)
         (control,) = items(study, 1, prefix="ctl")

@@ -85,9 +85,9 @@ def test_gold_and_attention_check_then_flag_and_exclusion(browser: Any, server: 
         else:
             question.get_by_role("radio", name="Agree", exact=True).check()
         assert _unlabelled_inputs(page) == []
-        url = page.url
+        answered = page.url
         page.locator("#submit-button").click()
-        page.wait_for_url(lambda new: new != url)
+        page.wait_for_url(lambda new, answered=answered: new != answered)
     assert met[0] == "gold" and "attention" in met and met.count("real") == 3
     expect(page.get_by_text("nothing left for you")).to_be_visible()
     assert page.js_errors == []
@@ -109,4 +109,16 @@ def test_gold_and_attention_check_then_flag_and_exclusion(browser: Any, server: 
     exclusion = AnnotatorExclusion.objects.get()
     assert exclusion.reason == "failed the attention check" and exclusion.excluded_by.username == "res"
     assert exclusion.reinstated_at is None
+
+    # the quality page lists the controls and the exclusion; an item's control page shows its answers
+    researcher.get_by_role("link", name="Quality settings and control items").click()
+    expect(researcher.locator("main")).to_contain_text("failed the attention check")
+    expect(researcher.get_by_role("link", name="term-check")).to_be_visible()
+    assert _unlabelled_inputs(researcher) == []
+    _shot(researcher, "quality-05-settings-1280")
+    researcher.get_by_role("link", name="term-check").click()
+    expect(researcher.get_by_role("radio", name="Attention check")).to_be_checked()
+    expect(researcher.locator("#question-stance").get_by_role("radio", name="Agree", exact=True)).to_be_checked()
+    assert _unlabelled_inputs(researcher) == []
+    _shot(researcher, "quality-06-control-item-1280")
     assert researcher.js_errors == []
