@@ -99,6 +99,15 @@ def item_get_for_user(*, user: User, id: int) -> Item:
     raise NotFoundError(f"item {id} does not exist")
 
 
+def item_get_for_researcher(*, user: User, id: int, write: bool = False) -> Item:
+    """An item of a study whose data the user may see (``write``: may change); annotators never."""
+    item = items_for_user(user).select_related("study").filter(pk=id).first()
+    if item is None:
+        raise NotFoundError(f"item {id} does not exist")
+    study_get_for_user(user=user, id=item.study_id, researcher=True, write=write)
+    return item
+
+
 def annotations_for_user(user: User) -> QuerySet[Annotation]:
     """Researchers: every annotation of their studies. Annotators: only their own."""
     if not user.is_authenticated:

@@ -23,8 +23,8 @@ class StudyAdmin(admin.ModelAdmin):
 
 @admin.register(models.Item)
 class ItemAdmin(admin.ModelAdmin):
-    list_display = ("external_id", "study", "kind", "condition", "model_name", "is_reference")
-    list_filter = ("kind", "is_reference")
+    list_display = ("external_id", "study", "kind", "condition", "model_name", "is_reference", "control_kind")
+    list_filter = ("kind", "is_reference", "control_kind")
     search_fields = ("external_id", "prompt")
     list_select_related = ("study",)
 
@@ -92,3 +92,18 @@ class ParticipantAdmin(admin.ModelAdmin):
     search_fields = ("participant_id", "user__username")
     list_select_related = ("user", "study")
     raw_id_fields = ("invitation", "study", "user")
+
+
+@admin.register(models.AnnotatorExclusion)
+class AnnotatorExclusionAdmin(admin.ModelAdmin):
+    """Read-only: exclusions are made and undone on the progress page, which recomputes the consensus."""
+
+    list_display = ("annotator", "study", "reason", "excluded_by", "excluded_at", "reinstated_by", "reinstated_at")
+    list_select_related = ("annotator", "study", "excluded_by", "reinstated_by")
+    raw_id_fields = ("annotator", "study", "excluded_by", "reinstated_by")
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+        return False

@@ -4,7 +4,8 @@ One matrix per question (coders x items, ``nan`` = no judgement), built with num
 ``values_list`` query. Codes per question kind (SPEC 4): likert -> the option's rank on the
 scale, Unsure missing (ordinal); single, binary, text -> a nominal code per distinct value; each
 option of a multi question -> its own 0/1 matrix, counting a coder only where the option was
-shown to them (``shown``), or everywhere when ``shown`` was not recorded.
+shown to them (``shown``), or everywhere when ``shown`` was not recorded. Only counted annotations
+are read: none on control items, none by excluded annotators (``selectors.counted_annotations``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from django.db.models.functions import Cast
 
 from annotations.models import Annotation, Study
 from annotations.protocols import Question
+from annotations.selectors import counted_annotations, uncounted_ids
 
 LEVELS = {"likert": "ordinal", "single": "nominal", "binary": "nominal", "text": "nominal", "multi": "nominal"}
 
@@ -37,7 +39,7 @@ class Reliability:
 
 
 def _rows(study: Study, question_key: str, annotator_ids: Iterable[int] | None) -> list[tuple[int, int, Any, Any]]:
-    queryset = Annotation.objects.filter(study=study, question_key=question_key)
+    queryset = counted_annotations(study).filter(question_key=question_key)
     if annotator_ids is not None:
         queryset = queryset.filter(annotator_id__in=list(annotator_ids))
     return list(queryset.values_list("annotator_id", "item_id", "value", "shown"))
@@ -107,7 +109,8 @@ class QuestionMatrix:
 
 
 def question_rows(study: Study, question_key: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Every judgement of one question as (annotator ids, item ids, value JSON texts), in one order.
+    """Every judgement of one question as (annotator ids, item ids, value JSON texts), in one order,
+    counted or not (``question_matrix`` drops what does not count).
 
     The large-study path (100,000 items x 5 coders is 500,000 rows a question): on SQLite and
     PostgreSQL the database joins the ids into one comma-separated string and the JSON texts into
@@ -154,8 +157,13 @@ def question_matrix(study: Study, question: Question, *, annotator_ids: Iterable
     """One matrix for the whole question (likert, single, binary or text), values decoded once per
     distinct JSON text rather than once per row. ``annotator_ids`` keeps only those coders."""
     annotators, items, texts = question_rows(study, question.key)
+    # What counts (selectors.counted_annotations): no control items, no excluded annotators; both
+    # sets are small, so they are dropped here rather than joined row by row in the database.
+    excluded, controls = uncounted_ids(study)
+    keep = ~np.isin(annotators, excluded) & ~np.isin(items, controls)
     if annotator_ids is not None:
-        keep = np.isin(annotators, np.fromiter(annotator_ids, dtype=np.int64))
+        keep &= np.isin(annotators, np.fromiter(annotator_ids, dtype=np.int64))
+    if not keep.all():
         annotators, items = annotators[keep], items[keep]
         texts = [text for text, kept in zip(texts, keep, strict=True) if kept]
     if not texts:

@@ -28,6 +28,7 @@ from annotations.services.assignment import (
 )
 from annotations.services.display_images import display_image_name
 from annotations.services.invitations import participant_complete
+from annotations.services.quality import claim_refusal
 from annotations.services.reveals import reveal_enabled, reveal_log_create, reveal_record_agreement
 from annotations.services.studies import annotator_for_user
 from annotations.values import SubmissionError
@@ -66,6 +67,11 @@ def study_next(request: HttpRequest, pk: int) -> HttpResponse:
     except (Conflict, NotAllowed) as exc:
         return render(request, "annotate/done.html", {"study": study, "message": exc.message}, status=409)
     if assignment is None:
+        refusal = claim_refusal(study=study, annotator=annotator)
+        if refusal is not None:  # the study's qualification: failed (for good), or waiting for gold items
+            return render(request, "annotate/done.html", {"study": study, "message": refusal.message,
+                                                          "not_qualified": refusal.final},
+                          status=403 if refusal.final else 200)
         if access.participant_for_user(_user(request)) is not None:
             return _participant_finished(request, study)
         return render(request, "annotate/done.html", {"study": study, "message": ""})

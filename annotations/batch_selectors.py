@@ -24,11 +24,12 @@ def item_progress(study: Study, now: Any = None) -> Iterator[dict[str, Any]]:
     """One row per item: submitted judgements, live leases, skips and its state.
 
     States: ``complete`` (submitted judgements >= overlap), ``in_progress`` (some judgement
-    submitted or a live lease), ``untouched`` (neither).
+    submitted or a live lease), ``untouched`` (neither). Control items are left out: they need no
+    overlap (every annotator may see them; docs/crowd.md).
     """
     now = now or timezone.now()
     rows = (
-        Item.objects.filter(study=study).order_by("id")
+        Item.objects.filter(study=study, control_kind="").order_by("id")
         .annotate(submitted=Count("assignments", filter=SUBMITTED), leased=Count("assignments", filter=_leased(now)),
                   skipped=Count("assignments", filter=SKIPPED))
         .values("id", "external_id", "condition", "expert_only", "submitted", "leased", "skipped")

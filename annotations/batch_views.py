@@ -1,4 +1,5 @@
-"""Researcher pages for running a batch: progress (page, polled JSON, CSV), pause/resume, enrol a pool."""
+"""Researcher pages for running a batch: progress (page, polled JSON, CSV), pause/resume, enrol a pool,
+and each annotator's quality with its flags (exclude and reinstate post to ``quality_views``)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from django.views.decorators.http import require_POST
 
 from annotations import access, batch_selectors
 from annotations.errors import NotAllowed, NotFoundError, WorkbenchError
+from annotations.forms import ExcludeForm
 from annotations.models import Annotator, Study, User
 from annotations.payment_selectors import payment_rows
 from annotations.services import studies as study_services
+from annotations.services.quality import quality_report
 
 
 def _user(request: HttpRequest) -> User:
@@ -43,6 +46,8 @@ def progress(request: HttpRequest, pk: int) -> HttpResponse:
         "pools": Annotator.Pool.choices,
         "reveal": bool(study.options.get("reveal_after_submit")),
         "payments": payment_rows(study),
+        "quality": quality_report(study=study),
+        "exclude_form": ExcludeForm(),
     })
 
 

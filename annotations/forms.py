@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from annotations.models import Annotator, Invitation, Study
+from annotations.models import Annotator, ControlKind, Invitation, Study
 from annotations.protocols import list_presets, load_preset
 
 
@@ -80,3 +80,40 @@ class InvitationForm(forms.Form):
         label="Demographic form (YAML)",
         help_text="A list of fields: key, label, kind (choice or text), choices, required. Empty: no form.",
     )
+
+
+class QualitySettingsForm(forms.Form):
+    """The study's quality settings (``services.controls.SETTINGS``; ranges checked there too)."""
+
+    control_rate = forms.FloatField(min_value=0, max_value=0.5, label="Control rate", help_text="Share of claims that are control items "
+                                    "(0 to 0.5; 0.1 = one in ten)")
+    qualification_items = forms.IntegerField(min_value=0, max_value=100, label="Qualification items", help_text="Gold items an annotator must "
+                                             "answer before real items (0: no qualification)")
+    qualification_min_accuracy = forms.FloatField(min_value=0, max_value=1, label="Accuracy needed to qualify",
+                                                  help_text="Gold accuracy needed to "
+                                                  "qualify (0 to 1)")
+    min_gold_accuracy = forms.FloatField(min_value=0, max_value=1, label="Lowest gold accuracy", help_text="Flag below this gold accuracy")
+    max_attention_failures = forms.IntegerField(min_value=0, max_value=1000, label="Failed attention checks allowed",
+                                                help_text="Flag above this many "
+                                                "failed attention checks")
+    loo_margin = forms.FloatField(min_value=0, max_value=1, label="Agreement margin below the median", help_text="Flag agreement this far below the study "
+                                  "median")
+    loo_min_n = forms.IntegerField(min_value=1, max_value=100000, label="Comparisons needed", help_text="… with at least this many comparisons")
+    min_median_seconds = forms.FloatField(min_value=0, max_value=3600, label="Shortest median seconds per item",
+                                          help_text="Flag a median time per item "
+                                          "below this (seconds)")
+    max_straight_run = forms.IntegerField(min_value=0, max_value=100000, label="Longest run of one answer", help_text="Flag this many identical "
+                                          "answers in a row (0: never)")
+
+
+class ExcludeForm(forms.Form):
+    reason = forms.CharField(max_length=2000)
+
+
+class ReinstateForm(forms.Form):
+    note = forms.CharField(max_length=2000, required=False)
+
+
+class ControlForm(forms.Form):
+    kind = forms.ChoiceField(choices=ControlKind.choices, widget=forms.RadioSelect)
+    note = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 2}))

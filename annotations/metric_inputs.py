@@ -11,6 +11,9 @@ A *label source* says whose labels a metric reads (SPEC 6):
 - ``judgements``: every individual human judgement (visage's likelihoods count them all);
   ``judgements_for`` returns them as flat rows.
 
+Only counted annotations are read (``selectors.counted_annotations``): none on control items, none by
+annotators excluded from the study; ``items_info`` lists the real items only.
+
 Reads are flat ``values_list`` queries (one per question), so 100k annotations cost one query and a
 Python pass, not 100k model instances.
 """
@@ -26,6 +29,7 @@ from django.db.models import QuerySet
 
 from annotations.errors import ValidationFailed
 from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
+from annotations.selectors import counted_annotations, counted_items
 from metrics.consensus import majority, per_option
 
 CONSENSUS = "consensus"
@@ -109,14 +113,14 @@ def source_parse(study: Study, source: str | None) -> LabelSource:
 
 def items_info(study: Study) -> dict[int, ItemInfo]:
     """Every item of the study with the fields metrics group by (one query)."""
-    rows = Item.objects.filter(study=study).values_list(
+    rows = counted_items(study).values_list(
         "id", "external_id", "text", "prompt", "model_name", "condition", "metadata"
     )
     return {row[0]: ItemInfo(*row) for row in rows}
 
 
 def _annotations(study: Study, question_key: str) -> QuerySet[Annotation]:
-    return Annotation.objects.filter(study=study, question_key=question_key)
+    return counted_annotations(study).filter(question_key=question_key)
 
 
 def judgements_for(study: Study, question_key: str, *, annotator_ids: Iterable[int] | None = None) -> list[Judgement]:
@@ -175,7 +179,7 @@ def _majority_labels(study: Study, question_key: str, kind: str) -> LabelSet:
 
 
 def _stored_labels(study: Study, question_key: str, kind: str) -> LabelSet | None:
-    rows = list(ConsensusLabel.objects.filter(study=study, question_key=question_key)
+    rows = list(ConsensusLabel.objects.filter(study=study, question_key=question_key, item__control_kind="")
                 .values_list("item_id", "value", "resolved"))
     if not rows:
         return None

@@ -97,8 +97,19 @@ def random_shuffle_key() -> int:
     return secrets.randbelow(2**31)
 
 
+class ControlKind(models.TextChoices):
+    """A control item scores annotators: gold (known answers) or an attention check (an instruction)."""
+
+    GOLD = "gold", "Gold"
+    ATTENTION = "attention", "Attention check"
+
+
 class Item(models.Model):
-    """The thing judged: one image, an image set, or a text term; with its provenance."""
+    """The thing judged: one image, an image set, or a text term; with its provenance.
+
+    A *control* item (``control_kind`` set) has known answers and is mixed into annotators' queues to
+    score them (``annotations/services/controls.py``); it never counts in consensus, agreement or metrics.
+    """
 
     class Kind(models.TextChoices):
         IMAGE = "image", "Image"
@@ -124,11 +135,22 @@ class Item(models.Model):
         default=0, help_text="Submitted human assignments; kept by the assignment service, read by claims"
     )
     shuffle_key = models.PositiveIntegerField(default=random_shuffle_key, help_text="Random order of items")
+    note = models.TextField(blank=True, help_text="Shown with the item on the task page (e.g. an attention "
+                                                  "check's instruction)")
+    control_kind = models.CharField(
+        max_length=16, choices=ControlKind.choices, blank=True, default="",
+        help_text="gold or attention: a control item (see docs/crowd.md); blank for a real item",
+    )
+    control_answers = models.JSONField(
+        default=dict, blank=True, help_text="A control's expected answers, {question_key: value}, validated"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
         constraints = [
+            models.CheckConstraint(condition=Q(control_kind__in=["", "gold", "attention"]),
+                                   name="item_control_kind_valid"),
             models.UniqueConstraint(fields=["study", "external_id"], name="item_external_id_unique"),
             models.UniqueConstraint(
                 fields=["study", "sha256"], condition=~Q(sha256=""), name="item_sha256_unique_in_study"
@@ -137,6 +159,7 @@ class Item(models.Model):
         indexes = [
             models.Index(fields=["study", "condition"]),
             models.Index(fields=["study", "judgements", "shuffle_key"], name="item_claim_order"),
+            models.Index(fields=["study", "control_kind"], name="item_control"),
         ]
 
     def __str__(self) -> str:
@@ -511,3 +534,39 @@ class Participant(models.Model):
 
     def __str__(self) -> str:
         return f"participant {self.participant_id or self.user_id} in study {self.study_id}"
+
+
+class AnnotatorExclusion(models.Model):
+    """A researcher's decision that an annotator's judgements do not count in a study.
+
+    One row per exclusion; reinstating fills ``reinstated_at``/``reinstated_by`` instead of deleting it,
+    so the history stays. While a row has no ``reinstated_at`` the annotator is excluded: consensus,
+    agreement and metrics ignore their annotations and they are given no new items.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="exclusions")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="exclusions")
+    reason = models.TextField()
+    excluded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    excluded_at = models.DateTimeField()
+    reinstated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="+")
+    reinstated_at = models.DateTimeField(null=True, blank=True)
+    reinstate_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["study_id", "-excluded_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "annotator"], condition=Q(reinstated_at__isnull=True),
+                                    name="exclusion_one_active"),
+            models.CheckConstraint(condition=~Q(reason=""), name="exclusion_reason_required"),
+        ]
+
+    def __str__(self) -> str:
+        state = "reinstated" if self.reinstated_at else "excluded"
+        return f"annotator {self.annotator_id} {state} in study {self.study_id}"
+
+    @property
+    def active(self) -> bool:
+        return self.reinstated_at is None

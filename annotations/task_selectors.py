@@ -205,26 +205,31 @@ def item_with_images(item_id: int) -> Item:
 
 def enrolled_studies(user: User) -> list[dict[str, Any]]:
     """The annotator's dashboard: each enrolled study with how many items they have done of those
-    they could do (done = submitted; of = done + what is still open to them)."""
+    they could do (done = submitted; of = done + what is still open to them). Control items count
+    once handed to the annotator (so a control raises both numbers, like any item, and none is
+    announced before it is served)."""
     annotator = getattr(user, "annotator", None)
     enrollments = Enrollment.objects.filter(user=user).select_related("study").order_by("study__name")
     studies = [enrollment.study for enrollment in enrollments]
     done: dict[int, int] = {}
     skipped: dict[int, int] = {}
+    controls: dict[int, int] = {}
     if annotator is not None:
         rows = (Assignment.objects.filter(annotator=annotator, study__in=studies)
                 .values("study_id").annotate(done=Count("id", filter=Q(status="submitted")),
-                                            skipped=Count("id", filter=Q(status="skipped"))))
+                                            skipped=Count("id", filter=Q(status="skipped")),
+                                            controls=Count("id", filter=~Q(item__control_kind=""))))
         done = {row["study_id"]: row["done"] for row in rows}
         skipped = {row["study_id"]: row["skipped"] for row in rows}
+        controls = {row["study_id"]: row["controls"] for row in rows}
     expert = annotator is not None and annotator.pool == Annotator.Pool.EXPERT
-    items = Item.objects.filter(study__in=studies)
+    items = Item.objects.filter(study__in=studies, control_kind="")
     if not expert:
         items = items.filter(expert_only=False)
     totals = {row["study_id"]: row["n"] for row in items.values("study_id").annotate(n=Count("id"))}
     result = []
     for study in studies:
-        total = max(totals.get(study.pk, 0) - skipped.get(study.pk, 0), 0)
+        total = max(totals.get(study.pk, 0) + controls.get(study.pk, 0) - skipped.get(study.pk, 0), 0)
         result.append({"study": study, "done": done.get(study.pk, 0), "total": total})
     return result
 

@@ -8,6 +8,7 @@ from annotations import (
     crowd_views,
     findings_views,
     join_views,
+    quality_views,
     views,
 )
 
@@ -59,4 +60,15 @@ urlpatterns = [
     path("join/<str:token>/consent/", join_views.join_consent, name="join-consent"),
     path("join/<str:token>/begin/", join_views.join_begin, name="join-begin"),
     path("annotate/studies/<int:pk>/complete/", join_views.complete, name="annotate-complete"),
+    # Quality control (quality_views.py; the per-annotator table is on the progress page)
+    path("studies/<int:pk>/quality/", quality_views.study_quality, name="study-quality"),
+    path("studies/<int:pk>/quality.json", quality_views.study_quality_json, name="study-quality-json"),
+    path("studies/<int:pk>/controls/import/", quality_views.controls_upload, name="study-controls-upload"),
+    path("studies/<int:pk>/items/<int:item_id>/control/", quality_views.item_control, name="study-item-control"),
+    path("studies/<int:pk>/items/<int:item_id>/control/remove/", quality_views.item_control_remove,
+         name="study-item-control-remove"),
+    path("studies/<int:pk>/annotators/<int:annotator_id>/exclude/", quality_views.annotator_exclude,
+         name="study-annotator-exclude"),
+    path("studies/<int:pk>/annotators/<int:annotator_id>/reinstate/", quality_views.annotator_reinstate,
+         name="study-annotator-reinstate"),
 ]

@@ -226,7 +226,8 @@ def study_items(request: HttpRequest, pk: int) -> HttpResponse:
     if condition:
         queryset = queryset.filter(condition=condition)
     page = Paginator(queryset, 48).get_page(request.GET.get("page"))
-    return render(request, "studies/items.html", {"study": study, "page": page, "condition": condition or ""})
+    return render(request, "studies/items.html", {"study": study, "page": page, "condition": condition or "",
+                                                  "can_write": access.study_can_write(_user(request), study)})
 
 
 @login_required

@@ -185,6 +185,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "StudyStatusEnum": "annotations.models.Study.Status",
         "ExportJobStatusEnum": "annotations.models.ExportJob.Status",
+        "ControlKindEnum": "annotations.models.ControlKind",
         "JobStatusEnum": "generation.models.GenerationJob.Status",  # labelling jobs share these choices
     },
 }

@@ -53,7 +53,7 @@ class TaskSerializer(AssignmentSerializer):
         protocol = assignment.study.protocol_obj
         return {
             "item": {
-                "id": item.pk, "kind": item.kind, "text": item.text,
+                "id": item.pk, "kind": item.kind, "text": item.text, "note": item.note,
                 "prompt": item.prompt if item.kind == "image_set" else "",
                 "image_unavailable": item.is_reference,
                 "images": [{"position": image.position, "url": image.url, "display_url": image.display_url,

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from annotations import access
 from annotations.api import assignment_serializers as s
+from annotations.errors import NotAllowed
 from annotations.models import Annotation, Assignment, User
 from annotations.services.assignment import (
     assignment_claim_next,
@@ -22,6 +23,7 @@ from annotations.services.assignment import (
     assignment_skip,
     assignment_submit,
 )
+from annotations.services.quality import claim_refusal
 from annotations.services.studies import annotator_for_user
 
 
@@ -36,13 +38,18 @@ def _task(assignment: Assignment) -> Assignment:
 
 
 class ClaimNextView(APIView):
-    """Lease your next item in a study (or get back the one you hold). 204 when nothing is left."""
+    """Lease your next item in a study (or get back the one you hold). 204 when nothing is left; 403 when
+    you did not pass the study's qualification (the detail says so)."""
 
     @extend_schema(request=None, responses={200: s.TaskSerializer, 204: OpenApiResponse(description="nothing left")})
     def post(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_annotator(user=_user(request), id=pk)
-        assignment = assignment_claim_next(study=study, annotator=annotator_for_user(user=_user(request)))
+        annotator = annotator_for_user(user=_user(request))
+        assignment = assignment_claim_next(study=study, annotator=annotator)
         if assignment is None:
+            refusal = claim_refusal(study=study, annotator=annotator)
+            if refusal is not None and refusal.final:
+                raise NotAllowed(refusal.message)
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(s.TaskSerializer(_task(assignment)).data)
 

@@ -27,6 +27,15 @@ class StudySerializer(serializers.ModelSerializer):
                   "lease_minutes", "status", "options", "created_at", "updated_at", "item_count"]
         read_only_fields = ["owner", "shared_with", "preset", "protocol", "created_at", "updated_at"]
 
+    def to_representation(self, instance: Study) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if user is not None and isinstance(data.get("options"), dict) and not getattr(user, "is_researcher", False):
+            # Annotators must not learn the control rate or qualification (docs/crowd.md).
+            data["options"] = {k: v for k, v in data["options"].items() if k != "quality"}
+        return data
+
 
 class StudyCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
@@ -89,13 +98,16 @@ class ItemImageSerializer(serializers.ModelSerializer):
 
 class ItemSerializer(serializers.ModelSerializer):
     images = ItemImageSerializer(many=True, read_only=True)
+    control_kind = serializers.CharField(read_only=True, help_text="gold, attention, or empty for a real item")
     model = serializers.CharField(source="model_name")
     settings = serializers.JSONField(source="generation_settings")
 
     class Meta:
         model = Item
         fields = ["id", "study", "external_id", "kind", "text", "prompt", "model", "condition", "seed",
-                  "settings", "metadata", "sha256", "is_reference", "images", "created_at"]
+                  "settings", "metadata", "sha256", "is_reference", "images", "note", "control_kind",
+                  "control_answers", "created_at"]
+        read_only_fields = ["note", "control_kind", "control_answers"]
 
 
 class AnnotatorSerializer(serializers.ModelSerializer):

@@ -3,7 +3,7 @@ from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from annotations import agreement_views
-from annotations.api import assignment_views, crowd_views, views
+from annotations.api import assignment_views, crowd_views, quality_views, views
 
 router = DefaultRouter()
 router.register("studies", views.StudyViewSet, basename="study")
@@ -38,5 +38,13 @@ urlpatterns = [
     path("studies/<int:pk>/invitations/<int:invitation_id>/revoke/", crowd_views.InvitationRevokeView.as_view(),
          name="api-invitation-revoke"),
     path("studies/<int:pk>/payments/", crowd_views.StudyPaymentsView.as_view(), name="api-study-payments"),
+    path("studies/<int:pk>/quality/", quality_views.QualityReportView.as_view(), name="api-quality"),
+    path("studies/<int:pk>/quality/settings/", quality_views.QualitySettingsView.as_view(),
+         name="api-quality-settings"),
+    path("studies/<int:pk>/controls/import/", quality_views.ControlImportView.as_view(), name="api-control-import"),
+    path("studies/<int:pk>/exclusions/", quality_views.ExclusionListView.as_view(), name="api-exclusions"),
+    path("studies/<int:pk>/exclusions/<int:annotator_id>/reinstate/", quality_views.ExclusionReinstateView.as_view(),
+         name="api-exclusion-reinstate"),
+    path("items/<int:pk>/control/", quality_views.ItemControlView.as_view(), name="api-item-control"),
     path("", include(router.urls)),
 ]

@@ -199,7 +199,7 @@ class ExportDownloadView(APIView):
 class ItemFilter(filters.FilterSet):
     class Meta:
         model = Item
-        fields = ["study", "condition", "model_name", "kind", "external_id", "is_reference"]
+        fields = ["study", "condition", "model_name", "kind", "external_id", "is_reference", "control_kind"]
 
 
 class ItemViewSet(viewsets.ReadOnlyModelViewSet):

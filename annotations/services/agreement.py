@@ -7,7 +7,9 @@ plus each labeller, and each labeller against the human consensus (accuracy, Coh
 per-option precision/recall/F1, confusion matrix), overall and per item condition (and per a
 metadata field when asked). Boxes: match rate at IoU >= threshold and mean IoU, between every two
 humans and between each labeller and each human. The study line is the mean of the defined
-per-question alphas (alphas of different levels are not pooled into one matrix).
+per-question alphas (alphas of different levels are not pooled into one matrix). Control items and
+annotators excluded from the study are left out (``selectors.counted_annotations``; the report's
+``left_out`` says how many).
 """
 
 from __future__ import annotations
@@ -22,16 +24,17 @@ from django.db.models import Exists, OuterRef
 
 from annotations.agreement_data import LEVELS, json_key, plurality, question_matrix, reliability_for
 from annotations.metric_inputs import labels_for
-from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
+from annotations.models import Annotator, ConsensusLabel, Item, Study
 from annotations.protocols import Question
+from annotations.selectors import active_exclusions, counted_annotations, counted_items
 from metrics.agreement import alpha_with_bootstrap, krippendorff_alpha
 from metrics.boxes import box_agreement
 from metrics.classification import classification_from_codes, classification_report
 
 
 def _annotators(study: Study) -> tuple[list[int], list[Annotator]]:
-    # One index probe per annotator on (annotator, study), not a DISTINCT over every annotation.
-    answered = Annotation.objects.filter(study=study, annotator=OuterRef("pk"))
+    # One probe per annotator (EXISTS stops at the first counted annotation), not a DISTINCT over all.
+    answered = counted_annotations(study).filter(annotator=OuterRef("pk"))
     annotators = list(Annotator.objects.filter(Exists(answered)).order_by("name", "version"))
     return ([a.pk for a in annotators if a.kind == Annotator.Kind.HUMAN],
             [a for a in annotators if a.kind == Annotator.Kind.MACHINE])
@@ -53,7 +56,7 @@ def _alpha_entries(study: Study, question: Question, annotator_ids: list[int], *
 
 def _multi_vs_consensus(study: Study, question: Question, machine: Annotator, consensus: dict[int, Any]) -> dict[str, Any]:
     """Per option of a multi question: the labeller's ticks against the consensus's, as 0/1 classes."""
-    answers = dict(Annotation.objects.filter(study=study, question_key=question.key, annotator=machine)
+    answers = dict(counted_annotations(study).filter(question_key=question.key, annotator=machine)
                    .values_list("item_id", "value"))
     pairs = [(item_id, consensus[item_id], answers[item_id]) for item_id in answers
              if consensus.get(item_id) is not None]
@@ -69,7 +72,7 @@ def _multi_vs_consensus(study: Study, question: Question, machine: Annotator, co
 def _boxes(study: Study, question: Question, humans: list[int], machines: list[Annotator],
            threshold: float) -> dict[str, Any]:
     boxes: dict[int, dict[int, list[tuple[int, int, int, int]]]] = defaultdict(dict)
-    for item_id, annotator_id, value in Annotation.objects.filter(study=study, question_key=question.key).values_list(
+    for item_id, annotator_id, value in counted_annotations(study).filter(question_key=question.key).values_list(
             "item_id", "annotator_id", "value"):
         boxes[item_id][annotator_id] = [(b["x"], b["y"], b["w"], b["h"]) for b in value or []]
 
@@ -127,6 +130,9 @@ def agreement_report(*, study: Study, n_resamples: int = 1000, seed: int = 0, br
                         "n_alphas": len(defined),
                         "undefined_reason": None if defined else "no question has a defined alpha"},
         "questions": questions,
+        "left_out": {"control_items": Item.objects.filter(study=study).exclude(control_kind="").count(),
+                     "excluded_annotators": sorted(active_exclusions(study).values_list("annotator__name",
+                                                                                        flat=True))},
     }
     report["validation"] = _validation_tables(study, protocol, machines)
     if by_annotator:
@@ -206,11 +212,11 @@ class ItemGroups:
 
     def __init__(self, study: Study, breakdown: str | None) -> None:
         self.breakdown = breakdown
-        rows = list(Item.objects.filter(study=study).order_by("id").values_list("id", "condition"))
+        rows = list(counted_items(study).order_by("id").values_list("id", "condition"))
         self.item_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
         self.conditions = self._coded([row[1] for row in rows])
-        self.fields = self._coded([str((metadata or {}).get(breakdown)) for metadata in Item.objects.filter(
-            study=study).order_by("id").values_list("metadata", flat=True)]) if breakdown else None
+        self.fields = self._coded([str((metadata or {}).get(breakdown)) for metadata in counted_items(
+            study).order_by("id").values_list("metadata", flat=True)]) if breakdown else None
 
     @staticmethod
     def _coded(names: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -254,8 +260,8 @@ def _validation_tables(study: Study, protocol: Any, machines: list[Annotator]) -
         for question in protocol.questions:
             consensus = labels_for(study, question.key, "consensus").values
             for machine in machines:
-                for item_id, value in Annotation.objects.filter(study=study, question_key=question.key,
-                                                                annotator=machine).values_list("item_id", "value"):
+                for item_id, value in counted_annotations(study).filter(question_key=question.key,
+                                                                        annotator=machine).values_list("item_id", "value"):
                     if consensus.get(item_id) is None:
                         continue
                     item = items[item_id]
@@ -267,7 +273,7 @@ def _validation_tables(study: Study, protocol: Any, machines: list[Annotator]) -
              "accuracy": c / n if n else None} for k, (c, n) in sorted(cells.items())]
     if study.preset == "attribute-check":
         # soda's human validation: the share of machine-assigned attributes judged appropriate.
-        answers = list(Annotation.objects.filter(study=study, annotator__kind=Annotator.Kind.HUMAN)
+        answers = list(counted_annotations(study).filter(annotator__kind=Annotator.Kind.HUMAN)
                        .values_list("question_key", "value"))
         by_question: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for key, value in answers:

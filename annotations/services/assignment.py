@@ -36,7 +36,9 @@ from annotations.models import (
     Study,
     User,
 )
+from annotations.selectors import active_exclusions
 from annotations.services.annotation_writes import item_context
+from annotations.services.controls import control_candidate, control_plan
 from annotations.values import CleanAnswer, clean_submission
 
 MAX_SKIP_REASON = 500
@@ -82,7 +84,7 @@ def _candidates(
     mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
     if given_back:
         mine = mine.filter(Q(status__in=[Status.SUBMITTED, Status.SKIPPED]) | _active_lease(now))
-    items = Item.objects.filter(study=study, judgements=level)
+    items = Item.objects.filter(study=study, judgements=level, control_kind="")  # controls: control_candidate
     items = items.filter(shuffle_key__lt=seed) if wrapped else items.filter(shuffle_key__gte=seed)
     if annotator.pool != Annotator.Pool.EXPERT:
         items = items.filter(expert_only=False)
@@ -93,7 +95,8 @@ def _candidates(
     if excluded:
         items = items.exclude(pk__in=excluded)
     return (
-        items.filter(~Exists(mine))
+        # An excluded annotator is given nothing (one EXISTS in the same query, no extra round trip).
+        items.filter(~Exists(mine), ~Exists(active_exclusions(study).filter(annotator=annotator)))
         .alias(occupied=_count_subquery(_occupying(now)))
         .filter(occupied__lt=study.overlap)
         .order_by("shuffle_key", "id")
@@ -163,6 +166,15 @@ def assignment_claim_next(
         return held
     if quota is not None:
         _check_quota(study=study, annotator=annotator, quota=quota, now=now)
+    # Control items (gold, attention checks) at the study's rate, or only gold while qualifying:
+    # see annotations/services/controls.py. No query when the study uses neither.
+    plan = control_plan(study=study, annotator=annotator, now=now)
+    if plan.kinds:
+        control = control_candidate(study=study, annotator=annotator, kinds=plan.kinds, index=plan.index)
+        if control is not None:
+            return _lease(item=control, study=study, annotator=annotator, expires=expires, fresh=True)
+    if plan.only:
+        return None
     seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
     tried: list[int] = []
     for given_back, level, wrapped in _passes(study):
@@ -234,9 +246,9 @@ def assignment_submit(
     _check_owner(assignment, user)
     if assignment.status == Status.SKIPPED:
         raise Conflict("you skipped this item; it cannot be answered now")
-    if assignment.status != Status.SUBMITTED and not (
+    if assignment.status != Status.SUBMITTED and not assignment.item.control_kind and not (
         assignment.status == Status.LEASED and assignment.lease_expires_at and assignment.lease_expires_at > now
-    ):
+    ):  # (a control item has no slots to fill: every annotator may answer it)
         Item.objects.select_for_update().filter(pk=assignment.item_id).first()
         occupied = Assignment.objects.filter(_occupying(now), item_id=assignment.item_id).exclude(
             pk=assignment.pk).count()

@@ -4,7 +4,8 @@ A study chooses a rule per question in ``Study.options["consensus"]`` (``{"visua
 "all-agree-set", "agree_values": ["agree", "strongly_agree"]}}``); the default is ``majority``
 (ties stay unresolved). Only human judgements count. Recomputing gives the same rows; adjudicated
 rows (an expert's decision) are never overwritten. Unresolved labels, and resolved ones that a
-machine labeller contradicts, form the adjudication queue.
+machine labeller contradicts, form the adjudication queue. Annotations on control items and by
+annotators excluded from the study do not count (``selectors.counted_annotations``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations.errors import ValidationFailed
-from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study, User
+from annotations.models import Annotator, ConsensusLabel, Item, Study, User
 from annotations.protocols import Question
+from annotations.selectors import counted_annotations
 from annotations.services.annotation_writes import item_context
 from annotations.values import AnswerError, clean_answer
 from metrics import consensus as rules
@@ -91,7 +93,7 @@ def consensus_compute(*, study: Study, question: str | None = None, rule: dict[s
 
 
 def _compute_question(study: Study, question: Question, rule: dict[str, Any]) -> dict[str, int]:
-    annotations = (Annotation.objects.filter(study=study, question_key=question.key, annotator__kind=Annotator.Kind.HUMAN)
+    annotations = (counted_annotations(study).filter(question_key=question.key, annotator__kind=Annotator.Kind.HUMAN)
                    .values_list("id", "item_id", "annotator_id", "value", "shown"))
     by_item: dict[int, list[tuple[int, int, Any, Any]]] = defaultdict(list)
     for annotation_id, item_id, annotator_id, value, shown in annotations:
@@ -149,7 +151,8 @@ def _compute_question(study: Study, question: Question, rule: dict[str, Any]) ->
 def adjudication_queue(*, study: Study) -> list[dict[str, Any]]:
     """Unresolved labels, and resolved ones a machine labeller answered differently."""
     queue: list[dict[str, Any]] = []
-    labels = ConsensusLabel.objects.filter(study=study).exclude(rule="adjudicated").select_related("item")
+    labels = (ConsensusLabel.objects.filter(study=study, item__control_kind="").exclude(rule="adjudicated")
+              .select_related("item"))
     resolved: dict[tuple[int, str], Any] = {}
     for label in labels:
         if not label.resolved:
@@ -157,7 +160,7 @@ def adjudication_queue(*, study: Study) -> list[dict[str, Any]]:
                           "reason": label.reason or "unresolved"})
         else:
             resolved[(label.item_id, label.question_key)] = label
-    machine = (Annotation.objects.filter(study=study, annotator__kind=Annotator.Kind.MACHINE)
+    machine = (counted_annotations(study).filter(annotator__kind=Annotator.Kind.MACHINE)
                .values_list("item_id", "question_key", "value", "annotator__name"))
     flagged: set[tuple[int, str]] = set()
     for item_id, question_key, value, name in machine:

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.django_db
 
 FOREIGN = {"other_study": 9001, "other_item": 9002, "other_assignment": 9003, "other_invitation": 9004,
            "other_export": 9005, "neighbour_assignment": 9006, "neighbour_item": 9007}
-INT_PARAMETERS = {"pk", "id", "item_id", "job_id", "invitation_id", "object_id", "content_type_id"}
+INT_PARAMETERS = {"pk", "id", "item_id", "job_id", "invitation_id", "annotator_id", "object_id", "content_type_id"}
 OTHER_PARAMETERS = {"position": "0", "fmt": "csv", "key": "soda", "verb": "cancel", "token": "not-a-token",
                     "format": "json", "url": "annotations/study/", "app_label": "annotations"}
 PLACEHOLDER = re.compile(r"<(?:(\w+):)?(\w+)>")

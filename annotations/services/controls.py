@@ -1,0 +1,488 @@
+"""Control items: gold items and attention checks, the study's quality settings, and how claims mix
+controls into an annotator's queue (docs/crowd.md, "Quality control").
+
+- A control is an ``Item`` with ``control_kind`` ``gold`` (known answers) or ``attention`` (an
+  instruction in the item, e.g. its ``note`` "Select 'Agree' for this item", and the expected
+  answer). Its ``control_answers`` are ``{question_key: value}``, each checked by the same
+  validators as an annotation (``annotations.values.clean_answer``).
+- Settings live in ``Study.options["quality"]``; ``quality_settings`` reads them with defaults.
+- Mixing (``control_plan`` and ``control_candidate``, called by ``assignment_claim_next``): claim
+  number *n* of an annotator (0-based, counting every item they were ever leased in the study) is
+  a control slot when ``control_slot(seed, n, rate)`` says so: the claims are cut into stretches of
+  1/rate and one claim at a pseudo-random place in each stretch is a slot, so 100 claims at rate 0.1
+  hold exactly 10 slots, at places fixed by the annotator's seed (reproducible, not periodic). The
+  control served is drawn among those the annotator never had (never the same one twice), from the
+  same seed. Controls take no overlap slot: every annotator may see each one.
+- Qualification: with ``qualification_items`` = N > 0, an annotator is served only gold items until
+  they have submitted N of them; the first N are then scored and, below
+  ``qualification_min_accuracy``, the annotator gets no more items.
+- Scoring (``control_outcomes``) uses each answer as first submitted (the oldest revision when it
+  was edited since), so going back to change an answer never changes a score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from annotations.errors import ImportRefused, ValidationFailed
+from annotations.models import (
+    Annotation,
+    AnnotationRevision,
+    Annotator,
+    Assignment,
+    ControlKind,
+    Item,
+    Study,
+)
+from annotations.protocols import Protocol
+from annotations.selectors import active_exclusions
+from annotations.services.annotation_writes import item_context
+from annotations.values import AnswerError, clean_answer
+from metrics.quality import DEFAULT_THRESHOLDS, answers_match, control_score
+
+QUALITY_OPTION = "quality"
+DEFAULT_CONTROL_RATE = 0.1
+MAX_CONTROL_RATE = 0.5
+MAX_NOTE = 2000
+
+# name: (default, lowest, highest, whole number)
+SETTINGS: dict[str, tuple[float, float, float, bool]] = {
+    "control_rate": (0.0, 0.0, MAX_CONTROL_RATE, False),
+    "qualification_items": (0, 0, 100, True),
+    "qualification_min_accuracy": (0.7, 0.0, 1.0, False),
+    "min_gold_accuracy": (DEFAULT_THRESHOLDS["min_gold_accuracy"], 0.0, 1.0, False),
+    "max_attention_failures": (DEFAULT_THRESHOLDS["max_attention_failures"], 0, 1000, True),
+    "loo_margin": (DEFAULT_THRESHOLDS["loo_margin"], 0.0, 1.0, False),
+    "loo_min_n": (DEFAULT_THRESHOLDS["loo_min_n"], 1, 100000, True),
+    "min_median_seconds": (DEFAULT_THRESHOLDS["min_median_seconds"], 0.0, 3600.0, False),
+    "max_straight_run": (DEFAULT_THRESHOLDS["max_straight_run"], 0, 100000, True),
+}
+THRESHOLD_NAMES = tuple(DEFAULT_THRESHOLDS)
+
+
+@dataclass(frozen=True)
+class QualitySettings:
+    control_rate: float
+    qualification_items: int
+    qualification_min_accuracy: float
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        thresholds = {name: int(value) if SETTINGS[name][3] else value for name, value in self.thresholds.items()}
+        return {"control_rate": self.control_rate, "qualification_items": self.qualification_items,
+                "qualification_min_accuracy": self.qualification_min_accuracy, **thresholds}
+
+
+def _number(name: str, value: Any) -> float | int:
+    default, low, high, whole = SETTINGS[name]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise ValidationFailed(f"{name} must be a number", {name: "not a number"})
+    if whole and int(value) != value:
+        raise ValidationFailed(f"{name} must be a whole number", {name: "not whole"})
+    if not low <= value <= high:
+        raise ValidationFailed(f"{name} must be between {low:g} and {high:g}", {name: "out of range"})
+    return int(value) if whole else float(value)
+
+
+def quality_settings(study: Study) -> QualitySettings:
+    """The study's quality settings with defaults (a value out of range, e.g. written by hand into
+    ``options``, is read as the default; ``quality_settings_update`` refuses it)."""
+    raw = study.options.get(QUALITY_OPTION) or {}
+    values: dict[str, Any] = {}
+    for name, (default, _low, _high, whole) in SETTINGS.items():
+        try:
+            values[name] = _number(name, raw[name]) if name in raw else (int(default) if whole else default)
+        except ValidationFailed:
+            values[name] = int(default) if whole else default
+    return QualitySettings(
+        control_rate=values["control_rate"], qualification_items=values["qualification_items"],
+        qualification_min_accuracy=values["qualification_min_accuracy"],
+        thresholds={name: float(values[name]) for name in THRESHOLD_NAMES},
+    )
+
+
+@transaction.atomic
+def quality_settings_update(*, study: Study, changes: Mapping[str, Any]) -> QualitySettings:
+    """Change some quality settings (names of ``SETTINGS``); every value is checked, nothing half-saved."""
+    unknown = sorted(set(changes) - set(SETTINGS))
+    if unknown:
+        raise ValidationFailed(f"unknown quality setting {unknown[0]!r} (known: {', '.join(SETTINGS)})")
+    clean = {name: _number(name, value) for name, value in changes.items()}
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    locked.options = {**locked.options, QUALITY_OPTION: {**(locked.options.get(QUALITY_OPTION) or {}), **clean}}
+    locked.save(update_fields=["options", "updated_at"])
+    study.options = locked.options
+    return quality_settings(locked)
+
+
+# --- Marking controls ------------------------------------------------------------------------------
+
+
+def control_answers_clean(*, protocol: Protocol, item: Item, answers: Mapping[str, Any]) -> dict[str, Any]:
+    """Expected answers checked like annotations: the questions must exist, apply to the item and not be
+    boxes; each value must be a valid answer. Raises ValidationFailed with a message per question."""
+    if not isinstance(answers, Mapping) or not answers:
+        raise ValidationFailed("a control needs at least one expected answer", {"answers": "required"})
+    context = item_context(item)
+    applicable = {question.key for question in protocol.questions_for(dict(item.metadata))}
+    errors: dict[str, str] = {}
+    clean: dict[str, Any] = {}
+    for key, value in answers.items():
+        if not protocol.has_question(key):
+            errors[key] = "is not a question of this protocol"
+            continue
+        question = protocol.question(key)
+        if question.kind == "boxes":
+            errors[key] = "boxes cannot be a control's answer (they are compared by IoU, not exactly)"
+        elif key not in applicable:
+            errors[key] = "does not apply to this item"
+        else:
+            try:
+                clean[key] = clean_answer(question, value, context=context, protocol=protocol).value
+            except AnswerError as exc:
+                errors[key] = exc.message
+    for key in clean:
+        show_if = protocol.question(key).show_if
+        if show_if and show_if["question"] in clean and str(clean[show_if["question"]]) not in show_if["in"]:
+            errors[key] = f"is asked only when '{show_if['question']}' is one of {', '.join(show_if['in'])}"
+    if errors:
+        raise ValidationFailed("; ".join(f"{key}: {message}" for key, message in errors.items()), errors)
+    return clean
+
+
+def _touch(study: Study) -> None:
+    # Cached reports (metrics_report_cached) key on the study's updated_at.
+    Study.objects.filter(pk=study.pk).update(updated_at=timezone.now())
+
+
+def _turn_mixing_on(study: Study) -> None:
+    """Marking a study's first control sets the control rate to 10% unless one was chosen (even 0)."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    quality = dict(locked.options.get(QUALITY_OPTION) or {})
+    if "control_rate" not in quality:
+        quality["control_rate"] = DEFAULT_CONTROL_RATE
+        locked.options = {**locked.options, QUALITY_OPTION: quality}
+        locked.save(update_fields=["options", "updated_at"])
+        study.options = locked.options
+
+
+@transaction.atomic
+def control_mark(*, study: Study, item: Item, kind: str, answers: Mapping[str, Any], note: str = "") -> Item:
+    """Make ``item`` a control of ``kind`` (gold or attention) with its expected answers (replacing any
+    earlier ones). ``note`` is shown with the item on the task page (an attention check's instruction).
+    The item stops counting in consensus, agreement and metrics from the next computation."""
+    if item.study_id != study.pk:
+        raise ValidationFailed("the item is not in this study")
+    if kind not in ControlKind.values:
+        raise ValidationFailed(f"kind must be one of {', '.join(ControlKind.values)}", {"kind": "invalid"})
+    note = (note or "").strip()
+    if len(note) > MAX_NOTE:
+        raise ValidationFailed(f"the note is longer than {MAX_NOTE} characters", {"note": "too long"})
+    clean = control_answers_clean(protocol=study.protocol_obj, item=item, answers=answers)
+    item = Item.objects.select_for_update().get(pk=item.pk)
+    item.control_kind, item.control_answers, item.note = kind, clean, note
+    item.save(update_fields=["control_kind", "control_answers", "note"])
+    _turn_mixing_on(study)
+    _touch(study)
+    return item
+
+
+@transaction.atomic
+def control_unmark(*, study: Study, item: Item) -> Item:
+    """Make a control a real item again (its expected answers and note are removed)."""
+    if item.study_id != study.pk:
+        raise ValidationFailed("the item is not in this study")
+    item = Item.objects.select_for_update().get(pk=item.pk)
+    item.control_kind, item.control_answers, item.note = "", {}, ""
+    item.save(update_fields=["control_kind", "control_answers", "note"])
+    _touch(study)
+    return item
+
+
+@dataclass
+class ControlImportReport:
+    marked: int = 0
+    replaced: int = 0
+    item_ids: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+RESERVED = {"external_id", "kind", "note", "answers"}
+
+
+def _answers_from_record(record: dict[str, Any], protocol: Protocol) -> dict[str, Any]:
+    if "answers" in record:
+        return record["answers"] if isinstance(record["answers"], dict) else {"answers": record["answers"]}
+    answers: dict[str, Any] = {}
+    for key, value in record.items():
+        if key in RESERVED or value in ("", None):
+            continue
+        if (isinstance(value, str) and protocol.has_question(key) and protocol.question(key).kind == "multi"):
+            value = [part.strip() for part in value.split(";") if part.strip()]
+        answers[key] = value
+    return answers
+
+
+@transaction.atomic
+def controls_import(*, study: Study, path: Path, default_kind: str = ControlKind.GOLD) -> ControlImportReport:
+    """Mark controls from a CSV or JSONL file (see docs/crowd.md); one transaction, a bad row stops it.
+
+    Each row names an item (``external_id``), optionally its ``kind`` (gold or attention; else
+    ``default_kind``) and ``note``, and its expected answers: in JSONL an ``answers`` object or one key
+    per question; in CSV one column per question (a multi question's options separated by ``;`` or as
+    a JSON list). Empty cells are no answer.
+    """
+    from annotations.services.item_import import _read_manifest
+
+    if default_kind not in ControlKind.values:
+        raise ValidationFailed(f"kind must be one of {', '.join(ControlKind.values)}")
+    protocol = study.protocol_obj
+    report = ControlImportReport()
+    seen: set[str] = set()
+    rows = list(_read_manifest(path.name, path.read_bytes()))
+    if not rows:
+        raise ImportRefused(f"{path.name}: has no rows")
+    items = {item.external_id: item for item in Item.objects.filter(
+        study=study, external_id__in=[str(record.get("external_id", "")) for _where, record in rows])}
+    for where, record in rows:
+        external_id = str(record.get("external_id", "")).strip()
+        if not external_id:
+            raise ImportRefused(f"{where}: external_id is required")
+        if external_id in seen:
+            raise ImportRefused(f"{where}: item {external_id!r} appears twice")
+        seen.add(external_id)
+        item = items.get(external_id)
+        if item is None:
+            raise ImportRefused(f"{where}: no item {external_id!r} in this study")
+        kind = str(record.get("kind") or default_kind).strip()
+        try:
+            was_control = bool(item.control_kind)
+            control_mark(study=study, item=item, kind=kind, answers=_answers_from_record(record, protocol),
+                         note=str(record.get("note") or ""))
+        except ValidationFailed as exc:
+            raise ImportRefused(f"{where}: {exc.message}") from exc
+        report.replaced += was_control
+        report.marked += not was_control
+        report.item_ids.append(item.pk)
+    return report
+
+
+# --- Mixing controls into claims -------------------------------------------------------------------
+
+
+def _hash(*parts: object) -> int:
+    return int(hashlib.sha256(":".join(str(part) for part in parts).encode()).hexdigest()[:16], 16)
+
+
+def control_seed(*, study_id: int, annotator_id: int) -> int:
+    """The annotator's seed for control slots and picks (independent of the item ring's seed)."""
+    return _hash("controls", study_id, annotator_id) % 2**31
+
+
+def control_slot(*, seed: int, index: int, rate: float) -> bool:
+    """Whether claim number ``index`` (0-based) is a control slot, at ``rate`` in (0, 1].
+
+    The claims are cut into stretches k = 0, 1, ... holding the positions i with floor(i * rate) = k
+    (1/rate positions, give or take one); each stretch has exactly one slot, at a place drawn from
+    (seed, k). So the first n claims hold floor(n * rate) or one more slots, never bunched, never
+    periodic. Exact integer arithmetic (rate as a fraction), so rounding never moves a slot.
+    """
+    if rate <= 0:
+        return False
+    from fractions import Fraction
+
+    fraction = Fraction(rate).limit_denominator(10_000)
+    num, den = fraction.numerator, fraction.denominator
+    stretch = index * num // den                     # k = floor(index * rate)
+    first = -(-stretch * den // num)                 # ceil(k / rate): the stretch's first position
+    size = -(-(stretch + 1) * den // num) - first    # how many positions it holds
+    return first + _hash("slot", seed, stretch) % size == index
+
+
+@dataclass(frozen=True)
+class ControlPlan:
+    """What the next claim serves: a control of ``kinds`` if one is left; ``only``: nothing else."""
+
+    kinds: tuple[str, ...] = ()
+    only: bool = False
+    index: int = 0
+
+
+NO_PLAN = ControlPlan()
+
+
+def control_plan(*, study: Study, annotator: Annotator, now: datetime) -> ControlPlan:
+    """The control part of the next claim. No query unless the study mixes controls or qualifies people."""
+    settings = quality_settings(study)
+    if settings.control_rate <= 0 and settings.qualification_items <= 0:
+        return NO_PLAN
+    index = Assignment.objects.filter(study=study, annotator=annotator).count()
+    if settings.qualification_items > 0:
+        state = qualification_state(study=study, annotator=annotator, now=now, settings=settings)
+        if state.state == "failed":
+            return ControlPlan(only=True, index=index)
+        if state.state == "pending":
+            # Lease no more gold than still needed (the task page leases one ahead).
+            kinds = (ControlKind.GOLD.value,) if state.answered + state.live < state.required else ()
+            return ControlPlan(kinds=kinds, only=True, index=index)
+    seed = control_seed(study_id=study.pk, annotator_id=annotator.pk)
+    if control_slot(seed=seed, index=index, rate=settings.control_rate):
+        return ControlPlan(kinds=(ControlKind.GOLD.value, ControlKind.ATTENTION.value), index=index)
+    return ControlPlan(index=index)
+
+
+def control_candidate(*, study: Study, annotator: Annotator, kinds: Iterable[str], index: int) -> Item | None:
+    """A control of ``kinds`` this annotator never had (in any state), drawn from their seed and ``index``."""
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    items = Item.objects.filter(study=study, control_kind__in=list(kinds)).filter(
+        ~Exists(mine), ~Exists(active_exclusions(study).filter(annotator=annotator)))
+    if annotator.pool != Annotator.Pool.EXPERT:
+        items = items.filter(expert_only=False)
+    candidates = list(items.order_by("id"))
+    if not candidates:
+        return None
+    seed = control_seed(study_id=study.pk, annotator_id=annotator.pk)
+    return candidates[_hash("pick", seed, index) % len(candidates)]
+
+
+# --- Scoring ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ControlOutcome:
+    """One annotator on one control item: a check per expected answer they were asked."""
+
+    item_id: int
+    kind: str
+    submitted_at: datetime | None
+    checks: tuple[bool, ...]
+
+    @property
+    def passed(self) -> bool | None:
+        return all(self.checks) if self.checks else None
+
+
+def _asked(protocol: Protocol, key: str, pool: str, given: Mapping[str, Any]) -> bool:
+    """Was the annotator asked this question? (not expert-only for a crowd annotator; its show_if held)."""
+    if not protocol.has_question(key):
+        return False
+    question = protocol.question(key)
+    if question.expert_only and pool != Annotator.Pool.EXPERT:
+        return False
+    if key in given or question.show_if is None:
+        return True
+    parent = given.get(question.show_if["question"])
+    return parent is not None and str(parent) in question.show_if["in"]
+
+
+def control_outcomes(study: Study, *, annotator_ids: Iterable[int] | None = None,
+                     item_ids: Iterable[int] | None = None) -> dict[int, list[ControlOutcome]]:
+    """Every human's results on the study's control items, per annotator id, in submission order.
+
+    A control counts for an annotator once they submitted it (or, imported humans, once they have
+    answers to it). An expected answer they were not asked is not a check; one they were asked but
+    left unanswered is a failed check. Answers are taken as first submitted.
+    """
+    controls = Item.objects.filter(study=study).exclude(control_kind="")
+    if item_ids is not None:
+        controls = controls.filter(pk__in=list(item_ids))
+    expected = {pk: (kind, answers) for pk, kind, answers in controls.values_list("id", "control_kind",
+                                                                                  "control_answers")}
+    if not expected:
+        return {}
+    who = Q() if annotator_ids is None else Q(annotator_id__in=list(annotator_ids))
+    submitted: dict[tuple[int, int], datetime | None] = {}
+    pools: dict[int, str] = {}
+    for annotator_id, item_id, completed, pool in Assignment.objects.filter(
+            who, study=study, item_id__in=list(expected), status=Assignment.Status.SUBMITTED).values_list(
+            "annotator_id", "item_id", "completed_at", "annotator__pool"):
+        submitted[(annotator_id, item_id)] = completed
+        pools[annotator_id] = pool
+    given: dict[tuple[int, int], dict[str, Any]] = defaultdict(dict)
+    first_at: dict[tuple[int, int], datetime] = {}
+    annotations = list(Annotation.objects.filter(who, study=study, item_id__in=list(expected),
+                                                 annotator__kind=Annotator.Kind.HUMAN).values_list(
+        "id", "annotator_id", "item_id", "question_key", "value", "created_at", "annotator__pool"))
+    originals: dict[int, Any] = {}
+    for annotation_id, value in (AnnotationRevision.objects.filter(annotation_id__in=[a[0] for a in annotations])
+                                 .order_by("annotation_id", "id").values_list("annotation_id", "value")):
+        originals.setdefault(annotation_id, value)
+    for annotation_id, annotator_id, item_id, key, value, created, pool in annotations:
+        given[(annotator_id, item_id)][key] = originals.get(annotation_id, value)
+        pools.setdefault(annotator_id, pool)
+        first_at[(annotator_id, item_id)] = min(created, first_at.get((annotator_id, item_id), created))
+    protocol = study.protocol_obj
+    result: dict[int, list[ControlOutcome]] = defaultdict(list)
+    for annotator_id, item_id in sorted(set(submitted) | set(given)):
+        kind, answers = expected[item_id]
+        mine = given.get((annotator_id, item_id), {})
+        checks = tuple(answers_match(value, mine.get(key)) for key, value in answers.items()
+                       if _asked(protocol, key, pools.get(annotator_id, ""), mine))
+        when = submitted.get((annotator_id, item_id)) or first_at.get((annotator_id, item_id))
+        result[annotator_id].append(ControlOutcome(item_id, kind, when, checks))
+    for outcomes in result.values():
+        outcomes.sort(key=lambda o: (o.submitted_at is None, o.submitted_at or timezone.now(), o.item_id))
+    return dict(result)
+
+
+@dataclass(frozen=True)
+class Qualification:
+    """Where an annotator stands with the study's qualification.
+
+    ``state``: ``none`` (the study has none), ``pending`` (fewer than ``required`` gold items
+    submitted), ``passed`` or ``failed`` (scored on the first ``required`` gold items submitted).
+    """
+
+    state: str
+    required: int
+    answered: int = 0
+    live: int = 0
+    correct: int = 0
+    n: int = 0
+    accuracy: float | None = None
+    min_accuracy: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def qualification_of(gold: list[ControlOutcome], settings: QualitySettings, *, live: int = 0) -> Qualification:
+    """The qualification state from an annotator's gold outcomes in submission order (first N scored)."""
+    required = settings.qualification_items
+    if required <= 0:
+        return Qualification("none", 0)
+    base: dict[str, Any] = {"required": required, "answered": len(gold), "live": live,
+                            "min_accuracy": settings.qualification_min_accuracy}
+    if len(gold) < required:
+        return Qualification("pending", **base)
+    score = control_score(check for outcome in gold[:required] for check in outcome.checks)
+    # Gold items whose questions this annotator was never asked (e.g. expert-only) give no checks.
+    passed = score.rate is None or score.rate >= settings.qualification_min_accuracy
+    return Qualification("passed" if passed else "failed", correct=score.correct, n=score.n,
+                         accuracy=score.rate, **base)
+
+
+def qualification_state(*, study: Study, annotator: Annotator, now: datetime | None = None,
+                        settings: QualitySettings | None = None) -> Qualification:
+    """Where ``annotator`` stands with the study's qualification (a few queries; none without one)."""
+    settings = settings or quality_settings(study)
+    if settings.qualification_items <= 0:
+        return Qualification("none", 0)
+    now = now or timezone.now()
+    gold = [outcome for outcome in control_outcomes(study, annotator_ids=[annotator.pk]).get(annotator.pk, [])
+            if outcome.kind == ControlKind.GOLD]
+    live = Assignment.objects.filter(study=study, annotator=annotator, item__control_kind=ControlKind.GOLD,
+                                     status=Assignment.Status.LEASED, lease_expires_at__gt=now).count()
+    return qualification_of(gold, settings, live=live)

@@ -1,0 +1,244 @@
+"""Per-annotator quality in a study, and excluding (or reinstating) an annotator (docs/crowd.md).
+
+``quality_report`` reads; ``metrics.quality`` computes. Per human annotator:
+
+- gold accuracy: correct / n over the expected answers of gold items they were asked (first
+  submitted answers; ``services.controls.control_outcomes``);
+- attention checks passed and failed (an attention check passes when every expected answer matches);
+- agreement with the consensus, leave-one-out: for each real item and question they answered
+  (boxes excepted), the plurality answer of the OTHER humans who count (not excluded); ties and
+  items nobody else answered are not comparable;
+- median seconds per item (the time the task page measured, else lease to submit);
+- straight-lining: the longest run of one answer to the same question in submission order, and that
+  question's modal share;
+- flags against the study's thresholds (``services.controls.quality_settings``).
+
+Excluding writes an ``AnnotatorExclusion`` row (reason, who, when); reinstating fills in who and when
+on the same row. Both recompute the stored consensus of every question that has one, in the same
+transaction, so consensus, agreement and metrics are without (or again with) that annotator at once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotations.errors import Conflict, ValidationFailed
+from annotations.models import (
+    Annotation,
+    Annotator,
+    AnnotatorExclusion,
+    Assignment,
+    ConsensusLabel,
+    ControlKind,
+    Item,
+    Study,
+    User,
+)
+from annotations.selectors import active_exclusions
+from annotations.services.consensus import consensus_compute
+from annotations.services.controls import (
+    Qualification,
+    control_outcomes,
+    qualification_of,
+    qualification_state,
+    quality_settings,
+)
+from metrics.quality import (
+    Flag,
+    Score,
+    control_score,
+    leave_one_out_agreement,
+    loo_median,
+    median_or_none,
+    quality_flags,
+    straight_lining,
+)
+
+MAX_REASON = 2000
+
+
+def _study_humans(study: Study) -> list[Annotator]:
+    """Humans with work in the study: handed an item, or with answers (imported raters)."""
+    handed = Assignment.objects.filter(study=study).values("annotator_id")
+    answered = Annotation.objects.filter(study=study).values("annotator_id")
+    return list(Annotator.objects.filter(Q(pk__in=handed) | Q(pk__in=answered), kind=Annotator.Kind.HUMAN)
+                .order_by("name", "pk"))
+
+
+def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, Any]:
+    """Every human annotator's quality figures and flags in ``study`` (see the module docstring). Reads only."""
+    settings = quality_settings(study)
+    thresholds = settings.thresholds
+    humans = _study_humans(study)
+    exclusions = {row.annotator_id: row for row in active_exclusions(study).select_related("excluded_by")}
+    voters = {a.pk for a in humans if a.pk not in exclusions}
+    protocol = study.protocol_obj
+    boxes = [q.key for q in protocol.questions if q.kind == "boxes"]
+
+    rows = (Annotation.objects.filter(study=study, annotator__kind=Annotator.Kind.HUMAN)
+            .exclude(question_key__in=boxes).order_by("created_at", "id")
+            .values_list("item_id", "question_key", "annotator_id", "value", "item__control_kind"))
+    loo_rows = []
+    in_order: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    for item_id, key, annotator_id, value, control in rows.iterator(chunk_size=5000):
+        in_order[annotator_id][key].append(value)
+        if not control:
+            loo_rows.append(((item_id, key), annotator_id, value))
+    loo = leave_one_out_agreement(loo_rows, voters=voters)
+    median_loo = loo_median([score for a, score in loo.items() if a in voters], min_n=thresholds["loo_min_n"])
+
+    times: dict[int, list[float]] = defaultdict(list)
+    counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])  # real items, controls submitted
+    for annotator_id, spent, created, completed, control in Assignment.objects.filter(
+            study=study, status=Assignment.Status.SUBMITTED).values_list(
+            "annotator_id", "time_spent_ms", "created_at", "completed_at", "item__control_kind"):
+        counts[annotator_id][1 if control else 0] += 1
+        if spent is not None:
+            times[annotator_id].append(spent / 1000)
+        elif completed is not None:
+            times[annotator_id].append((completed - created).total_seconds())
+
+    outcomes = control_outcomes(study)
+    people = []
+    for annotator in humans:
+        mine = outcomes.get(annotator.pk, [])
+        gold = control_score(check for o in mine if o.kind == ControlKind.GOLD for check in o.checks)
+        attention = [o.passed for o in mine if o.kind == ControlKind.ATTENTION and o.passed is not None]
+        failed = sum(1 for passed in attention if not passed)
+        agreement = loo.get(annotator.pk, Score(0, 0, None))
+        median_seconds = median_or_none(times.get(annotator.pk, []))
+        runs = {key: straight_lining(values) for key, values in in_order.get(annotator.pk, {}).items()}
+        worst_key = max(runs, key=lambda k: (runs[k].longest_run, runs[k].modal_share or 0, k), default=None)
+        worst = runs[worst_key] if worst_key is not None else None
+        flags = quality_flags(gold=gold, attention_failed=failed, loo=agreement, study_loo_median=median_loo,
+                              median_seconds=median_seconds, longest_run=worst.longest_run if worst else 0,
+                              thresholds=thresholds)
+        qualification: Qualification | None = None
+        if settings.qualification_items > 0 and annotator.user_id is not None:
+            qualification = qualification_of([o for o in mine if o.kind == ControlKind.GOLD], settings)
+            if qualification.state == "failed":
+                flags.insert(0, Flag("qualification", f"did not qualify ({qualification.correct} of "
+                                                       f"{qualification.n} gold answers right)"))
+        exclusion = exclusions.get(annotator.pk)
+        people.append({
+            "annotator_id": annotator.pk, "annotator": annotator.name, "pool": annotator.pool,
+            "items": counts[annotator.pk][0], "controls": counts[annotator.pk][1],
+            "gold": gold.to_dict(),
+            "attention": {"passed": len(attention) - failed, "failed": failed},
+            "agreement": {"n": agreement.n, "agree": agreement.correct, "rate": agreement.rate},
+            "median_seconds": None if median_seconds is None else round(median_seconds, 1),
+            "straight_line": None if worst is None else {"question": worst_key, **worst.to_dict()},
+            "qualification": qualification.to_dict() if qualification else None,
+            "flags": [flag.to_dict() for flag in flags],
+            "excluded": exclusion is not None,
+            "exclusion": None if exclusion is None else {
+                "reason": exclusion.reason, "at": exclusion.excluded_at,
+                "by": exclusion.excluded_by.username if exclusion.excluded_by else None},
+        })
+    controls = dict.fromkeys(ControlKind.values, 0)
+    for kind in Item.objects.filter(study=study).exclude(control_kind="").values_list("control_kind", flat=True):
+        controls[kind] += 1
+    return {
+        "study": study.pk, "name": study.name, "settings": settings.to_dict(), "controls": controls,
+        "agreement_median": median_loo, "annotators": people,
+        "flagged": sum(1 for person in people if person["flags"]),
+    }
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a claim found nothing: ``final`` when the annotator will never get items again."""
+
+    final: bool
+    message: str
+
+
+def claim_refusal(*, study: Study, annotator: Annotator) -> Refusal | None:
+    """Why a claim found nothing, when the reason is the qualification (a message for the annotator)."""
+    state = qualification_state(study=study, annotator=annotator)
+    if state.state == "failed":
+        return Refusal(True, f"you did not pass this study's qualification items ({state.correct} of {state.n} "
+                             f"answers right; {state.min_accuracy:.0%} were needed), so no further items will be "
+                             "given to you. Thank you for your time")
+    if state.state == "pending" and state.live == 0:
+        return Refusal(False, "there are no qualification items left for you at the moment; please come back later")
+    return None
+
+
+# --- Exclusion -------------------------------------------------------------------------------------
+
+
+def _recompute_consensus(study: Study) -> None:
+    """Recompute each question's stored consensus (the study's rule), and let cached reports go."""
+    protocol = study.protocol_obj
+    keys = sorted(set(ConsensusLabel.objects.filter(study=study).exclude(rule="adjudicated")
+                      .values_list("question_key", flat=True)))
+    for key in keys:
+        if protocol.has_question(key) and protocol.question(key).kind != "boxes":
+            consensus_compute(study=study, question=key)
+    Study.objects.filter(pk=study.pk).update(updated_at=timezone.now())
+
+
+def _check_in_study(study: Study, annotator: Annotator) -> None:
+    if annotator.kind != Annotator.Kind.HUMAN:
+        raise ValidationFailed("only human annotators are excluded (machine labellers never count in consensus)")
+    has_work = (Assignment.objects.filter(study=study, annotator=annotator).exists()
+                or Annotation.objects.filter(study=study, annotator=annotator).exists()
+                or (annotator.user_id is not None and study.enrollments.filter(user_id=annotator.user_id).exists()))
+    if not has_work:
+        raise ValidationFailed(f"{annotator.name} has no work in this study")
+
+
+@transaction.atomic
+def annotator_exclude(*, study: Study, annotator: Annotator, user: User | None, reason: str,
+                      now: datetime | None = None) -> AnnotatorExclusion:
+    """Exclude an annotator from a study: their answers stop counting (consensus recomputed now) and they
+    are given no new items. Refused without a reason, or when they are already excluded."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationFailed("say why the annotator is excluded", {"reason": "required"})
+    if len(reason) > MAX_REASON:
+        raise ValidationFailed(f"the reason is longer than {MAX_REASON} characters", {"reason": "too long"})
+    _check_in_study(study, annotator)
+    Study.objects.select_for_update().filter(pk=study.pk).first()  # one exclusion change at a time per study
+    if active_exclusions(study).filter(annotator=annotator).exists():
+        raise Conflict(f"{annotator.name} is already excluded from this study")
+    try:
+        with transaction.atomic():
+            exclusion = AnnotatorExclusion.objects.create(
+                study=study, annotator=annotator, reason=reason, excluded_by=user, excluded_at=now or timezone.now())
+    except IntegrityError as exc:
+        raise Conflict(f"{annotator.name} is already excluded from this study") from exc
+    _recompute_consensus(study)
+    return exclusion
+
+
+@transaction.atomic
+def annotator_reinstate(*, study: Study, annotator: Annotator, user: User | None, note: str = "",
+                        now: datetime | None = None) -> AnnotatorExclusion:
+    """Undo an exclusion: the row keeps its history and records who reinstated and when; consensus is
+    recomputed with the annotator's answers again."""
+    note = (note or "").strip()
+    if len(note) > MAX_REASON:
+        raise ValidationFailed(f"the note is longer than {MAX_REASON} characters", {"note": "too long"})
+    exclusion = active_exclusions(study).select_for_update().filter(annotator=annotator).first()
+    if exclusion is None:
+        raise Conflict(f"{annotator.name} is not excluded from this study")
+    exclusion.reinstated_at, exclusion.reinstated_by, exclusion.reinstate_note = now or timezone.now(), user, note
+    exclusion.save(update_fields=["reinstated_at", "reinstated_by", "reinstate_note"])
+    _recompute_consensus(study)
+    return exclusion
+
+
+def exclusion_history(study: Study) -> list[AnnotatorExclusion]:
+    """Every exclusion of the study, newest first, with who excluded and reinstated."""
+    return list(AnnotatorExclusion.objects.filter(study=study)
+                .select_related("annotator", "excluded_by", "reinstated_by").order_by("-excluded_at", "-id"))
+

@@ -1,0 +1,192 @@
+"""Per-annotator quality figures for crowd work (docs/crowd.md, "Quality control"). Pure: no Django.
+
+The study side (``annotations/services/quality.py``) reads the rows; these functions compute:
+
+- ``answers_match``: is an annotator's answer the expected (gold or attention) answer?
+- ``control_score``: gold accuracy, correct / n over the gold answers an annotator was asked.
+- ``leave_one_out_agreement``: for each (item, question) an annotator answered, the plurality
+  answer of the OTHER counted annotators; agreement rate = matches / comparable units.
+- ``straight_lining``: the longest run of identical answers to one question in submission
+  order, and the share of the modal answer.
+- ``quality_flags``: which of those cross the study's thresholds.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+EPSILON = 1e-9  # so that a rate exactly at median - margin (0.8 - 0.2 in floating point) is not flagged
+DEFAULT_THRESHOLDS: dict[str, float] = {
+    "min_gold_accuracy": 0.7,      # flag when gold accuracy < this (with at least one gold answer)
+    "max_attention_failures": 0,   # flag when failed attention checks > this
+    "loo_margin": 0.2,             # flag when LOO agreement < study median - margin ...
+    "loo_min_n": 10,               # ... counting only annotators with at least this many comparisons
+    "min_median_seconds": 3.0,     # flag when the median time per item < this
+    "max_straight_run": 10,        # flag when the longest run of one answer >= this
+}
+
+
+def answer_key(value: Any) -> Hashable:
+    """A hashable form of an answer: a multi answer (list) is compared as a set of options."""
+    if isinstance(value, list):
+        return json.dumps(sorted(value, key=lambda v: json.dumps(v, sort_keys=True)), sort_keys=True)
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def answers_match(expected: Any, given: Any) -> bool:
+    """True when ``given`` is the expected answer (lists as sets; ``None`` given never matches)."""
+    if given is None:
+        return False
+    return answer_key(expected) == answer_key(given)
+
+
+@dataclass(frozen=True)
+class Score:
+    """``correct`` of ``n`` checks; ``rate`` = correct / n, None when n = 0."""
+
+    n: int
+    correct: int
+    rate: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def control_score(checks: Iterable[bool]) -> Score:
+    """Gold accuracy over individual checks (one per gold question asked): correct / n."""
+    values = list(checks)
+    correct = sum(1 for check in values if check)
+    return Score(len(values), correct, correct / len(values) if values else None)
+
+
+def leave_one_out_agreement(
+    rows: Iterable[tuple[Hashable, Hashable, Any]], *, voters: Collection[Hashable] | None = None,
+) -> dict[Hashable, Score]:
+    """Agreement of each annotator with the consensus of the others, per unit (an item and question).
+
+    ``rows`` are ``(unit, annotator, value)``, one per annotator and unit. For annotator *a* on unit *u*
+    the reference is the plurality value among the other annotators' answers to *u* (only those in
+    ``voters``, when given: e.g. excluded annotators are scored but do not vote). A unit with no other
+    voter, or a tie for the top value, is not comparable and is left out of *a*'s n. Returns
+    ``Score(n, agreements, rate)`` per annotator that answered any unit.
+    """
+    by_unit: dict[Hashable, list[tuple[Hashable, Hashable]]] = defaultdict(list)
+    for unit, annotator, value in rows:
+        by_unit[unit].append((annotator, answer_key(value)))
+    n: Counter[Hashable] = Counter()
+    agree: Counter[Hashable] = Counter()
+    seen: set[Hashable] = set()
+    for answers in by_unit.values():
+        counts = Counter(value for annotator, value in answers if voters is None or annotator in voters)
+        for annotator, value in answers:
+            seen.add(annotator)
+            votes_by_me = voters is None or annotator in voters
+            if votes_by_me:
+                counts[value] -= 1
+            ranked = [(count, v) for v, count in counts.items() if count > 0]
+            if votes_by_me:
+                counts[value] += 1
+            if not ranked:
+                continue
+            top = max(count for count, _v in ranked)
+            winners = [v for count, v in ranked if count == top]
+            if len(winners) != 1:
+                continue
+            n[annotator] += 1
+            agree[annotator] += int(winners[0] == value)
+    return {a: Score(n[a], agree[a], agree[a] / n[a] if n[a] else None) for a in seen}
+
+
+@dataclass(frozen=True)
+class StraightLine:
+    """One question's answers in submission order: the longest run of one value and the modal share."""
+
+    n: int
+    longest_run: int
+    run_value: Any
+    modal_value: Any
+    modal_share: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def straight_lining(values: Sequence[Any]) -> StraightLine:
+    """Longest run of consecutive identical answers (lists compared as sets) and the modal answer's share.
+
+    The run's and the mode's value are returned as given (the first occurrence); ties for the mode go
+    to the value seen first.
+    """
+    if not values:
+        return StraightLine(0, 0, None, None, None)
+    keys = [answer_key(value) for value in values]
+    best, best_at, run = 1, 0, 1
+    for position in range(1, len(keys)):
+        run = run + 1 if keys[position] == keys[position - 1] else 1
+        if run > best:
+            best, best_at = run, position
+    counts = Counter(keys)
+    modal_key = max(counts, key=lambda key: (counts[key], -keys.index(key)))
+    return StraightLine(len(values), best, values[best_at], values[keys.index(modal_key)],
+                        counts[modal_key] / len(values))
+
+
+def median_or_none(values: Sequence[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+@dataclass(frozen=True)
+class Flag:
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def thresholds_with_defaults(given: Mapping[str, Any] | None) -> dict[str, float]:
+    """The thresholds of ``DEFAULT_THRESHOLDS`` with the numeric ones in ``given`` replacing them."""
+    result = dict(DEFAULT_THRESHOLDS)
+    for key, value in (given or {}).items():
+        if key in result and isinstance(value, int | float) and not isinstance(value, bool):
+            result[key] = float(value)
+    return result
+
+
+def loo_median(scores: Iterable[Score], *, min_n: float) -> float | None:
+    """Median LOO agreement rate over the annotators with at least ``min_n`` comparisons."""
+    rates = [s.rate for s in scores if s.rate is not None and s.n >= min_n]
+    return median_or_none(rates)  # type: ignore[arg-type]
+
+
+def quality_flags(
+    *, gold: Score, attention_failed: int, loo: Score, study_loo_median: float | None,
+    median_seconds: float | None, longest_run: int, thresholds: Mapping[str, float],
+) -> list[Flag]:
+    """The flags one annotator earns against ``thresholds`` (see ``DEFAULT_THRESHOLDS``)."""
+    flags = []
+    if gold.rate is not None and gold.rate < thresholds["min_gold_accuracy"]:
+        flags.append(Flag("gold_accuracy", f"gold accuracy {gold.rate:.2f} ({gold.correct} of {gold.n}) "
+                                           f"< {thresholds['min_gold_accuracy']:.2f}"))
+    if attention_failed > thresholds["max_attention_failures"]:
+        flags.append(Flag("attention", f"failed {attention_failed} attention check"
+                                       f"{'s' if attention_failed != 1 else ''}"))
+    if (loo.rate is not None and study_loo_median is not None and loo.n >= thresholds["loo_min_n"]
+            and loo.rate < study_loo_median - thresholds["loo_margin"] - EPSILON):
+        flags.append(Flag("agreement", f"agreement with the others {loo.rate:.2f} (n={loo.n}) is more than "
+                                       f"{thresholds['loo_margin']:.2f} below the study median "
+                                       f"{study_loo_median:.2f}"))
+    if median_seconds is not None and median_seconds < thresholds["min_median_seconds"]:
+        flags.append(Flag("speed", f"median {median_seconds:.1f} s per item "
+                                   f"< {thresholds['min_median_seconds']:g} s"))
+    if longest_run >= thresholds["max_straight_run"] > 0:
+        flags.append(Flag("straight_lining", f"the same answer {longest_run} times in a row "
+                                             f"(>= {thresholds['max_straight_run']:g})"))
+    return flags
