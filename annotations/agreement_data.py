@@ -170,9 +170,11 @@ def question_matrix(study: Study, question: Question, *, annotator_ids: Iterable
         return None
     coders, r = dense_codes(annotators)
     item_ids, c = dense_codes(items)
-    first_code = {text: code for code, text in enumerate(dict.fromkeys(texts))}  # distinct, first-seen order
-    text_codes = np.fromiter(map(first_code.__getitem__, texts), dtype=np.int64, count=len(texts))
-    decoded = [json.loads(text) for text in first_code]
+    # Codes in the sorted order of the distinct JSON texts, whatever order the rows came in, so that
+    # a seeded bootstrap gives the same interval on any database.
+    code_of = {text: code for code, text in enumerate(sorted(dict.fromkeys(texts)))}
+    text_codes = np.fromiter(map(code_of.__getitem__, texts), dtype=np.int64, count=len(texts))
+    decoded = [json.loads(text) for text in code_of]
     if question.kind == "likert":
         rank = {option.key: float(position) for position, option in enumerate(question.options)}
         per_text = np.array([rank.get(value, np.nan) for value in decoded])  # Unsure -> missing (ordinal)
