@@ -191,13 +191,15 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
     by_key = {p.external_id: p for p in missing}
     set_sizes = {item_id: sum(1 for p in missing if p.item_id == item_id) for item_id in {p.item_id for p in missing}}
     made: dict[str, dict[int, bytes]] = {}  # item id -> image index -> PNG, until the item is complete
+    failed_before = set(GenerationFailure.objects.filter(job=job).values_list("external_id", flat=True))
 
     def on_image(request: ImageRequest, image: Any) -> None:
         planned = by_key[str(request.key)]
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
         made.setdefault(planned.item_id, {})[planned.image_index] = buffer.getvalue()
-        GenerationFailure.objects.filter(job=job, external_id=planned.external_id).delete()
+        if planned.external_id in failed_before:  # a retry that worked: the old failure is gone
+            GenerationFailure.objects.filter(job=job, external_id=planned.external_id).delete()
         GenerationJob.objects.filter(pk=job.pk).update(generated=F("generated") + 1)
         if len(made[planned.item_id]) == set_sizes[planned.item_id]:
             store(planned, made.pop(planned.item_id), request)

@@ -177,3 +177,43 @@ def test_researcher_makes_a_prolific_link_on_the_page(browser: Any, server: Any,
     page.wait_for_selector("text=The link is withdrawn")
     assert "revoked" in page.locator(f"#invitation-{invitation.pk}").inner_text()
     assert page.js_errors == []
+
+
+def test_participant_meets_a_gold_item_and_an_attention_check_then_gets_the_code(
+        browser: Any, server: Any, crowd: dict[str, Any]) -> None:  # noqa: F811
+    """Issue 8's whole path: platform link, consent, form, ordinary-looking controls, completion code."""
+    from annotations.models import Assignment, Invitation, Item
+    from annotations.services.controls import control_mark, quality_settings_update
+    from annotations.services.quality import quality_report
+
+    study = crowd["study"]
+    Invitation.objects.filter(pk=crowd["invitation"].pk).update(items_per_participant=None)
+    gold, check = (Item.objects.get(external_id=name) for name in ("img-0", "img-1"))
+    control_mark(study=study, item=gold, kind="gold", answers={"person": "no"})
+    control_mark(study=study, item=check, kind="attention", answers={"person": "yes"},
+                 note="Select 'yes' for this item, whatever the image shows.")
+    quality_settings_update(study=study, changes={"control_rate": 0.5, "qualification_items": 1,
+                                                  "qualification_min_accuracy": 0.0})
+    page = _page(browser, server)
+    page.goto(f"/join/{crowd['invitation'].token}/{PROLIFIC}")
+    page.get_by_role("button", name="I agree, continue").click()
+    page.get_by_label("Asia").check()
+    page.get_by_role("button", name="Start").click()
+    met = []
+    while True:
+        page.wait_for_selector("#task-form, #completion-code")
+        if page.locator("#completion-code").count():
+            break
+        assignment = Assignment.objects.select_related("item").get(pk=int(page.url.rstrip("/").split("/")[-1]))
+        met.append(assignment.item.control_kind or "real")
+        text = page.locator("main").inner_text().lower()
+        assert not any(word in text for word in ("gold", "control", "attention", "qualif"))
+        _answer_and_submit(page)  # always "no": right on the gold item, wrong on the attention check
+    assert met[0] == "gold" and sorted(met) == ["attention", "gold", "real", "real"]
+    assert page.locator("#completion-code").inner_text() == "C0DE42"
+    _shot(page, "26-join-controls-complete-1280")
+    row = next(r for r in quality_report(study=study)["annotators"] if r["annotator_id"] == assignment.annotator_id)
+    assert (row["gold"]["correct"], row["gold"]["n"]) == (1, 1)
+    assert row["attention"] == {"passed": 0, "failed": 1}
+    assert "attention" in [flag["code"] for flag in row["flags"]]
+    assert page.js_errors == []
