@@ -81,7 +81,8 @@ class ParticipantScopeMiddleware:
 def _participant_study(request: HttpRequest) -> int | None:
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
-        return participant_study_id(user.pk)
+        # Participant accounts are annotators (services/invitations.py); researchers and admins cost no query.
+        return participant_study_id(user.pk) if user.role == user.Role.ANNOTATOR else None
     header = request.META.get("HTTP_AUTHORIZATION", "")
     if header.startswith("Token "):  # DRF authenticates tokens inside the view, after this middleware
         key = header[len("Token "):].strip()
