@@ -258,6 +258,7 @@ def generate_images(
     on_image: ImageCallback,
     on_failure: FailureCallback | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    on_batch_end: Callable[[int], None] | None = None,
 ) -> GenerationReport:
     """Generate one image per request, ``spec.batch_size`` per pipeline call, in request order.
 
@@ -271,6 +272,8 @@ def generate_images(
       single request is reported through ``on_failure(request, reason)`` and the run goes on.
     - ``should_cancel()`` is asked before every batch; when it answers True the run stops and
       the report says ``cancelled`` (requests not reached are neither generated nor failed).
+    - ``on_batch_end(n)`` is called after each batch with the number of images it made (for a
+      caller that stores or counts per batch rather than per image).
     Tuples ``(prompt, seed)`` are accepted as requests (their key is their position).
     """
     started = time.perf_counter()
@@ -314,8 +317,11 @@ def generate_images(
             report.cancelled = True
             break
         size = report.final_batch_size
+        before = report.generated
         run(pending[position:position + size])
         position += size
+        if on_batch_end is not None:
+            on_batch_end(report.generated - before)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from django.utils import timezone
 
 from annotations.errors import ImportRefused, NotAllowed, ValidationFailed
 from annotations.models import Item, Study, User
-from annotations.services.item_import import item_add_files
+from annotations.services.item_import import items_add_files
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import (
     ImageRequest,
@@ -189,8 +190,11 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
     provenance = model_provenance(spec, pipe)
     GenerationJob.objects.filter(pk=job.pk).update(provenance=provenance)
     by_key = {p.external_id: p for p in missing}
-    set_sizes = {item_id: sum(1 for p in missing if p.item_id == item_id) for item_id in {p.item_id for p in missing}}
+    seeds_of: dict[str, dict[int, int]] = defaultdict(dict)  # item id -> image index -> seed
+    for p in missing:
+        seeds_of[p.item_id][p.image_index] = p.seed
     made: dict[str, dict[int, bytes]] = {}  # item id -> image index -> PNG, until the item is complete
+    ready: list[tuple[PlannedImage, dict[int, bytes], ImageRequest]] = []  # complete items, stored per batch
     failed_before = set(GenerationFailure.objects.filter(job=job).values_list("external_id", flat=True))
 
     def on_image(request: ImageRequest, image: Any) -> None:
@@ -200,15 +204,22 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
         made.setdefault(planned.item_id, {})[planned.image_index] = buffer.getvalue()
         if planned.external_id in failed_before:  # a retry that worked: the old failure is gone
             GenerationFailure.objects.filter(job=job, external_id=planned.external_id).delete()
-        GenerationJob.objects.filter(pk=job.pk).update(generated=F("generated") + 1)
-        if len(made[planned.item_id]) == set_sizes[planned.item_id]:
-            store(planned, made.pop(planned.item_id), request)
+        if len(made[planned.item_id]) == len(seeds_of[planned.item_id]):
+            ready.append((planned, made.pop(planned.item_id), request))
+
+    def on_batch_end(images: int) -> None:
+        """After each pipeline call: its complete items in one transaction, the counter once."""
+        if ready:
+            store(list(ready))
+            ready.clear()
+        if images:
+            GenerationJob.objects.filter(pk=job.pk).update(generated=F("generated") + images)
         if progress is not None:
             progress(GenerationJob.objects.get(pk=job.pk))
 
-    def store(planned: PlannedImage, images: dict[int, bytes], request: ImageRequest) -> None:
+    def record_for(planned: PlannedImage, images: dict[int, bytes]) -> tuple[dict[str, Any], dict[str, bytes]]:
         names = {index: f"{planned.item_id.replace('/', '_')}_{index:02d}.png" for index in sorted(images)}
-        seeds = {p.image_index: p.seed for p in missing if p.item_id == planned.item_id}
+        seeds = seeds_of[planned.item_id]
         record = {
             "external_id": planned.item_id, "files": list(names.values()), "prompt": planned.prompt["text"],
             "model": job.model_label, "condition": planned.prompt.get("condition", "base"),
@@ -219,11 +230,19 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
                          "seeds": [seeds[index] for index in sorted(seeds)]},
             "metadata": {**planned.prompt.get("metadata", {}), "prompt_set": job.name},
         }
+        return record, {names[index]: data for index, data in images.items()}
+
+    def store(items: list[tuple[PlannedImage, dict[int, bytes], ImageRequest]]) -> None:
+        records = [record_for(planned, images) for planned, images, _request in items]
         try:
-            item_add_files(study=job.study, record=record,
-                           files={names[index]: data for index, data in images.items()})
+            items_add_files(study=job.study, records=[record for record, _files in records],
+                            files={name: data for _record, files in records for name, data in files.items()})
         except ImportRefused as exc:
-            on_failure(request, f"could not store the image: {exc.message}")
+            if len(items) > 1:  # find the one the import refuses; store the others
+                for item in items:
+                    store([item])
+                return
+            on_failure(items[0][2], f"could not store the image: {exc.message}")
 
     def on_failure(request: ImageRequest, reason: str) -> None:
         planned = by_key[str(request.key)]
@@ -239,7 +258,7 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
 
     requests = [ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id) for p in missing]
     report = generate_images(pipe, spec, requests, on_image=on_image, on_failure=on_failure,
-                             should_cancel=should_cancel)
+                             should_cancel=should_cancel, on_batch_end=on_batch_end)
     status = GenerationJob.Status.CANCELLED if report.cancelled else GenerationJob.Status.DONE
     job = _finish(job.pk, status)
     if progress is not None:

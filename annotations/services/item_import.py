@@ -47,6 +47,7 @@ _TRUE = {"1", "true", "yes"}
 _FALSE = {"", "0", "false", "no"}
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
 MAX_ROWS = 500_000
+LOOKUP_CHUNK = 2_000  # ids or hashes per IN (...) lookup: under SQLite's and PostgreSQL's parameter limits
 
 
 @dataclass
@@ -242,10 +243,12 @@ def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
     unit = study.protocol_obj.unit
     rows = [_row(where, record, unit) for where, record in records]
     report = ImportReport()
-    existing_ids = set(Item.objects.filter(study=study).values_list("external_id", flat=True))
-    existing_hashes = dict(Item.objects.filter(study=study).exclude(sha256="").values_list("sha256", "external_id"))
+    # Only the ids and hashes this import names are looked up (not every item of the study): a
+    # generation job adds its images one item at a time, and must not read the whole study each time.
+    existing_ids = set(_lookup(Item.objects.filter(study=study), "external_id", [row.external_id for row in rows],
+                               "external_id"))
     seen_ids: dict[str, str] = {}
-    checked: list[tuple[ItemRow, list[Any], str]] = []
+    candidates: list[tuple[ItemRow, list[Any], str]] = []
     for row in rows:
         if row.external_id in seen_ids:
             raise ImportRefused(f"{row.where}: external_id {row.external_id!r} repeats {seen_ids[row.external_id]}")
@@ -259,7 +262,11 @@ def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
             if source is None:
                 raise ImportRefused(f"{row.where}: {name} cannot be found (upload a zip with the files)")
             images.append(image_check(source.read(name), name=name))
-        digest = _item_digest(images)
+        candidates.append((row, images, _item_digest(images)))
+    existing_hashes = dict(_lookup(Item.objects.filter(study=study), "sha256",
+                                   [digest for _r, _i, digest in candidates if digest], "sha256", "external_id"))
+    checked: list[tuple[ItemRow, list[Any], str]] = []
+    for row, images, digest in candidates:
         if digest and digest in existing_hashes:
             report.duplicates.append({
                 "external_id": row.external_id,
@@ -301,12 +308,30 @@ def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
     return report
 
 
+def _lookup(queryset: Any, field: str, values: list[str], *columns: str) -> list[Any]:
+    """``queryset.filter(<field>__in=values).values_list(*columns)``, in chunks that stay under the
+    databases' limits on query parameters."""
+    found: list[Any] = []
+    distinct = sorted(set(values))
+    for start in range(0, len(distinct), LOOKUP_CHUNK):
+        chunk = distinct[start:start + LOOKUP_CHUNK]
+        found.extend(queryset.filter(**{f"{field}__in": chunk}).values_list(*columns, flat=len(columns) == 1))
+    return found
+
+
 def _item_digest(images: list[Any]) -> str:
     if not images:
         return ""
     if len(images) == 1:
         return images[0].sha256
     return hashlib.sha256("\n".join(image.sha256 for image in images).encode()).hexdigest()
+
+
+def items_add_files(*, study: Study, records: list[dict[str, Any]], files: dict[str, bytes]) -> ImportReport:
+    """``item_add_files`` for several items at once (one transaction; a generation job's batch):
+    all are added, or the import is refused and none is."""
+    return _import_records(study=study, records=[(f"item {r.get('external_id', '')}", r) for r in records],
+                           source=MemorySource(files))
 
 
 def item_add_files(*, study: Study, record: dict[str, Any], files: dict[str, bytes]) -> ImportReport:

@@ -200,3 +200,26 @@ def test_in_memory_files_go_through_the_same_checks(study) -> None:  # type: ign
     assert again.created == 0 and again.duplicates == [{"external_id": "gen-1", "reason": "already in the study"}]
     with pytest.raises(ImportRefused, match="gen-2.png: is not an image"):
         item_add_files(study=study, record={"external_id": "gen-2", "file": "gen-2.png"}, files={"gen-2.png": b"x"})
+
+
+def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -> None:  # type: ignore[no-untyped-def]
+    """A generation job adds images one item at a time: each addition must not read the whole study."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotations.services.item_import import item_add_files
+
+    Item.objects.bulk_create([Item(study=study, external_id=f"old-{n}", kind="image", sha256=f"{n:064x}")
+                              for n in range(50)])
+    data = png_bytes(size=(16, 16))
+    with CaptureQueriesContext(connection) as queries:
+        report = item_add_files(study=study, record={"external_id": "new", "file": "n.png"}, files={"n.png": data})
+    assert report.created == 1
+    item_reads = [q["sql"] for q in queries.captured_queries
+                  if q["sql"].startswith("SELECT") and '"annotations_item"' in q["sql"].split("WHERE")[0]]
+    assert len(item_reads) == 2 and all(" IN (" in sql for sql in item_reads), item_reads
+    # the lookups still find duplicates: by id, and by the file's hash under another id
+    again = item_add_files(study=study, record={"external_id": "new", "file": "n.png"}, files={"n.png": data})
+    copy = item_add_files(study=study, record={"external_id": "copy", "file": "c.png"}, files={"c.png": data})
+    assert again.duplicates == [{"external_id": "new", "reason": "already in the study"}]
+    assert copy.duplicates == [{"external_id": "copy", "reason": "same file(s) as item 'new'"}]

@@ -130,6 +130,21 @@ def test_cancelling_stops_between_batches_and_keeps_finished_images(image_study,
     assert generation_job_run(job_id=pending.pk).generated == 0  # a cancelled job is not claimed
 
 
+@pytest.mark.django_db
+def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
+    job = generation_job_create(study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model, batch_size=3),
+                                user=owner, enqueue=False)
+    seen: list[tuple[int, int]] = []
+
+    def progress(current: GenerationJob) -> None:
+        seen.append((current.generated, Item.objects.filter(study=image_study).count()))
+
+    job = generation_job_run(job_id=job.pk, progress=progress, device="cpu")
+    # 4 images in batches of 3 and 1: the counter and the stored items move together after each batch
+    assert seen == [(0, 0), (3, 3), (4, 4), (4, 4)]
+    assert job.status == "done" and job.generated == 4
+
+
 class FailsForOnePrompt:
     """The real tiny pipeline that runs out of memory whenever one given prompt is in the batch."""
 

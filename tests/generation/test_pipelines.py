@@ -224,6 +224,18 @@ def test_a_failing_prompt_fails_alone(tiny_folder: Path) -> None:
     assert np.array_equal(images[2], clean[2])
 
 
+def test_on_batch_end_reports_each_batch_after_its_images(tiny_folder: Path) -> None:
+    spec = tiny_spec(tiny_folder, batch_size=2)
+    events: list[Any] = []
+    prompts = [PROMPTS[0], "a photo of a \ud800 person", *PROMPTS[1:]]  # the second fails alone
+    run_report = generate_images(load_pipeline(spec, "cpu"), spec, requests_for(prompts),
+                                 on_image=lambda request, _image: events.append(request.key),
+                                 on_batch_end=lambda made: events.append(f"end {made}"))
+    # batches [0, 1] (1 fails), [2, 3], [4]: each end comes after its images, with how many were made
+    assert events == [0, "end 1", 2, 3, "end 2", 4, "end 1"]
+    assert run_report.generated == 4
+
+
 class MemoryLimitedPipeline:
     """The real tiny pipeline behind a memory limit: more than ``max_images`` per call raises the
     error CUDA raises when a batch does not fit (CPU has no such limit to hit in a test)."""
