@@ -10,7 +10,6 @@ from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve
 
 from annotations.access import participant_study_id
-from annotations.models import Participant
 
 PAGE_POLICY = (
     "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
@@ -46,8 +45,9 @@ PARTICIPANT_REDIRECTS = frozenset({"home", "annotate-dashboard"})
 class ParticipantScopeMiddleware:
     """Keeps participant accounts (``annotations.models.Participant``) inside their study's annotate pages.
 
-    Costs one indexed query for a signed-in request to a URL outside the allow-list (none for the
-    annotate pages themselves). API calls authenticated by a token header are checked as well.
+    Costs one indexed query for an annotator's signed-in request to a URL outside the allow-list (none
+    for the annotate pages themselves, none for researchers). Tokens are refused to participants by
+    ``annotations.api.authentication.WorkbenchTokenAuthentication``.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -59,8 +59,8 @@ class ParticipantScopeMiddleware:
 
     def _refusal(self, request: HttpRequest) -> HttpResponse | None:
         user = getattr(request, "user", None)
-        if not (user is not None and user.is_authenticated) and "HTTP_AUTHORIZATION" not in request.META:
-            return None  # anonymous: the views' own checks apply
+        if not (user is not None and user.is_authenticated):
+            return None  # anonymous (or a token, checked by DRF): the views' own checks apply
         try:
             name = resolve(request.path_info).view_name
         except Resolver404:
@@ -83,8 +83,6 @@ def _participant_study(request: HttpRequest) -> int | None:
     if user is not None and user.is_authenticated:
         # Participant accounts are annotators (services/invitations.py); researchers and admins cost no query.
         return participant_study_id(user.pk) if user.role == user.Role.ANNOTATOR else None
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    if header.startswith("Token "):  # DRF authenticates tokens inside the view, after this middleware
-        key = header[len("Token "):].strip()
-        return Participant.objects.filter(user__auth_token__key=key).values_list("study_id", flat=True).first()
+    # A token is read only inside DRF, after this middleware: annotations/api/authentication.py
+    # refuses participants' tokens there, in the query that finds the token.
     return None

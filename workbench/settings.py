@@ -155,7 +155,7 @@ WORKBENCH_DEFAULT_LEASE_MINUTES = env_int("WORKBENCH_DEFAULT_LEASE_MINUTES", 30)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: an anonymous request then gets 401 with WWW-Authenticate, not 403.
-        "rest_framework.authentication.TokenAuthentication",
+        "annotations.api.authentication.WorkbenchTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -187,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--annotators", default="1,8,32", help="comma-separated N values")
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--items", type=int, default=6000)
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--think", type=float, default=0.0,
                         help="seconds each simulated annotator waits between claim and submit (0: back to back)")
     args = parser.parse_args(argv)
