@@ -24,6 +24,7 @@ from annotations.errors import NotAllowed, NotFoundError, ValidationFailed, Work
 from annotations.models import Annotation, ConsensusLabel, Item, Study
 from annotations.services.agreement import agreement_csv_rows, agreement_report
 from annotations.services.consensus import RULES, adjudication_queue, consensus_adjudicate, consensus_compute
+from annotations.spreadsheet import csv_cell
 
 
 def _study(user: Any, pk: int, *, write: bool = False) -> Study:
@@ -61,7 +62,7 @@ def study_agreement(request: HttpRequest, pk: int) -> HttpResponse:
     report = agreement_report(study=study, n_resamples=resamples, breakdown=request.GET.get("breakdown") or None)
     if request.GET.get("format") == "csv":
         buffer = io.StringIO()
-        csv.writer(buffer).writerows(agreement_csv_rows(report))
+        csv.writer(buffer).writerows([csv_cell(value) for value in row] for row in agreement_csv_rows(report))
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="agreement-study-{study.pk}.csv"'
         return response

@@ -21,6 +21,7 @@ from annotations.models import Annotator, Study, User
 from annotations.payment_selectors import payment_rows
 from annotations.services import studies as study_services
 from annotations.services.quality import quality_report
+from annotations.spreadsheet import csv_cell
 
 
 def _user(request: HttpRequest) -> User:
@@ -65,7 +66,7 @@ def _csv_lines(rows: Iterator[dict[str, object]] | list[dict[str, object]], colu
     writer = csv.writer(buffer)
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([row[column] for column in columns])
+        writer.writerow([csv_cell(row[column]) for column in columns])
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()

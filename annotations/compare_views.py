@@ -23,7 +23,7 @@ from django.urls import reverse
 from annotations import access, selectors
 from annotations.errors import NotAllowed, NotFoundError, ValidationFailed
 from annotations.figures import FORMATS, comparison_figure_render, comparison_numeric_values
-from annotations.findings_views import MAX_ROWS_SHOWN, cell_display, csv_cell
+from annotations.findings_views import MAX_ROWS_SHOWN, cell_display
 from annotations.metric_inputs import CONSENSUS, JUDGEMENTS, machine_labellers
 from annotations.models import User
 from annotations.services.comparison import (
@@ -37,6 +37,7 @@ from annotations.services.comparison import (
     side_label,
 )
 from annotations.services.metrics_report import JUDGEMENT_PROTOCOLS, study_metric_kind
+from annotations.spreadsheet import csv_cell
 from annotations.views import IMAGE_CSP
 
 FORM_ROWS = 3

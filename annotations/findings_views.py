@@ -19,10 +19,10 @@ from django.urls import reverse
 from annotations.errors import ValidationFailed
 from annotations.figures import DRAW, FORMATS, figure_render
 from annotations.services.metrics_report import metrics_report_cached
+from annotations.spreadsheet import csv_cell
 from annotations.views import IMAGE_CSP, _study_or_404
 
 MAX_ROWS_SHOWN = 200
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _source(request: HttpRequest) -> str:
@@ -76,14 +76,6 @@ def cell_display(value: Any) -> str:
     if isinstance(value, list):
         return "; ".join(str(v) for v in value)
     return str(value)
-
-
-def csv_cell(value: Any) -> Any:
-    if isinstance(value, list):
-        value = "; ".join(str(v) for v in value)
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value  # a spreadsheet must not run a cell as a formula
-    return "" if value is None else value
 
 
 @login_required

@@ -26,9 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from annotations.models import Assignment, Participant, Study
+from annotations.spreadsheet import csv_cell
 
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 PAYMENT_COLUMNS = [
     "annotator", "pool", "platform", "participant_id", "platform_study_id", "session_id", "assignment_id",
     "invitation", "items_completed", "items_skipped", "items_timed", "seconds_total", "seconds_median",
@@ -97,17 +96,6 @@ def payment_rows(study: Study) -> list[dict[str, Any]]:
             rows[user_id]["seconds_total"] = round(sum(spent) / 1000, 1)
             rows[user_id]["seconds_median"] = round(statistics.median(spent) / 1000, 1)
     return sorted(rows.values(), key=lambda row: row["annotator"])
-
-
-def csv_cell(value: Any) -> Any:
-    """A value as a CSV cell a spreadsheet shows as text: formula starts get a leading apostrophe."""
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
 
 
 def payment_csv_lines(rows: Iterable[dict[str, Any]]) -> Iterator[str]:

@@ -275,6 +275,10 @@ def test_progress_figures_by_hand(setup, owner) -> None:  # type: ignore[no-unty
                      "median_seconds": "3.0"}]
     page = login(owner).get(f"/studies/{study.pk}/progress/").content.decode()
     assert 'id="progress-bar"' in page and "js/progress.js" in page
+    image_item(study, "=HYPERLINK(\"http://evil.example\")")  # an untrusted id that looks like a formula
+    rows = list(csv.DictReader(io.StringIO(b"".join(
+        login(owner).get(f"/studies/{study.pk}/progress.csv").streaming_content).decode())))
+    assert "'=HYPERLINK(\"http://evil.example\")" in [row["external_id"] for row in rows]
 
 
 def test_enrol_a_pool_and_toggle_reveal(study, owner) -> None:  # type: ignore[no-untyped-def]

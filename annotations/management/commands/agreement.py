@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from annotations.management.commands._common import dump, study_arg
 from annotations.services.agreement import agreement_csv_rows, agreement_report
+from annotations.spreadsheet import csv_cell
 
 
 class Command(BaseCommand):
@@ -27,7 +28,7 @@ class Command(BaseCommand):
                                   breakdown=options["breakdown"])
         if options["csv"] is not None:
             with options["csv"].open("w", newline="", encoding="utf-8") as handle:
-                csv.writer(handle).writerows(agreement_csv_rows(report))
+                csv.writer(handle).writerows([csv_cell(value) for value in row] for row in agreement_csv_rows(report))
         if options["json"]:
             self.stdout.write(dump(report))
             return

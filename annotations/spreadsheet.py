@@ -1,0 +1,29 @@
+"""CSV cells that a spreadsheet shows as text (CSV injection, OWASP).
+
+Prompts, labels, item ids and platform ids are untrusted text. A cell that starts with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return is run as a formula by Excel and LibreOffice, so the
+report-style downloads (progress, agreement, findings, comparisons, payments) prefix such text with
+an apostrophe. Numbers stay numbers. The data exports (``annotations/services/exports.py``) are left
+as they are so that they round-trip into other tools; docs/import-export.md says so.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` as a safe CSV cell: None empty, datetimes ISO 8601, lists joined with "; ",
+    text starting like a formula prefixed with an apostrophe, anything else unchanged."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list):
+        value = "; ".join(str(item) for item in value)
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
