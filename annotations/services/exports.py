@@ -2,8 +2,10 @@
 (the JSONL plus the image files). Generators stream row by row in constant memory.
 
 JSONL records, one per line, in this order: ``study`` (protocol and settings), ``annotator``
-(each annotator that answered), ``item`` (provenance and file hashes), ``annotation`` (with its
-revisions). ``import_study`` rebuilds a study from it (see ``study_import.py``).
+(each annotator that answered), ``item`` (provenance, file hashes, expert-only, control marks),
+``annotation`` (with its revisions), ``consensus`` (stored labels with their rule and support, and
+adjudicated decisions with who made them), ``exclusion`` (annotators excluded from the study, with
+the history of reinstatements). ``import_study`` rebuilds a study from it (see ``study_import.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,17 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from annotations.models import Annotation, AnnotationRevision, Annotator, ExportJob, Item, ItemImage, Study
+from annotations.models import (
+    Annotation,
+    AnnotationRevision,
+    Annotator,
+    AnnotatorExclusion,
+    ConsensusLabel,
+    ExportJob,
+    Item,
+    ItemImage,
+    Study,
+)
 
 FORMAT_VERSION = 1
 FORMATS = ("jsonl", "csv", "zip", "coco")
@@ -73,7 +85,8 @@ def export_jsonl(study: Study) -> Iterator[str]:
             "type": "item", "external_id": item.external_id, "kind": item.kind, "text": item.text,
             "prompt": item.prompt, "model": item.model_name, "condition": item.condition, "seed": item.seed,
             "settings": item.generation_settings, "metadata": item.metadata, "sha256": item.sha256,
-            "is_reference": item.is_reference,
+            "is_reference": item.is_reference, "expert_only": item.expert_only, "note": item.note,
+            "control": ({"kind": item.control_kind, "answers": item.control_answers} if item.control_kind else None),
             "files": [
                 {"name": image.original_name, "sha256": image.sha256, "width": image.width, "height": image.height,
                  "content_type": image.content_type, "path": _file_path(image)}
@@ -96,6 +109,37 @@ def export_jsonl(study: Study) -> Iterator[str]:
                  "replaced_at": _iso(revision.replaced_at)}
                 for revision in annotation.revisions.all()
             ],
+        })
+    yield from _consensus_lines(study)
+    for exclusion in AnnotatorExclusion.objects.filter(study=study).order_by("excluded_at", "id").select_related(
+            "annotator", "excluded_by", "reinstated_by"):
+        yield _json_line({
+            "type": "exclusion", "annotator": exclusion.annotator.name, "annotator_kind": exclusion.annotator.kind,
+            "annotator_version": exclusion.annotator.version, "reason": exclusion.reason,
+            "excluded_by": _username(exclusion.excluded_by), "excluded_at": _iso(exclusion.excluded_at),
+            "reinstated_by": _username(exclusion.reinstated_by), "reinstated_at": _iso(exclusion.reinstated_at),
+            "reinstate_note": exclusion.reinstate_note,
+        })
+
+
+def _username(user: Any) -> str | None:
+    return None if user is None else user.username
+
+
+def _consensus_lines(study: Study) -> Iterator[str]:
+    """Stored consensus labels; their support (annotation ids) as the supporting annotators, which
+    a rebuilt study can find again."""
+    who = {pk: [name, kind, version] for pk, name, kind, version in Annotation.objects.filter(study=study)
+           .values_list("id", "annotator__name", "annotator__kind", "annotator__version").iterator(chunk_size=CHUNK)}
+    labels = (ConsensusLabel.objects.filter(study=study).order_by("item_id", "question_key")
+              .select_related("item", "adjudicated_by"))
+    for label in labels.iterator(chunk_size=CHUNK):
+        yield _json_line({
+            "type": "consensus", "item": label.item.external_id, "question": label.question_key,
+            "value": label.value, "resolved": label.resolved, "rule": label.rule, "params": label.params,
+            "support": [who[pk] for pk in label.support if pk in who], "confidence": label.confidence,
+            "reason": label.reason, "n_votes": label.n_votes, "adjudicated_by": _username(label.adjudicated_by),
+            "note": label.note,
         })
 
 

@@ -8,15 +8,26 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.utils.dateparse import parse_datetime
 
-from annotations.errors import ImportRefused
+from annotations.errors import ImportRefused, ValidationFailed
 from annotations.files import FileSource, ZipSource
-from annotations.models import Annotation, AnnotationRevision, Annotator, Study, User
+from annotations.models import (
+    Annotation,
+    AnnotationRevision,
+    Annotator,
+    AnnotatorExclusion,
+    ConsensusLabel,
+    Item,
+    Study,
+    User,
+)
 from annotations.services.annotation_writes import annotations_import_records
+from annotations.services.controls import control_answers_clean
 from annotations.services.item_import import items_import_records
 from annotations.services.studies import protocol_resolve, study_create
 
-ITEM_FIELDS = ("external_id", "text", "prompt", "model", "condition", "seed", "settings", "metadata")
+ITEM_FIELDS = ("external_id", "text", "prompt", "model", "condition", "seed", "settings", "metadata", "expert_only")
 
 
 def _records(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
@@ -74,6 +85,8 @@ def _study_import(*, owner: User, records: list[tuple[int, dict[str, Any]]], sou
     annotation_records: list[tuple[int, dict[str, Any]]] = []
     revisions: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = {}
     annotator_info: dict[tuple[str, str, str], dict[str, Any]] = {}
+    item_extras: dict[str, dict[str, Any]] = {}  # external id -> note and control mark
+    later: dict[str, list[tuple[int, dict[str, Any]]]] = {"consensus": [], "exclusion": []}
     for number, record in records[1:]:
         kind = record["type"]
         if kind == "annotator":
@@ -88,6 +101,9 @@ def _study_import(*, owner: User, records: list[tuple[int, dict[str, Any]]], sou
                 row.setdefault("metadata", {})
                 row["metadata"] = {**row["metadata"], "exported_files": [entry.get("name") for entry in files]}
             item_records.append((f"line {number}", row))
+            if record.get("note") or record.get("control"):
+                item_extras[str(record.get("external_id", ""))] = {"note": record.get("note") or "",
+                                                                   "control": record.get("control"), "line": number}
         elif kind == "annotation":
             line = {key: record[key] for key in ("item", "annotator", "annotator_kind", "question", "value",
                                                  "reason", "shown", "time_spent_ms") if record.get(key) is not None}
@@ -103,6 +119,8 @@ def _study_import(*, owner: User, records: list[tuple[int, dict[str, Any]]], sou
             if record.get("revisions"):
                 revisions[(record["item"], record["annotator"], record.get("annotator_kind", "human"),
                            record.get("annotator_version", ""), record["question"])] = record["revisions"]
+        elif kind in later:
+            later[kind].append((number, record))
         else:
             raise ImportRefused(f"line {number}: unknown record type {kind!r}")
     if item_records:
@@ -110,7 +128,90 @@ def _study_import(*, owner: User, records: list[tuple[int, dict[str, Any]]], sou
     if annotation_records:
         annotations_import_records(study=study, records=annotation_records)
     _restore_revisions(study, revisions)
+    _restore_item_extras(study, item_extras)
+    _restore_consensus(study, later["consensus"])
+    _restore_exclusions(study, later["exclusion"])
     return study
+
+
+def _restore_item_extras(study: Study, extras: dict[str, dict[str, Any]]) -> None:
+    """Notes and control marks (gold answers checked again against the protocol)."""
+    protocol = study.protocol_obj
+    for item in Item.objects.filter(study=study, external_id__in=list(extras)):
+        extra = extras[item.external_id]
+        item.note = str(extra["note"])[:2000]
+        control = extra["control"]
+        if control:
+            if control.get("kind") not in ("gold", "attention"):
+                raise ImportRefused(f"line {extra['line']}: control kind {control.get('kind')!r} is not gold or attention")
+            try:
+                item.control_answers = control_answers_clean(protocol=protocol, item=item,
+                                                             answers=control.get("answers") or {})
+            except ValidationFailed as exc:
+                raise ImportRefused(f"line {extra['line']}: control answers: {exc.message}") from exc
+            item.control_kind = control["kind"]
+        item.save(update_fields=["note", "control_kind", "control_answers"])
+
+
+def _annotator_key(record: dict[str, Any], prefix: str = "annotator") -> tuple[str, str, str]:
+    return (str(record.get(prefix, "")), str(record.get(f"{prefix}_kind", "human")),
+            str(record.get(f"{prefix}_version", "")))
+
+
+def _restore_consensus(study: Study, records: list[tuple[int, dict[str, Any]]]) -> None:
+    """Stored consensus labels; support found again through (item, question, annotator)."""
+    if not records:
+        return
+    items = dict(Item.objects.filter(study=study).values_list("external_id", "id"))
+    annotation_ids = {(item_id, question, name, kind, version): pk for pk, item_id, question, name, kind, version in
+                      Annotation.objects.filter(study=study).values_list(
+                          "id", "item_id", "question_key", "annotator__name", "annotator__kind", "annotator__version")}
+    users = _users({record.get("adjudicated_by") for _n, record in records})
+    labels = []
+    for number, record in records:
+        item_id = items.get(str(record.get("item", "")))
+        if item_id is None:
+            raise ImportRefused(f"line {number}: consensus for unknown item {record.get('item')!r}")
+        question = str(record.get("question", ""))
+        support = [annotation_ids.get((item_id, question, *map(str, who))) for who in record.get("support") or []]
+        labels.append(ConsensusLabel(
+            study=study, item_id=item_id, question_key=question, value=record.get("value"),
+            resolved=bool(record.get("resolved")), rule=str(record.get("rule", ""))[:32], params=record.get("params") or {},
+            support=[pk for pk in support if pk is not None], confidence=record.get("confidence"),
+            reason=str(record.get("reason") or ""), n_votes=int(record.get("n_votes") or 0),
+            adjudicated_by=users.get(record.get("adjudicated_by")), note=str(record.get("note") or ""),
+        ))
+    ConsensusLabel.objects.bulk_create(labels, batch_size=2000)
+
+
+def _restore_exclusions(study: Study, records: list[tuple[int, dict[str, Any]]]) -> None:
+    """Exclusions with their history (who and when, reinstatements); people are found by username."""
+    if not records:
+        return
+    annotators = {(a.name, a.kind, a.version): a for a in Annotator.objects.filter(annotations__study=study).distinct()}
+    users = _users({record.get(key) for _n, record in records for key in ("excluded_by", "reinstated_by")})
+    for number, record in records:
+        annotator = annotators.get(_annotator_key(record))
+        if annotator is None:
+            raise ImportRefused(f"line {number}: exclusion of an annotator with no annotations: {record.get('annotator')!r}")
+        AnnotatorExclusion.objects.create(
+            study=study, annotator=annotator, reason=str(record.get("reason") or "imported"),
+            excluded_by=users.get(record.get("excluded_by")), excluded_at=_when(record.get("excluded_at"), number),
+            reinstated_by=users.get(record.get("reinstated_by")),
+            reinstated_at=_when(record.get("reinstated_at"), number) if record.get("reinstated_at") else None,
+            reinstate_note=str(record.get("reinstate_note") or ""),
+        )
+
+
+def _users(names: set[Any]) -> dict[str, User]:
+    return {user.username: user for user in User.objects.filter(username__in=[n for n in names if n])}
+
+
+def _when(text: Any, number: int) -> Any:
+    moment = parse_datetime(str(text or ""))
+    if moment is None:
+        raise ImportRefused(f"line {number}: {text!r} is not a date and time (ISO 8601)")
+    return moment
 
 
 def _restore_revisions(study: Study, revisions: dict[tuple[str, str, str, str, str], list[dict[str, Any]]]) -> None:

@@ -108,3 +108,50 @@ def test_a_background_export_job_writes_a_downloadable_file(filled_study, owner,
     assert job.status == ExportJob.Status.DONE
     with job.file.open("rb") as handle:
         assert handle.read().decode().startswith("item,item_kind,condition")
+
+
+def test_round_trip_keeps_controls_consensus_adjudication_and_exclusions(filled_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from annotations.models import Annotator, AnnotatorExclusion, ConsensusLabel
+    from annotations.services.consensus import consensus_adjudicate, consensus_compute
+    from annotations.services.controls import control_mark
+    from annotations.services.quality import annotator_exclude, annotator_reinstate
+
+    study = filled_study
+    item_a, item_b = Item.objects.get(study=study, external_id="a"), Item.objects.get(study=study, external_id="b")
+    Item.objects.filter(pk=item_a.pk).update(expert_only=True)
+    control_mark(study=study, item=item_b, kind="attention", answers={"gender": "female"}, note="Pick 'female'.")
+    consensus_compute(study=study, question="gender")
+    consensus_adjudicate(study=study, item=item_a, question_key="gender", value="female", user=owner, note="clear")
+    r2 = Annotator.objects.get(study=study, name="r2")
+    annotator_exclude(study=study, annotator=r2, user=owner, reason="rushed")
+    annotator_reinstate(study=study, annotator=r2, user=owner, note="checked again")
+    annotator_exclude(study=study, annotator=r2, user=owner, reason="rushed, for good")
+    out = tmp_path / "study.zip"
+    export_to_file(study, "zip", out)
+
+    rebuilt = study_import(owner=owner, path=out)
+    assert comparable(rebuilt) == comparable(study)  # every record, the new kinds included
+    copy_b = Item.objects.get(study=rebuilt, external_id="b")
+    assert (copy_b.control_kind, copy_b.control_answers, copy_b.note) == ("attention", {"gender": "female"},
+                                                                          "Pick 'female'.")
+    assert Item.objects.get(study=rebuilt, external_id="a").expert_only
+    label = ConsensusLabel.objects.get(study=rebuilt, item__external_id="a", question_key="gender")
+    assert (label.value, label.rule, label.adjudicated_by, label.note) == ("female", "adjudicated", owner, "clear")
+    history = list(AnnotatorExclusion.objects.filter(study=rebuilt).order_by("excluded_at")
+                   .values_list("annotator__name", "reason", "reinstated_at", "reinstate_note"))
+    assert [(name, reason, note) for name, reason, _at, note in history] == [
+        ("r2", "rushed", "checked again"), ("r2", "rushed, for good", "")]
+    assert history[0][2] is not None and history[1][2] is None
+
+
+def test_an_export_whose_control_answers_no_longer_fit_is_refused(filled_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    lines = [json.loads(line) for line in export_jsonl(filled_study)]
+    for record in lines:
+        if record["type"] == "item" and record["external_id"] == "b":
+            record["control"] = {"kind": "gold", "answers": {"gender": "robot"}}
+    (tmp_path / "bad.jsonl").write_text("".join(json.dumps(record) + "\n" for record in lines))
+    from annotations.errors import ImportRefused
+
+    with pytest.raises(ImportRefused, match=r"control answers: gender: .*robot"):
+        study_import(owner=owner, path=tmp_path / "bad.jsonl")
+    assert not Study.objects.exclude(pk=filled_study.pk).exists()  # nothing half-imported
