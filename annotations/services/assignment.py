@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -172,7 +172,7 @@ def assignment_claim_next(
     if plan.kinds:
         control = control_candidate(study=study, annotator=annotator, kinds=plan.kinds, index=plan.index)
         if control is not None:
-            return _lease(item=control, study=study, annotator=annotator, expires=expires, fresh=True)
+            return _lease_control(item=control, study=study, annotator=annotator, expires=expires)
     if plan.only:
         return None
     seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
@@ -208,6 +208,21 @@ def _lease(*, item: Item, study: Study, annotator: Annotator, expires: Any, fres
     previous.status, previous.lease_expires_at = Status.LEASED, expires
     previous.save(update_fields=["status", "lease_expires_at"])
     return previous
+
+
+def _lease_control(*, item: Item, study: Study, annotator: Annotator, expires: Any) -> Assignment:
+    """Lease a control item. Controls are not locked like real items (every annotator may have each),
+    so the same person claiming in two tabs at once can pick the same control: the second insert then
+    meets the unique (item, annotator) constraint, and gets the lease the first just made."""
+    try:
+        with transaction.atomic():
+            return _lease(item=item, study=study, annotator=annotator, expires=expires, fresh=True)
+    except IntegrityError:
+        held = Assignment.objects.filter(item=item, annotator=annotator, status=Status.LEASED).first()
+        if held is None:
+            raise Conflict("this item was just handed to you elsewhere; ask for the next item again") from None
+        held.study, held.item, held.annotator = study, item, annotator
+        return held
 
 
 def _locked(assignment: Assignment) -> Assignment:

@@ -469,3 +469,20 @@ class TestExclusion:
         assert set(labels.values) == {item.pk for item in real}  # no control item
         assert all(value == "female" for value in labels.values.values())
         assert Annotation.objects.filter(annotator=c).count() == 6  # nothing deleted
+
+
+def test_the_same_person_racing_for_one_control_shares_the_lease(study) -> None:  # type: ignore[no-untyped-def]
+    """Two tabs claiming at once can pick the same control (controls are not row-locked): the second
+    insert meets the unique (item, annotator) constraint and must get the first tab's lease, not a 500."""
+    from annotations.services.assignment import _lease_control
+
+    (item,) = items(study, 1)
+    gold(study, item)
+    ann = person(study, "twotabs")
+    expires = timezone.now() + timedelta(minutes=30)
+    first = Assignment.objects.create(study=study, item=item, annotator=ann, status="leased", lease_expires_at=expires)
+    second = _lease_control(item=item, study=study, annotator=ann, expires=expires)  # the other tab's insert
+    assert second.pk == first.pk and Assignment.objects.filter(item=item, annotator=ann).count() == 1
+    Assignment.objects.filter(pk=first.pk).update(status="submitted")
+    with pytest.raises(Conflict, match="ask for the next item again"):
+        _lease_control(item=item, study=study, annotator=ann, expires=expires)
