@@ -20,7 +20,7 @@ from annotations.forms import ExcludeForm
 from annotations.models import Annotator, Study, User
 from annotations.payment_selectors import payment_rows
 from annotations.services import studies as study_services
-from annotations.services.quality import quality_report
+from annotations.services.quality import quality_report_cached
 from annotations.spreadsheet import csv_cell
 
 
@@ -47,7 +47,7 @@ def progress(request: HttpRequest, pk: int) -> HttpResponse:
         "pools": Annotator.Pool.choices,
         "reveal": bool(study.options.get("reveal_after_submit")),
         "payments": payment_rows(study),
-        "quality": quality_report(study=study),
+        "quality": quality_report_cached(study=study, fresh=request.GET.get("fresh") == "1"),
         "exclude_form": ExcludeForm(),
     })
 

@@ -486,3 +486,22 @@ def test_the_same_person_racing_for_one_control_shares_the_lease(study) -> None:
     Assignment.objects.filter(pk=first.pk).update(status="submitted")
     with pytest.raises(Conflict, match="ask for the next item again"):
         _lease_control(item=item, study=study, annotator=ann, expires=expires)
+
+
+def test_the_pages_quality_report_is_kept_a_minute_but_not_past_an_exclusion(study, owner) -> None:  # type: ignore[no-untyped-def]
+    from django.core.cache import cache
+
+    from annotations.services.quality import quality_report_cached
+
+    cache.clear()
+    real = items(study, 2)
+    ann = person(study, "quick")
+    submit(study, ann, real[0], ANSWERS)
+    first = quality_report_cached(study=study)
+    submit(study, ann, real[1], ANSWERS)  # a new answer within the minute: the kept report is served
+    kept = quality_report_cached(study=study)
+    assert kept["computed_at"] == first["computed_at"] and kept["annotators"][0]["items"] == 1
+    assert quality_report_cached(study=study, fresh=True)["annotators"][0]["items"] == 2
+    annotator_exclude(study=study, annotator=ann, user=owner, reason="test")
+    after = quality_report_cached(study=study)  # an exclusion is shown at once
+    assert after["annotators"][0]["excluded"] and after["computed_at"] != first["computed_at"]
