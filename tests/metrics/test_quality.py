@@ -8,6 +8,7 @@ from metrics.quality import (
     answers_match,
     control_score,
     leave_one_out_agreement,
+    leave_one_out_coded,
     loo_median,
     quality_flags,
     straight_lining,
@@ -87,3 +88,31 @@ def test_thresholds_and_median() -> None:
     assert thresholds_with_defaults(None)["loo_margin"] == 0.2
     assert loo_median([Score(10, 9, 0.9), Score(10, 5, 0.5), Score(3, 0, 0.0), Score(12, 6, 0.5)], min_n=10) == 0.5
     assert loo_median([], min_n=1) is None
+
+
+def _coded(rows: list, voters: set | None) -> dict:  # type: ignore[type-arg]
+    units = {unit: i for i, unit in enumerate(dict.fromkeys(u for u, _a, _v in rows))}
+    people = {a: i for i, a in enumerate(dict.fromkeys(a for _u, a, _v in rows))}
+    values = {v: i for i, v in enumerate(dict.fromkeys(v for _u, _a, v in rows))}
+    result = leave_one_out_coded([units[u] for u, _a, _v in rows], [people[a] for _u, a, _v in rows],
+                                 [values[v] for _u, _a, v in rows],
+                                 [voters is None or a in voters for _u, a, _v in rows])
+    return {name: result[i] for name, i in people.items()}
+
+
+def test_leave_one_out_coded_gives_the_hand_counts() -> None:
+    # the same hand-worked cases as above, as (n, agreeing) pairs
+    assert _coded(ROWS, None) == {"A": (3, 1), "B": (3, 2), "C": (2, 2), "D": (2, 1)}
+    assert _coded(ROWS, {"A", "B", "C"}) == {"A": (3, 1), "B": (2, 1), "C": (1, 1), "D": (2, 1)}
+    assert _coded([("u", "A", 1)], None) == {"A": (0, 0)}
+    assert leave_one_out_coded([], [], [], []) == {}
+
+
+def test_leave_one_out_coded_matches_the_plain_function_on_random_answers() -> None:
+    import random
+
+    rng = random.Random(3)
+    rows = [(f"u{u}", f"p{p}", rng.choice("abc")) for u in range(300) for p in range(5) if rng.random() < 0.7]
+    for voters in (None, {"p0", "p1", "p3"}):
+        plain = leave_one_out_agreement(rows, voters=voters)
+        assert _coded(rows, voters) == {a: (score.n, score.correct) for a, score in plain.items()}
