@@ -137,9 +137,12 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
         answers.setdefault(annotation.question_key, []).append(annotation)
     labels = {label.question_key: label for label in ConsensusLabel.objects.filter(item=item).select_related(
         "adjudicated_by")}
-    questions = [{"question": q, "options": q.options_for(item.metadata), "answers": answers.get(q.key, []),
-                  "label": labels.get(q.key)} for q in protocol.questions_for(item.metadata) if q.kind != "boxes"]
     queue = [entry for entry in adjudication_queue(study=study) if entry["item"] == item.pk]
+    open_keys = {entry["question"] for entry in queue}
+    questions = [{"question": q, "options": q.options_for(item.metadata), "answers": answers.get(q.key, []),
+                  "label": labels.get(q.key), "open": q.key in open_keys}
+                 for q in protocol.questions_for(item.metadata) if q.kind != "boxes"]
+    questions.sort(key=lambda row: not row["open"])  # the questions waiting for a decision first
     return render(request, "agreement/adjudicate.html", {"study": study, "item": item, "questions": questions,
                                                           "queue": queue})
 

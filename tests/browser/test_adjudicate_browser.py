@@ -72,6 +72,8 @@ def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: di
     assert "bot" in answers.inner_text() and "machine" in answers.inner_text()
     assert "Adjudicated &lt;study&gt;" in page.content()  # the study's name is escaped
     gender = page.get_by_role("region", name="gender")
+    assert "needs a decision" in gender.inner_text()  # the queued question is marked and comes first
+    assert page.locator("section.card h2").first.inner_text().startswith("gender")
     gender.get_by_role("radio", name="female").check()
     gender.get_by_label("Note").fill("clearly a woman")
     gender.get_by_role("button", name="Record decision for gender").click()
