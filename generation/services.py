@@ -234,9 +234,13 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
 
     def store(items: list[tuple[PlannedImage, dict[int, bytes], ImageRequest]]) -> None:
         records = [record_for(planned, images) for planned, images, _request in items]
+        files = {name: data for _record, item_files in records for name, data in item_files.items()}
+        if len(files) < sum(len(item_files) for _record, item_files in records):  # two items, one file name
+            for item in items:
+                store([item])
+            return
         try:
-            items_add_files(study=job.study, records=[record for record, _files in records],
-                            files={name: data for _record, files in records for name, data in files.items()})
+            items_add_files(study=job.study, records=[record for record, _files in records], files=files)
         except ImportRefused as exc:
             if len(items) > 1:  # find the one the import refuses; store the others
                 for item in items:
