@@ -103,7 +103,13 @@ def study_share(*, study: Study, user: User) -> None:
 
 
 def annotator_for_user(*, user: User, pool: str | None = None) -> Annotator:
-    """The human annotator record of an account, created on first use."""
+    """The human annotator record of an account, created on first use. Free when the account was
+    loaded with its annotator (``select_related``, as the API's token authentication does)."""
+    if pool is None:
+        try:
+            return user.annotator  # type: ignore[no-any-return]
+        except Annotator.DoesNotExist:
+            pass
     annotator, created = Annotator.objects.get_or_create(
         user=user,
         defaults={"kind": Annotator.Kind.HUMAN, "name": user.username, "pool": pool or Annotator.Pool.CROWD},
