@@ -89,13 +89,13 @@ def _percent(value: float | None) -> float | None:
 def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
     study = _page_study(request, pk, write=True)
     rule = None
-    if request.POST.get("rule"):
-        rule = {"rule": request.POST["rule"]}
-        if request.POST.get("k"):
-            rule["k"] = _int(request.POST["k"], 2, low=1, high=100)  # type: ignore[assignment]
-        if request.POST.get("agree_values"):
-            rule["agree_values"] = [v.strip() for v in request.POST["agree_values"].split(",") if v.strip()]  # type: ignore[assignment]
     try:
+        if request.POST.get("rule"):
+            rule = {"rule": request.POST["rule"]}
+            if request.POST.get("k"):  # a k that is not a whole number is refused with the others below
+                rule["k"] = _int(request.POST["k"], 2, low=1, high=100)  # type: ignore[assignment]
+            if request.POST.get("agree_values"):
+                rule["agree_values"] = [v.strip() for v in request.POST["agree_values"].split(",") if v.strip()]  # type: ignore[assignment]
         summary = consensus_compute(study=study, question=request.POST.get("question") or None, rule=rule)
     except WorkbenchError as exc:
         messages.error(request, f"Consensus not computed: {exc.message}")

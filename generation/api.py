@@ -98,7 +98,7 @@ class GenerationJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
         return GenerationJob.objects.filter(study__in=access.studies_for_user(user))  # type: ignore[arg-type]
 
     @extend_schema(request=GenerationJobCreateSerializer, responses={201: GenerationJobSerializer})
-    def create(self, request: Request) -> Response:
+    def create(self, request: Request, format: str | None = None) -> Response:
         data = GenerationJobCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
@@ -116,17 +116,17 @@ class GenerationJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
 
     @extend_schema(request=None, responses=GenerationJobSerializer)
     @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str) -> Response:
+    def cancel(self, request: Request, pk: str, format: str | None = None) -> Response:
         return Response(GenerationJobSerializer(generation_job_cancel(job=self._writable(request, pk))).data)
 
     @extend_schema(request=None, responses=GenerationJobSerializer)
     @action(detail=True, methods=["post"])
-    def rerun(self, request: Request, pk: str) -> Response:
+    def rerun(self, request: Request, pk: str, format: str | None = None) -> Response:
         return Response(GenerationJobSerializer(generation_job_rerun(job=self._writable(request, pk))).data)
 
     @extend_schema(responses=GenerationFailureSerializer(many=True))
     @action(detail=True, methods=["get"])
-    def failures(self, request: Request, pk: str) -> Response:
+    def failures(self, request: Request, pk: str, format: str | None = None) -> Response:
         return Response(GenerationFailureSerializer(self.get_object().failures.all()[:1000], many=True).data)
 
 
@@ -172,7 +172,7 @@ class LabellingJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         return LabellingJob.objects.filter(study__in=access.studies_for_user(user)).select_related("annotator")  # type: ignore[arg-type]
 
     @extend_schema(request=LabellingJobCreateSerializer, responses={201: LabellingJobSerializer})
-    def create(self, request: Request) -> Response:
+    def create(self, request: Request, format: str | None = None) -> Response:
         data = LabellingJobCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
@@ -186,13 +186,13 @@ class LabellingJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 
     @extend_schema(request=None, responses=LabellingJobSerializer)
     @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str) -> Response:
+    def cancel(self, request: Request, pk: str, format: str | None = None) -> Response:
         job = self.get_object()
         access.study_get_for_user(user=request.user, id=job.study_id, write=True)  # type: ignore[arg-type]
         return Response(LabellingJobSerializer(labelling_job_cancel(job=job)).data)
 
     @extend_schema(responses=LabelAttemptSerializer(many=True))
     @action(detail=True, methods=["get"])
-    def attempts(self, request: Request, pk: str) -> Response:
+    def attempts(self, request: Request, pk: str, format: str | None = None) -> Response:
         attempts = self.get_object().attempts.select_related("item")[:1000]
         return Response(LabelAttemptSerializer(attempts, many=True).data)
