@@ -3,25 +3,21 @@ and each annotator's quality with its flags (exclude and reinstate post to ``qua
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterator
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotations import access, batch_selectors
-from annotations.errors import NotAllowed, NotFoundError, WorkbenchError
+from annotations.errors import WorkbenchError
 from annotations.forms import ExcludeForm
 from annotations.models import Annotator, Study, User
 from annotations.payment_selectors import payment_rows
 from annotations.services import studies as study_services
 from annotations.services.quality import quality_report_cached
-from annotations.spreadsheet import csv_cell
+from annotations.spreadsheet import csv_lines
+from annotations.views import study_or_404
 
 
 def _user(request: HttpRequest) -> User:
@@ -29,12 +25,7 @@ def _user(request: HttpRequest) -> User:
 
 
 def _study(request: HttpRequest, pk: int, *, write: bool = False) -> Study:
-    try:
-        return access.study_get_for_user(user=_user(request), id=pk, researcher=True, write=write)
-    except NotFoundError as exc:
-        raise Http404(exc.message) from exc
-    except NotAllowed as exc:
-        raise PermissionDenied(exc.message) from exc
+    return study_or_404(request, pk, researcher=True, write=write)
 
 
 @login_required
@@ -61,29 +52,17 @@ def progress_json(request: HttpRequest, pk: int) -> JsonResponse:
     return response
 
 
-def _csv_lines(rows: Iterator[dict[str, object]] | list[dict[str, object]], columns: list[str]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([csv_cell(row[column]) for column in columns])
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-    yield buffer.getvalue()
-
-
 @login_required
 def progress_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
     """Progress as CSV: one row per item, or per annotator with ``?by=annotator``."""
     study = _study(request, pk)
     if request.GET.get("by") == "annotator":
         columns = ["annotator", "pool", "submitted", "skipped", "leased", "median_seconds"]
-        lines = _csv_lines(batch_selectors.annotator_progress(study), columns)
+        lines = csv_lines(batch_selectors.annotator_progress(study), columns)
         name = f"study-{study.pk}-progress-annotators.csv"
     else:
         columns = ["external_id", "condition", "expert_only", "submitted", "leased", "skipped", "state"]
-        lines = _csv_lines(batch_selectors.item_progress(study), columns)
+        lines = csv_lines(batch_selectors.item_progress(study), columns)
         name = f"study-{study.pk}-progress-items.csv"
     response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{name}"'

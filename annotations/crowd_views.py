@@ -22,7 +22,7 @@ from annotations import access
 from annotations.errors import NotAllowed, NotFoundError, WorkbenchError
 from annotations.forms import InvitationForm
 from annotations.models import Invitation, Study, User
-from annotations.payment_selectors import payment_csv_lines, payment_rows
+from annotations.payment_selectors import PAYMENT_COLUMNS, payment_rows
 from annotations.services.invitations import (
     PLATFORM_PARAMETERS,
     demographics_from_text,
@@ -30,6 +30,8 @@ from annotations.services.invitations import (
     invitation_revoke,
     invitation_state,
 )
+from annotations.spreadsheet import csv_lines
+from annotations.views import study_or_404
 
 
 def _user(request: HttpRequest) -> User:
@@ -37,12 +39,7 @@ def _user(request: HttpRequest) -> User:
 
 
 def _study(request: HttpRequest, pk: int, *, write: bool = False) -> Study:
-    try:
-        return access.study_get_for_user(user=_user(request), id=pk, researcher=True, write=write)
-    except NotFoundError as exc:
-        raise Http404(exc.message) from exc
-    except NotAllowed as exc:
-        raise PermissionDenied(exc.message) from exc
+    return study_or_404(request, pk, researcher=True, write=write)
 
 
 def invitation_link(request: HttpRequest, invitation: Invitation) -> str:
@@ -100,7 +97,7 @@ def invitation_revoke_view(request: HttpRequest, pk: int, invitation_id: int) ->
 def payments_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
     """Payment records as CSV, one row per person (see ``payment_selectors``)."""
     study = _study(request, pk)
-    response = StreamingHttpResponse(payment_csv_lines(payment_rows(study)), content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(csv_lines(payment_rows(study), PAYMENT_COLUMNS), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-payments.csv"'
     response["Cache-Control"] = "no-store"
     return response

@@ -20,7 +20,7 @@ from annotations.errors import ValidationFailed
 from annotations.figures import DRAW, FORMATS, figure_render
 from annotations.services.metrics_report import metrics_report_cached
 from annotations.spreadsheet import csv_cell
-from annotations.views import IMAGE_CSP, _study_or_404
+from annotations.views import IMAGE_CSP, study_or_404
 
 MAX_ROWS_SHOWN = 200
 
@@ -30,7 +30,7 @@ def _source(request: HttpRequest) -> str:
 
 
 def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     try:
         return study, metrics_report_cached(study=study, source=_source(request))
     except ValidationFailed as exc:
@@ -39,7 +39,7 @@ def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
 
 @login_required
 def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     source = _source(request)
     try:
         report = metrics_report_cached(study=study, source=source)

@@ -82,6 +82,17 @@ def _state(request: HttpRequest, token: str) -> dict[str, Any] | None:
     return state if isinstance(state, dict) and state.get("token") == token else None
 
 
+def _step(request: HttpRequest, token: str) -> tuple[Invitation, dict[str, Any]] | HttpResponse:
+    """The invitation and this browser's joining state for a step after the link; else where to go."""
+    invitation = _invitation(token)
+    if invitation is None:
+        return _unknown(request)
+    state = _state(request, token)
+    if state is None:
+        return redirect("join", token=token)  # the step was opened without the link: start at the link
+    return invitation, state
+
+
 def join(request: HttpRequest, token: str) -> HttpResponse:
     """The link itself: check it, read the platform ids, resume a returning participant, or start joining."""
     invitation = _invitation(token)
@@ -114,12 +125,10 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
 
 def join_consent(request: HttpRequest, token: str) -> HttpResponse:
     """The study's consent text; agreeing moves on, declining ends here (no account is made)."""
-    invitation = _invitation(token)
-    if invitation is None:
-        return _unknown(request)
-    state = _state(request, token)
-    if state is None:
-        return redirect("join", token=token)
+    step = _step(request, token)
+    if isinstance(step, HttpResponse):
+        return step
+    invitation, state = step
     try:
         invitation_check(invitation)
     except InvitationRefused as exc:
@@ -139,12 +148,10 @@ def join_consent(request: HttpRequest, token: str) -> HttpResponse:
 
 def join_begin(request: HttpRequest, token: str) -> HttpResponse:
     """The demographic form (if the link has one) and Start; the POST makes the account and signs it in."""
-    invitation = _invitation(token)
-    if invitation is None:
-        return _unknown(request)
-    state = _state(request, token)
-    if state is None:
-        return redirect("join", token=token)
+    step = _step(request, token)
+    if isinstance(step, HttpResponse):
+        return step
+    invitation, state = step
     consented_at = parse_datetime(state["consented_at"]) if state.get("consented_at") else None
     if invitation.consent_text and consented_at is None:
         return redirect("join-consent", token=token)

@@ -11,22 +11,18 @@ One row per human annotator who was handed an item in the study, and per invited
   lease or submit; ``joined_at`` and ``completed_at`` for participants;
 - the platform ids (participant, study or HIT, session, MTurk assignment) for participants.
 
-The CSV (``payment_csv_lines``) is safe to open in a spreadsheet: a text cell that starts with
+The CSV (``spreadsheet.csv_lines(rows, PAYMENT_COLUMNS)``) is safe to open in a spreadsheet: a text cell that starts with
 ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading apostrophe (OWASP's advice on
 CSV injection), so a username such as ``-2+3`` or a label such as ``=HYPERLINK(...)`` stays text.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import statistics
-from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from annotations.models import Assignment, Participant, Study
-from annotations.spreadsheet import csv_cell
 
 PAYMENT_COLUMNS = [
     "annotator", "pool", "platform", "participant_id", "platform_study_id", "session_id", "assignment_id",
@@ -96,16 +92,3 @@ def payment_rows(study: Study) -> list[dict[str, Any]]:
             rows[user_id]["seconds_total"] = round(sum(spent) / 1000, 1)
             rows[user_id]["seconds_median"] = round(statistics.median(spent) / 1000, 1)
     return sorted(rows.values(), key=lambda row: row["annotator"])
-
-
-def payment_csv_lines(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """The payment records as CSV text, a header line then one line per person (for streaming)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(PAYMENT_COLUMNS)
-    for row in rows:
-        writer.writerow([csv_cell(row[column]) for column in PAYMENT_COLUMNS])
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-    yield buffer.getvalue()

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotations import access, task_selectors
 from annotations.colours import BASIC_COLOURS
-from annotations.errors import NotAllowed, NotFoundError, ValidationFailed, WorkbenchError
+from annotations.errors import ValidationFailed, WorkbenchError
 from annotations.forms import ControlForm, ExcludeForm, QualitySettingsForm, ReinstateForm, UploadForm
 from annotations.models import Annotator, Item, Study, User
 from annotations.services import controls as control_services
 from annotations.services import quality as quality_services
 from annotations.uploads import upload_to_temp
+from annotations.views import study_or_404
 
 CONTROL_SUFFIXES = (".csv", ".jsonl", ".ndjson")
 
@@ -30,12 +30,7 @@ def _user(request: HttpRequest) -> User:
 
 
 def _study(request: HttpRequest, pk: int, *, write: bool = False) -> Study:
-    try:
-        return access.study_get_for_user(user=_user(request), id=pk, researcher=True, write=write)
-    except NotFoundError as exc:
-        raise Http404(exc.message) from exc
-    except NotAllowed as exc:
-        raise PermissionDenied(exc.message) from exc
+    return study_or_404(request, pk, researcher=True, write=write)
 
 
 def _item(request: HttpRequest, study: Study, item_id: int) -> Item:

@@ -9,6 +9,9 @@ as they are so that they round-trip into other tools; docs/import-export.md says
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -27,3 +30,17 @@ def csv_cell(value: Any) -> Any:
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
+
+
+def csv_lines(rows: Iterable[Mapping[str, Any]], columns: list[str]) -> Iterator[str]:
+    """A header line, then one line per row (the ``columns`` of each, through ``csv_cell``), as text
+    chunks for a ``StreamingHttpResponse`` or a file: constant memory whatever the number of rows."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([csv_cell(row[column]) for column in columns])
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 from annotations import access, selectors
 from annotations.errors import NotAllowed, NotFoundError, WorkbenchError
 from annotations.forms import EnrollForm, ShareForm, StudyCreateForm, StudySettingsForm, UploadForm
-from annotations.models import User
+from annotations.models import Study, User
 from annotations.protocols import ProtocolError
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
@@ -33,7 +33,8 @@ def _user(request: HttpRequest) -> User:
     return request.user  # type: ignore[return-value]
 
 
-def _study_or_404(request: HttpRequest, pk: int, **kwargs: bool):  # type: ignore[no-untyped-def]
+def study_or_404(request: HttpRequest, pk: int, **kwargs: bool) -> Study:
+    """``access.study_get_for_user`` for pages: not found -> 404, not allowed -> 403 (every page's rule)."""
     try:
         return access.study_get_for_user(user=_user(request), id=pk, **kwargs)
     except NotFoundError as exc:
@@ -72,7 +73,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     context = {
         "study": study,
         "protocol": study.protocol_obj,
@@ -96,7 +97,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     form = StudySettingsForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Settings not saved: " + "; ".join(
@@ -114,7 +115,7 @@ def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse:
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     form = UploadForm(request.POST, request.FILES)
     if not form.is_valid():
         problem = " ".join(form.errors.get("file", ["Choose a file to import."]))
@@ -159,7 +160,7 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
 
     from annotations.api.views import streaming_export
 
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     if fmt not in FORMATS:
         raise Http404("unknown export format")
     if fmt == "zip" or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
@@ -171,7 +172,7 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
 
 @login_required
 def export_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     job = study.export_jobs.filter(pk=job_id, requested_by=_user(request), status="done").first()
     if job is None:
         raise Http404("no such finished export")
@@ -181,7 +182,7 @@ def export_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def study_enroll(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     form = EnrollForm(request.POST)
     if form.is_valid():
         user = User.objects.filter(username=form.cleaned_data["username"]).first()
@@ -202,7 +203,7 @@ def study_enroll(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def study_share(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     form = ShareForm(request.POST)
     if form.is_valid():
         other = User.objects.filter(username=form.cleaned_data["username"]).first()
@@ -220,7 +221,7 @@ def study_share(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def study_items(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study_or_404(request, pk, researcher=True)
+    study = study_or_404(request, pk, researcher=True)
     queryset = selectors.items_page(study)
     condition = request.GET.get("condition")
     if condition:

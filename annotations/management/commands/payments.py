@@ -8,7 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotations.management.commands._common import study_arg
-from annotations.payment_selectors import payment_csv_lines, payment_rows
+from annotations.payment_selectors import PAYMENT_COLUMNS, payment_rows
+from annotations.spreadsheet import csv_lines
 
 
 class Command(BaseCommand):
@@ -19,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, help="File to write (default: standard output)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        lines = payment_csv_lines(payment_rows(study_arg(options["study"])))
+        lines = csv_lines(payment_rows(study_arg(options["study"])), PAYMENT_COLUMNS)
         if options["out"] is None:
             for line in lines:
                 self.stdout.write(line, ending="")
