@@ -100,6 +100,10 @@ def test_gold_and_attention_check_then_flag_and_exclusion(browser: Any, server: 
     expect(row.locator('.badge.flag[data-flag="speed"]')).to_be_visible()  # a robot answers in under 3 s
     expect(row).to_contain_text("1 of 1 (1.00)")  # the gold item was right
     _shot(researcher, "quality-03-progress-flag-1280")
+    expect(researcher.locator("#quality")).to_contain_text("figures as of")
+    researcher.get_by_role("link", name="recompute now").click()  # ?fresh=1: computed again, same figures
+    researcher.wait_for_url("**/progress/?fresh=1#quality")
+    expect(row.locator('.badge.flag[data-flag="attention"]')).to_have_text("failed 1 attention check")
     assert _unlabelled_inputs(researcher) == []
     researcher.get_by_label("Reason for excluding ann").fill("failed the attention check")
     researcher.get_by_role("button", name="Exclude ann").click()
