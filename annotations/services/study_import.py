@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
 from annotations.errors import ImportRefused, ValidationFailed
@@ -173,12 +173,20 @@ def _restore_consensus(study: Study, records: list[tuple[int, dict[str, Any]]]) 
         if item_id is None:
             raise ImportRefused(f"line {number}: consensus for unknown item {record.get('item')!r}")
         question = str(record.get("question", ""))
-        support = [annotation_ids.get((item_id, question, *map(str, who))) for who in record.get("support") or []]
+        try:
+            support = [annotation_ids.get((item_id, question, *map(str, who))) for who in record.get("support") or []]
+            confidence = None if record.get("confidence") is None else float(record["confidence"])
+            n_votes = int(record.get("n_votes") or 0)
+            if n_votes < 0:
+                raise ValueError(f"n_votes {n_votes} is negative")
+        except (TypeError, ValueError) as exc:
+            raise ImportRefused(f"line {number}: a consensus record's support, confidence or n_votes is malformed "
+                                f"({exc})") from exc
         labels.append(ConsensusLabel(
             study=study, item_id=item_id, question_key=question, value=record.get("value"),
             resolved=bool(record.get("resolved")), rule=str(record.get("rule", ""))[:32], params=record.get("params") or {},
-            support=[pk for pk in support if pk is not None], confidence=record.get("confidence"),
-            reason=str(record.get("reason") or ""), n_votes=int(record.get("n_votes") or 0),
+            support=[pk for pk in support if pk is not None], confidence=confidence,
+            reason=str(record.get("reason") or ""), n_votes=n_votes,
             adjudicated_by=users.get(record.get("adjudicated_by")), note=str(record.get("note") or ""),
         ))
     ConsensusLabel.objects.bulk_create(labels, batch_size=2000)
@@ -194,13 +202,19 @@ def _restore_exclusions(study: Study, records: list[tuple[int, dict[str, Any]]])
         annotator = annotators.get(_annotator_key(record))
         if annotator is None:
             raise ImportRefused(f"line {number}: exclusion of an annotator with no annotations: {record.get('annotator')!r}")
-        AnnotatorExclusion.objects.create(
-            study=study, annotator=annotator, reason=str(record.get("reason") or "imported"),
-            excluded_by=users.get(record.get("excluded_by")), excluded_at=_when(record.get("excluded_at"), number),
-            reinstated_by=users.get(record.get("reinstated_by")),
-            reinstated_at=_when(record.get("reinstated_at"), number) if record.get("reinstated_at") else None,
-            reinstate_note=str(record.get("reinstate_note") or ""),
-        )
+        try:
+            with transaction.atomic():
+                AnnotatorExclusion.objects.create(
+                    study=study, annotator=annotator, reason=str(record.get("reason") or "imported"),
+                    excluded_by=users.get(record.get("excluded_by")),
+                    excluded_at=_when(record.get("excluded_at"), number),
+                    reinstated_by=users.get(record.get("reinstated_by")),
+                    reinstated_at=_when(record.get("reinstated_at"), number) if record.get("reinstated_at") else None,
+                    reinstate_note=str(record.get("reinstate_note") or ""),
+                )
+        except IntegrityError as exc:  # e.g. two exclusions of one person, neither reinstated
+            raise ImportRefused(f"line {number}: {record.get('annotator')!r} is excluded twice without being "
+                                f"reinstated in between") from exc
 
 
 def _users(names: set[Any]) -> dict[str, User]:

@@ -155,3 +155,34 @@ def test_an_export_whose_control_answers_no_longer_fit_is_refused(filled_study, 
     with pytest.raises(ImportRefused, match=r"control answers: gender: .*robot"):
         study_import(owner=owner, path=tmp_path / "bad.jsonl")
     assert not Study.objects.exclude(pk=filled_study.pk).exists()  # nothing half-imported
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ({"type": "consensus", "item": "a", "question": "gender", "value": "male", "confidence": "high"},
+     r"line \d+: a consensus record's support, confidence or n_votes is malformed"),
+    ({"type": "consensus", "item": "a", "question": "gender", "value": "male", "n_votes": -2},
+     r"n_votes -2 is negative"),
+    ({"type": "consensus", "item": "nope", "question": "gender", "value": "male"}, r"consensus for unknown item 'nope'"),
+    ({"type": "exclusion", "annotator": "r1", "reason": "x", "excluded_at": "yesterday"},
+     r"'yesterday' is not a date and time"),
+])
+def test_malformed_consensus_and_exclusion_records_are_refused_by_line(filled_study, owner, tmp_path, record,
+                                                                      message) -> None:  # type: ignore[no-untyped-def]
+    from annotations.errors import ImportRefused
+
+    lines = [*export_jsonl(filled_study), json.dumps(record) + "\n"]
+    (tmp_path / "bad.jsonl").write_text("".join(lines))
+    with pytest.raises(ImportRefused, match=message):
+        study_import(owner=owner, path=tmp_path / "bad.jsonl")
+    assert Study.objects.count() == 1  # nothing half-imported
+
+
+def test_two_open_exclusions_of_one_person_are_refused(filled_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from annotations.errors import ImportRefused
+
+    twice = [{"type": "exclusion", "annotator": "r1", "reason": "x", "excluded_at": "2026-11-01T10:00:00+00:00"},
+             {"type": "exclusion", "annotator": "r1", "reason": "y", "excluded_at": "2026-11-02T10:00:00+00:00"}]
+    (tmp_path / "bad.jsonl").write_text("".join([*export_jsonl(filled_study), *(json.dumps(r) + "\n" for r in twice)]))
+    with pytest.raises(ImportRefused, match="'r1' is excluded twice"):
+        study_import(owner=owner, path=tmp_path / "bad.jsonl")
+    assert Study.objects.count() == 1
