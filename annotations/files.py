@@ -12,7 +12,7 @@ import io
 import stat
 import warnings
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
@@ -99,6 +99,10 @@ class FileSource:
     def names(self) -> list[str]:
         raise NotImplementedError
 
+    def checked_image(self, name: str) -> CheckedImage:
+        """The file, read and put through ``image_check``."""
+        return image_check(self.read(name), name=name)
+
     def close(self) -> None:
         return None
 
@@ -132,10 +136,22 @@ class FolderSource(FileSource):
 
 
 class MemorySource(FileSource):
-    """Files held in memory (images a generation job just made), read through the same checks."""
+    """Files held in memory (images a generation job just made), read through the same checks.
 
-    def __init__(self, files: dict[str, bytes]) -> None:
+    ``checked`` may carry ``image_check``'s result for some of the files, computed on these very
+    bytes elsewhere (a generation job checks each PNG in the thread that encodes it); those are not
+    decoded a second time.
+    """
+
+    def __init__(self, files: dict[str, bytes], checked: dict[str, CheckedImage] | None = None) -> None:
         self.files = {safe_member_path(name): data for name, data in files.items()}
+        self.checked = {safe_member_path(name): result for name, result in (checked or {}).items()}
+
+    def checked_image(self, name: str) -> CheckedImage:
+        result = self.checked.get(safe_member_path(name))
+        if result is None or result.sha256 != hashlib.sha256(self.read(name)).hexdigest():
+            return super().checked_image(name)
+        return replace(result, name=name)
 
     def read(self, name: str, *, limit: int | None = None) -> bytes:
         data = self.files.get(safe_member_path(name))

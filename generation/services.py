@@ -12,6 +12,7 @@ import io
 import re
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotations.errors import ImportRefused, NotAllowed, ValidationFailed
-from annotations.models import Item, Study, User
+from annotations.files import CheckedImage, image_check
+from annotations.models import Item, ItemImage, Study, User
+from annotations.planner_statistics import statistics_refresh
 from annotations.services.item_import import items_add_files
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import (
@@ -150,16 +153,62 @@ def job_plan(job: GenerationJob, *, image_sets: bool = False) -> list[PlannedIma
     return plan
 
 
+ENCODER_THREADS = 2  # PNG encoders running beside a GPU pipeline (see generation_job_run)
+
+
+@dataclass(frozen=True)
+class EncodedImage:
+    data: bytes
+    checked: CheckedImage
+
+
+def encode_png(image: Any, name: str) -> EncodedImage:
+    """A generated image as PNG bytes, put through the import's image check (in a worker thread)."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    data = buffer.getvalue()
+    return EncodedImage(data=data, checked=image_check(data, name=name))
+
+
+class _InlineExecutor(Executor):
+    """Runs each call at once, in the caller's thread (for a pipeline that computes on the CPU)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - handed to whoever reads the future, as a pool would
+            future.set_exception(exc)
+        return future
+
+
+def _encoder_for(pipe: Any, threads: int | None) -> Executor:
+    """``threads`` PNG encoders (``None``: two beside a pipeline that computes on a GPU, none beside
+    one on the CPU, whose threads already use every core: there, extra threads only stall torch's
+    parallel loops, measured 13% slower at batch 4 on 2 cores; docs/benchmarks.md)."""
+    if threads is None:
+        threads = 0 if getattr(getattr(pipe, "device", None), "type", "cpu") == "cpu" else ENCODER_THREADS
+    if threads <= 0:
+        return _InlineExecutor()
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="png-encoder")
+
+
+def _file_name(item_id: str, index: int) -> str:
+    return f"{item_id.replace('/', '_')}_{index:02d}.png"
+
+
 def _finish(job_id: int, status: str, error: str = "", **fields: Any) -> GenerationJob:
     GenerationJob.objects.filter(pk=job_id).update(status=status, error=error, finished_at=timezone.now(), **fields)
     return GenerationJob.objects.get(pk=job_id)
 
 
-def generation_job_run(*, job_id: int, progress: Progress | None = None, device: str | None = None) -> GenerationJob:
+def generation_job_run(*, job_id: int, progress: Progress | None = None, device: str | None = None,
+                       encoder_threads: int | None = None) -> GenerationJob:
     """Run a pending job (the worker's side). Claims it with a compare-and-set, so two workers
     never run one job; makes only the missing images; records each failure; stops between
     batches when cancelled. Terminal problems (bad settings, a model that cannot load) mark the
-    job FAILED with the reason."""
+    job FAILED with the reason. ``encoder_threads``: PNG encoder threads beside the pipeline
+    (default: two on a GPU, none on the CPU; see ``_encoder_for``)."""
     claimed = GenerationJob.objects.filter(pk=job_id, status=GenerationJob.Status.PENDING).update(
         status=GenerationJob.Status.RUNNING, started_at=timezone.now(), error=""
     )
@@ -193,32 +242,52 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
     seeds_of: dict[str, dict[int, int]] = defaultdict(dict)  # item id -> image index -> seed
     for p in missing:
         seeds_of[p.item_id][p.image_index] = p.seed
-    made: dict[str, dict[int, bytes]] = {}  # item id -> image index -> PNG, until the item is complete
-    ready: list[tuple[PlannedImage, dict[int, bytes], ImageRequest]] = []  # complete items, stored per batch
+    # On a GPU, PNG encoding and the image check run in worker threads (Pillow releases the GIL
+    # while it compresses), so a batch's images are encoded while the pipeline makes the next one:
+    # a 512 x 512 PNG costs ~45 ms of CPU, as much as generating the image on a fast GPU.
+    made: dict[str, dict[int, Future[EncodedImage]]] = {}  # item id -> image index -> PNG, until complete
+    ready: list[tuple[PlannedImage, dict[int, Future[EncodedImage]], ImageRequest]] = []  # complete, not stored
     failed_before = set(GenerationFailure.objects.filter(job=job).values_list("external_id", flat=True))
+    encoder = _encoder_for(pipe, encoder_threads)
 
     def on_image(request: ImageRequest, image: Any) -> None:
         planned = by_key[str(request.key)]
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG")
-        made.setdefault(planned.item_id, {})[planned.image_index] = buffer.getvalue()
+        name = _file_name(planned.item_id, planned.image_index)
+        made.setdefault(planned.item_id, {})[planned.image_index] = encoder.submit(encode_png, image, name)
         if planned.external_id in failed_before:  # a retry that worked: the old failure is gone
             GenerationFailure.objects.filter(job=job, external_id=planned.external_id).delete()
         if len(made[planned.item_id]) == len(seeds_of[planned.item_id]):
             ready.append((planned, made.pop(planned.item_id), request))
 
+    def store_ready(*, wait: bool) -> None:
+        """Store the complete items in order: all of them (``wait``), or those whose PNGs are done."""
+        count = len(ready)
+        if not wait:
+            count = next((n for n, (_p, futures, _r) in enumerate(ready)
+                          if not all(future.done() for future in futures.values())), len(ready))
+        if count:
+            items = ready[:count]
+            del ready[:count]
+            encoded = []
+            for planned, futures, request in items:
+                try:
+                    encoded.append((planned, {index: future.result() for index, future in futures.items()}, request))
+                except Exception as exc:  # noqa: BLE001 - any encoding error is this image's failure
+                    on_failure(request, f"could not store the image: {getattr(exc, 'message', exc)}")
+            if encoded:
+                store(encoded)
+
     def on_batch_end(images: int) -> None:
-        """After each pipeline call: its complete items in one transaction, the counter once."""
-        if ready:
-            store(list(ready))
-            ready.clear()
+        """After each pipeline call: the complete items encoded by now (mostly the previous batch's)
+        in one transaction, the counter once."""
+        store_ready(wait=False)
         if images:
             GenerationJob.objects.filter(pk=job.pk).update(generated=F("generated") + images)
         if progress is not None:
             progress(GenerationJob.objects.get(pk=job.pk))
 
-    def record_for(planned: PlannedImage, images: dict[int, bytes]) -> tuple[dict[str, Any], dict[str, bytes]]:
-        names = {index: f"{planned.item_id.replace('/', '_')}_{index:02d}.png" for index in sorted(images)}
+    def record_for(planned: PlannedImage, images: dict[int, EncodedImage]) -> tuple[dict[str, Any], dict[str, EncodedImage]]:
+        names = {index: _file_name(planned.item_id, index) for index in sorted(images)}
         seeds = seeds_of[planned.item_id]
         record = {
             "external_id": planned.item_id, "files": list(names.values()), "prompt": planned.prompt["text"],
@@ -232,15 +301,17 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
         }
         return record, {names[index]: data for index, data in images.items()}
 
-    def store(items: list[tuple[PlannedImage, dict[int, bytes], ImageRequest]]) -> None:
+    def store(items: list[tuple[PlannedImage, dict[int, EncodedImage], ImageRequest]]) -> None:
         records = [record_for(planned, images) for planned, images, _request in items]
-        files = {name: data for _record, item_files in records for name, data in item_files.items()}
+        files = {name: image for _record, item_files in records for name, image in item_files.items()}
         if len(files) < sum(len(item_files) for _record, item_files in records):  # two items, one file name
             for item in items:
                 store([item])
             return
         try:
-            items_add_files(study=job.study, records=[record for record, _files in records], files=files)
+            items_add_files(study=job.study, records=[record for record, _files in records],
+                            files={name: image.data for name, image in files.items()},
+                            checked={name: image.checked for name, image in files.items()})
         except ImportRefused as exc:
             if len(items) > 1:  # find the one the import refuses; store the others
                 for item in items:
@@ -261,9 +332,16 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
         return GenerationJob.objects.filter(pk=job.pk, cancel_requested=True).exists()
 
     requests = [ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id) for p in missing]
-    report = generate_images(pipe, spec, requests, on_image=on_image, on_failure=on_failure,
-                             should_cancel=should_cancel, on_batch_end=on_batch_end)
+    try:
+        report = generate_images(pipe, spec, requests, on_image=on_image, on_failure=on_failure,
+                                 should_cancel=should_cancel, on_batch_end=on_batch_end)
+    finally:  # finished images are stored even when the run stops early
+        try:
+            store_ready(wait=True)
+        finally:
+            encoder.shutdown(wait=True, cancel_futures=True)
     status = GenerationJob.Status.CANCELLED if report.cancelled else GenerationJob.Status.DONE
+    statistics_refresh(Item, ItemImage, rows=report.generated)  # items arrive a batch at a time
     job = _finish(job.pk, status)
     if progress is not None:
         progress(job)

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from annotations.errors import ImportRefused
 from annotations.models import Annotation, AnnotationRevision, Annotator, Item, ItemImage, Study, User
+from annotations.planner_statistics import statistics_refresh
 from annotations.values import AnswerError, CleanAnswer, ItemContext, clean_answer
 
 BULK_BATCH = 2000
@@ -291,4 +292,5 @@ def _write_imported(
                                    batch_size=BULK_BATCH)
     report.created = len(to_create)
     report.updated = len(to_update)
+    statistics_refresh(Annotation, Annotator, rows=len(to_create) + len(new_humans))
     return report

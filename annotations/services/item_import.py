@@ -30,14 +30,15 @@ from django.db import transaction
 from annotations.errors import ImportRefused
 from annotations.files import (
     IMAGE_SUFFIXES,
+    CheckedImage,
     FileSource,
     FolderSource,
     MemorySource,
     ZipSource,
-    image_check,
     safe_member_path,
 )
 from annotations.models import Item, ItemImage, Study
+from annotations.planner_statistics import statistics_refresh
 from annotations.protocols import slugify_option
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "manifest.ndjson")
@@ -47,6 +48,7 @@ _TRUE = {"1", "true", "yes"}
 _FALSE = {"", "0", "false", "no"}
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
 MAX_ROWS = 500_000
+INSERT_BATCH = 1_000  # rows per multi-row INSERT
 LOOKUP_CHUNK = 2_000  # ids or hashes per IN (...) lookup: under SQLite's and PostgreSQL's parameter limits
 
 
@@ -261,7 +263,7 @@ def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
         for name in row.files:
             if source is None:
                 raise ImportRefused(f"{row.where}: {name} cannot be found (upload a zip with the files)")
-            images.append(image_check(source.read(name), name=name))
+            images.append(source.checked_image(name))
         candidates.append((row, images, _item_digest(images)))
     existing_hashes = dict(_lookup(Item.objects.filter(study=study), "sha256",
                                    [digest for _r, _i, digest in candidates if digest], "sha256", "external_id"))
@@ -276,18 +278,21 @@ def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
         if digest:
             existing_hashes[digest] = row.external_id
         checked.append((row, images, digest))
+    kind = Item.Kind.TEXT if unit == "text" else (Item.Kind.IMAGE_SET if unit == "image_set" else Item.Kind.IMAGE)
     saved: list[str] = []
     try:
         with transaction.atomic():
-            for row, images, digest in checked:
-                item = Item.objects.create(
-                    study=study, external_id=row.external_id,
-                    kind=Item.Kind.TEXT if unit == "text" else (Item.Kind.IMAGE_SET if unit == "image_set"
-                                                                  else Item.Kind.IMAGE),
-                    text=row.text, prompt=row.prompt, model_name=row.model, condition=row.condition,
-                    seed=row.seed, generation_settings=row.settings, metadata=row.metadata, sha256=digest,
-                    is_reference=unit != "text" and not images, expert_only=row.expert_only,
-                )
+            # Multi-row inserts (items, then their images): a large import or a generation job's batch
+            # costs a few statements, not two per item.
+            items = Item.objects.bulk_create([
+                Item(study=study, external_id=row.external_id, kind=kind, text=row.text, prompt=row.prompt,
+                     model_name=row.model, condition=row.condition, seed=row.seed,
+                     generation_settings=row.settings, metadata=row.metadata, sha256=digest,
+                     is_reference=unit != "text" and not images, expert_only=row.expert_only)
+                for row, images, digest in checked
+            ], batch_size=INSERT_BATCH)
+            records = []
+            for item, (row, images, _digest) in zip(items, checked, strict=True):
                 for position, (name, image) in enumerate(zip(row.files, images, strict=True)):
                     record = ItemImage(
                         item=item, position=position, original_name=row.original_names[position][-255:],
@@ -297,14 +302,16 @@ def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
                     assert source is not None
                     record.file.save(Path(name).name, ContentFile(source.read(name)), save=False)
                     saved.append(record.file.name)
-                    record.save()
-                report.created += 1
-                report.references += int(item.is_reference)
-                report.item_ids.append(item.pk)
+                    records.append(record)
+            ItemImage.objects.bulk_create(records, batch_size=INSERT_BATCH)
     except BaseException:
         for name in saved:
             default_storage.delete(name)
         raise
+    report.created = len(items)
+    report.references = sum(item.is_reference for item in items)
+    report.item_ids = [item.pk for item in items]
+    statistics_refresh(Item, ItemImage, rows=report.created)  # claims on a fresh study need them at once
     return report
 
 
@@ -327,11 +334,13 @@ def _item_digest(images: list[Any]) -> str:
     return hashlib.sha256("\n".join(image.sha256 for image in images).encode()).hexdigest()
 
 
-def items_add_files(*, study: Study, records: list[dict[str, Any]], files: dict[str, bytes]) -> ImportReport:
+def items_add_files(*, study: Study, records: list[dict[str, Any]], files: dict[str, bytes],
+                    checked: dict[str, CheckedImage] | None = None) -> ImportReport:
     """``item_add_files`` for several items at once (one transaction; a generation job's batch):
-    all are added, or the import is refused and none is."""
+    all are added, or the import is refused and none is. ``checked``: ``image_check`` results the
+    caller already has for these bytes (see ``MemorySource``)."""
     return _import_records(study=study, records=[(f"item {r.get('external_id', '')}", r) for r in records],
-                           source=MemorySource(files))
+                           source=MemorySource(files, checked))
 
 
 def item_add_files(*, study: Study, record: dict[str, Any], files: dict[str, bytes]) -> ImportReport:

@@ -98,19 +98,32 @@ def test_a_bad_row_stops_the_import_and_nothing_is_written(study, tmp_path, _med
     assert Item.objects.count() == 0 and stored_files(_media_root) == []
 
 
-def test_a_failure_while_writing_removes_the_files_already_stored(study, tmp_path, _media_root, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("failing", ["second file", "image rows"])
+def test_a_failure_while_writing_removes_the_files_already_stored(study, tmp_path, _media_root, monkeypatch,
+                                                                   failing: str) -> None:  # type: ignore[no-untyped-def]
+    from django.core.files.storage import FileSystemStorage
+    from django.db.models.query import QuerySet
+
     write_png(tmp_path / "a.png", (1, 1, 1))
     write_png(tmp_path / "b.png", (2, 2, 2))
     calls = {"n": 0}
-    original = ItemImage.save
+    original_save, original_bulk_create = FileSystemStorage._save, QuerySet.bulk_create
 
     def failing_save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         if calls["n"] == 2:
             raise OSError("disk full")
-        return original(self, *args, **kwargs)
+        return original_save(self, *args, **kwargs)
 
-    monkeypatch.setattr(ItemImage, "save", failing_save)
+    def failing_bulk_create(self, objs, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self.model is ItemImage:
+            raise OSError("database went away")
+        return original_bulk_create(self, objs, *args, **kwargs)
+
+    if failing == "second file":
+        monkeypatch.setattr(FileSystemStorage, "_save", failing_save)
+    else:
+        monkeypatch.setattr(QuerySet, "bulk_create", failing_bulk_create)
     with pytest.raises(OSError):
         items_import(study=study, path=tmp_path)
     assert Item.objects.count() == 0 and ItemImage.objects.count() == 0
@@ -225,3 +238,46 @@ def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -
     copy = item_add_files(study=study, record={"external_id": "copy", "file": "c.png"}, files={"c.png": data})
     assert again.duplicates == [{"external_id": "new", "reason": "already in the study"}]
     assert copy.duplicates == [{"external_id": "copy", "reason": "same file(s) as item 'new'"}]
+
+
+def test_a_bulk_import_refreshes_the_planner_statistics_on_postgresql(study) -> None:  # type: ignore[no-untyped-def]
+    """Claims on a freshly imported study must not be planned from statistics that predate it
+    (annotations/planner_statistics.py): an import of many items runs ANALYZE, a small one does not."""
+    from django.db import connection
+
+    from annotations.planner_statistics import BULK_ROWS, statistics_refresh
+    from annotations.services.item_import import items_import_records
+
+    def study_in_statistics(study_id: int) -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT most_common_vals::text FROM pg_stats WHERE tablename = 'annotations_item' "
+                           "AND attname = 'study_id'")
+            rows = cursor.fetchall()
+        return any(str(study_id) in (row[0] or "").strip("{}").split(",") for row in rows)
+
+    small = StudyFactory(owner=study.owner)
+    report = items_import_records(study=small, records=[(f"row {n}", {"external_id": f"s{n}"}) for n in range(5)])
+    assert report.created == 5
+    if connection.vendor != "postgresql":
+        assert statistics_refresh(Item, rows=10_000) is False  # SQLite plans by index shape; left alone
+        return
+    assert not study_in_statistics(small.pk)  # five rows: no ANALYZE
+    report = items_import_records(study=study, records=[(f"row {n}", {"external_id": f"b{n}"})
+                                                        for n in range(BULK_ROWS)])
+    assert report.created == BULK_ROWS and study_in_statistics(study.pk)
+
+
+def test_a_precomputed_image_check_counts_only_for_the_bytes_it_was_made_from(study) -> None:  # type: ignore[no-untyped-def]
+    """A generation job hands over image_check results computed in its encoder threads; results that
+    do not match the bytes (by SHA-256) are ignored and the bytes are checked again."""
+    from annotations.files import image_check
+    from annotations.services.item_import import items_add_files
+
+    good = png_bytes((7, 7, 7))
+    checked = {"a.png": image_check(good, name="a.png")}
+    with pytest.raises(ImportRefused, match="a.png: is not an image"):
+        items_add_files(study=study, records=[{"external_id": "a", "file": "a.png"}], files={"a.png": b"junk"},
+                        checked=checked)
+    report = items_add_files(study=study, records=[{"external_id": "a", "file": "a.png"}], files={"a.png": good},
+                             checked=checked)
+    assert report.created == 1 and Item.objects.get(external_id="a").images.get().sha256 == checked["a.png"].sha256

@@ -61,11 +61,12 @@ def _setup_django(env: dict[str, str]) -> None:
     call_command("migrate", verbosity=0)
 
 
-def _make_study(n_annotators: int, items: int, tag: str) -> tuple[int, list[str]]:
+def _make_study(n_annotators: int, items: int, tag: str, refresh_statistics: bool = True) -> tuple[int, list[str]]:
     from django.db import transaction
     from rest_framework.authtoken.models import Token
 
     from annotations.models import Item, User
+    from annotations.planner_statistics import statistics_refresh
     from annotations.protocols import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
     from tests.factories import EXAMPLE_PROTOCOL
@@ -76,6 +77,8 @@ def _make_study(n_annotators: int, items: int, tag: str) -> tuple[int, list[str]
                              overlap=3)
         Item.objects.bulk_create([Item(study=study, external_id=f"i{i}", kind="image", is_reference=True)
                                   for i in range(items)], batch_size=2000)
+        if refresh_statistics:  # as every import path does after adding many items (planner_statistics.py)
+            statistics_refresh(Item, rows=items)
         tokens = []
         for index in range(n_annotators):
             user, _ = User.objects.get_or_create(username=f"bench-{tag}-{index}", defaults={"role": "annotator"})
@@ -145,8 +148,9 @@ def _annotator(base: str, study_id: int, token: str, clock: dict[str, float], st
     out.setdefault("cycle", []).extend(cycles)
 
 
-def run_one(n: int, *, port: int, seconds: float, items: int, tag: str, think: float = 0.0) -> dict[str, Any]:
-    study_id, tokens = _make_study(n, items, tag)
+def run_one(n: int, *, port: int, seconds: float, items: int, tag: str, think: float = 0.0,
+            refresh_statistics: bool = True) -> dict[str, Any]:
+    study_id, tokens = _make_study(n, items, tag, refresh_statistics)
     results: dict[str, list[float]] = {}
     errors: list[str] = []
     barrier = threading.Barrier(n + 1)
@@ -191,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--think", type=float, default=0.0,
                         help="seconds each simulated annotator waits between claim and submit (0: back to back)")
+    parser.add_argument("--stale-statistics", action="store_true",
+                        help="skip the ANALYZE that item imports run after a bulk load (PostgreSQL; to see its effect)")
     args = parser.parse_args(argv)
     env = {"WORKBENCH_THROTTLE_USER": "10000000/minute", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     temp = None
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         run_one(min(8, args.workers * args.threads), port=port, seconds=3, items=200, tag=f"{tag}-warm")
         for n in [int(value) for value in args.annotators.split(",")]:
             result = run_one(n, port=port, seconds=args.seconds, items=args.items, tag=f"{tag}-{n}",
-                             think=args.think)
+                             think=args.think, refresh_statistics=not args.stale_statistics)
 
             def fmt(values: list[float]) -> str:
                 return "/".join(f"{_percentile(values, q) * 1000:.0f}" for q in (50, 95, 99))

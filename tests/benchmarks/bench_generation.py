@@ -4,14 +4,17 @@ storage and provenance) against a plain diffusers loop over the same prompts and
     .venv/bin/python tests/benchmarks/bench_generation.py [--model FOLDER] [--images 16] [--steps 2] [--size 64]
 
 Without --model it builds the tiny random Stable Diffusion pipeline of the tests. It prints a
-line per batch size with both rates and their ratio (runner / plain), each the best of ``--repeats``
-runs with the two sides alternating which goes first.
+line per batch size with three rates (the best, median and mean of ``--repeats`` runs, the sides rotating
+which goes first): the plain loop that only calls the pipeline ("plain"), the same loop writing each
+image to a PNG file as a researcher's script does ("plain+png"), and the job runner; and the
+runner's ratio to each.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -40,12 +43,17 @@ from generation.prompts import PromptSet, PromptSpec  # noqa: E402
 from generation.services import generation_job_create, generation_job_run  # noqa: E402
 
 
-def plain_loop(pipe, spec: ModelSpec, prompts: list[str], seeds: list[int]) -> float:  # type: ignore[no-untyped-def]
+def plain_loop(pipe, spec: ModelSpec, prompts: list[str], seeds: list[int],  # type: ignore[no-untyped-def]
+               out: Path | None = None) -> float:
+    """The loop one writes without the workbench; with ``out``, each image is saved there as a PNG."""
     started = time.perf_counter()
     for start in range(0, len(prompts), spec.batch_size):
         batch, batch_seeds = prompts[start:start + spec.batch_size], seeds[start:start + spec.batch_size]
-        pipe(prompt=batch, num_inference_steps=spec.steps, guidance_scale=spec.guidance, width=spec.width,
-             height=spec.height, generator=[torch.Generator("cpu").manual_seed(s) for s in batch_seeds])
+        images = pipe(prompt=batch, num_inference_steps=spec.steps, guidance_scale=spec.guidance, width=spec.width,
+                      height=spec.height, generator=[torch.Generator("cpu").manual_seed(s) for s in batch_seeds]).images
+        if out is not None:
+            for offset, image in enumerate(images):
+                image.save(out / f"{start + offset:05d}.png")
     return time.perf_counter() - started
 
 
@@ -57,6 +65,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--device")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--encoder-threads", type=int, default=None,
+                        help="PNG encoder threads of the runner (default: its own choice, none on the CPU)")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     if args.model is None:
@@ -66,7 +76,8 @@ def main() -> None:
     owner = User.objects.create(username="bench", role=User.Role.RESEARCHER)
     prompts = [f"a photo of object number {i}" for i in range(args.images)]
     prompt_set = PromptSet(name="bench", paper="", prompts=tuple(PromptSpec(text=p) for p in prompts))
-    print(f"model={args.model} images={args.images} steps={args.steps} size={args.size} torch={torch.__version__}")
+    print(f"model={args.model} images={args.images} steps={args.steps} size={args.size} torch={torch.__version__} "
+          f"encoder_threads={args.encoder_threads} device={args.device or 'auto'}")
     for batch_size in (1, 4):
         spec = ModelSpec(source=args.model, steps=args.steps, width=args.size, height=args.size, guidance=1.0,
                          batch_size=batch_size)
@@ -79,19 +90,28 @@ def main() -> None:
                                  protocol=load_preset("object-attributes"))
             job = generation_job_create(study=study, prompt_set=prompt_set, spec=spec, user=owner, enqueue=False)
             started = time.perf_counter()
-            job = generation_job_run(job_id=job.pk, device=args.device)
+            job = generation_job_run(job_id=job.pk, device=args.device, encoder_threads=args.encoder_threads)
             assert job.generated == args.images, job.error
             return time.perf_counter() - started
 
-        plain_runs, runner_runs = [], []
-        for repeat in range(args.repeats):  # alternate who goes first, so drifting load hits both sides
-            sides = [(plain_runs, lambda r, p=pipe, s=spec, x=seeds: plain_loop(p, s, prompts, x)), (runner_runs, runner)]
-            for runs, side in sides if repeat % 2 == 0 else sides[::-1]:
+        out = Path(tempfile.mkdtemp(prefix="plain-", dir=DATA))
+        plain_runs: list[float] = []
+        saving_runs: list[float] = []
+        runner_runs: list[float] = []
+        sides = [(plain_runs, lambda r, p=pipe, s=spec, x=seeds: plain_loop(p, s, prompts, x)),
+                 (saving_runs, lambda r, p=pipe, s=spec, x=seeds, o=out: plain_loop(p, s, prompts, x, o)),
+                 (runner_runs, runner)]
+        for repeat in range(args.repeats):  # rotate who goes first, so drifting load hits every side
+            for runs, side in sides[repeat % 3:] + sides[:repeat % 3]:
                 runs.append(side(repeat))
-        plain_rate, runner_rate = args.images / min(plain_runs), args.images / min(runner_runs)
-        print(f"batch {batch_size}: plain {plain_rate:.2f} img/s, runner {runner_rate:.2f} img/s, "
-              f"runner/plain {runner_rate / plain_rate:.3f} (overhead {100 * (1 - runner_rate / plain_rate):.1f}%; "
-              f"best of {args.repeats})")
+        for label, pick in (("best", min), ("median", statistics.median), ("mean", statistics.mean)):
+            plain_rate, saving_rate, runner_rate = (args.images / pick(runs)
+                                                    for runs in (plain_runs, saving_runs, runner_runs))
+            print(f"batch {batch_size} {label} of {args.repeats}: plain {plain_rate:.2f} img/s, plain+png "
+                  f"{saving_rate:.2f} img/s, runner {runner_rate:.2f} img/s; runner/plain "
+                  f"{runner_rate / plain_rate:.3f} (overhead {100 * (1 - runner_rate / plain_rate):.1f}%), "
+                  f"runner/plain+png {runner_rate / saving_rate:.3f} "
+                  f"(overhead {100 * (1 - runner_rate / saving_rate):.1f}%)", flush=True)
         clear_pipeline_cache()
 
 

@@ -113,7 +113,9 @@ def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_stud
 
 
 @pytest.mark.django_db
-def test_cancelling_stops_between_batches_and_keeps_finished_images(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("threads", [0, 2])
+def test_cancelling_stops_between_batches_and_keeps_finished_images(image_study, owner, tiny_model,
+                                                                     threads: int) -> None:  # type: ignore[no-untyped-def]
     job = generation_job_create(study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model, batch_size=1),
                                 user=owner, enqueue=False)
 
@@ -121,7 +123,7 @@ def test_cancelling_stops_between_batches_and_keeps_finished_images(image_study,
         if current.generated == 1:
             generation_job_cancel(job=current)
 
-    job = generation_job_run(job_id=job.pk, progress=cancel_after_first, device="cpu")
+    job = generation_job_run(job_id=job.pk, progress=cancel_after_first, device="cpu", encoder_threads=threads)
     assert job.status == "cancelled" and job.generated == 1
     assert Item.objects.filter(study=image_study).count() == 1
     pending = generation_job_create(study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model), user=owner,
@@ -131,7 +133,8 @@ def test_cancelling_stops_between_batches_and_keeps_finished_images(image_study,
 
 
 @pytest.mark.django_db
-def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("threads", [0, 2])
+def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_model, threads: int) -> None:  # type: ignore[no-untyped-def]
     job = generation_job_create(study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model, batch_size=3),
                                 user=owner, enqueue=False)
     seen: list[tuple[int, int]] = []
@@ -139,10 +142,18 @@ def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_mo
     def progress(current: GenerationJob) -> None:
         seen.append((current.generated, Item.objects.filter(study=image_study).count()))
 
-    job = generation_job_run(job_id=job.pk, progress=progress, device="cpu")
-    # 4 images in batches of 3 and 1: the counter and the stored items move together after each batch
-    assert seen == [(0, 0), (3, 3), (4, 4), (4, 4)]
-    assert job.status == "done" and job.generated == 4
+    job = generation_job_run(job_id=job.pk, progress=progress, device="cpu", encoder_threads=threads)
+    # 4 images in batches of 3 and 1: the counter moves once per batch.
+    assert [generated for generated, _stored in seen] == [0, 3, 4, 4]
+    if threads == 0:  # encoded inline (the CPU default): each batch's items are stored at its end
+        assert seen == [(0, 0), (3, 3), (4, 4), (4, 4)]
+    else:  # encoder threads (the GPU default): an item is stored once its PNG is ready, at the latest
+        # at the next batch's end; the stored count trails the counter and catches up when the job ends
+        stored = [count for _generated, count in seen]
+        assert stored == sorted(stored) and all(count <= generated for generated, count in seen)
+    assert seen[-1] == (4, 4) and job.status == "done" and job.generated == 4
+    assert sorted(Item.objects.filter(study=image_study).values_list("external_id", flat=True)) == [
+        f"cups/tiny-sd/s0/p{p:04d}/i{i:02d}" for p in range(2) for i in range(2)]
 
 
 class FailsForOnePrompt:
@@ -174,6 +185,22 @@ def test_a_failing_prompt_is_recorded_and_the_rest_survive(image_study, owner, t
     pipelines._PIPELINES[(spec.load_key(), "cpu")] = real
     job = generation_job_run(job_id=generation_job_rerun(job=job, enqueue=False).pk, device="cpu")
     assert (job.generated, job.skipped, job.failed) == (2, 2, 0) and not GenerationFailure.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("threads", [0, 2])
+def test_an_image_the_check_refuses_while_encoding_is_that_images_failure(image_study, owner, tiny_model,
+                                                                          settings, threads: int) -> None:  # type: ignore[no-untyped-def]
+    """PNG encoding and the import's image check run inline or in encoder threads; a refusal there
+    comes back as the image's recorded failure, like any other, and the job still finishes."""
+    settings.WORKBENCH_MAX_IMAGE_PIXELS = 64 * 64 - 1  # the tiny model's 64 x 64 images are one pixel over
+    job = generation_job_run(job_id=generation_job_create(
+        study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model, batch_size=2), user=owner,
+        enqueue=False).pk, device="cpu", encoder_threads=threads)
+    assert (job.status, job.generated, job.failed) == ("done", 4, 4)
+    assert not Item.objects.filter(study=image_study).exists()
+    reasons = list(GenerationFailure.objects.filter(job=job).values_list("reason", flat=True))
+    assert len(reasons) == 4 and all("could not store the image" in r and "pixel limit" in r for r in reasons)
 
 
 @pytest.mark.django_db
