@@ -6,6 +6,7 @@ from django import forms
 
 from annotations.models import Annotator, ControlKind, Invitation, Study
 from annotations.protocols import list_presets, load_preset
+from annotations.services.controls import SETTINGS as QUALITY_SETTINGS
 
 
 def _preset_choices() -> list[tuple[str, str]]:
@@ -82,28 +83,32 @@ class InvitationForm(forms.Form):
     )
 
 
-class QualitySettingsForm(forms.Form):
-    """The study's quality settings (``services.controls.SETTINGS``; ranges checked there too)."""
+# Label and help text of each quality setting; types and ranges come from ``services.controls.SETTINGS``.
+QUALITY_SETTING_TEXT = {
+    "control_rate": ("Control rate", "Share of claims that are control items (0.1 = one in ten)"),
+    "qualification_items": ("Qualification items", "Gold items an annotator must answer before real items "
+                                                   "(0: no qualification)"),
+    "qualification_min_accuracy": ("Accuracy needed to qualify", "Gold accuracy needed to qualify"),
+    "min_gold_accuracy": ("Lowest gold accuracy", "Flag below this gold accuracy"),
+    "max_attention_failures": ("Failed attention checks allowed", "Flag above this many failed attention checks"),
+    "loo_margin": ("Agreement margin below the median", "Flag agreement this far below the study median"),
+    "loo_min_n": ("Comparisons needed", "… with at least this many comparisons"),
+    "min_median_seconds": ("Shortest median seconds per item", "Flag a median time per item below this (seconds)"),
+    "max_straight_run": ("Longest run of one answer", "Flag this many identical answers in a row (0: never)"),
+}
 
-    control_rate = forms.FloatField(min_value=0, max_value=0.5, label="Control rate", help_text="Share of claims that are control items "
-                                    "(0 to 0.5; 0.1 = one in ten)")
-    qualification_items = forms.IntegerField(min_value=0, max_value=100, label="Qualification items", help_text="Gold items an annotator must "
-                                             "answer before real items (0: no qualification)")
-    qualification_min_accuracy = forms.FloatField(min_value=0, max_value=1, label="Accuracy needed to qualify",
-                                                  help_text="Gold accuracy needed to "
-                                                  "qualify (0 to 1)")
-    min_gold_accuracy = forms.FloatField(min_value=0, max_value=1, label="Lowest gold accuracy", help_text="Flag below this gold accuracy")
-    max_attention_failures = forms.IntegerField(min_value=0, max_value=1000, label="Failed attention checks allowed",
-                                                help_text="Flag above this many "
-                                                "failed attention checks")
-    loo_margin = forms.FloatField(min_value=0, max_value=1, label="Agreement margin below the median", help_text="Flag agreement this far below the study "
-                                  "median")
-    loo_min_n = forms.IntegerField(min_value=1, max_value=100000, label="Comparisons needed", help_text="… with at least this many comparisons")
-    min_median_seconds = forms.FloatField(min_value=0, max_value=3600, label="Shortest median seconds per item",
-                                          help_text="Flag a median time per item "
-                                          "below this (seconds)")
-    max_straight_run = forms.IntegerField(min_value=0, max_value=100000, label="Longest run of one answer", help_text="Flag this many identical "
-                                          "answers in a row (0: never)")
+
+class QualitySettingsForm(forms.Form):
+    """The study's quality settings: one field per name of ``services.controls.SETTINGS``, whole or
+    decimal and within the range given there (the service checks them again)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        for name, (_default, low, high, whole) in QUALITY_SETTINGS.items():
+            label, help_text = QUALITY_SETTING_TEXT[name]
+            field_class = forms.IntegerField if whole else forms.FloatField
+            self.fields[name] = field_class(min_value=low, max_value=high, label=label,
+                                            help_text=f"{help_text}; {low:g} to {high:g}")
 
 
 class ExcludeForm(forms.Form):
