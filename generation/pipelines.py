@@ -24,12 +24,16 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 from PIL import Image
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported inside the functions that run a model: the web app imports this module (for
+# ModelSpec and seeds) and would otherwise load torch in every worker at start-up.
+DTYPES = ("float32", "float16", "bfloat16")
 DEVICES = ("cuda", "mps", "cpu")
 MAX_SEED = 2**63 - 1  # seeds fit a signed 64-bit database column
 
@@ -112,6 +116,8 @@ def scheduler_class(name: str) -> type:
 
 def choose_device(preferred: str | None = None) -> str:
     """``preferred`` if given and available, else the first available of cuda, mps, cpu."""
+    import torch
+
     available = {
         "cuda": torch.cuda.is_available(),
         "mps": bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available(),
@@ -128,9 +134,12 @@ def choose_device(preferred: str | None = None) -> str:
 
 def resolve_dtype(spec: ModelSpec, device: str) -> torch.dtype:
     """The torch dtype for ``spec`` on ``device``: ``auto`` means float16 on CUDA, float32 elsewhere."""
+    import torch
+
     if spec.dtype == "auto":
         return torch.float16 if device == "cuda" else torch.float32
-    return DTYPES[spec.dtype]
+    dtype: torch.dtype = getattr(torch, spec.dtype)
+    return dtype
 
 
 def _looks_like_path(source: str) -> bool:
@@ -232,10 +241,14 @@ FailureCallback = Callable[[ImageRequest, str], None]
 
 
 def _is_out_of_memory(error: BaseException) -> bool:
+    import torch
+
     return isinstance(error, torch.OutOfMemoryError)
 
 
 def _pipeline_call(pipe: Any, spec: ModelSpec, batch: Sequence[ImageRequest]) -> list[Image.Image]:
+    import torch
+
     # CPU generators: the noise then depends only on the seed, whatever the device (module docstring).
     generators = [torch.Generator(device="cpu").manual_seed(r.seed) for r in batch]
     negative = [spec.negative_prompt] * len(batch) if spec.negative_prompt is not None else None
@@ -291,6 +304,8 @@ def generate_images(
             images = _pipeline_call(pipe, spec, batch)
         except PIPELINE_ERRORS as error:
             if _is_out_of_memory(error):
+                import torch
+
                 if torch.cuda.is_available():
                     torch.cuda.empty_cache()
                 if len(batch) == 1:
@@ -387,6 +402,8 @@ def model_provenance(spec: ModelSpec, pipe: Any | None = None, device: str | Non
     it flags), ``device``, ``dtype`` (resolved), ``settings`` (:meth:`ModelSpec.settings`) and
     ``versions`` of diffusers, transformers, torch and Python.
     """
+    import torch
+
     device = device or (str(pipe.device.type) if pipe is not None and hasattr(pipe, "device") else choose_device())
     record: dict[str, Any] = {"source": spec.source, "spec": asdict(spec)}
     index: dict[str, Any] = {}

@@ -16,8 +16,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
-from crowdkit.aggregation import DawidSkene
 
 Vote = tuple[Hashable, Hashable]
 Rule = Callable[[Sequence[Vote]], "ConsensusResult"]
@@ -237,6 +235,10 @@ def dawid_skene(
     rows = [(item, annotator, value) for item, annotator, value in records if value is not None]
     if not rows:
         return DawidSkeneResult(labels=[], items={}, posteriors={}, annotators={}, priors={})
+    # crowd-kit and pandas load in a second and a half; only Dawid-Skene needs them (not web start-up).
+    import pandas as pd
+    from crowdkit.aggregation import DawidSkene
+
     data = pd.DataFrame(rows, columns=["task", "worker", "label"])
     if data.duplicated(["task", "worker"]).any():
         raise ValueError("an annotator may vote once per item")
