@@ -13,11 +13,21 @@ annotate pages of any other study are not found for them, whatever enrolments ex
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Protocol, cast
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from annotations.errors import NotAllowed, NotFoundError
 from annotations.models import Annotation, Assignment, Invitation, Item, Participant, Study, User
+from common.errors import NotAllowed, NotFoundError
+
+
+class _Request(Protocol):
+    user: Any
+
+
+def request_user(request: _Request) -> User:
+    """The account a page or API request is made by (Django's ``HttpRequest`` or DRF's ``Request``)."""
+    return cast(User, request.user)
 
 
 def studies_for_user(user: User) -> QuerySet[Study]:
@@ -145,8 +155,11 @@ def participant_for_user(user: User) -> Participant | None:
 
 def participant_quota(*, user: User, study_id: int) -> int | None:
     """How many items the participant's invitation asks of them in this study (None: no quota)."""
-    return (Participant.objects.filter(user=user, study_id=study_id)
-            .values_list("invitation__items_per_participant", flat=True).first())
+    return (
+        Participant.objects.filter(user=user, study_id=study_id)
+        .values_list("invitation__items_per_participant", flat=True)
+        .first()
+    )
 
 
 def participant_study_id(user_id: int) -> int | None:
@@ -160,7 +173,8 @@ def assignment_get_for_user(*, user: User, id: int) -> Assignment:
     if user.is_authenticated:
         assignment = (
             Assignment.objects.select_related("study", "item", "annotator")
-            .filter(pk=id, annotator__user=user).first()
+            .filter(pk=id, annotator__user=user)
+            .first()
         )
     if assignment is None:
         raise NotFoundError(f"assignment {id} does not exist or is not yours")

@@ -98,7 +98,15 @@ class ParticipantAdmin(admin.ModelAdmin):
 class AnnotatorExclusionAdmin(admin.ModelAdmin):
     """Read-only: exclusions are made and undone on the progress page, which recomputes the consensus."""
 
-    list_display = ("annotator", "study", "reason", "excluded_by", "excluded_at", "reinstated_by", "reinstated_at")
+    list_display = (
+        "annotator",
+        "study",
+        "reason",
+        "excluded_by",
+        "excluded_at",
+        "reinstated_by",
+        "reinstated_at",
+    )
     list_select_related = ("annotator", "study", "excluded_by", "reinstated_by")
     raw_id_fields = ("annotator", "study", "excluded_by", "reinstated_by")
 

@@ -18,7 +18,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from annotations.protocols import Protocol, protocol_from_dict
+from annotations.protocols.schema import Protocol, protocol_from_dict
 
 
 class User(AbstractUser):
@@ -51,9 +51,13 @@ class Study(models.Model):
 
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_studies")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_studies"
+    )
     shared_with = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="shared_studies", blank=True)
-    preset = models.CharField(max_length=64, blank=True, help_text="Preset key the protocol came from, if any")
+    preset = models.CharField(
+        max_length=64, blank=True, help_text="Preset key the protocol came from, if any"
+    )
     protocol = models.JSONField(help_text="The validated protocol (see docs/protocols.md)")
     overlap = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
     lease_minutes = models.PositiveIntegerField(default=30, validators=[MinValueValidator(1)])
@@ -127,7 +131,9 @@ class Item(models.Model):
     generation_settings = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     sha256 = models.CharField(max_length=64, blank=True, help_text="Of the file, or of the set's file hashes")
-    is_reference = models.BooleanField(default=False, help_text="Imported without its file (image unavailable)")
+    is_reference = models.BooleanField(
+        default=False, help_text="Imported without its file (image unavailable)"
+    )
     expert_only = models.BooleanField(
         default=False, help_text="Assigned only to annotators of the expert pool (see assignment.md)"
     )
@@ -135,10 +141,14 @@ class Item(models.Model):
         default=0, help_text="Submitted human assignments; kept by the assignment service, read by claims"
     )
     shuffle_key = models.PositiveIntegerField(default=random_shuffle_key, help_text="Random order of items")
-    note = models.TextField(blank=True, help_text="Shown with the item on the task page (e.g. an attention "
-                                                  "check's instruction)")
+    note = models.TextField(
+        blank=True, help_text="Shown with the item on the task page (e.g. an attention check's instruction)"
+    )
     control_kind = models.CharField(
-        max_length=16, choices=ControlKind.choices, blank=True, default="",
+        max_length=16,
+        choices=ControlKind.choices,
+        blank=True,
+        default="",
         help_text="gold or attention: a control item (see docs/crowd.md); blank for a real item",
     )
     control_answers = models.JSONField(
@@ -149,8 +159,9 @@ class Item(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.CheckConstraint(condition=Q(control_kind__in=["", "gold", "attention"]),
-                                   name="item_control_kind_valid"),
+            models.CheckConstraint(
+                condition=Q(control_kind__in=["", "gold", "attention"]), name="item_control_kind_valid"
+            ),
             models.UniqueConstraint(fields=["study", "external_id"], name="item_external_id_unique"),
             models.UniqueConstraint(
                 fields=["study", "sha256"], condition=~Q(sha256=""), name="item_sha256_unique_in_study"
@@ -186,7 +197,9 @@ class ItemImage(models.Model):
 
     class Meta:
         ordering = ["item_id", "position"]
-        constraints = [models.UniqueConstraint(fields=["item", "position"], name="item_image_position_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "position"], name="item_image_position_unique")
+        ]
 
     def __str__(self) -> str:
         return f"item {self.item_id} image {self.position}"
@@ -216,7 +229,11 @@ class Annotator(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="annotator"
     )
     study = models.ForeignKey(
-        Study, null=True, blank=True, on_delete=models.CASCADE, related_name="external_annotators",
+        Study,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="external_annotators",
         help_text="Set for imported human annotators that have no account",
     )
     pool = models.CharField(max_length=8, choices=Pool.choices, default=Pool.CROWD)
@@ -276,7 +293,10 @@ class Annotation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["item", "annotator", "question_key"], name="annotation_unique"),
         ]
-        indexes = [models.Index(fields=["study", "question_key"]), models.Index(fields=["annotator", "study"])]
+        indexes = [
+            models.Index(fields=["study", "question_key"]),
+            models.Index(fields=["annotator", "study"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.question_key} on item {self.item_id} by {self.annotator_id}"
@@ -321,12 +341,15 @@ class Assignment(models.Model):
     skip_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    time_spent_ms = models.PositiveIntegerField(null=True, blank=True, help_text="Time on the task, as measured")
+    time_spent_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Time on the task, as measured"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="assignment_unique")]
         indexes = [
-            models.Index(fields=["study", "status"]), models.Index(fields=["annotator", "status"]),
+            models.Index(fields=["study", "status"]),
+            models.Index(fields=["annotator", "status"]),
             models.Index(fields=["item", "status"], name="assignment_item_status"),
         ]
 
@@ -405,7 +428,9 @@ class StereotypeEntry(models.Model):
     class Meta:
         ordering = ["identity", "attribute"]
         constraints = [
-            models.UniqueConstraint(fields=["study", "identity", "attribute"], name="stereotype_entry_unique"),
+            models.UniqueConstraint(
+                fields=["study", "identity", "attribute"], name="stereotype_entry_unique"
+            ),
         ]
         indexes = [models.Index(fields=["study", "identity"])]
 
@@ -431,8 +456,9 @@ class ConsensusLabel(models.Model):
     confidence = models.FloatField(null=True, blank=True)
     reason = models.TextField(blank=True, help_text="Why it is unresolved (e.g. a tie)")
     n_votes = models.PositiveIntegerField(default=0)
-    adjudicated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                       related_name="+")
+    adjudicated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     note = models.TextField(blank=True)
     computed_at = models.DateTimeField(auto_now=True)
 
@@ -467,20 +493,26 @@ class Invitation(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
     token = models.CharField(max_length=64, unique=True, default=invitation_token)
-    label = models.CharField(max_length=200, blank=True, help_text="For the researcher, e.g. 'Prolific batch 1'")
+    label = models.CharField(
+        max_length=200, blank=True, help_text="For the researcher, e.g. 'Prolific batch 1'"
+    )
     pool = models.CharField(max_length=8, choices=Annotator.Pool.choices, default=Annotator.Pool.CROWD)
     platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.NONE)
     expires_at = models.DateTimeField()
     max_uses = models.PositiveIntegerField(validators=[MinValueValidator(1)])
     uses = models.PositiveIntegerField(default=0, help_text="Accounts created through this link")
     items_per_participant = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
         help_text="Quota: a participant is done after this many submitted items (empty: no quota)",
     )
     consent_text = models.TextField(blank=True)
     demographics = models.JSONField(default=list, blank=True)
     completion_code = models.CharField(max_length=64, blank=True)
-    completion_url = models.URLField(max_length=500, blank=True, help_text="Where the completion page sends people")
+    completion_url = models.URLField(
+        max_length=500, blank=True, help_text="Where the completion page sends people"
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -513,10 +545,14 @@ class Participant(models.Model):
 
     invitation = models.ForeignKey(Invitation, on_delete=models.PROTECT, related_name="participants")
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="participant")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="participant"
+    )
     platform = models.CharField(max_length=16, choices=Invitation.Platform.choices)
     participant_id = models.CharField(max_length=64, blank=True, help_text="PROLIFIC_PID or MTurk workerId")
-    platform_study_id = models.CharField(max_length=64, blank=True, help_text="Prolific STUDY_ID or MTurk hitId")
+    platform_study_id = models.CharField(
+        max_length=64, blank=True, help_text="Prolific STUDY_ID or MTurk hitId"
+    )
     session_id = models.CharField(max_length=64, blank=True, help_text="Prolific SESSION_ID")
     assignment_id = models.CharField(max_length=64, blank=True, help_text="MTurk assignmentId")
     consented_at = models.DateTimeField(null=True, blank=True)
@@ -527,7 +563,8 @@ class Participant(models.Model):
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["study", "platform", "participant_id"], condition=~Q(participant_id=""),
+                fields=["study", "platform", "participant_id"],
+                condition=~Q(participant_id=""),
                 name="participant_unique_platform_id",
             ),
         ]
@@ -547,19 +584,24 @@ class AnnotatorExclusion(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="exclusions")
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="exclusions")
     reason = models.TextField()
-    excluded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+    excluded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     excluded_at = models.DateTimeField()
-    reinstated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                      related_name="+")
+    reinstated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     reinstated_at = models.DateTimeField(null=True, blank=True)
     reinstate_note = models.TextField(blank=True)
 
     class Meta:
         ordering = ["study_id", "-excluded_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["study", "annotator"], condition=Q(reinstated_at__isnull=True),
-                                    name="exclusion_one_active"),
+            models.UniqueConstraint(
+                fields=["study", "annotator"],
+                condition=Q(reinstated_at__isnull=True),
+                name="exclusion_one_active",
+            ),
             models.CheckConstraint(condition=~Q(reason=""), name="exclusion_reason_required"),
         ]
 

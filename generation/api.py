@@ -12,12 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations import access
-from annotations.errors import ValidationFailed
-from annotations.models import Annotator
-from generation.labelling import labelling_job_cancel, labelling_job_create
-from generation.models import GenerationFailure, GenerationJob, LabelAttempt, LabellingJob
-from generation.prompt_sets import PromptSetError, prompt_set_build
-from generation.prompts import PromptSet, PromptSpec
+from common.errors import ValidationFailed
+from generation.models import GenerationFailure, GenerationJob
+from generation.prompts.builders import PromptSet, PromptSpec
+from generation.prompts.sets import PromptSetError, prompt_set_build
 from generation.services import (
     generation_job_cancel,
     generation_job_create,
@@ -39,9 +37,29 @@ class GenerationJobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GenerationJob
-        fields = ["id", "study", "name", "paper", "parent_name", "model_spec", "model_label", "base_seed", "status",
-                  "cancel_requested", "total_images", "generated", "skipped", "failed", "progress_percent",
-                  "prompt_count", "provenance", "error", "created_at", "started_at", "finished_at"]
+        fields = [
+            "id",
+            "study",
+            "name",
+            "paper",
+            "parent_name",
+            "model_spec",
+            "model_label",
+            "base_seed",
+            "status",
+            "cancel_requested",
+            "total_images",
+            "generated",
+            "skipped",
+            "failed",
+            "progress_percent",
+            "prompt_count",
+            "provenance",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
     def get_prompt_count(self, job: GenerationJob) -> int:
         return len(job.prompts)
@@ -56,14 +74,19 @@ class PromptInputSerializer(serializers.Serializer):
 
 class GenerationJobCreateSerializer(serializers.Serializer):
     study = serializers.IntegerField()
-    design = serializers.ChoiceField(choices=["ssi", "visage", "biasconnect", "soda"], required=False,
-                                     help_text="A paper's prompt set; or give 'prompts'")
+    design = serializers.ChoiceField(
+        choices=["ssi", "visage", "biasconnect", "soda"],
+        required=False,
+        help_text="A paper's prompt set; or give 'prompts'",
+    )
     prompts = PromptInputSerializer(many=True, required=False)
     name = serializers.CharField(max_length=200, required=False)
     images_per_prompt = serializers.IntegerField(min_value=1, max_value=1000, required=False)
     limit = serializers.IntegerField(min_value=1, required=False)
-    model = serializers.DictField(help_text="ModelSpec fields: source, revision, dtype, scheduler, steps, guidance, "
-                                            "width, height, negative_prompt, batch_size")
+    model = serializers.DictField(
+        help_text="ModelSpec fields: source, revision, dtype, scheduler, steps, guidance, "
+        "width, height, negative_prompt, batch_size"
+    )
     base_seed = serializers.IntegerField(required=False, default=0)
     model_label = serializers.CharField(max_length=120, required=False)
 
@@ -73,11 +96,21 @@ def _prompt_set(data: dict[str, Any]) -> PromptSet:
         raise ValidationFailed("give a design or a list of prompts (one of the two)")
     try:
         if data.get("design"):
-            return prompt_set_build(data["design"], images_per_prompt=data.get("images_per_prompt"),
-                                    limit=data.get("limit"), name=data.get("name"))
-        specs = tuple(PromptSpec(text=p["text"], condition=p["condition"], metadata=p["metadata"],
-                                 images_per_prompt=data.get("images_per_prompt") or p["images_per_prompt"])
-                      for p in data["prompts"])
+            return prompt_set_build(
+                data["design"],
+                images_per_prompt=data.get("images_per_prompt"),
+                limit=data.get("limit"),
+                name=data.get("name"),
+            )
+        specs = tuple(
+            PromptSpec(
+                text=p["text"],
+                condition=p["condition"],
+                metadata=p["metadata"],
+                images_per_prompt=data.get("images_per_prompt") or p["images_per_prompt"],
+            )
+            for p in data["prompts"]
+        )
         return PromptSet(name=data.get("name") or "prompts", paper="", prompts=specs)
     except (PromptSetError, ValueError) as exc:
         raise ValidationFailed(str(exc)) from exc
@@ -105,8 +138,14 @@ class GenerationJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
         study = access.study_get_for_user(user=request.user, id=values["study"], write=True)  # type: ignore[arg-type]
         spec = model_spec_from_dict(values["model"])
         model_source_check(spec.source)
-        job = generation_job_create(study=study, prompt_set=_prompt_set(values), spec=spec, user=request.user,  # type: ignore[arg-type]
-                                    base_seed=values["base_seed"], model_label=values.get("model_label"))
+        job = generation_job_create(
+            study=study,
+            prompt_set=_prompt_set(values),
+            spec=spec,
+            user=request.user,  # type: ignore[arg-type]
+            base_seed=values["base_seed"],
+            model_label=values.get("model_label"),
+        )
         return Response(GenerationJobSerializer(job).data, status=status.HTTP_201_CREATED)
 
     def _writable(self, request: Request, pk: str) -> GenerationJob:
@@ -128,71 +167,3 @@ class GenerationJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
     @action(detail=True, methods=["get"])
     def failures(self, request: Request, pk: str, format: str | None = None) -> Response:
         return Response(GenerationFailureSerializer(self.get_object().failures.all()[:1000], many=True).data)
-
-
-class LabellingJobSerializer(serializers.ModelSerializer):
-    labeller = serializers.CharField(source="annotator.__str__", read_only=True)
-    progress_percent = serializers.IntegerField(read_only=True)
-
-    class Meta:
-        model = LabellingJob
-        fields = ["id", "study", "annotator", "labeller", "sample_size", "seed", "status", "cancel_requested",
-                  "total_items", "done_items", "answered", "failed", "cached", "skipped", "cost_usd",
-                  "progress_percent", "error", "created_at", "started_at", "finished_at"]
-
-
-class LabellingJobCreateSerializer(serializers.Serializer):
-    study = serializers.IntegerField()
-    annotator = serializers.IntegerField(help_text="The machine annotator (a registered labeller)")
-    sample_size = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    seed = serializers.IntegerField(required=False, default=0)
-
-
-class LabelAttemptSerializer(serializers.ModelSerializer):
-    item_external_id = serializers.CharField(source="item.external_id", read_only=True)
-
-    class Meta:
-        model = LabelAttempt
-        fields = ["item", "item_external_id", "question_key", "attempt", "raw", "error", "latency_s", "created_at"]
-
-
-class LabellingJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Machine labelling jobs of your studies (researchers). Labellers are registered by an admin
-    (``manage.py register_labeller`` or the admin), so no user-given endpoint is ever called."""
-
-    serializer_class = LabellingJobSerializer
-    filterset_fields = ["study", "status", "annotator"]
-
-    def get_queryset(self) -> QuerySet[LabellingJob]:
-        if getattr(self, "swagger_fake_view", False):
-            return LabellingJob.objects.none()
-        user = self.request.user
-        if not user.is_researcher:  # type: ignore[union-attr]
-            return LabellingJob.objects.none()
-        return LabellingJob.objects.filter(study__in=access.studies_for_user(user)).select_related("annotator")  # type: ignore[arg-type]
-
-    @extend_schema(request=LabellingJobCreateSerializer, responses={201: LabellingJobSerializer})
-    def create(self, request: Request, format: str | None = None) -> Response:
-        data = LabellingJobCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
-        study = access.study_get_for_user(user=request.user, id=values["study"], write=True)  # type: ignore[arg-type]
-        annotator = Annotator.objects.filter(pk=values["annotator"], kind=Annotator.Kind.MACHINE).first()
-        if annotator is None:
-            raise ValidationFailed(f"no machine labeller {values['annotator']}")
-        job = labelling_job_create(study=study, annotator=annotator, user=request.user,  # type: ignore[arg-type]
-                                   sample_size=values.get("sample_size"), seed=values["seed"])
-        return Response(LabellingJobSerializer(job).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(request=None, responses=LabellingJobSerializer)
-    @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str, format: str | None = None) -> Response:
-        job = self.get_object()
-        access.study_get_for_user(user=request.user, id=job.study_id, write=True)  # type: ignore[arg-type]
-        return Response(LabellingJobSerializer(labelling_job_cancel(job=job)).data)
-
-    @extend_schema(responses=LabelAttemptSerializer(many=True))
-    @action(detail=True, methods=["get"])
-    def attempts(self, request: Request, pk: str, format: str | None = None) -> Response:
-        attempts = self.get_object().attempts.select_related("item")[:1000]
-        return Response(LabelAttemptSerializer(attempts, many=True).data)

@@ -1,8 +1,7 @@
 from rest_framework.routers import DefaultRouter
 
-from generation.api import GenerationJobViewSet, LabellingJobViewSet
+from generation.api import GenerationJobViewSet
 
 router = DefaultRouter()
 router.register("generation-jobs", GenerationJobViewSet, basename="generation-job")
-router.register("labelling-jobs", LabellingJobViewSet, basename="labelling-job")
 urlpatterns = router.urls

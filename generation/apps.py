@@ -3,5 +3,5 @@ from django.apps import AppConfig
 
 class GenerationConfig(AppConfig):
     name = "generation"
-    verbose_name = "Generation and machine labelling"
+    verbose_name = "Generation"
     default_auto_field = "django.db.models.BigAutoField"

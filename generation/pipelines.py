@@ -82,9 +82,13 @@ class ModelSpec:
             raise ValueError(f"steps must be at most 1000, got {self.steps}")
         for name in ("width", "height"):
             if getattr(self, name) % 8:
-                raise ValueError(f"{name} must be a multiple of 8 (the VAE's scale), got {getattr(self, name)}")
-        if isinstance(self.guidance, bool) or not isinstance(self.guidance, int | float) or not (
-            math.isfinite(self.guidance) and self.guidance >= 0
+                raise ValueError(
+                    f"{name} must be a multiple of 8 (the VAE's scale), got {getattr(self, name)}"
+                )
+        if (
+            isinstance(self.guidance, bool)
+            or not isinstance(self.guidance, int | float)
+            or not (math.isfinite(self.guidance) and self.guidance >= 0)
         ):
             raise ValueError(f"guidance must be a finite number >= 0, got {self.guidance!r}")
         if self.negative_prompt is not None and not isinstance(self.negative_prompt, str):
@@ -97,8 +101,13 @@ class ModelSpec:
     def settings(self) -> dict[str, Any]:
         """The generation settings, as stored with every image."""
         return {
-            "steps": self.steps, "guidance": self.guidance, "width": self.width, "height": self.height,
-            "negative_prompt": self.negative_prompt, "scheduler": self.scheduler, "dtype": self.dtype,
+            "steps": self.steps,
+            "guidance": self.guidance,
+            "width": self.width,
+            "height": self.height,
+            "negative_prompt": self.negative_prompt,
+            "scheduler": self.scheduler,
+            "dtype": self.dtype,
             "batch_size": self.batch_size,
         }
 
@@ -253,9 +262,15 @@ def _pipeline_call(pipe: Any, spec: ModelSpec, batch: Sequence[ImageRequest]) ->
     generators = [torch.Generator(device="cpu").manual_seed(r.seed) for r in batch]
     negative = [spec.negative_prompt] * len(batch) if spec.negative_prompt is not None else None
     output = pipe(
-        prompt=[r.prompt for r in batch], negative_prompt=negative, num_inference_steps=spec.steps,
-        guidance_scale=spec.guidance, width=spec.width, height=spec.height, generator=generators,
-        num_images_per_prompt=1, output_type="pil",
+        prompt=[r.prompt for r in batch],
+        negative_prompt=negative,
+        num_inference_steps=spec.steps,
+        guidance_scale=spec.guidance,
+        width=spec.width,
+        height=spec.height,
+        generator=generators,
+        num_images_per_prompt=1,
+        output_type="pil",
     )
     images = list(output.images)
     if len(images) != len(batch):
@@ -290,8 +305,10 @@ def generate_images(
     Tuples ``(prompt, seed)`` are accepted as requests (their key is their position).
     """
     started = time.perf_counter()
-    pending = [r if isinstance(r, ImageRequest) else ImageRequest(prompt=r[0], seed=r[1], key=i)
-               for i, r in enumerate(requests)]
+    pending = [
+        r if isinstance(r, ImageRequest) else ImageRequest(prompt=r[0], seed=r[1], key=i)
+        for i, r in enumerate(requests)
+    ]
     report = GenerationReport(final_batch_size=spec.batch_size)
 
     def fail(request: ImageRequest, reason: str) -> None:
@@ -333,7 +350,7 @@ def generate_images(
             break
         size = report.final_batch_size
         before = report.generated
-        run(pending[position:position + size])
+        run(pending[position : position + size])
         position += size
         if on_batch_end is not None:
             on_batch_end(report.generated - before)
@@ -360,7 +377,8 @@ def folder_fingerprint(folder: Path | str) -> dict[str, Any]:
     """
     root = Path(folder).expanduser().resolve()
     files = sorted(
-        p for p in root.rglob("*")
+        p
+        for p in root.rglob("*")
         if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
     )
     stats = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
@@ -373,8 +391,11 @@ def folder_fingerprint(folder: Path | str) -> dict[str, Any]:
                 for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
                     digest.update(chunk)
             total.update(f"{path.relative_to(root).as_posix()}\t{digest.hexdigest()}\n".encode())
-        _FOLDER_HASHES[key] = {"sha256": total.hexdigest(), "files": len(files),
-                               "bytes": sum(s[1] for s in stats)}
+        _FOLDER_HASHES[key] = {
+            "sha256": total.hexdigest(),
+            "files": len(files),
+            "bytes": sum(s[1] for s in stats),
+        }
     return dict(_FOLDER_HASHES[key])
 
 
@@ -404,19 +425,27 @@ def model_provenance(spec: ModelSpec, pipe: Any | None = None, device: str | Non
     """
     import torch
 
-    device = device or (str(pipe.device.type) if pipe is not None and hasattr(pipe, "device") else choose_device())
+    device = device or (
+        str(pipe.device.type) if pipe is not None and hasattr(pipe, "device") else choose_device()
+    )
     record: dict[str, Any] = {"source": spec.source, "spec": asdict(spec)}
     index: dict[str, Any] = {}
     if _looks_like_path(spec.source):
         folder = Path(spec.source).expanduser()
         fingerprint = folder_fingerprint(folder)
-        record.update(kind="local", folder_sha256=fingerprint["sha256"], folder_files=fingerprint["files"],
-                      folder_bytes=fingerprint["bytes"])
+        record.update(
+            kind="local",
+            folder_sha256=fingerprint["sha256"],
+            folder_files=fingerprint["files"],
+            folder_bytes=fingerprint["bytes"],
+        )
         index_path = folder / "model_index.json"
         if index_path.is_file():
             index = json.loads(index_path.read_text(encoding="utf-8"))
     else:
-        record.update(kind="hub", revision=spec.revision, resolved_revision=_hub_commit(spec.source, spec.revision))
+        record.update(
+            kind="hub", revision=spec.revision, resolved_revision=_hub_commit(spec.source, spec.revision)
+        )
     if pipe is not None:
         record["pipeline_class"] = type(pipe).__name__
         record["scheduler_class"] = type(pipe.scheduler).__name__ if hasattr(pipe, "scheduler") else None
@@ -431,7 +460,9 @@ def model_provenance(spec: ModelSpec, pipe: Any | None = None, device: str | Non
     record["dtype"] = str(resolve_dtype(spec, device)).removeprefix("torch.")
     record["settings"] = spec.settings()
     record["versions"] = {
-        "diffusers": _version("diffusers"), "transformers": _version("transformers"),
-        "torch": torch.__version__, "python": platform.python_version(),
+        "diffusers": _version("diffusers"),
+        "transformers": _version("transformers"),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
     }
     return record

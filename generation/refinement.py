@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from PIL import Image
 
-from generation.chat_client import ChatClient, image_data_url
+from common.chat_client import ChatClient, image_data_url
 
 REFINEMENT_INSTRUCTION = (
     "Given the initial query: {query} and the image(s) [I] generated with this query, generate a new image "
@@ -57,8 +57,12 @@ def _collapse(text: str) -> str:
 
 
 def build_refinement_messages(
-    initial_prompt: str, images: Sequence[Image.Image], stereotypes: Sequence[str], *,
-    image_format: str = "png", max_image_side: int | None = None,
+    initial_prompt: str,
+    images: Sequence[Image.Image],
+    stereotypes: Sequence[str],
+    *,
+    image_format: str = "png",
+    max_image_side: int | None = None,
 ) -> list[dict[str, object]]:
     """The Table A2 instruction and the images as one user message."""
     found = "; ".join(s.strip() for s in stereotypes if s.strip()) or "none identified"
@@ -82,9 +86,10 @@ def parse_refined_prompt(initial_prompt: str, answer: str) -> tuple[str, str]:
     refined = _collapse(text)
     if not refined.startswith(initial):
         raise RefinementError(
-            f"the answer does not start with the initial query {initial_prompt!r}: {refined[:120]!r}", raw=answer
+            f"the answer does not start with the initial query {initial_prompt!r}: {refined[:120]!r}",
+            raw=answer,
         )
-    added = refined[len(initial):].strip(" ,;:-")
+    added = refined[len(initial) :].strip(" ,;:-")
     if not added:
         raise RefinementError("the answer adds no context to the initial query", raw=answer)
     if refined[len(initial)] not in " ,;:-":
@@ -95,8 +100,15 @@ def parse_refined_prompt(initial_prompt: str, answer: str) -> tuple[str, str]:
 
 
 def refine_prompt(
-    client: ChatClient, *, initial_prompt: str, images: Sequence[Image.Image], stereotypes: Sequence[str],
-    temperature: float = 0.0, max_tokens: int = 300, image_format: str = "png", max_image_side: int | None = 1024,
+    client: ChatClient,
+    *,
+    initial_prompt: str,
+    images: Sequence[Image.Image],
+    stereotypes: Sequence[str],
+    temperature: float = 0.0,
+    max_tokens: int = 300,
+    image_format: str = "png",
+    max_image_side: int | None = 1024,
 ) -> RefinedPrompt:
     """Ask for a refined prompt; raise :class:`RefinementError` (bad form) or ``ChatError`` (request failed)."""
     if not initial_prompt.strip():
@@ -107,6 +119,11 @@ def refine_prompt(
     response = client.complete(messages, temperature=temperature, max_tokens=max_tokens)
     refined, added = parse_refined_prompt(initial_prompt, response.text)
     return RefinedPrompt(
-        initial=initial_prompt, refined=refined, added_context=added, raw=response.text, model=response.model,
-        usage=response.usage, latency_s=response.latency_s,
+        initial=initial_prompt,
+        refined=refined,
+        added_context=added,
+        raw=response.text,
+        model=response.model,
+        usage=response.usage,
+        latency_s=response.latency_s,
     )

@@ -22,11 +22,11 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotations.errors import ImportRefused, NotAllowed, ValidationFailed
-from annotations.files import CheckedImage, image_check
 from annotations.models import Item, ItemImage, Study, User
-from annotations.planner_statistics import statistics_refresh
 from annotations.services.item_import import items_add_files
+from common.errors import ImportRefused, NotAllowed, ValidationFailed
+from common.files import CheckedImage, image_check
+from common.planner_statistics import statistics_refresh
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import (
     ImageRequest,
@@ -36,8 +36,8 @@ from generation.pipelines import (
     load_pipeline,
     model_provenance,
 )
-from generation.prompt_sets import prompt_set_to_json
-from generation.prompts import PromptSet
+from generation.prompts.builders import PromptSet
+from generation.prompts.sets import prompt_set_to_json
 
 Progress = Callable[[GenerationJob], None]
 _LABEL_RE = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -64,7 +64,9 @@ def model_source_check(source: str) -> None:
     resolved = path.resolve()
     allowed = [Path(folder).resolve() for folder in settings.WORKBENCH_MODEL_DIRS]
     if not any(resolved.is_relative_to(folder) for folder in allowed):
-        raise NotAllowed(f"local models must be under {', '.join(map(str, allowed)) or 'WORKBENCH_MODEL_DIRS'}")
+        raise NotAllowed(
+            f"local models must be under {', '.join(map(str, allowed)) or 'WORKBENCH_MODEL_DIRS'}"
+        )
 
 
 def model_label_for(spec: ModelSpec) -> str:
@@ -89,9 +91,15 @@ def generation_job_create(
     if not prompt_set.prompts:
         raise ValidationFailed("the prompt set has no prompts")
     job = GenerationJob.objects.create(
-        study=study, created_by=user, name=prompt_set.name[:200], paper=prompt_set.paper,
-        parent_name=(prompt_set.parent or "")[:200], prompts=prompt_set_to_json(prompt_set),
-        model_spec=asdict(spec), model_label=(model_label or model_label_for(spec))[:120], base_seed=base_seed,
+        study=study,
+        created_by=user,
+        name=prompt_set.name[:200],
+        paper=prompt_set.paper,
+        parent_name=(prompt_set.parent or "")[:200],
+        prompts=prompt_set_to_json(prompt_set),
+        model_spec=asdict(spec),
+        model_label=(model_label or model_label_for(spec))[:120],
+        base_seed=base_seed,
         total_images=prompt_set.total_images,
     )
     if enqueue:
@@ -114,9 +122,11 @@ def generation_job_cancel(*, job: GenerationJob) -> GenerationJob:
 @transaction.atomic
 def generation_job_rerun(*, job: GenerationJob, enqueue: bool = True) -> GenerationJob:
     """Queue a finished, failed or cancelled job again; it fills in only what is missing."""
-    updated = GenerationJob.objects.filter(pk=job.pk).exclude(
-        status__in=[GenerationJob.Status.PENDING, GenerationJob.Status.RUNNING]
-    ).update(status=GenerationJob.Status.PENDING, cancel_requested=False, error="", finished_at=None)
+    updated = (
+        GenerationJob.objects.filter(pk=job.pk)
+        .exclude(status__in=[GenerationJob.Status.PENDING, GenerationJob.Status.RUNNING])
+        .update(status=GenerationJob.Status.PENDING, cancel_requested=False, error="", finished_at=None)
+    )
     if not updated:
         raise ValidationFailed("the job is already queued or running")
     if enqueue:
@@ -145,11 +155,16 @@ def job_plan(job: GenerationJob, *, image_sets: bool = False) -> list[PlannedIma
         prefix = f"{job.name}/{job.model_label}/s{job.base_seed}/p{prompt_index:04d}"
         for image_index in range(int(prompt.get("images_per_prompt", 1))):
             external_id = f"{prefix}/i{image_index:02d}"
-            plan.append(PlannedImage(
-                external_id=external_id, item_id=prefix if image_sets else external_id,
-                prompt_index=prompt_index, image_index=image_index, prompt=prompt,
-                seed=derive_seed(job.base_seed, prompt["text"], image_index),
-            ))
+            plan.append(
+                PlannedImage(
+                    external_id=external_id,
+                    item_id=prefix if image_sets else external_id,
+                    prompt_index=prompt_index,
+                    image_index=image_index,
+                    prompt=prompt,
+                    seed=derive_seed(job.base_seed, prompt["text"], image_index),
+                )
+            )
     return plan
 
 
@@ -198,12 +213,19 @@ def _file_name(item_id: str, index: int) -> str:
 
 
 def _finish(job_id: int, status: str, error: str = "", **fields: Any) -> GenerationJob:
-    GenerationJob.objects.filter(pk=job_id).update(status=status, error=error, finished_at=timezone.now(), **fields)
+    GenerationJob.objects.filter(pk=job_id).update(
+        status=status, error=error, finished_at=timezone.now(), **fields
+    )
     return GenerationJob.objects.get(pk=job_id)
 
 
-def generation_job_run(*, job_id: int, progress: Progress | None = None, device: str | None = None,
-                       encoder_threads: int | None = None) -> GenerationJob:
+def generation_job_run(
+    *,
+    job_id: int,
+    progress: Progress | None = None,
+    device: str | None = None,
+    encoder_threads: int | None = None,
+) -> GenerationJob:
     """Run a pending job (the worker's side). Claims it with a compare-and-set, so two workers
     never run one job; makes only the missing images; records each failure; stops between
     batches when cancelled. Terminal problems (bad settings, a model that cannot load) mark the
@@ -221,8 +243,11 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
         return _finish(job.pk, GenerationJob.Status.FAILED, exc.message)
     image_sets = job.study.protocol_obj.unit == "image_set"
     plan = job_plan(job, image_sets=image_sets)
-    existing = set(Item.objects.filter(study=job.study, external_id__in={p.item_id for p in plan})
-                   .values_list("external_id", flat=True))
+    existing = set(
+        Item.objects.filter(study=job.study, external_id__in={p.item_id for p in plan}).values_list(
+            "external_id", flat=True
+        )
+    )
     missing = [p for p in plan if p.item_id not in existing]
     GenerationJob.objects.filter(pk=job.pk).update(
         total_images=len(plan), skipped=len(plan) - len(missing), generated=0, failed=0
@@ -246,7 +271,9 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
     # while it compresses), so a batch's images are encoded while the pipeline makes the next one:
     # a 512 x 512 PNG costs ~45 ms of CPU, as much as generating the image on a fast GPU.
     made: dict[str, dict[int, Future[EncodedImage]]] = {}  # item id -> image index -> PNG, until complete
-    ready: list[tuple[PlannedImage, dict[int, Future[EncodedImage]], ImageRequest]] = []  # complete, not stored
+    ready: list[
+        tuple[PlannedImage, dict[int, Future[EncodedImage]], ImageRequest]
+    ] = []  # complete, not stored
     failed_before = set(GenerationFailure.objects.filter(job=job).values_list("external_id", flat=True))
     encoder = _encoder_for(pipe, encoder_threads)
 
@@ -263,15 +290,23 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
         """Store the complete items in order: all of them (``wait``), or those whose PNGs are done."""
         count = len(ready)
         if not wait:
-            count = next((n for n, (_p, futures, _r) in enumerate(ready)
-                          if not all(future.done() for future in futures.values())), len(ready))
+            count = next(
+                (
+                    n
+                    for n, (_p, futures, _r) in enumerate(ready)
+                    if not all(future.done() for future in futures.values())
+                ),
+                len(ready),
+            )
         if count:
             items = ready[:count]
             del ready[:count]
             encoded = []
             for planned, futures, request in items:
                 try:
-                    encoded.append((planned, {index: future.result() for index, future in futures.items()}, request))
+                    encoded.append(
+                        (planned, {index: future.result() for index, future in futures.items()}, request)
+                    )
                 except Exception as exc:  # noqa: BLE001 - any encoding error is this image's failure
                     on_failure(request, f"could not store the image: {getattr(exc, 'message', exc)}")
             if encoded:
@@ -286,17 +321,28 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
         if progress is not None:
             progress(GenerationJob.objects.get(pk=job.pk))
 
-    def record_for(planned: PlannedImage, images: dict[int, EncodedImage]) -> tuple[dict[str, Any], dict[str, EncodedImage]]:
+    def record_for(
+        planned: PlannedImage, images: dict[int, EncodedImage]
+    ) -> tuple[dict[str, Any], dict[str, EncodedImage]]:
         names = {index: _file_name(planned.item_id, index) for index in sorted(images)}
         seeds = seeds_of[planned.item_id]
         record = {
-            "external_id": planned.item_id, "files": list(names.values()), "prompt": planned.prompt["text"],
-            "model": job.model_label, "condition": planned.prompt.get("condition", "base"),
+            "external_id": planned.item_id,
+            "files": list(names.values()),
+            "prompt": planned.prompt["text"],
+            "model": job.model_label,
+            "condition": planned.prompt.get("condition", "base"),
             "seed": seeds[min(seeds)],
-            "settings": {**provenance, "job": job.pk, "prompt_set": job.name, "paper": job.paper,
-                         "base_seed": job.base_seed, "prompt_index": planned.prompt_index,
-                         "image_index": planned.image_index if not image_sets else None,
-                         "seeds": [seeds[index] for index in sorted(seeds)]},
+            "settings": {
+                **provenance,
+                "job": job.pk,
+                "prompt_set": job.name,
+                "paper": job.paper,
+                "base_seed": job.base_seed,
+                "prompt_index": planned.prompt_index,
+                "image_index": planned.image_index if not image_sets else None,
+                "seeds": [seeds[index] for index in sorted(seeds)],
+            },
             "metadata": {**planned.prompt.get("metadata", {}), "prompt_set": job.name},
         }
         return record, {names[index]: data for index, data in images.items()}
@@ -309,9 +355,12 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
                 store([item])
             return
         try:
-            items_add_files(study=job.study, records=[record for record, _files in records],
-                            files={name: image.data for name, image in files.items()},
-                            checked={name: image.checked for name, image in files.items()})
+            items_add_files(
+                study=job.study,
+                records=[record for record, _files in records],
+                files={name: image.data for name, image in files.items()},
+                checked={name: image.checked for name, image in files.items()},
+            )
         except ImportRefused as exc:
             if len(items) > 1:  # find the one the import refuses; store the others
                 for item in items:
@@ -322,9 +371,14 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
     def on_failure(request: ImageRequest, reason: str) -> None:
         planned = by_key[str(request.key)]
         GenerationFailure.objects.update_or_create(
-            job=job, external_id=planned.external_id,
-            defaults={"prompt": planned.prompt["text"], "condition": planned.prompt.get("condition", "base"),
-                      "seed": planned.seed, "reason": reason[:4000]},
+            job=job,
+            external_id=planned.external_id,
+            defaults={
+                "prompt": planned.prompt["text"],
+                "condition": planned.prompt.get("condition", "base"),
+                "seed": planned.seed,
+                "reason": reason[:4000],
+            },
         )
         GenerationJob.objects.filter(pk=job.pk).update(failed=F("failed") + 1)
 
@@ -333,8 +387,15 @@ def generation_job_run(*, job_id: int, progress: Progress | None = None, device:
 
     requests = [ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id) for p in missing]
     try:
-        report = generate_images(pipe, spec, requests, on_image=on_image, on_failure=on_failure,
-                                 should_cancel=should_cancel, on_batch_end=on_batch_end)
+        report = generate_images(
+            pipe,
+            spec,
+            requests,
+            on_image=on_image,
+            on_failure=on_failure,
+            should_cancel=should_cancel,
+            on_batch_end=on_batch_end,
+        )
     finally:  # finished images are stored even when the run stops early
         try:
             store_ready(wait=True)

@@ -12,11 +12,3 @@ def generate_images_task(job_id: int) -> str:
     """Run one generation job; running it twice is harmless (the job is claimed compare-and-set,
     and a re-run makes only the missing images)."""
     return generation_job_run(job_id=job_id).status
-
-
-@shared_task(name="generation.tasks.label_items_task", acks_late=True)
-def label_items_task(job_id: int) -> str:
-    """Run one labelling job (claimed compare-and-set; re-runs skip what is answered)."""
-    from generation.labelling import labelling_job_run
-
-    return labelling_job_run(job_id=job_id).status

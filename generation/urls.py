@@ -6,6 +6,4 @@ urlpatterns = [
     path("studies/<int:pk>/generation/", views.study_generation, name="study-generation"),
     path("generation/jobs/<int:pk>/", views.generation_job, name="generation-job"),
     path("generation/jobs/<int:pk>/<str:verb>/", views.generation_job_action, name="generation-job-action"),
-    path("studies/<int:pk>/labelling/", views.study_labelling, name="study-labelling"),
-    path("labelling/jobs/<int:pk>/cancel/", views.labelling_job_cancel_view, name="labelling-job-cancel"),
 ]

@@ -191,8 +191,14 @@ def classification_from_codes(
     by_group = []
     for value in _sorted({group_values[int(code)] for code in np.unique(g)}):
         code = list(group_values).index(value)
-        by_group.append(GroupReport(group=value, report=_report_from_confusion(
-            labels, confusion(g_complete == code), int(((g == code) & ~complete).sum()))))
+        by_group.append(
+            GroupReport(
+                group=value,
+                report=_report_from_confusion(
+                    labels, confusion(g_complete == code), int(((g == code) & ~complete).sum())
+                ),
+            )
+        )
     return overall, by_group
 
 

@@ -23,12 +23,12 @@ from typing import Any
 
 EPSILON = 1e-9  # so that a rate exactly at median - margin (0.8 - 0.2 in floating point) is not flagged
 DEFAULT_THRESHOLDS: dict[str, float] = {
-    "min_gold_accuracy": 0.7,      # flag when gold accuracy < this (with at least one gold answer)
-    "max_attention_failures": 0,   # flag when failed attention checks > this
-    "loo_margin": 0.2,             # flag when LOO agreement < study median - margin ...
-    "loo_min_n": 10,               # ... counting only annotators with at least this many comparisons
-    "min_median_seconds": 3.0,     # flag when the median time per item < this
-    "max_straight_run": 10,        # flag when the longest run of one answer >= this
+    "min_gold_accuracy": 0.7,  # flag when gold accuracy < this (with at least one gold answer)
+    "max_attention_failures": 0,  # flag when failed attention checks > this
+    "loo_margin": 0.2,  # flag when LOO agreement < study median - margin ...
+    "loo_min_n": 10,  # ... counting only annotators with at least this many comparisons
+    "min_median_seconds": 3.0,  # flag when the median time per item < this
+    "max_straight_run": 10,  # flag when the longest run of one answer >= this
 }
 
 
@@ -68,7 +68,9 @@ def control_score(checks: Iterable[bool]) -> Score:
 
 
 def leave_one_out_agreement(
-    rows: Iterable[tuple[Hashable, Hashable, Any]], *, voters: Collection[Hashable] | None = None,
+    rows: Iterable[tuple[Hashable, Hashable, Any]],
+    *,
+    voters: Collection[Hashable] | None = None,
 ) -> dict[Hashable, Score]:
     """Agreement of each annotator with the consensus of the others, per unit (an item and question).
 
@@ -122,7 +124,9 @@ def leave_one_out_coded(units: Any, annotators: Any, codes: Any, voting: Any) ->
     if units.size == 0:
         return {}
     k = int(codes.max()) + 1
-    votes = np.bincount(units[voting] * k + codes[voting], minlength=(int(units.max()) + 1) * k).reshape(-1, k)
+    votes = np.bincount(units[voting] * k + codes[voting], minlength=(int(units.max()) + 1) * k).reshape(
+        -1, k
+    )
     others = votes[units]
     rows = np.flatnonzero(voting)
     others[rows, codes[rows]] -= 1
@@ -165,8 +169,9 @@ def straight_lining(values: Sequence[Any]) -> StraightLine:
             best, best_at = run, position
     counts = Counter(keys)
     modal_key = max(counts, key=lambda key: (counts[key], -keys.index(key)))
-    return StraightLine(len(values), best, values[best_at], values[keys.index(modal_key)],
-                        counts[modal_key] / len(values))
+    return StraightLine(
+        len(values), best, values[best_at], values[keys.index(modal_key)], counts[modal_key] / len(values)
+    )
 
 
 def median_or_none(values: Sequence[float]) -> float | None:
@@ -198,26 +203,55 @@ def loo_median(scores: Iterable[Score], *, min_n: float) -> float | None:
 
 
 def quality_flags(
-    *, gold: Score, attention_failed: int, loo: Score, study_loo_median: float | None,
-    median_seconds: float | None, longest_run: int, thresholds: Mapping[str, float],
+    *,
+    gold: Score,
+    attention_failed: int,
+    loo: Score,
+    study_loo_median: float | None,
+    median_seconds: float | None,
+    longest_run: int,
+    thresholds: Mapping[str, float],
 ) -> list[Flag]:
     """The flags one annotator earns against ``thresholds`` (see ``DEFAULT_THRESHOLDS``)."""
     flags = []
     if gold.rate is not None and gold.rate < thresholds["min_gold_accuracy"]:
-        flags.append(Flag("gold_accuracy", f"gold accuracy {gold.rate:.2f} ({gold.correct} of {gold.n}) "
-                                           f"< {thresholds['min_gold_accuracy']:.2f}"))
+        flags.append(
+            Flag(
+                "gold_accuracy",
+                f"gold accuracy {gold.rate:.2f} ({gold.correct} of {gold.n}) "
+                f"< {thresholds['min_gold_accuracy']:.2f}",
+            )
+        )
     if attention_failed > thresholds["max_attention_failures"]:
-        flags.append(Flag("attention", f"failed {attention_failed} attention check"
-                                       f"{'s' if attention_failed != 1 else ''}"))
-    if (loo.rate is not None and study_loo_median is not None and loo.n >= thresholds["loo_min_n"]
-            and loo.rate < study_loo_median - thresholds["loo_margin"] - EPSILON):
-        flags.append(Flag("agreement", f"agreement with the others {loo.rate:.2f} (n={loo.n}) is more than "
-                                       f"{thresholds['loo_margin']:.2f} below the study median "
-                                       f"{study_loo_median:.2f}"))
+        flags.append(
+            Flag(
+                "attention",
+                f"failed {attention_failed} attention check{'s' if attention_failed != 1 else ''}",
+            )
+        )
+    if (
+        loo.rate is not None
+        and study_loo_median is not None
+        and loo.n >= thresholds["loo_min_n"]
+        and loo.rate < study_loo_median - thresholds["loo_margin"] - EPSILON
+    ):
+        flags.append(
+            Flag(
+                "agreement",
+                f"agreement with the others {loo.rate:.2f} (n={loo.n}) is more than "
+                f"{thresholds['loo_margin']:.2f} below the study median "
+                f"{study_loo_median:.2f}",
+            )
+        )
     if median_seconds is not None and median_seconds < thresholds["min_median_seconds"]:
-        flags.append(Flag("speed", f"median {median_seconds:.1f} s per item "
-                                   f"< {thresholds['min_median_seconds']:g} s"))
+        flags.append(
+            Flag("speed", f"median {median_seconds:.1f} s per item < {thresholds['min_median_seconds']:g} s")
+        )
     if longest_run >= thresholds["max_straight_run"] > 0:
-        flags.append(Flag("straight_lining", f"the same answer {longest_run} times in a row "
-                                             f"(>= {thresholds['max_straight_run']:g})"))
+        flags.append(
+            Flag(
+                "straight_lining",
+                f"the same answer {longest_run} times in a row (>= {thresholds['max_straight_run']:g})",
+            )
+        )
     return flags

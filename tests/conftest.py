@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(autouse=True)
-def _workbench_test_settings(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | None]:
+def _workbench_test_settings(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path | None]:
     if not request.config.pluginmanager.hasplugin("django"):
         yield None
         return

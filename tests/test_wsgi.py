@@ -21,8 +21,15 @@ print(gc.get_freeze_count(), callable(workbench.wsgi.application),
 
 def test_importing_the_wsgi_module_freezes_the_start_up_objects() -> None:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "workbench.settings"}
-    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=120, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.split()
     frozen, app, heavy = int(out[0]), out[1], out[2]
     # Django, DRF and the libraries the views import: hundreds of thousands of objects, none scanned again
     assert frozen > 100_000 and app == "True"

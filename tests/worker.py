@@ -24,12 +24,16 @@ def test_database_url() -> str:
         return f"sqlite:///{current['NAME']}"
     if connection.vendor == "postgresql":
         auth = f"{quote(current['USER'])}:{quote(current['PASSWORD'] or '')}@" if current["USER"] else ""
-        return f"postgres://{auth}{current['HOST'] or '127.0.0.1'}:{current['PORT'] or 5432}/{current['NAME']}"
+        return (
+            f"postgres://{auth}{current['HOST'] or '127.0.0.1'}:{current['PORT'] or 5432}/{current['NAME']}"
+        )
     raise RuntimeError(f"no worker test support for {connection.vendor}")
 
 
 @contextmanager
-def celery_worker(*, queues: str = "celery,gpu", extra_env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+def celery_worker(
+    *, queues: str = "celery,gpu", extra_env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen]:
     """A worker process (solo pool) that sees the test database and the test media folder."""
     env = {
         **os.environ,
@@ -40,9 +44,28 @@ def celery_worker(*, queues: str = "celery,gpu", extra_env: dict[str, str] | Non
         **(extra_env or {}),
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "workbench", "worker", "-Q", queues, "--pool", "solo",
-         "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workbench",
+            "worker",
+            "-Q",
+            queues,
+            "--pool",
+            "solo",
+            "--loglevel",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         yield process

@@ -1,15 +1,19 @@
-"""A content-security policy on every response (Django 5.2 has none built in), and the fence that
-keeps participant accounts (made by invitation links) inside their study's annotate pages."""
+"""A content-security policy on every response (Django 5.2 has none built in), domain errors as
+404/403 pages, and the fence that keeps participant accounts (made by invitation links) inside
+their study's annotate pages."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.core.handlers.exception import response_for_exception
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve
 
 from annotations.access import participant_study_id
+from common.errors import NotAllowed, NotFoundError
 
 PAGE_POLICY = (
     "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
@@ -30,14 +34,48 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
+class DomainErrorMiddleware:
+    """Pages raise the domain's errors as the API does; this turns them into Django's 404 and 403.
+
+    ``NotFoundError`` -> 404, ``NotAllowed`` -> 403, rendered by Django's own handlers (so the error
+    templates and ``handler404``/``handler403`` apply). The API never gets here: DRF's exception
+    handler (``annotations.api.errors``) answers its errors first.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, NotFoundError):
+            return response_for_exception(request, Http404(exception.message))
+        if isinstance(exception, NotAllowed):
+            return response_for_exception(request, PermissionDenied(exception.message))
+        return None
+
+
 # What an account made by an invitation (a participant) may open: its study's annotate flow and
 # sign-out. Everything else the app serves (researcher pages, admin, API, generation, other
 # studies) is refused before the view runs. The views still check access themselves: these names
 # only let the request reach them (annotations/access.py keeps a participant in its own study).
-PARTICIPANT_URL_NAMES = frozenset({
-    "annotate-next", "annotate-mine", "annotate-task", "annotate-skip", "annotate-reveal", "annotate-complete",
-    "item-image", "item-image-display", "join", "join-consent", "join-begin", "logout",
-})
+PARTICIPANT_URL_NAMES = frozenset(
+    {
+        "annotate-next",
+        "annotate-mine",
+        "annotate-task",
+        "annotate-skip",
+        "annotate-reveal",
+        "annotate-complete",
+        "item-image",
+        "item-image-display",
+        "join",
+        "join-consent",
+        "join-begin",
+        "logout",
+    }
+)
 # Pages a participant may land on by habit (the top bar, the login redirect): sent to their study.
 PARTICIPANT_REDIRECTS = frozenset({"home", "annotate-dashboard"})
 

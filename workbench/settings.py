@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "django_celery_results",
     "annotations",
     "generation",
+    "labelling",
     "workbench",
 ]
 
@@ -64,6 +65,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "workbench.middleware.ParticipantScopeMiddleware",
+    "workbench.middleware.DomainErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "workbench.middleware.ContentSecurityPolicyMiddleware",
 ]
@@ -186,7 +188,7 @@ SPECTACULAR_SETTINGS = {
         "StudyStatusEnum": "annotations.models.Study.Status",
         "ExportJobStatusEnum": "annotations.models.ExportJob.Status",
         "ControlKindEnum": "annotations.models.ControlKind",
-        "JobStatusEnum": "generation.models.GenerationJob.Status",  # labelling jobs share these choices
+        "JobStatusEnum": "common.jobs.BackgroundJob.Status",  # every background job shares these choices
     },
 }
 

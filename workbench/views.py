@@ -13,8 +13,12 @@ from annotations.access import studies_for_user
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    studies = studies_for_user(request.user).select_related("owner").annotate(  # type: ignore[arg-type]
-        item_count=Count("items", distinct=True)
+    studies = (
+        studies_for_user(request.user)
+        .select_related("owner")
+        .annotate(  # type: ignore[arg-type]
+            item_count=Count("items", distinct=True)
+        )
     )
     return render(request, "home.html", {"studies": studies})
 

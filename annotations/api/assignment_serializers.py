@@ -8,9 +8,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotations.models import Annotator, Assignment
-from annotations.protocols import Question
-from annotations.task_selectors import item_images, stored_answers
-from annotations.values import questions_to_answer
+from annotations.protocols.answers import questions_to_answer
+from annotations.protocols.schema import Question
+from annotations.selectors.tasks import item_images, stored_answers
 
 
 def _question(question: Question, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -28,8 +28,17 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assignment
-        fields = ["id", "study", "item", "status", "lease_expires_at", "created_at", "completed_at", "skip_reason",
-                  "time_spent_ms"]
+        fields = [
+            "id",
+            "study",
+            "item",
+            "status",
+            "lease_expires_at",
+            "created_at",
+            "completed_at",
+            "skip_reason",
+            "time_spent_ms",
+        ]
         read_only_fields = fields
 
 
@@ -53,24 +62,39 @@ class TaskSerializer(AssignmentSerializer):
         protocol = assignment.study.protocol_obj
         return {
             "item": {
-                "id": item.pk, "kind": item.kind, "text": item.text, "note": item.note,
+                "id": item.pk,
+                "kind": item.kind,
+                "text": item.text,
+                "note": item.note,
                 "prompt": item.prompt if item.kind == "image_set" else "",
                 "image_unavailable": item.is_reference,
-                "images": [{"position": image.position, "url": image.url, "display_url": image.display_url,
-                            "width": image.width, "height": image.height} for image in item_images(item)],
+                "images": [
+                    {
+                        "position": image.position,
+                        "url": image.url,
+                        "display_url": image.display_url,
+                        "width": image.width,
+                        "height": image.height,
+                    }
+                    for image in item_images(item)
+                ],
             },
             "instructions": protocol.instructions,
-            "questions": [_question(question, item.metadata)
-                          for question in questions_to_answer(protocol, item.metadata, expert=expert)],
+            "questions": [
+                _question(question, item.metadata)
+                for question in questions_to_answer(protocol, item.metadata, expert=expert)
+            ],
             # Answers are stored only by a submit: a leased item has none (saves a query per claim).
             "answers": stored_answers(item=item, annotator=annotator)
-            if assignment.status == Assignment.Status.SUBMITTED else {},
+            if assignment.status == Assignment.Status.SUBMITTED
+            else {},
         }
 
 
 class SubmitSerializer(serializers.Serializer):
     answers = serializers.DictField(
-        child=serializers.DictField(), help_text='{"QUESTION_KEY": {"value": ..., "shown": [...], "reason": "..."}}'
+        child=serializers.DictField(),
+        help_text='{"QUESTION_KEY": {"value": ..., "shown": [...], "reason": "..."}}',
     )
     time_spent_ms = serializers.IntegerField(required=False, min_value=0, max_value=24 * 3600 * 1000)
 

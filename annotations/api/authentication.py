@@ -22,7 +22,11 @@ class WorkbenchTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
         model = self.get_model()
         # The annotator comes along too: the claim and submit endpoints need it (one query fewer each).
-        token = model.objects.select_related("user", "user__participant", "user__annotator").filter(key=key).first()
+        token = (
+            model.objects.select_related("user", "user__participant", "user__annotator")
+            .filter(key=key)
+            .first()
+        )
         if token is None:
             raise AuthenticationFailed("Invalid token.")
         if not token.user.is_active:

@@ -7,9 +7,9 @@ from typing import Any
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from annotations.errors import ValidationFailed, WorkbenchError
-from annotations.protocols import ProtocolError
-from annotations.values import AnswerError, SubmissionError
+from annotations.protocols.answers import AnswerError, SubmissionError
+from annotations.protocols.schema import ProtocolError
+from common.errors import ValidationFailed, WorkbenchError
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

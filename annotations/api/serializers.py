@@ -23,15 +23,33 @@ class StudySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Study
-        fields = ["id", "name", "description", "owner", "shared_with", "preset", "protocol", "overlap",
-                  "lease_minutes", "status", "options", "created_at", "updated_at", "item_count"]
+        fields = [
+            "id",
+            "name",
+            "description",
+            "owner",
+            "shared_with",
+            "preset",
+            "protocol",
+            "overlap",
+            "lease_minutes",
+            "status",
+            "options",
+            "created_at",
+            "updated_at",
+            "item_count",
+        ]
         read_only_fields = ["owner", "shared_with", "preset", "protocol", "created_at", "updated_at"]
 
     def to_representation(self, instance: Study) -> dict[str, Any]:
         data = super().to_representation(instance)
         request = self.context.get("request")
         user = getattr(request, "user", None)
-        if user is not None and isinstance(data.get("options"), dict) and not getattr(user, "is_researcher", False):
+        if (
+            user is not None
+            and isinstance(data.get("options"), dict)
+            and not getattr(user, "is_researcher", False)
+        ):
             # Annotators must not learn the control rate or qualification (docs/crowd.md).
             data["options"] = {k: v for k, v in data["options"].items() if k != "quality"}
         return data
@@ -98,15 +116,34 @@ class ItemImageSerializer(serializers.ModelSerializer):
 
 class ItemSerializer(serializers.ModelSerializer):
     images = ItemImageSerializer(many=True, read_only=True)
-    control_kind = serializers.CharField(read_only=True, help_text="gold, attention, or empty for a real item")
+    control_kind = serializers.CharField(
+        read_only=True, help_text="gold, attention, or empty for a real item"
+    )
     model = serializers.CharField(source="model_name")
     settings = serializers.JSONField(source="generation_settings")
 
     class Meta:
         model = Item
-        fields = ["id", "study", "external_id", "kind", "text", "prompt", "model", "condition", "seed",
-                  "settings", "metadata", "sha256", "is_reference", "images", "note", "control_kind",
-                  "control_answers", "created_at"]
+        fields = [
+            "id",
+            "study",
+            "external_id",
+            "kind",
+            "text",
+            "prompt",
+            "model",
+            "condition",
+            "seed",
+            "settings",
+            "metadata",
+            "sha256",
+            "is_reference",
+            "images",
+            "note",
+            "control_kind",
+            "control_answers",
+            "created_at",
+        ]
         read_only_fields = ["note", "control_kind", "control_answers"]
 
 
@@ -123,9 +160,23 @@ class AnnotationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Annotation
-        fields = ["id", "study", "item", "item_external_id", "annotator", "annotator_name", "annotator_kind",
-                  "question_key", "value", "shown", "reason", "time_spent_ms", "source", "created_at",
-                  "updated_at"]
+        fields = [
+            "id",
+            "study",
+            "item",
+            "item_external_id",
+            "annotator",
+            "annotator_name",
+            "annotator_kind",
+            "question_key",
+            "value",
+            "shown",
+            "reason",
+            "time_spent_ms",
+            "source",
+            "created_at",
+            "updated_at",
+        ]
 
 
 class ExportJobSerializer(serializers.ModelSerializer):

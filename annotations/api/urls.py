@@ -2,49 +2,63 @@ from django.urls import include, path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from annotations import agreement_views
-from annotations.api import assignment_views, crowd_views, quality_views, views
+from annotations.api import agreement, assignments, crowd, quality, studies
 
 router = DefaultRouter()
-router.register("studies", views.StudyViewSet, basename="study")
-router.register("items", views.ItemViewSet, basename="item")
-router.register("annotations", views.AnnotationViewSet, basename="annotation")
-router.register("annotators", views.AnnotatorViewSet, basename="annotator")
-router.register("exports", views.ExportJobViewSet, basename="export")
-router.register("assignments", assignment_views.MyAssignmentViewSet, basename="assignment")
+router.register("studies", studies.StudyViewSet, basename="study")
+router.register("items", studies.ItemViewSet, basename="item")
+router.register("annotations", studies.AnnotationViewSet, basename="annotation")
+router.register("annotators", studies.AnnotatorViewSet, basename="annotator")
+router.register("exports", studies.ExportJobViewSet, basename="export")
+router.register("assignments", assignments.MyAssignmentViewSet, basename="assignment")
 
 urlpatterns = [
-    path("studies/<int:pk>/agreement/", agreement_views.AgreementReportView.as_view(), name="api-agreement"),
-    path("studies/<int:pk>/consensus/", agreement_views.ConsensusView.as_view(), name="api-consensus"),
-    path("studies/<int:pk>/adjudication/", agreement_views.AdjudicationView.as_view(), name="api-adjudication"),
-    path("studies/<int:pk>/share/", views.StudyShareView.as_view(), name="api-study-share"),
-    path("studies/<int:pk>/enrollments/", views.StudyEnrollmentView.as_view(), name="api-study-enrollments"),
-    path("studies/<int:pk>/items/import/", views.ItemImportView.as_view(), name="api-item-import"),
-    path("studies/<int:pk>/annotations/import/", views.AnnotationImportView.as_view(), name="api-annotation-import"),
-    path("studies/<int:pk>/export/<str:fmt>/", views.StudyExportView.as_view(), name="api-study-export"),
-    path("exports/<int:pk>/download/", views.ExportDownloadView.as_view(), name="api-export-download"),
-    path("presets/", views.PresetListView.as_view(), name="api-presets"),
-    path("presets/<str:key>/", views.PresetDetailView.as_view(), name="api-preset"),
-    path("protocols/validate/", views.ProtocolValidateView.as_view(), name="api-protocol-validate"),
-    path("me/", views.MeView.as_view(), name="api-me"),
+    path("studies/<int:pk>/agreement/", agreement.AgreementReportView.as_view(), name="api-agreement"),
+    path("studies/<int:pk>/consensus/", agreement.ConsensusView.as_view(), name="api-consensus"),
+    path("studies/<int:pk>/adjudication/", agreement.AdjudicationView.as_view(), name="api-adjudication"),
+    path("studies/<int:pk>/share/", studies.StudyShareView.as_view(), name="api-study-share"),
+    path(
+        "studies/<int:pk>/enrollments/", studies.StudyEnrollmentView.as_view(), name="api-study-enrollments"
+    ),
+    path("studies/<int:pk>/items/import/", studies.ItemImportView.as_view(), name="api-item-import"),
+    path(
+        "studies/<int:pk>/annotations/import/",
+        studies.AnnotationImportView.as_view(),
+        name="api-annotation-import",
+    ),
+    path("studies/<int:pk>/export/<str:fmt>/", studies.StudyExportView.as_view(), name="api-study-export"),
+    path("exports/<int:pk>/download/", studies.ExportDownloadView.as_view(), name="api-export-download"),
+    path("presets/", studies.PresetListView.as_view(), name="api-presets"),
+    path("presets/<str:key>/", studies.PresetDetailView.as_view(), name="api-preset"),
+    path("protocols/validate/", studies.ProtocolValidateView.as_view(), name="api-protocol-validate"),
+    path("me/", studies.MeView.as_view(), name="api-me"),
     path("auth/token/", obtain_auth_token, name="api-token"),
-    path("studies/<int:pk>/metrics/", views.StudyMetricsView.as_view(), name="api-study-metrics"),
-    path("compare/", views.CompareView.as_view(), name="api-compare"),
-    path("studies/<int:pk>/assignments/next/", assignment_views.ClaimNextView.as_view(), name="api-claim-next"),
-    path("assignments/<int:pk>/submit/", assignment_views.SubmitView.as_view(), name="api-assignment-submit"),
-    path("assignments/<int:pk>/skip/", assignment_views.SkipView.as_view(), name="api-assignment-skip"),
-    path("assignments/<int:pk>/release/", assignment_views.ReleaseView.as_view(), name="api-assignment-release"),
-    path("studies/<int:pk>/invitations/", crowd_views.StudyInvitationsView.as_view(), name="api-study-invitations"),
-    path("studies/<int:pk>/invitations/<int:invitation_id>/revoke/", crowd_views.InvitationRevokeView.as_view(),
-         name="api-invitation-revoke"),
-    path("studies/<int:pk>/payments/", crowd_views.StudyPaymentsView.as_view(), name="api-study-payments"),
-    path("studies/<int:pk>/quality/", quality_views.QualityReportView.as_view(), name="api-quality"),
-    path("studies/<int:pk>/quality/settings/", quality_views.QualitySettingsView.as_view(),
-         name="api-quality-settings"),
-    path("studies/<int:pk>/controls/import/", quality_views.ControlImportView.as_view(), name="api-control-import"),
-    path("studies/<int:pk>/exclusions/", quality_views.ExclusionListView.as_view(), name="api-exclusions"),
-    path("studies/<int:pk>/exclusions/<int:annotator_id>/reinstate/", quality_views.ExclusionReinstateView.as_view(),
-         name="api-exclusion-reinstate"),
-    path("items/<int:pk>/control/", quality_views.ItemControlView.as_view(), name="api-item-control"),
+    path("studies/<int:pk>/metrics/", studies.StudyMetricsView.as_view(), name="api-study-metrics"),
+    path("compare/", studies.CompareView.as_view(), name="api-compare"),
+    path("studies/<int:pk>/assignments/next/", assignments.ClaimNextView.as_view(), name="api-claim-next"),
+    path("assignments/<int:pk>/submit/", assignments.SubmitView.as_view(), name="api-assignment-submit"),
+    path("assignments/<int:pk>/skip/", assignments.SkipView.as_view(), name="api-assignment-skip"),
+    path("assignments/<int:pk>/release/", assignments.ReleaseView.as_view(), name="api-assignment-release"),
+    path("studies/<int:pk>/invitations/", crowd.StudyInvitationsView.as_view(), name="api-study-invitations"),
+    path(
+        "studies/<int:pk>/invitations/<int:invitation_id>/revoke/",
+        crowd.InvitationRevokeView.as_view(),
+        name="api-invitation-revoke",
+    ),
+    path("studies/<int:pk>/payments/", crowd.StudyPaymentsView.as_view(), name="api-study-payments"),
+    path("studies/<int:pk>/quality/", quality.QualityReportView.as_view(), name="api-quality"),
+    path(
+        "studies/<int:pk>/quality/settings/",
+        quality.QualitySettingsView.as_view(),
+        name="api-quality-settings",
+    ),
+    path("studies/<int:pk>/controls/import/", quality.ControlImportView.as_view(), name="api-control-import"),
+    path("studies/<int:pk>/exclusions/", quality.ExclusionListView.as_view(), name="api-exclusions"),
+    path(
+        "studies/<int:pk>/exclusions/<int:annotator_id>/reinstate/",
+        quality.ExclusionReinstateView.as_view(),
+        name="api-exclusion-reinstate",
+    ),
+    path("items/<int:pk>/control/", quality.ItemControlView.as_view(), name="api-item-control"),
     path("", include(router.urls)),
 ]

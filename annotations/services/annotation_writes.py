@@ -1,6 +1,6 @@
 """Saving annotations (one at a time from the task page or API, or in bulk from a file).
 
-Every value is checked by ``annotations.values`` against its question, whoever gave it. An edit
+Every value is checked by ``annotations.protocols.answers`` against its question, whoever gave it. An edit
 keeps the previous state as an ``AnnotationRevision``.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotations.errors import ImportRefused
 from annotations.models import Annotation, AnnotationRevision, Annotator, Item, ItemImage, Study, User
-from annotations.planner_statistics import statistics_refresh
-from annotations.values import AnswerError, CleanAnswer, ItemContext, clean_answer
+from annotations.protocols.answers import AnswerError, CleanAnswer, ItemContext, clean_answer
+from common.errors import ImportRefused
+from common.planner_statistics import statistics_refresh
 
 BULK_BATCH = 2000
 
@@ -28,7 +28,9 @@ def item_context(item: Item, images: Iterable[ItemImage] | None = None) -> ItemC
     images = item.images.all() if images is None else images
     return ItemContext(
         metadata=item.metadata,
-        image_sizes=[(image.width, image.height) if image.width and image.height else None for image in images],
+        image_sizes=[
+            (image.width, image.height) if image.width and image.height else None for image in images
+        ],
     )
 
 
@@ -50,14 +52,23 @@ def annotation_save(
     )
     if existing is None:
         return Annotation.objects.create(
-            study_id=item.study_id, item=item, annotator=annotator, question_key=answer.question_key,
-            value=answer.value, shown=answer.shown, reason=answer.reason, source=source,
+            study_id=item.study_id,
+            item=item,
+            annotator=annotator,
+            question_key=answer.question_key,
+            value=answer.value,
+            shown=answer.shown,
+            reason=answer.reason,
+            source=source,
             time_spent_ms=time_spent_ms,
         )
     if existing.snapshot() == {"value": answer.value, "shown": answer.shown, "reason": answer.reason}:
         return existing
     AnnotationRevision.objects.create(
-        annotation=existing, value=existing.value, shown=existing.shown, reason=existing.reason,
+        annotation=existing,
+        value=existing.value,
+        shown=existing.shown,
+        reason=existing.reason,
         replaced_by=edited_by,
     )
     existing.value, existing.shown, existing.reason = answer.value, answer.shown, answer.reason
@@ -79,8 +90,12 @@ class AnnotationImportReport:
     annotators_created: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"created": self.created, "updated": self.updated, "unchanged": self.unchanged,
-                "annotators_created": self.annotators_created}
+        return {
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "annotators_created": self.annotators_created,
+        }
 
 
 @dataclass
@@ -93,8 +108,16 @@ class _Line:
 
 
 REQUIRED_FIELDS = ("item", "annotator", "question", "value")
-ALLOWED_FIELDS = {*REQUIRED_FIELDS, "annotator_kind", "annotator_version", "reason", "shown", "time_spent_ms",
-                  "pool", "annotator_attributes"}
+ALLOWED_FIELDS = {
+    *REQUIRED_FIELDS,
+    "annotator_kind",
+    "annotator_version",
+    "reason",
+    "shown",
+    "time_spent_ms",
+    "pool",
+    "annotator_attributes",
+}
 
 
 def _parse_lines(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
@@ -138,7 +161,9 @@ def annotations_import(*, study: Study, path: Path) -> AnnotationImportReport:
     return annotations_import_records(study=study, records=_parse_lines(path.read_bytes(), path.name))
 
 
-def annotations_import_records(*, study: Study, records: list[tuple[int, dict[str, Any]]]) -> AnnotationImportReport:
+def annotations_import_records(
+    *, study: Study, records: list[tuple[int, dict[str, Any]]]
+) -> AnnotationImportReport:
     protocol = study.protocol_obj
     wanted = {str(record["item"]) for _number, record in records}
     items = {item.external_id: item for item in Item.objects.filter(study=study, external_id__in=wanted)}
@@ -187,7 +212,9 @@ def annotations_import_records(*, study: Study, records: list[tuple[int, dict[st
             raise ImportRefused(f"line {number}: question {question_key!r} is not in the protocol")
         question = protocol.question(question_key)
         if not question.applies_to(item.metadata):
-            raise ImportRefused(f"line {number}: question {question_key!r} does not apply to item {item.external_id!r}")
+            raise ImportRefused(
+                f"line {number}: question {question_key!r} does not apply to item {item.external_id!r}"
+            )
         key = (item.pk, annotator_key, question_key)
         if key in seen:
             raise ImportRefused(f"line {number}: repeats the answer of line {seen[key]}")
@@ -200,13 +227,20 @@ def annotations_import_records(*, study: Study, records: list[tuple[int, dict[st
         context = ItemContext(metadata=item.metadata, image_sizes=sizes.get(item.pk, []))
         try:
             answer = clean_answer(
-                question, record["value"], context=context, protocol=protocol, shown=record.get("shown"),
-                reason=record.get("reason", ""), selected=boxes_selected,
+                question,
+                record["value"],
+                context=context,
+                protocol=protocol,
+                shown=record.get("shown"),
+                reason=record.get("reason", ""),
+                selected=boxes_selected,
             )
         except AnswerError as exc:
             raise ImportRefused(f"line {number}: {exc}") from exc
         time_spent = record.get("time_spent_ms")
-        if time_spent is not None and (isinstance(time_spent, bool) or not isinstance(time_spent, int) or time_spent < 0):
+        if time_spent is not None and (
+            isinstance(time_spent, bool) or not isinstance(time_spent, int) or time_spent < 0
+        ):
             raise ImportRefused(f"line {number}: time_spent_ms must be a non-negative integer")
         if question.kind == "multi":
             selected[key] = answer.value
@@ -214,12 +248,17 @@ def annotations_import_records(*, study: Study, records: list[tuple[int, dict[st
     return _write_imported(study, lines, annotator_specs)
 
 
-def _stored_selection(study: Study, item: Item, annotator_key: tuple[str, str, str], question_key: str) -> list[str]:
+def _stored_selection(
+    study: Study, item: Item, annotator_key: tuple[str, str, str], question_key: str
+) -> list[str]:
     """The options an annotator already selected (in the database) for a boxes question's linked question."""
     kind, name, version = annotator_key
     annotators = Annotator.objects.filter(kind=kind, name=name)
-    annotators = annotators.filter(version=version) if kind == Annotator.Kind.MACHINE else annotators.filter(
-        study=study)
+    annotators = (
+        annotators.filter(version=version)
+        if kind == Annotator.Kind.MACHINE
+        else annotators.filter(study=study)
+    )
     stored = Annotation.objects.filter(item=item, annotator__in=annotators, question_key=question_key).first()
     return list(stored.value) if stored is not None and isinstance(stored.value, list) else []
 
@@ -237,17 +276,25 @@ def _write_imported(
     annotators: dict[tuple[str, str, str], Annotator] = {}
     # Study-scoped humans in bulk (a published dataset can name thousands of anonymous raters).
     human_names = [name for (kind, name, _version) in annotator_specs if kind == Annotator.Kind.HUMAN]
-    known = {a.name: a for a in Annotator.objects.filter(kind=Annotator.Kind.HUMAN, study=study, name__in=human_names)}
+    known = {
+        a.name: a
+        for a in Annotator.objects.filter(kind=Annotator.Kind.HUMAN, study=study, name__in=human_names)
+    }
     new_humans = [
-        Annotator(kind=Annotator.Kind.HUMAN, study=study, name=name,
-                  pool=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("pool", Annotator.Pool.CROWD),
-                  attributes=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("attributes", {}))
-        for name in human_names if name not in known
+        Annotator(
+            kind=Annotator.Kind.HUMAN,
+            study=study,
+            name=name,
+            pool=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("pool", Annotator.Pool.CROWD),
+            attributes=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("attributes", {}),
+        )
+        for name in human_names
+        if name not in known
     ]
     for annotator in Annotator.objects.bulk_create(new_humans, batch_size=BULK_BATCH):
         known[annotator.name] = annotator
     new_names = {annotator.name for annotator in new_humans}
-    for (kind, name, version) in annotator_specs:
+    for kind, name, version in annotator_specs:
         if kind == Annotator.Kind.MACHINE:
             annotator, created = Annotator.objects.get_or_create(
                 kind=kind, name=name, version=version, defaults={"config": {}}
@@ -261,7 +308,7 @@ def _write_imported(
     annotator_ids = [annotator.pk for annotator in annotators.values()]
     item_ids = sorted({line.item_id for line in lines})
     for start in range(0, len(item_ids), BULK_BATCH):
-        chunk = item_ids[start:start + BULK_BATCH]
+        chunk = item_ids[start : start + BULK_BATCH]
         for annotation in Annotation.objects.filter(item_id__in=chunk, annotator_id__in=annotator_ids):
             existing[(annotation.item_id, annotation.annotator_id, annotation.question_key)] = annotation
     to_create: list[Annotation] = []
@@ -272,24 +319,36 @@ def _write_imported(
         answer = line.answer
         current = existing.get((line.item_id, annotator.pk, answer.question_key))
         if current is None:
-            to_create.append(Annotation(
-                study=study, item_id=line.item_id, annotator=annotator, question_key=answer.question_key,
-                value=answer.value, shown=answer.shown, reason=answer.reason, time_spent_ms=line.time_spent_ms,
-                source=Annotation.Source.IMPORT,
-            ))
+            to_create.append(
+                Annotation(
+                    study=study,
+                    item_id=line.item_id,
+                    annotator=annotator,
+                    question_key=answer.question_key,
+                    value=answer.value,
+                    shown=answer.shown,
+                    reason=answer.reason,
+                    time_spent_ms=line.time_spent_ms,
+                    source=Annotation.Source.IMPORT,
+                )
+            )
         elif current.snapshot() == {"value": answer.value, "shown": answer.shown, "reason": answer.reason}:
             report.unchanged += 1
         else:
-            revisions.append(AnnotationRevision(annotation=current, value=current.value, shown=current.shown,
-                                                reason=current.reason))
+            revisions.append(
+                AnnotationRevision(
+                    annotation=current, value=current.value, shown=current.shown, reason=current.reason
+                )
+            )
             current.value, current.shown, current.reason = answer.value, answer.shown, answer.reason
             current.source = Annotation.Source.IMPORT
             current.updated_at = timezone.now()
             to_update.append(current)
     Annotation.objects.bulk_create(to_create, batch_size=BULK_BATCH)
     AnnotationRevision.objects.bulk_create(revisions, batch_size=BULK_BATCH)
-    Annotation.objects.bulk_update(to_update, ["value", "shown", "reason", "source", "updated_at"],
-                                   batch_size=BULK_BATCH)
+    Annotation.objects.bulk_update(
+        to_update, ["value", "shown", "reason", "source", "updated_at"], batch_size=BULK_BATCH
+    )
     report.created = len(to_create)
     report.updated = len(to_update)
     statistics_refresh(Annotation, Annotator, rows=len(to_create) + len(new_humans))

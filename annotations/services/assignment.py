@@ -25,7 +25,6 @@ from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QueryS
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotations.errors import Conflict, NotAllowed, QuotaReached, ValidationFailed
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -36,10 +35,11 @@ from annotations.models import (
     Study,
     User,
 )
-from annotations.selectors import active_exclusions
+from annotations.protocols.answers import CleanAnswer, clean_submission
+from annotations.selectors.studies import active_exclusions
 from annotations.services.annotation_writes import item_context
 from annotations.services.controls import control_candidate, control_plan
-from annotations.values import CleanAnswer, clean_submission
+from common.errors import Conflict, NotAllowed, QuotaReached, ValidationFailed
 
 MAX_SKIP_REASON = 500
 CLAIM_ATTEMPTS = 20
@@ -64,14 +64,24 @@ def _occupying(now: Any) -> Q:
 
 def _count_subquery(filter_q: Q) -> Coalesce:
     counts = (
-        Assignment.objects.filter(filter_q, item=OuterRef("pk")).order_by().values("item")
-        .annotate(n=Count("id")).values("n")
+        Assignment.objects.filter(filter_q, item=OuterRef("pk"))
+        .order_by()
+        .values("item")
+        .annotate(n=Count("id"))
+        .values("n")
     )
     return Coalesce(Subquery(counts, output_field=IntegerField()), Value(0))
 
 
 def _candidates(
-    *, study: Study, annotator: Annotator, now: Any, level: int, seed: int, wrapped: bool, given_back: bool,
+    *,
+    study: Study,
+    annotator: Annotator,
+    now: Any,
+    level: int,
+    seed: int,
+    wrapped: bool,
+    given_back: bool,
     exclude: Iterable[int] = (),
 ) -> QuerySet[Item]:
     """One stretch of the claim order: items with ``level`` judgements, in ring order from ``seed``.
@@ -105,8 +115,12 @@ def _candidates(
 
 def _passes(study: Study) -> list[tuple[bool, int, bool]]:
     """(given_back, level, wrapped) in claim order: see assignment.md, "Order"."""
-    return [(given_back, level, wrapped) for given_back in (False, True) for level in range(study.overlap)
-            for wrapped in (False, True)]
+    return [
+        (given_back, level, wrapped)
+        for given_back in (False, True)
+        for level in range(study.overlap)
+        for wrapped in (False, True)
+    ]
 
 
 def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[int]:
@@ -115,9 +129,19 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
     seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
     order: list[int] = []
     for given_back, level, wrapped in _passes(study):
-        order += [pk for pk in _candidates(study=study, annotator=annotator, now=now, level=level, seed=seed,
-                                           wrapped=wrapped, given_back=given_back).values_list("pk", flat=True)
-                  if pk not in order]
+        order += [
+            pk
+            for pk in _candidates(
+                study=study,
+                annotator=annotator,
+                now=now,
+                level=level,
+                seed=seed,
+                wrapped=wrapped,
+                given_back=given_back,
+            ).values_list("pk", flat=True)
+            if pk not in order
+        ]
     return order
 
 
@@ -128,8 +152,11 @@ def _check_can_claim(study: Study, annotator: Annotator) -> int | None:
     if study.status != Study.Status.ACTIVE:
         raise Conflict(f"the study is {study.get_status_display().lower()}; no new items are handed out")
     # One query: the enrolment, and the quota of the invitation the account joined through (if any).
-    enrolled = (Enrollment.objects.filter(study=study, user_id=annotator.user_id)
-                .values_list("id", "user__participant__invitation__items_per_participant").first())
+    enrolled = (
+        Enrollment.objects.filter(study=study, user_id=annotator.user_id)
+        .values_list("id", "user__participant__invitation__items_per_participant")
+        .first()
+    )
     if enrolled is None:
         raise NotAllowed("you are not enrolled in this study")
     return enrolled[1]
@@ -156,8 +183,13 @@ def assignment_claim_next(
     quota = _check_can_claim(study, annotator)
     expires = now + timedelta(minutes=study.lease_minutes)
     held = (
-        Assignment.objects.select_for_update(of=("self",)).select_related("item").filter(study=study, annotator=annotator)
-        .filter(_active_lease(now)).exclude(pk__in=list(exclude)).order_by("created_at", "id").first()
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("item")
+        .filter(study=study, annotator=annotator)
+        .filter(_active_lease(now))
+        .exclude(pk__in=list(exclude))
+        .order_by("created_at", "id")
+        .first()
     )
     if held is not None:
         held.lease_expires_at = expires
@@ -180,17 +212,29 @@ def assignment_claim_next(
     for given_back, level, wrapped in _passes(study):
         for _attempt in range(CLAIM_ATTEMPTS):
             item = (
-                _candidates(study=study, annotator=annotator, now=now, level=level, seed=seed, wrapped=wrapped,
-                            given_back=given_back, exclude=tried)
+                _candidates(
+                    study=study,
+                    annotator=annotator,
+                    now=now,
+                    level=level,
+                    seed=seed,
+                    wrapped=wrapped,
+                    given_back=given_back,
+                    exclude=tried,
+                )
                 .select_for_update(skip_locked=True, of=("self",))
                 .first()
             )
             if item is None:
                 break
             # Counted again under the item's lock: everyone who adds a lease on this item holds this lock.
-            occupied = Assignment.objects.filter(_occupying(now), item=item).exclude(annotator=annotator).count()
+            occupied = (
+                Assignment.objects.filter(_occupying(now), item=item).exclude(annotator=annotator).count()
+            )
             if occupied < study.overlap:
-                return _lease(item=item, study=study, annotator=annotator, expires=expires, fresh=not given_back)
+                return _lease(
+                    item=item, study=study, annotator=annotator, expires=expires, fresh=not given_back
+                )
             tried.append(item.pk)
     return None
 
@@ -220,7 +264,9 @@ def _lease_control(*, item: Item, study: Study, annotator: Annotator, expires: A
     except IntegrityError:
         held = Assignment.objects.filter(item=item, annotator=annotator, status=Status.LEASED).first()
         if held is None:
-            raise Conflict("this item was just handed to you elsewhere; ask for the next item again") from None
+            raise Conflict(
+                "this item was just handed to you elsewhere; ask for the next item again"
+            ) from None
         held.study, held.item, held.annotator = study, item, annotator
         return held
 
@@ -261,24 +307,42 @@ def assignment_submit(
     _check_owner(assignment, user)
     if assignment.status == Status.SKIPPED:
         raise Conflict("you skipped this item; it cannot be answered now")
-    if assignment.status != Status.SUBMITTED and not assignment.item.control_kind and not (
-        assignment.status == Status.LEASED and assignment.lease_expires_at and assignment.lease_expires_at > now
+    if (
+        assignment.status != Status.SUBMITTED
+        and not assignment.item.control_kind
+        and not (
+            assignment.status == Status.LEASED
+            and assignment.lease_expires_at
+            and assignment.lease_expires_at > now
+        )
     ):  # (a control item has no slots to fill: every annotator may answer it)
         Item.objects.select_for_update().filter(pk=assignment.item_id).first()
-        occupied = Assignment.objects.filter(_occupying(now), item_id=assignment.item_id).exclude(
-            pk=assignment.pk).count()
+        occupied = (
+            Assignment.objects.filter(_occupying(now), item_id=assignment.item_id)
+            .exclude(pk=assignment.pk)
+            .count()
+        )
         if occupied >= assignment.study.overlap:
             raise Conflict("your lease on this item expired and others have judged it; take the next item")
-    if time_spent_ms is not None and (isinstance(time_spent_ms, bool) or not isinstance(time_spent_ms, int)
-                                      or time_spent_ms < 0):
+    if time_spent_ms is not None and (
+        isinstance(time_spent_ms, bool) or not isinstance(time_spent_ms, int) or time_spent_ms < 0
+    ):
         raise ValidationFailed("time_spent_ms must be a non-negative integer")
     item = assignment.item
     cleaned = clean_submission(
-        assignment.study.protocol_obj, answers, context=item_context(item),
+        assignment.study.protocol_obj,
+        answers,
+        context=item_context(item),
         expert=assignment.annotator.pool == Annotator.Pool.EXPERT,
     )
-    _save_answers(item=item, annotator=assignment.annotator, answers=cleaned, source=source,
-                  time_spent_ms=time_spent_ms, edited_by=user)
+    _save_answers(
+        item=item,
+        annotator=assignment.annotator,
+        answers=cleaned,
+        source=source,
+        time_spent_ms=time_spent_ms,
+        edited_by=user,
+    )
     fields = []
     if assignment.status != Status.SUBMITTED:
         assignment.status, assignment.completed_at, assignment.lease_expires_at = Status.SUBMITTED, now, None
@@ -294,8 +358,13 @@ def assignment_submit(
 
 
 def _save_answers(
-    *, item: Item, annotator: Annotator, answers: list[CleanAnswer], source: str,
-    time_spent_ms: int | None, edited_by: User | None,
+    *,
+    item: Item,
+    annotator: Annotator,
+    answers: list[CleanAnswer],
+    source: str,
+    time_spent_ms: int | None,
+    edited_by: User | None,
 ) -> None:
     """Write a whole task's answers in a constant number of queries; changes keep revisions.
 
@@ -310,14 +379,29 @@ def _save_answers(
     for answer in answers:
         current = existing.pop(answer.question_key, None)
         if current is None:
-            to_create.append(Annotation(
-                study_id=item.study_id, item=item, annotator=annotator, question_key=answer.question_key,
-                value=answer.value, shown=answer.shown, reason=answer.reason, source=source,
-                time_spent_ms=time_spent_ms,
-            ))
+            to_create.append(
+                Annotation(
+                    study_id=item.study_id,
+                    item=item,
+                    annotator=annotator,
+                    question_key=answer.question_key,
+                    value=answer.value,
+                    shown=answer.shown,
+                    reason=answer.reason,
+                    source=source,
+                    time_spent_ms=time_spent_ms,
+                )
+            )
         elif current.snapshot() != {"value": answer.value, "shown": answer.shown, "reason": answer.reason}:
-            revisions.append(AnnotationRevision(annotation=current, value=current.value, shown=current.shown,
-                                                reason=current.reason, replaced_by=edited_by))
+            revisions.append(
+                AnnotationRevision(
+                    annotation=current,
+                    value=current.value,
+                    shown=current.shown,
+                    reason=current.reason,
+                    replaced_by=edited_by,
+                )
+            )
             current.value, current.shown, current.reason = answer.value, answer.shown, answer.reason
             current.source, current.updated_at = source, timezone.now()
             to_update.append(current)
@@ -331,13 +415,17 @@ def _save_answers(
 
 
 @transaction.atomic
-def assignment_skip(*, assignment: Assignment, reason: str, user: User | None = None, now: Any = None) -> Assignment:
+def assignment_skip(
+    *, assignment: Assignment, reason: str, user: User | None = None, now: Any = None
+) -> Assignment:
     """Give up an item for good, with a reason; its slot goes back to others. Not after submitting."""
     reason = (reason or "").strip()
     if not reason:
         raise ValidationFailed("say why you skip this item", {"reason": "required"})
     if len(reason) > MAX_SKIP_REASON:
-        raise ValidationFailed(f"the reason is longer than {MAX_SKIP_REASON} characters", {"reason": "too long"})
+        raise ValidationFailed(
+            f"the reason is longer than {MAX_SKIP_REASON} characters", {"reason": "too long"}
+        )
     assignment = _locked(assignment)
     _check_owner(assignment, user)
     if assignment.status == Status.SUBMITTED:

@@ -19,12 +19,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotations.errors import ValidationFailed
 from annotations.models import Annotator, ConsensusLabel, Item, Study, User
-from annotations.protocols import Question
-from annotations.selectors import counted_annotations
+from annotations.protocols.answers import AnswerError, clean_answer
+from annotations.protocols.schema import Question
+from annotations.selectors.studies import counted_annotations
 from annotations.services.annotation_writes import item_context
-from annotations.values import AnswerError, clean_answer
+from common.errors import ValidationFailed
 from metrics import consensus as rules
 
 RULES = ("majority", "unanimous", "at-least-k", "all-agree-set", "dawid-skene")
@@ -48,7 +48,9 @@ def rule_check(rule: dict[str, Any]) -> dict[str, Any]:
     if name == "at-least-k" and not (isinstance(rule.get("k"), int) and rule["k"] >= 1):
         raise ValidationFailed("the at-least-k rule needs k (a whole number >= 1)")
     if name == "all-agree-set" and not rule.get("agree_values"):
-        raise ValidationFailed("the all-agree-set rule needs agree_values (the options that count as agreeing)")
+        raise ValidationFailed(
+            "the all-agree-set rule needs agree_values (the options that count as agreeing)"
+        )
     return rule
 
 
@@ -68,7 +70,9 @@ def _key(value: Any) -> Any:
 
 
 @transaction.atomic
-def consensus_compute(*, study: Study, question: str | None = None, rule: dict[str, Any] | None = None) -> dict[str, Any]:
+def consensus_compute(
+    *, study: Study, question: str | None = None, rule: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Compute (again) the consensus of one question or all; ``rule`` also becomes the study's choice.
     Returns counts per question: labels, resolved, unresolved, adjudicated (kept)."""
     protocol = study.protocol_obj
@@ -77,7 +81,9 @@ def consensus_compute(*, study: Study, question: str | None = None, rule: dict[s
         if not protocol.has_question(key):
             raise ValidationFailed(f"'{key}' is not a question of this study")
         if protocol.question(key).kind == "boxes":
-            raise ValidationFailed(f"'{key}' holds boxes: agreement on boxes is measured by IoU, not a consensus")
+            raise ValidationFailed(
+                f"'{key}' holds boxes: agreement on boxes is measured by IoU, not a consensus"
+            )
     if rule is not None:
         rule = rule_check(rule)
         study = Study.objects.select_for_update().get(pk=study.pk)
@@ -93,17 +99,25 @@ def consensus_compute(*, study: Study, question: str | None = None, rule: dict[s
 
 
 def _compute_question(study: Study, question: Question, rule: dict[str, Any]) -> dict[str, int]:
-    annotations = (counted_annotations(study).filter(question_key=question.key, annotator__kind=Annotator.Kind.HUMAN)
-                   .values_list("id", "item_id", "annotator_id", "value", "shown"))
+    annotations = (
+        counted_annotations(study)
+        .filter(question_key=question.key, annotator__kind=Annotator.Kind.HUMAN)
+        .values_list("id", "item_id", "annotator_id", "value", "shown")
+    )
     by_item: dict[int, list[tuple[int, int, Any, Any]]] = defaultdict(list)
     for annotation_id, item_id, annotator_id, value, shown in annotations:
         by_item[item_id].append((annotation_id, annotator_id, value, shown))
-    adjudicated = set(ConsensusLabel.objects.filter(study=study, question_key=question.key, rule="adjudicated")
-                      .values_list("item_id", flat=True))
+    adjudicated = set(
+        ConsensusLabel.objects.filter(study=study, question_key=question.key, rule="adjudicated").values_list(
+            "item_id", flat=True
+        )
+    )
     params = {k: v for k, v in rule.items() if k != "rule"}
     results: dict[int, tuple[Any, bool, list[int], float | None, str, int]] = {}
     if rule["rule"] == "dawid-skene" and question.kind != "multi":
-        outcome = rules.dawid_skene([(item_id, row[1], _key(row[2])) for item_id, rows in by_item.items() for row in rows])
+        outcome = rules.dawid_skene(
+            [(item_id, row[1], _key(row[2])) for item_id, rows in by_item.items() for row in rows]
+        )
         for item_id, rows in by_item.items():
             result = outcome.items.get(item_id)
             if result is None:
@@ -111,7 +125,14 @@ def _compute_question(study: Study, question: Question, rule: dict[str, Any]) ->
             originals = {_key(row[2]): row[2] for row in rows}
             value = originals.get(result.value) if result.resolved else None
             support = [row[0] for row in rows if result.resolved and _key(row[2]) == result.value]
-            results[item_id] = (value, result.resolved, support, result.confidence, result.reason or "", len(rows))
+            results[item_id] = (
+                value,
+                result.resolved,
+                support,
+                result.confidence,
+                result.reason or "",
+                len(rows),
+            )
     else:
         if rule["rule"] == "dawid-skene":
             raise ValidationFailed("Dawid-Skene applies to single-answer questions, not to multi questions")
@@ -119,62 +140,118 @@ def _compute_question(study: Study, question: Question, rule: dict[str, Any]) ->
         for item_id, rows in by_item.items():
             if question.kind == "multi":
                 shown = {row[1]: row[3] for row in rows if row[3] is not None} or None
-                options = list(dict.fromkeys(
-                    key for row in rows for key in (row[3] if row[3] is not None else [o.key for o in question.options])))
-                per = rules.per_option([(row[1], row[2] or []) for row in rows], options=options, rule=decide, shown=shown)
+                options = list(
+                    dict.fromkeys(
+                        key
+                        for row in rows
+                        for key in (row[3] if row[3] is not None else [o.key for o in question.options])
+                    )
+                )
+                per = rules.per_option(
+                    [(row[1], row[2] or []) for row in rows], options=options, rule=decide, shown=shown
+                )
                 resolved = all(result.resolved for result in per.values())
                 value = [option for option, result in per.items() if result.value == 1] if resolved else None
                 unresolved = [str(option) for option, result in per.items() if not result.resolved]
                 support = [row[0] for row in rows if resolved and sorted(row[2] or []) == sorted(value or [])]
-                results[item_id] = (value, resolved, support, None,
-                                    f"undecided options: {', '.join(unresolved)}" if unresolved else "", len(rows))
+                results[item_id] = (
+                    value,
+                    resolved,
+                    support,
+                    None,
+                    f"undecided options: {', '.join(unresolved)}" if unresolved else "",
+                    len(rows),
+                )
                 continue
             originals = {_key(row[2]): row[2] for row in rows}
             result = decide([(row[1], _key(row[2])) for row in rows])
             value = (originals.get(result.value, result.value)) if result.resolved else None
             support = [row[0] for row in rows if row[1] in set(result.support)]
-            results[item_id] = (value, result.resolved, support, result.confidence, result.reason or "", len(rows))
+            results[item_id] = (
+                value,
+                result.resolved,
+                support,
+                result.confidence,
+                result.reason or "",
+                len(rows),
+            )
     ConsensusLabel.objects.filter(study=study, question_key=question.key).exclude(rule="adjudicated").delete()
-    ConsensusLabel.objects.bulk_create([
-        ConsensusLabel(study=study, item_id=item_id, question_key=question.key, value=value, resolved=resolved,
-                       rule=rule["rule"], params=params, support=support, confidence=confidence, reason=reason,
-                       n_votes=n_votes)
-        for item_id, (value, resolved, support, confidence, reason, n_votes) in results.items()
-        if item_id not in adjudicated
-    ], batch_size=2000)
+    ConsensusLabel.objects.bulk_create(
+        [
+            ConsensusLabel(
+                study=study,
+                item_id=item_id,
+                question_key=question.key,
+                value=value,
+                resolved=resolved,
+                rule=rule["rule"],
+                params=params,
+                support=support,
+                confidence=confidence,
+                reason=reason,
+                n_votes=n_votes,
+            )
+            for item_id, (value, resolved, support, confidence, reason, n_votes) in results.items()
+            if item_id not in adjudicated
+        ],
+        batch_size=2000,
+    )
     resolved_count = sum(1 for item_id, row in results.items() if row[1] and item_id not in adjudicated)
     computed = sum(1 for item_id in results if item_id not in adjudicated)
-    return {"labels": computed, "resolved": resolved_count, "unresolved": computed - resolved_count,
-            "adjudicated": len(adjudicated)}
+    return {
+        "labels": computed,
+        "resolved": resolved_count,
+        "unresolved": computed - resolved_count,
+        "adjudicated": len(adjudicated),
+    }
 
 
 def adjudication_queue(*, study: Study) -> list[dict[str, Any]]:
     """Unresolved labels, and resolved ones a machine labeller answered differently."""
     queue: list[dict[str, Any]] = []
-    labels = (ConsensusLabel.objects.filter(study=study, item__control_kind="").exclude(rule="adjudicated")
-              .select_related("item"))
+    labels = (
+        ConsensusLabel.objects.filter(study=study, item__control_kind="")
+        .exclude(rule="adjudicated")
+        .select_related("item")
+    )
     resolved: dict[tuple[int, str], Any] = {}
     for label in labels:
         if not label.resolved:
-            queue.append({"item": label.item_id, "external_id": label.item.external_id, "question": label.question_key,
-                          "reason": label.reason or "unresolved"})
+            queue.append(
+                {
+                    "item": label.item_id,
+                    "external_id": label.item.external_id,
+                    "question": label.question_key,
+                    "reason": label.reason or "unresolved",
+                }
+            )
         else:
             resolved[(label.item_id, label.question_key)] = label
-    machine = (counted_annotations(study).filter(annotator__kind=Annotator.Kind.MACHINE)
-               .values_list("item_id", "question_key", "value", "annotator__name"))
+    machine = (
+        counted_annotations(study)
+        .filter(annotator__kind=Annotator.Kind.MACHINE)
+        .values_list("item_id", "question_key", "value", "annotator__name")
+    )
     flagged: set[tuple[int, str]] = set()
     for item_id, question_key, value, name in machine:
         label = resolved.get((item_id, question_key))
         if label is not None and _key(label.value) != _key(value) and (item_id, question_key) not in flagged:
             flagged.add((item_id, question_key))
-            queue.append({"item": item_id, "external_id": label.item.external_id, "question": question_key,
-                          "reason": f"{name} said {value!r}, the consensus is {label.value!r}"})
+            queue.append(
+                {
+                    "item": item_id,
+                    "external_id": label.item.external_id,
+                    "question": question_key,
+                    "reason": f"{name} said {value!r}, the consensus is {label.value!r}",
+                }
+            )
     return sorted(queue, key=lambda entry: (entry["item"], entry["question"]))
 
 
 @transaction.atomic
-def consensus_adjudicate(*, study: Study, item: Item, question_key: str, value: Any, user: User,
-                         note: str = "") -> ConsensusLabel:
+def consensus_adjudicate(
+    *, study: Study, item: Item, question_key: str, value: Any, user: User, note: str = ""
+) -> ConsensusLabel:
     """An expert's decision: validated like an answer, it overrides the rule (``adjudicated``)."""
     protocol = study.protocol_obj
     if item.study_id != study.pk:
@@ -187,9 +264,20 @@ def consensus_adjudicate(*, study: Study, item: Item, question_key: str, value: 
     except AnswerError as exc:
         raise ValidationFailed(exc.message, {question_key: exc.message}) from exc
     label, _ = ConsensusLabel.objects.update_or_create(
-        item=item, question_key=question_key,
-        defaults={"study": study, "value": answer.value, "resolved": True, "rule": "adjudicated", "params": {},
-                  "support": [], "confidence": 1.0, "reason": "", "adjudicated_by": user, "note": note[:2000]},
+        item=item,
+        question_key=question_key,
+        defaults={
+            "study": study,
+            "value": answer.value,
+            "resolved": True,
+            "rule": "adjudicated",
+            "params": {},
+            "support": [],
+            "confidence": 1.0,
+            "reason": "",
+            "adjudicated_by": user,
+            "note": note[:2000],
+        },
     )
     ConsensusLabel.objects.filter(pk=label.pk).update(computed_at=timezone.now())
     return label

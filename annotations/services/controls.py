@@ -4,7 +4,7 @@ controls into an annotator's queue (docs/crowd.md, "Quality control").
 - A control is an ``Item`` with ``control_kind`` ``gold`` (known answers) or ``attention`` (an
   instruction in the item, e.g. its ``note`` "Select 'Agree' for this item", and the expected
   answer). Its ``control_answers`` are ``{question_key: value}``, each checked by the same
-  validators as an annotation (``annotations.values.clean_answer``).
+  validators as an annotation (``annotations.protocols.answers.clean_answer``).
 - Settings live in ``Study.options["quality"]``; ``quality_settings`` reads them with defaults.
 - Mixing (``control_plan`` and ``control_candidate``, called by ``assignment_claim_next``): claim
   number *n* of an annotator (0-based, counting every item they were ever leased in the study) is
@@ -34,7 +34,6 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from annotations.errors import ImportRefused, ValidationFailed
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -44,10 +43,11 @@ from annotations.models import (
     Item,
     Study,
 )
-from annotations.protocols import Protocol
-from annotations.selectors import active_exclusions
+from annotations.protocols.answers import AnswerError, clean_answer
+from annotations.protocols.schema import Protocol
+from annotations.selectors.studies import active_exclusions
 from annotations.services.annotation_writes import item_context
-from annotations.values import AnswerError, clean_answer
+from common.errors import ImportRefused, ValidationFailed
 from metrics.quality import DEFAULT_THRESHOLDS, answers_match, control_score
 
 QUALITY_OPTION = "quality"
@@ -78,9 +78,15 @@ class QualitySettings:
     thresholds: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        thresholds = {name: int(value) if SETTINGS[name][3] else value for name, value in self.thresholds.items()}
-        return {"control_rate": self.control_rate, "qualification_items": self.qualification_items,
-                "qualification_min_accuracy": self.qualification_min_accuracy, **thresholds}
+        thresholds = {
+            name: int(value) if SETTINGS[name][3] else value for name, value in self.thresholds.items()
+        }
+        return {
+            "control_rate": self.control_rate,
+            "qualification_items": self.qualification_items,
+            "qualification_min_accuracy": self.qualification_min_accuracy,
+            **thresholds,
+        }
 
 
 def _number(name: str, value: Any) -> float | int:
@@ -105,7 +111,8 @@ def quality_settings(study: Study) -> QualitySettings:
         except ValidationFailed:
             values[name] = int(default) if whole else default
     return QualitySettings(
-        control_rate=values["control_rate"], qualification_items=values["qualification_items"],
+        control_rate=values["control_rate"],
+        qualification_items=values["qualification_items"],
         qualification_min_accuracy=values["qualification_min_accuracy"],
         thresholds={name: float(values[name]) for name in THRESHOLD_NAMES},
     )
@@ -119,7 +126,10 @@ def quality_settings_update(*, study: Study, changes: Mapping[str, Any]) -> Qual
         raise ValidationFailed(f"unknown quality setting {unknown[0]!r} (known: {', '.join(SETTINGS)})")
     clean = {name: _number(name, value) for name, value in changes.items()}
     locked = Study.objects.select_for_update().get(pk=study.pk)
-    locked.options = {**locked.options, QUALITY_OPTION: {**(locked.options.get(QUALITY_OPTION) or {}), **clean}}
+    locked.options = {
+        **locked.options,
+        QUALITY_OPTION: {**(locked.options.get(QUALITY_OPTION) or {}), **clean},
+    }
     locked.save(update_fields=["options", "updated_at"])
     study.options = locked.options
     return quality_settings(locked)
@@ -229,7 +239,7 @@ def _answers_from_record(record: dict[str, Any], protocol: Protocol) -> dict[str
     for key, value in record.items():
         if key in RESERVED or value in ("", None):
             continue
-        if (isinstance(value, str) and protocol.has_question(key) and protocol.question(key).kind == "multi"):
+        if isinstance(value, str) and protocol.has_question(key) and protocol.question(key).kind == "multi":
             value = [part.strip() for part in value.split(";") if part.strip()]
         answers[key] = value
     return answers
@@ -254,8 +264,12 @@ def controls_import(*, study: Study, path: Path, default_kind: str = ControlKind
     rows = list(_read_manifest(path.name, path.read_bytes()))
     if not rows:
         raise ImportRefused(f"{path.name}: has no rows")
-    items = {item.external_id: item for item in Item.objects.filter(
-        study=study, external_id__in=[str(record.get("external_id", "")) for _where, record in rows])}
+    items = {
+        item.external_id: item
+        for item in Item.objects.filter(
+            study=study, external_id__in=[str(record.get("external_id", "")) for _where, record in rows]
+        )
+    }
     for where, record in rows:
         external_id = str(record.get("external_id", "")).strip()
         if not external_id:
@@ -269,8 +283,13 @@ def controls_import(*, study: Study, path: Path, default_kind: str = ControlKind
         kind = str(record.get("kind") or default_kind).strip()
         try:
             was_control = bool(item.control_kind)
-            control_mark(study=study, item=item, kind=kind, answers=_answers_from_record(record, protocol),
-                         note=str(record.get("note") or ""))
+            control_mark(
+                study=study,
+                item=item,
+                kind=kind,
+                answers=_answers_from_record(record, protocol),
+                note=str(record.get("note") or ""),
+            )
         except ValidationFailed as exc:
             raise ImportRefused(f"{where}: {exc.message}") from exc
         report.replaced += was_control
@@ -305,9 +324,9 @@ def control_slot(*, seed: int, index: int, rate: float) -> bool:
 
     fraction = Fraction(rate).limit_denominator(10_000)
     num, den = fraction.numerator, fraction.denominator
-    stretch = index * num // den                     # k = floor(index * rate)
-    first = -(-stretch * den // num)                 # ceil(k / rate): the stretch's first position
-    size = -(-(stretch + 1) * den // num) - first    # how many positions it holds
+    stretch = index * num // den  # k = floor(index * rate)
+    first = -(-stretch * den // num)  # ceil(k / rate): the stretch's first position
+    size = -(-(stretch + 1) * den // num) - first  # how many positions it holds
     return first + _hash("slot", seed, stretch) % size == index
 
 
@@ -347,7 +366,8 @@ def control_candidate(*, study: Study, annotator: Annotator, kinds: Iterable[str
     """A control of ``kinds`` this annotator never had (in any state), drawn from their seed and ``index``."""
     mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
     items = Item.objects.filter(study=study, control_kind__in=list(kinds)).filter(
-        ~Exists(mine), ~Exists(active_exclusions(study).filter(annotator=annotator)))
+        ~Exists(mine), ~Exists(active_exclusions(study).filter(annotator=annotator))
+    )
     if annotator.pool != Annotator.Pool.EXPERT:
         items = items.filter(expert_only=False)
     candidates = list(items.order_by("id"))
@@ -387,8 +407,9 @@ def _asked(protocol: Protocol, key: str, pool: str, given: Mapping[str, Any]) ->
     return parent is not None and str(parent) in question.show_if["in"]
 
 
-def control_outcomes(study: Study, *, annotator_ids: Iterable[int] | None = None,
-                     item_ids: Iterable[int] | None = None) -> dict[int, list[ControlOutcome]]:
+def control_outcomes(
+    study: Study, *, annotator_ids: Iterable[int] | None = None, item_ids: Iterable[int] | None = None
+) -> dict[int, list[ControlOutcome]]:
     """Every human's results on the study's control items, per annotator id, in submission order.
 
     A control counts for an annotator once they submitted it (or, imported humans, once they have
@@ -398,26 +419,35 @@ def control_outcomes(study: Study, *, annotator_ids: Iterable[int] | None = None
     controls = Item.objects.filter(study=study).exclude(control_kind="")
     if item_ids is not None:
         controls = controls.filter(pk__in=list(item_ids))
-    expected = {pk: (kind, answers) for pk, kind, answers in controls.values_list("id", "control_kind",
-                                                                                  "control_answers")}
+    expected = {
+        pk: (kind, answers)
+        for pk, kind, answers in controls.values_list("id", "control_kind", "control_answers")
+    }
     if not expected:
         return {}
     who = Q() if annotator_ids is None else Q(annotator_id__in=list(annotator_ids))
     submitted: dict[tuple[int, int], datetime | None] = {}
     pools: dict[int, str] = {}
     for annotator_id, item_id, completed, pool in Assignment.objects.filter(
-            who, study=study, item_id__in=list(expected), status=Assignment.Status.SUBMITTED).values_list(
-            "annotator_id", "item_id", "completed_at", "annotator__pool"):
+        who, study=study, item_id__in=list(expected), status=Assignment.Status.SUBMITTED
+    ).values_list("annotator_id", "item_id", "completed_at", "annotator__pool"):
         submitted[(annotator_id, item_id)] = completed
         pools[annotator_id] = pool
     given: dict[tuple[int, int], dict[str, Any]] = defaultdict(dict)
     first_at: dict[tuple[int, int], datetime] = {}
-    annotations = list(Annotation.objects.filter(who, study=study, item_id__in=list(expected),
-                                                 annotator__kind=Annotator.Kind.HUMAN).values_list(
-        "id", "annotator_id", "item_id", "question_key", "value", "created_at", "annotator__pool"))
+    annotations = list(
+        Annotation.objects.filter(
+            who, study=study, item_id__in=list(expected), annotator__kind=Annotator.Kind.HUMAN
+        ).values_list(
+            "id", "annotator_id", "item_id", "question_key", "value", "created_at", "annotator__pool"
+        )
+    )
     originals: dict[int, Any] = {}
-    for annotation_id, value in (AnnotationRevision.objects.filter(annotation_id__in=[a[0] for a in annotations])
-                                 .order_by("annotation_id", "id").values_list("annotation_id", "value")):
+    for annotation_id, value in (
+        AnnotationRevision.objects.filter(annotation_id__in=[a[0] for a in annotations])
+        .order_by("annotation_id", "id")
+        .values_list("annotation_id", "value")
+    ):
         originals.setdefault(annotation_id, value)
     for annotation_id, annotator_id, item_id, key, value, created, pool in annotations:
         given[(annotator_id, item_id)][key] = originals.get(annotation_id, value)
@@ -428,8 +458,11 @@ def control_outcomes(study: Study, *, annotator_ids: Iterable[int] | None = None
     for annotator_id, item_id in sorted(set(submitted) | set(given)):
         kind, answers = expected[item_id]
         mine = given.get((annotator_id, item_id), {})
-        checks = tuple(answers_match(value, mine.get(key)) for key, value in answers.items()
-                       if _asked(protocol, key, pools.get(annotator_id, ""), mine))
+        checks = tuple(
+            answers_match(value, mine.get(key))
+            for key, value in answers.items()
+            if _asked(protocol, key, pools.get(annotator_id, ""), mine)
+        )
         when = submitted.get((annotator_id, item_id)) or first_at.get((annotator_id, item_id))
         result[annotator_id].append(ControlOutcome(item_id, kind, when, checks))
     for outcomes in result.values():
@@ -458,31 +491,51 @@ class Qualification:
         return asdict(self)
 
 
-def qualification_of(gold: list[ControlOutcome], settings: QualitySettings, *, live: int = 0) -> Qualification:
+def qualification_of(
+    gold: list[ControlOutcome], settings: QualitySettings, *, live: int = 0
+) -> Qualification:
     """The qualification state from an annotator's gold outcomes in submission order (first N scored)."""
     required = settings.qualification_items
     if required <= 0:
         return Qualification("none", 0)
-    base: dict[str, Any] = {"required": required, "answered": len(gold), "live": live,
-                            "min_accuracy": settings.qualification_min_accuracy}
+    base: dict[str, Any] = {
+        "required": required,
+        "answered": len(gold),
+        "live": live,
+        "min_accuracy": settings.qualification_min_accuracy,
+    }
     if len(gold) < required:
         return Qualification("pending", **base)
     score = control_score(check for outcome in gold[:required] for check in outcome.checks)
     # Gold items whose questions this annotator was never asked (e.g. expert-only) give no checks.
     passed = score.rate is None or score.rate >= settings.qualification_min_accuracy
-    return Qualification("passed" if passed else "failed", correct=score.correct, n=score.n,
-                         accuracy=score.rate, **base)
+    return Qualification(
+        "passed" if passed else "failed", correct=score.correct, n=score.n, accuracy=score.rate, **base
+    )
 
 
-def qualification_state(*, study: Study, annotator: Annotator, now: datetime | None = None,
-                        settings: QualitySettings | None = None) -> Qualification:
+def qualification_state(
+    *,
+    study: Study,
+    annotator: Annotator,
+    now: datetime | None = None,
+    settings: QualitySettings | None = None,
+) -> Qualification:
     """Where ``annotator`` stands with the study's qualification (a few queries; none without one)."""
     settings = settings or quality_settings(study)
     if settings.qualification_items <= 0:
         return Qualification("none", 0)
     now = now or timezone.now()
-    gold = [outcome for outcome in control_outcomes(study, annotator_ids=[annotator.pk]).get(annotator.pk, [])
-            if outcome.kind == ControlKind.GOLD]
-    live = Assignment.objects.filter(study=study, annotator=annotator, item__control_kind=ControlKind.GOLD,
-                                     status=Assignment.Status.LEASED, lease_expires_at__gt=now).count()
+    gold = [
+        outcome
+        for outcome in control_outcomes(study, annotator_ids=[annotator.pk]).get(annotator.pk, [])
+        if outcome.kind == ControlKind.GOLD
+    ]
+    live = Assignment.objects.filter(
+        study=study,
+        annotator=annotator,
+        item__control_kind=ControlKind.GOLD,
+        status=Assignment.Status.LEASED,
+        lease_expires_at__gt=now,
+    ).count()
     return qualification_of(gold, settings, live=live)

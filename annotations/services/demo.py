@@ -20,11 +20,11 @@ from django.conf import settings
 from django.db import transaction
 from PIL import Image, ImageDraw, ImageFont
 
-from annotations.files import FolderSource
 from annotations.models import Annotator, Study, User
-from annotations.protocols import load_preset
+from annotations.protocols.schema import load_preset
 from annotations.services.item_import import items_import_records
 from annotations.services.studies import enrollment_add, study_create
+from common.files import FolderSource
 
 DEMO_STUDY_NAME = "Demo: product colours under demographic prompts (SODA)"
 CONDITIONS = {
@@ -64,9 +64,18 @@ PALETTES: dict[str, dict[str, list[tuple[str, int]]]] = {
     },
 }
 RGB = {
-    "grey": (128, 128, 128), "white": (245, 245, 245), "blue": (30, 70, 200), "black": (20, 20, 20),
-    "orange": (245, 130, 20), "yellow": (240, 220, 30), "red": (200, 25, 25), "beige": (225, 205, 165),
-    "pink": (245, 130, 190), "purple": (120, 40, 160), "green": (40, 150, 60), "brown": (110, 60, 25),
+    "grey": (128, 128, 128),
+    "white": (245, 245, 245),
+    "blue": (30, 70, 200),
+    "black": (20, 20, 20),
+    "orange": (245, 130, 20),
+    "yellow": (240, 220, 30),
+    "red": (200, 25, 25),
+    "beige": (225, 205, 165),
+    "pink": (245, 130, 190),
+    "purple": (120, 40, 160),
+    "green": (40, 150, 60),
+    "brown": (110, 60, 25),
 }
 BACKGROUNDS = [("white", 5), ("beige", 2), ("blue", 1)]
 BACKGROUND_RGB = {"white": (250, 250, 250), "beige": (235, 225, 200), "blue": (200, 220, 245)}
@@ -86,8 +95,9 @@ def _compose(layer: Image.Image, background: tuple[int, int, int], offset: tuple
     return image
 
 
-def draw_car(colour: tuple[int, int, int], background: tuple[int, int, int],
-             offset: tuple[int, int] = (0, 0)) -> Image.Image:
+def draw_car(
+    colour: tuple[int, int, int], background: tuple[int, int, int], offset: tuple[int, int] = (0, 0)
+) -> Image.Image:
     image = Image.new("RGBA", (SIZE, SIZE), (0, 0, 0, 0))
     draw = ImageDraw.Draw(image)
     draw.rounded_rectangle((28, 120, 228, 180), radius=18, fill=colour, outline=(40, 40, 40), width=2)
@@ -100,8 +110,12 @@ def draw_car(colour: tuple[int, int, int], background: tuple[int, int, int],
     return _compose(image, background, offset)
 
 
-def draw_cup(colour: tuple[int, int, int], background: tuple[int, int, int], text: str,
-             offset: tuple[int, int] = (0, 0)) -> Image.Image:
+def draw_cup(
+    colour: tuple[int, int, int],
+    background: tuple[int, int, int],
+    text: str,
+    offset: tuple[int, int] = (0, 0),
+) -> Image.Image:
     image = Image.new("RGBA", (SIZE, SIZE), (0, 0, 0, 0))
     draw = ImageDraw.Draw(image)
     draw.polygon([(72, 62), (184, 62), (170, 206), (86, 206)], fill=colour, outline=(40, 40, 40))
@@ -135,12 +149,25 @@ def demo_records(folder: Path, *, seed: int = 7) -> list[tuple[str, dict[str, ob
                     image = draw_cup(RGB[colour], BACKGROUND_RGB[background], text, offset)
                 name = f"{object_name}-{condition.replace(':', '-')}-{index}.png"
                 image.save(folder / name)
-                records.append((name, {
-                    "external_id": name.removesuffix(".png"), "file": name, "prompt": prompt,
-                    "model": "demo-drawing-v1", "condition": condition, "seed": seed * 1000 + index,
-                    "metadata": {"object": object_name, "drawn_colour": colour, "drawn_background": background,
-                                 "drawn_text": text},
-                }))
+                records.append(
+                    (
+                        name,
+                        {
+                            "external_id": name.removesuffix(".png"),
+                            "file": name,
+                            "prompt": prompt,
+                            "model": "demo-drawing-v1",
+                            "condition": condition,
+                            "seed": seed * 1000 + index,
+                            "metadata": {
+                                "object": object_name,
+                                "drawn_colour": colour,
+                                "drawn_background": background,
+                                "drawn_text": text,
+                            },
+                        },
+                    )
+                )
     return records
 
 
@@ -152,8 +179,13 @@ def demo_accounts_ensure() -> dict[str, str]:
     """Create the demo accounts once (random passwords, kept in DATA_DIR/demo-accounts.json, mode 0600)."""
     path = demo_accounts_file()
     stored: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
-    wanted = {"admin": User.Role.ADMIN, "researcher": User.Role.RESEARCHER, "annotator1": User.Role.ANNOTATOR,
-              "annotator2": User.Role.ANNOTATOR, "annotator3": User.Role.ANNOTATOR}
+    wanted = {
+        "admin": User.Role.ADMIN,
+        "researcher": User.Role.RESEARCHER,
+        "annotator1": User.Role.ANNOTATOR,
+        "annotator2": User.Role.ANNOTATOR,
+        "annotator3": User.Role.ANNOTATOR,
+    }
     changed = False
     for username, role in wanted.items():
         user = User.objects.filter(username=username).first()
@@ -161,8 +193,12 @@ def demo_accounts_ensure() -> dict[str, str]:
             continue
         password = stored.get(username) or secrets.token_urlsafe(9)
         if user is None:
-            user = User(username=username, role=role, is_staff=role == User.Role.ADMIN,
-                        is_superuser=role == User.Role.ADMIN)
+            user = User(
+                username=username,
+                role=role,
+                is_staff=role == User.Role.ADMIN,
+                is_superuser=role == User.Role.ADMIN,
+            )
         user.set_password(password)
         user.save()
         stored[username] = password
@@ -182,7 +218,9 @@ def demo_study_ensure() -> tuple[Study, bool]:
         return existing, False
     researcher = User.objects.get(username="researcher")
     study = study_create(
-        owner=researcher, name=DEMO_STUDY_NAME, protocol=load_preset("object-attributes"),
+        owner=researcher,
+        name=DEMO_STUDY_NAME,
+        protocol=load_preset("object-attributes"),
         description="Drawn cars and cups under the SODA conditions; colours depend on the condition on purpose.",
     )
     with tempfile.TemporaryDirectory() as folder:

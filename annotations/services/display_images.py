@@ -13,8 +13,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from annotations.errors import NotFoundError
 from annotations.models import ItemImage
+from common.errors import NotFoundError
 
 DISPLAY_SIZE = 1024
 
@@ -26,8 +26,11 @@ def display_image_name(image: ItemImage, size: int = DISPLAY_SIZE) -> str:
     if image.width and image.height and max(image.width, image.height) <= size:
         return image.file.name
     key = image.sha256 or f"image{image.pk}"
-    lossless = (image.content_type or "").split("/")[-1] in ("png", "gif", "webp") or image.file.name.lower().endswith(
-        (".png", ".gif", ".webp"))
+    lossless = (image.content_type or "").split("/")[-1] in (
+        "png",
+        "gif",
+        "webp",
+    ) or image.file.name.lower().endswith((".png", ".gif", ".webp"))
     name = f"display/{key}-{size}.{'png' if lossless else 'jpg'}"
     if default_storage.exists(name):
         return name

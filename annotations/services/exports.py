@@ -42,9 +42,25 @@ CONTENT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv", "coco": "ap
 COCO_SUFFIX = "coco.json"
 CHUNK = 2000
 CSV_COLUMNS = [
-    "item", "item_kind", "condition", "model", "prompt", "seed", "text", "annotator", "annotator_kind",
-    "annotator_version", "pool", "question", "value", "reason", "shown", "time_spent_ms", "source",
-    "created_at", "updated_at",
+    "item",
+    "item_kind",
+    "condition",
+    "model",
+    "prompt",
+    "seed",
+    "text",
+    "annotator",
+    "annotator_kind",
+    "annotator_version",
+    "pool",
+    "question",
+    "value",
+    "reason",
+    "shown",
+    "time_spent_ms",
+    "source",
+    "created_at",
+    "updated_at",
 ]
 
 
@@ -67,59 +83,125 @@ def _annotators(study: Study) -> Iterator[Annotator]:
 
 def export_jsonl(study: Study) -> Iterator[str]:
     """The study as JSONL lines (see the module docstring)."""
-    yield _json_line({
-        "type": "study", "format_version": FORMAT_VERSION, "name": study.name, "description": study.description,
-        "preset": study.preset, "protocol": study.protocol, "overlap": study.overlap,
-        "lease_minutes": study.lease_minutes, "status": study.status, "options": study.options,
-    })
+    yield _json_line(
+        {
+            "type": "study",
+            "format_version": FORMAT_VERSION,
+            "name": study.name,
+            "description": study.description,
+            "preset": study.preset,
+            "protocol": study.protocol,
+            "overlap": study.overlap,
+            "lease_minutes": study.lease_minutes,
+            "status": study.status,
+            "options": study.options,
+        }
+    )
     for annotator in _annotators(study):
-        yield _json_line({
-            "type": "annotator", "kind": annotator.kind, "name": annotator.name, "version": annotator.version,
-            "pool": annotator.pool, "config": annotator.config, "attributes": annotator.attributes,
-        })
-    items = Item.objects.filter(study=study).order_by("id").prefetch_related(
-        Prefetch("images", queryset=ItemImage.objects.order_by("position"))
+        yield _json_line(
+            {
+                "type": "annotator",
+                "kind": annotator.kind,
+                "name": annotator.name,
+                "version": annotator.version,
+                "pool": annotator.pool,
+                "config": annotator.config,
+                "attributes": annotator.attributes,
+            }
+        )
+    items = (
+        Item.objects.filter(study=study)
+        .order_by("id")
+        .prefetch_related(Prefetch("images", queryset=ItemImage.objects.order_by("position")))
     )
     for item in items.iterator(chunk_size=CHUNK):
-        yield _json_line({
-            "type": "item", "external_id": item.external_id, "kind": item.kind, "text": item.text,
-            "prompt": item.prompt, "model": item.model_name, "condition": item.condition, "seed": item.seed,
-            "settings": item.generation_settings, "metadata": item.metadata, "sha256": item.sha256,
-            "is_reference": item.is_reference, "expert_only": item.expert_only, "note": item.note,
-            "control": ({"kind": item.control_kind, "answers": item.control_answers} if item.control_kind else None),
-            "files": [
-                {"name": image.original_name, "sha256": image.sha256, "width": image.width, "height": image.height,
-                 "content_type": image.content_type, "path": _file_path(image)}
-                for image in item.images.all()
-            ],
-        })
+        yield _json_line(
+            {
+                "type": "item",
+                "external_id": item.external_id,
+                "kind": item.kind,
+                "text": item.text,
+                "prompt": item.prompt,
+                "model": item.model_name,
+                "condition": item.condition,
+                "seed": item.seed,
+                "settings": item.generation_settings,
+                "metadata": item.metadata,
+                "sha256": item.sha256,
+                "is_reference": item.is_reference,
+                "expert_only": item.expert_only,
+                "note": item.note,
+                "control": (
+                    {"kind": item.control_kind, "answers": item.control_answers}
+                    if item.control_kind
+                    else None
+                ),
+                "files": [
+                    {
+                        "name": image.original_name,
+                        "sha256": image.sha256,
+                        "width": image.width,
+                        "height": image.height,
+                        "content_type": image.content_type,
+                        "path": _file_path(image),
+                    }
+                    for image in item.images.all()
+                ],
+            }
+        )
     annotations = (
-        Annotation.objects.filter(study=study).order_by("id").select_related("item", "annotator")
+        Annotation.objects.filter(study=study)
+        .order_by("id")
+        .select_related("item", "annotator")
         .prefetch_related(Prefetch("revisions", queryset=AnnotationRevision.objects.order_by("id")))
     )
     for annotation in annotations.iterator(chunk_size=CHUNK):
-        yield _json_line({
-            "type": "annotation", "item": annotation.item.external_id, "annotator": annotation.annotator.name,
-            "annotator_kind": annotation.annotator.kind, "annotator_version": annotation.annotator.version,
-            "question": annotation.question_key, "value": annotation.value, "shown": annotation.shown,
-            "reason": annotation.reason, "time_spent_ms": annotation.time_spent_ms, "source": annotation.source,
-            "created_at": _iso(annotation.created_at), "updated_at": _iso(annotation.updated_at),
-            "revisions": [
-                {"value": revision.value, "shown": revision.shown, "reason": revision.reason,
-                 "replaced_at": _iso(revision.replaced_at)}
-                for revision in annotation.revisions.all()
-            ],
-        })
+        yield _json_line(
+            {
+                "type": "annotation",
+                "item": annotation.item.external_id,
+                "annotator": annotation.annotator.name,
+                "annotator_kind": annotation.annotator.kind,
+                "annotator_version": annotation.annotator.version,
+                "question": annotation.question_key,
+                "value": annotation.value,
+                "shown": annotation.shown,
+                "reason": annotation.reason,
+                "time_spent_ms": annotation.time_spent_ms,
+                "source": annotation.source,
+                "created_at": _iso(annotation.created_at),
+                "updated_at": _iso(annotation.updated_at),
+                "revisions": [
+                    {
+                        "value": revision.value,
+                        "shown": revision.shown,
+                        "reason": revision.reason,
+                        "replaced_at": _iso(revision.replaced_at),
+                    }
+                    for revision in annotation.revisions.all()
+                ],
+            }
+        )
     yield from _consensus_lines(study)
-    for exclusion in AnnotatorExclusion.objects.filter(study=study).order_by("excluded_at", "id").select_related(
-            "annotator", "excluded_by", "reinstated_by"):
-        yield _json_line({
-            "type": "exclusion", "annotator": exclusion.annotator.name, "annotator_kind": exclusion.annotator.kind,
-            "annotator_version": exclusion.annotator.version, "reason": exclusion.reason,
-            "excluded_by": _username(exclusion.excluded_by), "excluded_at": _iso(exclusion.excluded_at),
-            "reinstated_by": _username(exclusion.reinstated_by), "reinstated_at": _iso(exclusion.reinstated_at),
-            "reinstate_note": exclusion.reinstate_note,
-        })
+    for exclusion in (
+        AnnotatorExclusion.objects.filter(study=study)
+        .order_by("excluded_at", "id")
+        .select_related("annotator", "excluded_by", "reinstated_by")
+    ):
+        yield _json_line(
+            {
+                "type": "exclusion",
+                "annotator": exclusion.annotator.name,
+                "annotator_kind": exclusion.annotator.kind,
+                "annotator_version": exclusion.annotator.version,
+                "reason": exclusion.reason,
+                "excluded_by": _username(exclusion.excluded_by),
+                "excluded_at": _iso(exclusion.excluded_at),
+                "reinstated_by": _username(exclusion.reinstated_by),
+                "reinstated_at": _iso(exclusion.reinstated_at),
+                "reinstate_note": exclusion.reinstate_note,
+            }
+        )
 
 
 def _username(user: Any) -> str | None:
@@ -129,18 +211,35 @@ def _username(user: Any) -> str | None:
 def _consensus_lines(study: Study) -> Iterator[str]:
     """Stored consensus labels; their support (annotation ids) as the supporting annotators, which
     a rebuilt study can find again."""
-    who = {pk: [name, kind, version] for pk, name, kind, version in Annotation.objects.filter(study=study)
-           .values_list("id", "annotator__name", "annotator__kind", "annotator__version").iterator(chunk_size=CHUNK)}
-    labels = (ConsensusLabel.objects.filter(study=study).order_by("item_id", "question_key")
-              .select_related("item", "adjudicated_by"))
+    who = {
+        pk: [name, kind, version]
+        for pk, name, kind, version in Annotation.objects.filter(study=study)
+        .values_list("id", "annotator__name", "annotator__kind", "annotator__version")
+        .iterator(chunk_size=CHUNK)
+    }
+    labels = (
+        ConsensusLabel.objects.filter(study=study)
+        .order_by("item_id", "question_key")
+        .select_related("item", "adjudicated_by")
+    )
     for label in labels.iterator(chunk_size=CHUNK):
-        yield _json_line({
-            "type": "consensus", "item": label.item.external_id, "question": label.question_key,
-            "value": label.value, "resolved": label.resolved, "rule": label.rule, "params": label.params,
-            "support": [who[pk] for pk in label.support if pk in who], "confidence": label.confidence,
-            "reason": label.reason, "n_votes": label.n_votes, "adjudicated_by": _username(label.adjudicated_by),
-            "note": label.note,
-        })
+        yield _json_line(
+            {
+                "type": "consensus",
+                "item": label.item.external_id,
+                "question": label.question_key,
+                "value": label.value,
+                "resolved": label.resolved,
+                "rule": label.rule,
+                "params": label.params,
+                "support": [who[pk] for pk in label.support if pk in who],
+                "confidence": label.confidence,
+                "reason": label.reason,
+                "n_votes": label.n_votes,
+                "adjudicated_by": _username(label.adjudicated_by),
+                "note": label.note,
+            }
+        )
 
 
 def export_csv(study: Study) -> Iterator[str]:
@@ -160,12 +259,29 @@ def export_csv(study: Study) -> Iterator[str]:
     for annotation in annotations.iterator(chunk_size=CHUNK):
         item, annotator = annotation.item, annotation.annotator
         value = annotation.value if isinstance(annotation.value, str | int) else json.dumps(annotation.value)
-        writer.writerow([
-            item.external_id, item.kind, item.condition, item.model_name, item.prompt, item.seed, item.text,
-            annotator.name, annotator.kind, annotator.version, annotator.pool, annotation.question_key, value,
-            annotation.reason, json.dumps(annotation.shown) if annotation.shown is not None else "",
-            annotation.time_spent_ms, annotation.source, _iso(annotation.created_at), _iso(annotation.updated_at),
-        ])
+        writer.writerow(
+            [
+                item.external_id,
+                item.kind,
+                item.condition,
+                item.model_name,
+                item.prompt,
+                item.seed,
+                item.text,
+                annotator.name,
+                annotator.kind,
+                annotator.version,
+                annotator.pool,
+                annotation.question_key,
+                value,
+                annotation.reason,
+                json.dumps(annotation.shown) if annotation.shown is not None else "",
+                annotation.time_spent_ms,
+                annotation.source,
+                _iso(annotation.created_at),
+                _iso(annotation.updated_at),
+            ]
+        )
         yield flush()
 
 
@@ -203,16 +319,27 @@ def coco_categories(study: Study) -> list[dict[str, Any]]:
         if linked.options_from is None:
             option_lists = [linked.options]
         else:
-            option_lists = [linked.options_for(metadata) for metadata in
-                            Item.objects.filter(study=study).order_by("id").values_list("metadata", flat=True)
-                            .iterator(chunk_size=CHUNK)]
+            option_lists = [
+                linked.options_for(metadata)
+                for metadata in Item.objects.filter(study=study)
+                .order_by("id")
+                .values_list("metadata", flat=True)
+                .iterator(chunk_size=CHUNK)
+            ]
         for options in option_lists:
             for option in options:
                 if (question.key, option.key) in seen:
                     continue
                 seen.add((question.key, option.key))
-                categories.append({"id": len(categories) + 1, "name": option.key, "label": option.label,
-                                   "supercategory": linked.key, "boxes_question": question.key})
+                categories.append(
+                    {
+                        "id": len(categories) + 1,
+                        "name": option.key,
+                        "label": option.label,
+                        "supercategory": linked.key,
+                        "boxes_question": question.key,
+                    }
+                )
     return categories
 
 
@@ -228,30 +355,62 @@ def export_coco(study: Study) -> dict[str, Any]:
     category_ids = {(c["boxes_question"], c["name"]): c["id"] for c in categories}
     images: list[dict[str, Any]] = []
     image_ids: dict[tuple[int, int], int] = {}
-    for image in (ItemImage.objects.filter(item__study=study).exclude(file="").select_related("item")
-                  .order_by("item_id", "position").iterator(chunk_size=CHUNK)):
+    for image in (
+        ItemImage.objects.filter(item__study=study)
+        .exclude(file="")
+        .select_related("item")
+        .order_by("item_id", "position")
+        .iterator(chunk_size=CHUNK)
+    ):
         image_ids[(image.item_id, image.position)] = image.pk
-        images.append({"id": image.pk, "file_name": _file_path(image), "width": image.width, "height": image.height,
-                       "item": image.item.external_id, "position": image.position})
+        images.append(
+            {
+                "id": image.pk,
+                "file_name": _file_path(image),
+                "width": image.width,
+                "height": image.height,
+                "item": image.item.external_id,
+                "position": image.position,
+            }
+        )
     boxes_questions = {c["boxes_question"] for c in categories}
     annotations: list[dict[str, Any]] = []
-    rows = (Annotation.objects.filter(study=study, question_key__in=boxes_questions).select_related("annotator")
-            .order_by("id").iterator(chunk_size=CHUNK))
+    rows = (
+        Annotation.objects.filter(study=study, question_key__in=boxes_questions)
+        .select_related("annotator")
+        .order_by("id")
+        .iterator(chunk_size=CHUNK)
+    )
     for annotation in rows:
         for box in annotation.value if isinstance(annotation.value, list) else []:
             image_id = image_ids.get((annotation.item_id, int(box.get("image", 0))))
             category_id = category_ids.get((annotation.question_key, box.get("option")))
             if image_id is None or category_id is None:
                 continue  # a box on an image that has no file here, or an option no longer offered
-            annotations.append({
-                "id": len(annotations) + 1, "image_id": image_id, "category_id": category_id,
-                "bbox": [box["x"], box["y"], box["w"], box["h"]], "area": box["w"] * box["h"], "iscrowd": 0,
-                "annotator": annotation.annotator.name, "annotator_kind": annotation.annotator.kind,
-            })
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": image_id,
+                    "category_id": category_id,
+                    "bbox": [box["x"], box["y"], box["w"], box["h"]],
+                    "area": box["w"] * box["h"],
+                    "iscrowd": 0,
+                    "annotator": annotation.annotator.name,
+                    "annotator_kind": annotation.annotator.kind,
+                }
+            )
     return {
-        "info": {"description": study.name, "version": str(FORMAT_VERSION), "year": timezone.now().year,
-                 "date_created": timezone.now().isoformat(), "contributor": "Stereotype Audit Workbench"},
-        "licenses": [], "images": images, "categories": categories, "annotations": annotations,
+        "info": {
+            "description": study.name,
+            "version": str(FORMAT_VERSION),
+            "year": timezone.now().year,
+            "date_created": timezone.now().isoformat(),
+            "contributor": "Stereotype Audit Workbench",
+        },
+        "licenses": [],
+        "images": images,
+        "categories": categories,
+        "annotations": annotations,
     }
 
 

@@ -28,9 +28,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotations.errors import NotAllowed, ValidationFailed, WorkbenchError
 from annotations.models import Annotator, Invitation, Participant, Study, User
 from annotations.services.studies import enrollment_add
+from common.errors import NotAllowed, ValidationFailed, WorkbenchError
 
 MAX_USES = 100_000
 MAX_QUOTA = 100_000
@@ -50,10 +50,16 @@ MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 
 # URL parameter names each platform appends to the study link, mapped to our fields.
 PLATFORM_PARAMETERS: dict[str, dict[str, str]] = {
-    Invitation.Platform.PROLIFIC: {"participant_id": "PROLIFIC_PID", "platform_study_id": "STUDY_ID",
-                                   "session_id": "SESSION_ID"},
-    Invitation.Platform.MTURK: {"participant_id": "workerId", "platform_study_id": "hitId",
-                                "assignment_id": "assignmentId"},
+    Invitation.Platform.PROLIFIC: {
+        "participant_id": "PROLIFIC_PID",
+        "platform_study_id": "STUDY_ID",
+        "session_id": "SESSION_ID",
+    },
+    Invitation.Platform.MTURK: {
+        "participant_id": "workerId",
+        "platform_study_id": "hitId",
+        "assignment_id": "assignmentId",
+    },
 }
 
 
@@ -86,6 +92,7 @@ class PlatformIds:
 
 # --- Checking what a researcher writes --------------------------------------------------------------
 
+
 def demographics_from_text(text: str) -> list[dict[str, Any]]:
     """A demographic form written as YAML (or JSON): a list of fields; validated."""
     text = (text or "").strip()
@@ -96,7 +103,9 @@ def demographics_from_text(text: str) -> list[dict[str, Any]]:
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ValidationFailed(f"the demographic form is not valid YAML: {exc}", {"demographics": "not YAML"}) from exc
+        raise ValidationFailed(
+            f"the demographic form is not valid YAML: {exc}", {"demographics": "not YAML"}
+        ) from exc
     return demographics_clean(value)
 
 
@@ -110,29 +119,38 @@ def demographics_clean(value: Any) -> list[dict[str, Any]]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ValidationFailed("the demographic form must be a list of fields", {"demographics": "not a list"})
+        raise ValidationFailed(
+            "the demographic form must be a list of fields", {"demographics": "not a list"}
+        )
     if len(value) > MAX_DEMOGRAPHIC_FIELDS:
-        raise ValidationFailed(f"at most {MAX_DEMOGRAPHIC_FIELDS} demographic fields", {"demographics": "too many"})
+        raise ValidationFailed(
+            f"at most {MAX_DEMOGRAPHIC_FIELDS} demographic fields", {"demographics": "too many"}
+        )
     fields: list[dict[str, Any]] = []
     seen: set[str] = set()
     for number, raw in enumerate(value, start=1):
         where = f"demographic field {number}"
         if not isinstance(raw, dict):
-            raise ValidationFailed(f"{where} must be a mapping with key, label and kind", {"demographics": where})
+            raise ValidationFailed(
+                f"{where} must be a mapping with key, label and kind", {"demographics": where}
+            )
         unknown = sorted(set(raw) - {"key", "label", "kind", "choices", "required"})
         if unknown:
             raise ValidationFailed(f"{where}: unknown setting {unknown[0]!r}", {"demographics": where})
         key = raw.get("key")
         if not isinstance(key, str) or not FIELD_KEY.fullmatch(key):
-            raise ValidationFailed(f"{where}: key must be a lower-case identifier (a-z, 0-9, _), up to 40 characters",
-                                   {"demographics": where})
+            raise ValidationFailed(
+                f"{where}: key must be a lower-case identifier (a-z, 0-9, _), up to 40 characters",
+                {"demographics": where},
+            )
         if key in seen:
             raise ValidationFailed(f"{where}: key {key!r} is used twice", {"demographics": where})
         seen.add(key)
         label = raw.get("label")
         if not isinstance(label, str) or not label.strip() or len(label) > MAX_LABEL_CHARS:
-            raise ValidationFailed(f"{where}: label must be text of 1 to {MAX_LABEL_CHARS} characters",
-                                   {"demographics": where})
+            raise ValidationFailed(
+                f"{where}: label must be text of 1 to {MAX_LABEL_CHARS} characters", {"demographics": where}
+            )
         kind = raw.get("kind", "text")
         if kind not in ("choice", "text"):
             raise ValidationFailed(f"{where}: kind must be 'choice' or 'text'", {"demographics": where})
@@ -142,14 +160,23 @@ def demographics_clean(value: Any) -> list[dict[str, Any]]:
         field: dict[str, Any] = {"key": key, "label": label.strip(), "kind": kind, "required": required}
         choices = raw.get("choices")
         if kind == "choice":
-            if (not isinstance(choices, list) or not 1 <= len(choices) <= MAX_CHOICES
-                    or not all(isinstance(c, str | int | float) and not isinstance(c, bool) for c in choices)):
-                raise ValidationFailed(f"{where}: a choice field needs a list of 1 to {MAX_CHOICES} choices",
-                                       {"demographics": where})
+            if (
+                not isinstance(choices, list)
+                or not 1 <= len(choices) <= MAX_CHOICES
+                or not all(isinstance(c, str | int | float) and not isinstance(c, bool) for c in choices)
+            ):
+                raise ValidationFailed(
+                    f"{where}: a choice field needs a list of 1 to {MAX_CHOICES} choices",
+                    {"demographics": where},
+                )
             texts = [str(choice).strip() for choice in choices]
-            if any(not text or len(text) > MAX_CHOICE_CHARS for text in texts) or len(set(texts)) != len(texts):
-                raise ValidationFailed(f"{where}: choices must be distinct, non-empty, up to {MAX_CHOICE_CHARS} "
-                                       "characters", {"demographics": where})
+            if any(not text or len(text) > MAX_CHOICE_CHARS for text in texts) or len(set(texts)) != len(
+                texts
+            ):
+                raise ValidationFailed(
+                    f"{where}: choices must be distinct, non-empty, up to {MAX_CHOICE_CHARS} characters",
+                    {"demographics": where},
+                )
             field["choices"] = texts
         elif choices is not None:
             raise ValidationFailed(f"{where}: a text field has no choices", {"demographics": where})
@@ -187,25 +214,33 @@ def _completion(*, platform: str, code: str, url: str) -> tuple[str, str]:
     code = (code or "").strip()
     url = (url or "").strip()
     if code and not COMPLETION_CODE.fullmatch(code):
-        raise ValidationFailed("the completion code may hold letters, digits, '_' and '-' (up to 64)",
-                               {"completion_code": "invalid"})
+        raise ValidationFailed(
+            "the completion code may hold letters, digits, '_' and '-' (up to 64)",
+            {"completion_code": "invalid"},
+        )
     if platform != Invitation.Platform.NONE and not code:
-        raise ValidationFailed(f"a {Invitation.Platform(platform).label} link needs a completion code",
-                               {"completion_code": "required"})
+        raise ValidationFailed(
+            f"a {Invitation.Platform(platform).label} link needs a completion code",
+            {"completion_code": "required"},
+        )
     if url:
         try:
             URLValidator(schemes=["https", "http"])(url)
         except ValidationError as exc:
-            raise ValidationFailed("the completion URL must be an http(s) address",
-                                   {"completion_url": "invalid"}) from exc
+            raise ValidationFailed(
+                "the completion URL must be an http(s) address", {"completion_url": "invalid"}
+            ) from exc
         if len(url) > 500:
-            raise ValidationFailed("the completion URL is longer than 500 characters", {"completion_url": "too long"})
+            raise ValidationFailed(
+                "the completion URL is longer than 500 characters", {"completion_url": "too long"}
+            )
     elif platform == Invitation.Platform.PROLIFIC:
         url = PROLIFIC_COMPLETION_URL.format(code=quote(code, safe=""))
     return code, url
 
 
 # --- Writes ------------------------------------------------------------------------------------------
+
 
 @transaction.atomic
 def invitation_create(
@@ -234,36 +269,55 @@ def invitation_create(
     if pool not in Annotator.Pool.values:
         raise ValidationFailed(f"pool must be one of {', '.join(Annotator.Pool.values)}", {"pool": "invalid"})
     if platform not in Invitation.Platform.values:
-        raise ValidationFailed(f"platform must be one of {', '.join(Invitation.Platform.values)}",
-                               {"platform": "invalid"})
+        raise ValidationFailed(
+            f"platform must be one of {', '.join(Invitation.Platform.values)}", {"platform": "invalid"}
+        )
     if timezone.is_naive(expires_at) or expires_at <= now:
         raise ValidationFailed("the link must expire in the future", {"expires_at": "in the past"})
     if isinstance(max_uses, bool) or not isinstance(max_uses, int) or not 1 <= max_uses <= MAX_USES:
         raise ValidationFailed(f"max_uses must be between 1 and {MAX_USES}", {"max_uses": "out of range"})
     if items_per_participant is not None and (
-            isinstance(items_per_participant, bool) or not isinstance(items_per_participant, int)
-            or not 1 <= items_per_participant <= MAX_QUOTA):
-        raise ValidationFailed(f"items per participant must be between 1 and {MAX_QUOTA}",
-                               {"items_per_participant": "out of range"})
+        isinstance(items_per_participant, bool)
+        or not isinstance(items_per_participant, int)
+        or not 1 <= items_per_participant <= MAX_QUOTA
+    ):
+        raise ValidationFailed(
+            f"items per participant must be between 1 and {MAX_QUOTA}",
+            {"items_per_participant": "out of range"},
+        )
     consent_text = (consent_text or "").strip()
     if len(consent_text) > MAX_CONSENT_CHARS:
-        raise ValidationFailed(f"the consent text is longer than {MAX_CONSENT_CHARS} characters",
-                               {"consent_text": "too long"})
+        raise ValidationFailed(
+            f"the consent text is longer than {MAX_CONSENT_CHARS} characters", {"consent_text": "too long"}
+        )
     label = (label or "").strip()
     if len(label) > MAX_LABEL_CHARS:
-        raise ValidationFailed(f"the label is longer than {MAX_LABEL_CHARS} characters", {"label": "too long"})
+        raise ValidationFailed(
+            f"the label is longer than {MAX_LABEL_CHARS} characters", {"label": "too long"}
+        )
     code, url = _completion(platform=platform, code=completion_code, url=completion_url)
     return Invitation.objects.create(
-        study=study, created_by=created_by, expires_at=expires_at, max_uses=max_uses, pool=pool,
-        platform=platform, items_per_participant=items_per_participant, consent_text=consent_text,
-        demographics=demographics_clean(demographics), completion_code=code, completion_url=url, label=label,
+        study=study,
+        created_by=created_by,
+        expires_at=expires_at,
+        max_uses=max_uses,
+        pool=pool,
+        platform=platform,
+        items_per_participant=items_per_participant,
+        consent_text=consent_text,
+        demographics=demographics_clean(demographics),
+        completion_code=code,
+        completion_url=url,
+        label=label,
     )
 
 
 @transaction.atomic
 def invitation_revoke(*, invitation: Invitation, now: datetime | None = None) -> Invitation:
     """Withdraw a link: nobody can join or come back through it. Idempotent; accounts are kept."""
-    Invitation.objects.filter(pk=invitation.pk, revoked_at__isnull=True).update(revoked_at=now or timezone.now())
+    Invitation.objects.filter(pk=invitation.pk, revoked_at__isnull=True).update(
+        revoked_at=now or timezone.now()
+    )
     invitation.refresh_from_db(fields=["revoked_at"])
     return invitation
 
@@ -275,13 +329,15 @@ def invitation_check(invitation: Invitation, *, now: datetime | None = None, joi
     if invitation.revoked_at is not None:
         raise InvitationRefused("revoked", "This link has been withdrawn by the researchers.")
     if invitation.expires_at <= now:
-        raise InvitationRefused("expired", "This link expired on "
-                                f"{invitation.expires_at:%d %B %Y at %H:%M} UTC.")
+        raise InvitationRefused(
+            "expired", f"This link expired on {invitation.expires_at:%d %B %Y at %H:%M} UTC."
+        )
     if not joining:
         return
     if invitation.uses >= invitation.max_uses:
-        raise InvitationRefused("used_up", "This link has already been used by as many participants as the "
-                                           "study needs.")
+        raise InvitationRefused(
+            "used_up", "This link has already been used by as many participants as the study needs."
+        )
     if invitation.study.status != Study.Status.ACTIVE:
         raise InvitationRefused("inactive", "This study is not taking new participants at the moment.")
 
@@ -311,32 +367,43 @@ def platform_ids_from_query(*, platform: str, query: Mapping[str, str]) -> Platf
     for field, parameter in names.items():
         value = query.get(parameter, "")
         if value and not PLATFORM_ID.fullmatch(value):
-            raise ValidationFailed(f"The link's {parameter} is not a valid id (letters, digits, '_' and '-', "
-                                   "up to 64 characters).", {parameter: "invalid"})
+            raise ValidationFailed(
+                f"The link's {parameter} is not a valid id (letters, digits, '_' and '-', "
+                "up to 64 characters).",
+                {parameter: "invalid"},
+            )
         values[field] = value
     if not values["participant_id"]:
         label = Invitation.Platform(platform).label
-        raise ValidationFailed(f"This link must be opened from {label}: its {names['participant_id']} "
-                               "parameter is missing.", {names["participant_id"]: "required"})
+        raise ValidationFailed(
+            f"This link must be opened from {label}: its {names['participant_id']} parameter is missing.",
+            {names["participant_id"]: "required"},
+        )
     return PlatformIds(**values)
 
 
 def participant_find(*, study_id: int, platform: str, participant_id: str) -> Participant | None:
     if not participant_id:
         return None
-    return (Participant.objects.select_related("user", "invitation")
-            .filter(study_id=study_id, platform=platform, participant_id=participant_id).first())
+    return (
+        Participant.objects.select_related("user", "invitation")
+        .filter(study_id=study_id, platform=platform, participant_id=participant_id)
+        .first()
+    )
 
 
-def participant_resume(*, invitation: Invitation, ids: PlatformIds, now: datetime | None = None) -> Participant | None:
+def participant_resume(
+    *, invitation: Invitation, ids: PlatformIds, now: datetime | None = None
+) -> Participant | None:
     """The participant who already joined the study with these platform ids, if any.
 
     A returning participant is let back in while the link is neither revoked nor expired, even
     when it is used up (they used it already); no use is counted.
     """
     invitation_check(invitation, now=now, joining=False)
-    return participant_find(study_id=invitation.study_id, platform=invitation.platform,
-                            participant_id=ids.participant_id)
+    return participant_find(
+        study_id=invitation.study_id, platform=invitation.platform, participant_id=ids.participant_id
+    )
 
 
 def _username(study_id: int) -> str:
@@ -363,7 +430,9 @@ def participant_join(
     ``Participant`` row. Nothing is written when any check fails.
     """
     now = now or timezone.now()
-    invitation = Invitation.objects.select_for_update(of=("self",)).select_related("study").get(pk=invitation.pk)
+    invitation = (
+        Invitation.objects.select_for_update(of=("self",)).select_related("study").get(pk=invitation.pk)
+    )
     existing = participant_resume(invitation=invitation, ids=ids, now=now)
     if existing is not None:
         return existing, False
@@ -375,20 +444,28 @@ def participant_join(
     cleaned = demographic_answers_clean(fields=invitation.demographics, data=answers or {})
     try:
         with transaction.atomic():  # a savepoint: a concurrent join with the same id through another link
-            taken = Invitation.objects.filter(pk=invitation.pk, uses__lt=F("max_uses")).update(uses=F("uses") + 1)
+            taken = Invitation.objects.filter(pk=invitation.pk, uses__lt=F("max_uses")).update(
+                uses=F("uses") + 1
+            )
             if taken != 1:
-                raise InvitationRefused("used_up", "This link has already been used by as many participants as "
-                                                   "the study needs.")
+                raise InvitationRefused(
+                    "used_up", "This link has already been used by as many participants as the study needs."
+                )
             user = User(username=_username(invitation.study_id), role=User.Role.ANNOTATOR)
             user.set_unusable_password()
             user.save()
             participant = Participant.objects.create(
-                invitation=invitation, study=invitation.study, user=user, platform=invitation.platform,
-                consented_at=consented_at if invitation.consent_text else None, **ids.as_dict(),
+                invitation=invitation,
+                study=invitation.study,
+                user=user,
+                platform=invitation.platform,
+                consented_at=consented_at if invitation.consent_text else None,
+                **ids.as_dict(),
             )
     except IntegrityError:
-        again = participant_find(study_id=invitation.study_id, platform=invitation.platform,
-                                 participant_id=ids.participant_id)
+        again = participant_find(
+            study_id=invitation.study_id, platform=invitation.platform, participant_id=ids.participant_id
+        )
         if again is None:
             raise
         return again, False
@@ -404,7 +481,7 @@ def participant_join(
 def participant_complete(*, participant: Participant, now: datetime | None = None) -> Participant:
     """Record that the participant finished (quota reached or nothing left); the first time counts."""
     Participant.objects.filter(pk=participant.pk, completed_at__isnull=True).update(
-        completed_at=now or timezone.now())
+        completed_at=now or timezone.now()
+    )
     participant.refresh_from_db(fields=["completed_at"])
     return participant
-

@@ -27,8 +27,10 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
 
-from annotations.errors import ImportRefused
-from annotations.files import (
+from annotations.models import Item, ItemImage, Study
+from annotations.protocols.schema import slugify_option
+from common.errors import ImportRefused
+from common.files import (
     IMAGE_SUFFIXES,
     CheckedImage,
     FileSource,
@@ -37,13 +39,24 @@ from annotations.files import (
     ZipSource,
     safe_member_path,
 )
-from annotations.models import Item, ItemImage, Study
-from annotations.planner_statistics import statistics_refresh
-from annotations.protocols import slugify_option
+from common.planner_statistics import statistics_refresh
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "manifest.ndjson")
-KNOWN_COLUMNS = {"external_id", "file", "files", "text", "prompt", "model", "condition", "seed", "settings",
-                 "metadata", "kind", "original_names", "expert_only"}
+KNOWN_COLUMNS = {
+    "external_id",
+    "file",
+    "files",
+    "text",
+    "prompt",
+    "model",
+    "condition",
+    "seed",
+    "settings",
+    "metadata",
+    "kind",
+    "original_names",
+    "expert_only",
+}
 _TRUE = {"1", "true", "yes"}
 _FALSE = {"", "0", "false", "no"}
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
@@ -76,8 +89,12 @@ class ImportReport:
     item_ids: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"created": self.created, "references": self.references, "duplicates": self.duplicates,
-                "item_ids": self.item_ids}
+        return {
+            "created": self.created,
+            "references": self.references,
+            "duplicates": self.duplicates,
+            "item_ids": self.item_ids,
+        }
 
 
 def _csv_cell(value: str) -> Any:
@@ -102,9 +119,14 @@ def _read_manifest(name: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]
         for row in reader:
             if None in row:
                 raise ImportRefused(f"{name} row {reader.line_num}: more cells than header columns")
-            yield f"{name} row {reader.line_num}", {
-                key.strip(): _csv_cell(value) for key, value in row.items() if value is not None and value.strip()
-            }
+            yield (
+                f"{name} row {reader.line_num}",
+                {
+                    key.strip(): _csv_cell(value)
+                    for key, value in row.items()
+                    if value is not None and value.strip()
+                },
+            )
     else:
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -164,7 +186,9 @@ def _row(where: str, record: dict[str, Any], unit: str) -> ItemRow:
     if not isinstance(metadata, dict):
         raise ImportRefused(f"{where}: 'metadata' must be a JSON object")
     metadata = {**{key: value for key, value in record.items() if key not in KNOWN_COLUMNS}, **metadata}
-    expert_raw = str(record.get("expert_only", "") if record.get("expert_only") is not None else "").strip().lower()
+    expert_raw = (
+        str(record.get("expert_only", "") if record.get("expert_only") is not None else "").strip().lower()
+    )
     if expert_raw not in _TRUE | _FALSE:
         raise ImportRefused(f"{where}: expert_only must be true or false, got {expert_raw!r}")
     original_names = record.get("original_names") or files
@@ -172,9 +196,16 @@ def _row(where: str, record: dict[str, Any], unit: str) -> ItemRow:
         raise ImportRefused(f"{where}: 'original_names' must list one name per file")
     return ItemRow(
         original_names=[str(name) for name in original_names],
-        where=where, external_id=external_id, files=files, text=text,
-        prompt=str(record.get("prompt", "") or ""), model=str(record.get("model", "") or ""),
-        condition=condition, seed=seed, settings=settings_value, metadata=metadata,
+        where=where,
+        external_id=external_id,
+        files=files,
+        text=text,
+        prompt=str(record.get("prompt", "") or ""),
+        model=str(record.get("model", "") or ""),
+        condition=condition,
+        seed=seed,
+        settings=settings_value,
+        metadata=metadata,
         expert_only=expert_raw in _TRUE,
     )
 
@@ -184,7 +215,11 @@ def _check_option_fields(study: Study, row: ItemRow) -> None:
         if question.options_from is None:
             continue
         values = row.metadata.get(question.options_from)
-        if not isinstance(values, list) or not values or not all(isinstance(v, str) and v.strip() for v in values):
+        if (
+            not isinstance(values, list)
+            or not values
+            or not all(isinstance(v, str) and v.strip() for v in values)
+        ):
             raise ImportRefused(
                 f"{row.where}: question '{question.key}' takes its options from '{question.options_from}', "
                 "which must be a non-empty list of texts"
@@ -230,14 +265,16 @@ def items_import(*, study: Study, path: Path) -> ImportReport:
         source.close()
 
 
-def items_import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
-                         source: FileSource | None = None) -> ImportReport:
+def items_import_records(
+    *, study: Study, records: list[tuple[str, dict[str, Any]]], source: FileSource | None = None
+) -> ImportReport:
     """Import already-parsed manifest records (used by study import and the demo)."""
     return _import_records(study=study, records=records, source=source)
 
 
-def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
-                    source: FileSource | None) -> ImportReport:
+def _import_records(
+    *, study: Study, records: list[tuple[str, dict[str, Any]]], source: FileSource | None
+) -> ImportReport:
     if len(records) > MAX_ROWS:
         raise ImportRefused(f"more than {MAX_ROWS} rows; split the import")
     if not records:
@@ -247,13 +284,18 @@ def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
     report = ImportReport()
     # Only the ids and hashes this import names are looked up (not every item of the study): a
     # generation job adds its images one item at a time, and must not read the whole study each time.
-    existing_ids = set(_lookup(Item.objects.filter(study=study), "external_id", [row.external_id for row in rows],
-                               "external_id"))
+    existing_ids = set(
+        _lookup(
+            Item.objects.filter(study=study), "external_id", [row.external_id for row in rows], "external_id"
+        )
+    )
     seen_ids: dict[str, str] = {}
     candidates: list[tuple[ItemRow, list[Any], str]] = []
     for row in rows:
         if row.external_id in seen_ids:
-            raise ImportRefused(f"{row.where}: external_id {row.external_id!r} repeats {seen_ids[row.external_id]}")
+            raise ImportRefused(
+                f"{row.where}: external_id {row.external_id!r} repeats {seen_ids[row.external_id]}"
+            )
         seen_ids[row.external_id] = row.where
         _check_option_fields(study, row)
         if row.external_id in existing_ids:
@@ -265,39 +307,70 @@ def _import_records(*, study: Study, records: list[tuple[str, dict[str, Any]]],
                 raise ImportRefused(f"{row.where}: {name} cannot be found (upload a zip with the files)")
             images.append(source.checked_image(name))
         candidates.append((row, images, _item_digest(images)))
-    existing_hashes = dict(_lookup(Item.objects.filter(study=study), "sha256",
-                                   [digest for _r, _i, digest in candidates if digest], "sha256", "external_id"))
+    existing_hashes = dict(
+        _lookup(
+            Item.objects.filter(study=study),
+            "sha256",
+            [digest for _r, _i, digest in candidates if digest],
+            "sha256",
+            "external_id",
+        )
+    )
     checked: list[tuple[ItemRow, list[Any], str]] = []
     for row, images, digest in candidates:
         if digest and digest in existing_hashes:
-            report.duplicates.append({
-                "external_id": row.external_id,
-                "reason": f"same file(s) as item {existing_hashes[digest]!r}",
-            })
+            report.duplicates.append(
+                {
+                    "external_id": row.external_id,
+                    "reason": f"same file(s) as item {existing_hashes[digest]!r}",
+                }
+            )
             continue
         if digest:
             existing_hashes[digest] = row.external_id
         checked.append((row, images, digest))
-    kind = Item.Kind.TEXT if unit == "text" else (Item.Kind.IMAGE_SET if unit == "image_set" else Item.Kind.IMAGE)
+    kind = (
+        Item.Kind.TEXT
+        if unit == "text"
+        else (Item.Kind.IMAGE_SET if unit == "image_set" else Item.Kind.IMAGE)
+    )
     saved: list[str] = []
     try:
         with transaction.atomic():
             # Multi-row inserts (items, then their images): a large import or a generation job's batch
             # costs a few statements, not two per item.
-            items = Item.objects.bulk_create([
-                Item(study=study, external_id=row.external_id, kind=kind, text=row.text, prompt=row.prompt,
-                     model_name=row.model, condition=row.condition, seed=row.seed,
-                     generation_settings=row.settings, metadata=row.metadata, sha256=digest,
-                     is_reference=unit != "text" and not images, expert_only=row.expert_only)
-                for row, images, digest in checked
-            ], batch_size=INSERT_BATCH)
+            items = Item.objects.bulk_create(
+                [
+                    Item(
+                        study=study,
+                        external_id=row.external_id,
+                        kind=kind,
+                        text=row.text,
+                        prompt=row.prompt,
+                        model_name=row.model,
+                        condition=row.condition,
+                        seed=row.seed,
+                        generation_settings=row.settings,
+                        metadata=row.metadata,
+                        sha256=digest,
+                        is_reference=unit != "text" and not images,
+                        expert_only=row.expert_only,
+                    )
+                    for row, images, digest in checked
+                ],
+                batch_size=INSERT_BATCH,
+            )
             records = []
             for item, (row, images, _digest) in zip(items, checked, strict=True):
                 for position, (name, image) in enumerate(zip(row.files, images, strict=True)):
                     record = ItemImage(
-                        item=item, position=position, original_name=row.original_names[position][-255:],
+                        item=item,
+                        position=position,
+                        original_name=row.original_names[position][-255:],
                         sha256=image.sha256,
-                        width=image.width, height=image.height, content_type=image.content_type,
+                        width=image.width,
+                        height=image.height,
+                        content_type=image.content_type,
                     )
                     assert source is not None
                     record.file.save(Path(name).name, ContentFile(source.read(name)), save=False)
@@ -321,7 +394,7 @@ def _lookup(queryset: Any, field: str, values: list[str], *columns: str) -> list
     found: list[Any] = []
     distinct = sorted(set(values))
     for start in range(0, len(distinct), LOOKUP_CHUNK):
-        chunk = distinct[start:start + LOOKUP_CHUNK]
+        chunk = distinct[start : start + LOOKUP_CHUNK]
         found.extend(queryset.filter(**{f"{field}__in": chunk}).values_list(*columns, flat=len(columns) == 1))
     return found
 
@@ -334,13 +407,21 @@ def _item_digest(images: list[Any]) -> str:
     return hashlib.sha256("\n".join(image.sha256 for image in images).encode()).hexdigest()
 
 
-def items_add_files(*, study: Study, records: list[dict[str, Any]], files: dict[str, bytes],
-                    checked: dict[str, CheckedImage] | None = None) -> ImportReport:
+def items_add_files(
+    *,
+    study: Study,
+    records: list[dict[str, Any]],
+    files: dict[str, bytes],
+    checked: dict[str, CheckedImage] | None = None,
+) -> ImportReport:
     """``item_add_files`` for several items at once (one transaction; a generation job's batch):
     all are added, or the import is refused and none is. ``checked``: ``image_check`` results the
     caller already has for these bytes (see ``MemorySource``)."""
-    return _import_records(study=study, records=[(f"item {r.get('external_id', '')}", r) for r in records],
-                           source=MemorySource(files, checked))
+    return _import_records(
+        study=study,
+        records=[(f"item {r.get('external_id', '')}", r) for r in records],
+        source=MemorySource(files, checked),
+    )
 
 
 def item_add_files(*, study: Study, record: dict[str, Any], files: dict[str, bytes]) -> ImportReport:
@@ -349,5 +430,6 @@ def item_add_files(*, study: Study, record: dict[str, Any], files: dict[str, byt
 
     ``record`` is a manifest record naming the files (``file`` or ``files``) by keys of ``files``.
     """
-    return _import_records(study=study, records=[(f"item {record.get('external_id', '')}", record)],
-                           source=MemorySource(files))
+    return _import_records(
+        study=study, records=[(f"item {record.get('external_id', '')}", record)], source=MemorySource(files)
+    )

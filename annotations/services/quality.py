@@ -33,7 +33,6 @@ from django.db.models import Count, Max, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from annotations.errors import Conflict, ValidationFailed
 from annotations.models import (
     Annotation,
     Annotator,
@@ -45,7 +44,7 @@ from annotations.models import (
     Study,
     User,
 )
-from annotations.selectors import active_exclusions
+from annotations.selectors.studies import active_exclusions
 from annotations.services.consensus import consensus_compute
 from annotations.services.controls import (
     Qualification,
@@ -54,6 +53,7 @@ from annotations.services.controls import (
     qualification_state,
     quality_settings,
 )
+from common.errors import Conflict, ValidationFailed
 from metrics.quality import (
     Flag,
     Score,
@@ -74,8 +74,11 @@ def _study_humans(study: Study) -> list[Annotator]:
     """Humans with work in the study: handed an item, or with answers (imported raters)."""
     handed = Assignment.objects.filter(study=study).values("annotator_id")
     answered = Annotation.objects.filter(study=study).values("annotator_id")
-    return list(Annotator.objects.filter(Q(pk__in=handed) | Q(pk__in=answered), kind=Annotator.Kind.HUMAN)
-                .order_by("name", "pk"))
+    return list(
+        Annotator.objects.filter(Q(pk__in=handed) | Q(pk__in=answered), kind=Annotator.Kind.HUMAN).order_by(
+            "name", "pk"
+        )
+    )
 
 
 QUALITY_CACHE_SECONDS = 60
@@ -90,7 +93,8 @@ def quality_report_cached(*, study: Study, fresh: bool = False) -> dict[str, Any
     10 questions on a 2-core machine), and the progress page is opened often during a batch.
     """
     exclusions = AnnotatorExclusion.objects.filter(study=study).aggregate(
-        n=Count("id"), excluded=Max("excluded_at"), reinstated=Max("reinstated_at"))
+        n=Count("id"), excluded=Max("excluded_at"), reinstated=Max("reinstated_at")
+    )
     state = f"{study.pk}|{study.updated_at.isoformat()}|{exclusions['n']}|{exclusions['excluded']}|{exclusions['reinstated']}"
     key = "quality-report:" + hashlib.sha256(state.encode()).hexdigest()  # memcached-safe
     report = None if fresh else cache.get(key)
@@ -132,8 +136,10 @@ def _loo_scores(per_question: dict[str, _LooRows]) -> dict[int, Score]:
             counted = leave_one_out_coded(rows.units, rows.annotators, rows.codes, rows.voting)
         else:
             voters = {a for a, votes in zip(rows.annotators, rows.voting, strict=True) if votes}
-            counted = {a: (score.n, score.correct) for a, score in
-                       leave_one_out_agreement(rows.plain, voters=voters).items()}
+            counted = {
+                a: (score.n, score.correct)
+                for a, score in leave_one_out_agreement(rows.plain, voters=voters).items()
+            }
         for annotator_id, (comparable, agreeing) in counted.items():
             n[annotator_id] += comparable
             hits[annotator_id] += agreeing
@@ -152,9 +158,14 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
 
     # Values come as JSON text and each distinct text is decoded once (a study of 100,000 items holds
     # millions of answers but few distinct ones); leave-one-out is counted with numpy per question.
-    rows = (Annotation.objects.filter(study=study, annotator__kind=Annotator.Kind.HUMAN)
-            .exclude(question_key__in=boxes).order_by("created_at", "id")
-            .values_list("item_id", "question_key", "annotator_id", Cast("value", TextField()), "item__control_kind"))
+    rows = (
+        Annotation.objects.filter(study=study, annotator__kind=Annotator.Kind.HUMAN)
+        .exclude(question_key__in=boxes)
+        .order_by("created_at", "id")
+        .values_list(
+            "item_id", "question_key", "annotator_id", Cast("value", TextField()), "item__control_kind"
+        )
+    )
     decoded: dict[str, tuple[Any, Any]] = {}
     in_order: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     per_question: dict[str, _LooRows] = defaultdict(_LooRows)
@@ -172,8 +183,8 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
     times: dict[int, list[float]] = defaultdict(list)
     counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])  # real items, controls submitted
     for annotator_id, spent, created, completed, control in Assignment.objects.filter(
-            study=study, status=Assignment.Status.SUBMITTED).values_list(
-            "annotator_id", "time_spent_ms", "created_at", "completed_at", "item__control_kind"):
+        study=study, status=Assignment.Status.SUBMITTED
+    ).values_list("annotator_id", "time_spent_ms", "created_at", "completed_at", "item__control_kind"):
         counts[annotator_id][1 if control else 0] += 1
         if spent is not None:
             times[annotator_id].append(spent / 1000)
@@ -192,37 +203,63 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
         runs = {key: straight_lining(values) for key, values in in_order.get(annotator.pk, {}).items()}
         worst_key = max(runs, key=lambda k: (runs[k].longest_run, runs[k].modal_share or 0, k), default=None)
         worst = runs[worst_key] if worst_key is not None else None
-        flags = quality_flags(gold=gold, attention_failed=failed, loo=agreement, study_loo_median=median_loo,
-                              median_seconds=median_seconds, longest_run=worst.longest_run if worst else 0,
-                              thresholds=thresholds)
+        flags = quality_flags(
+            gold=gold,
+            attention_failed=failed,
+            loo=agreement,
+            study_loo_median=median_loo,
+            median_seconds=median_seconds,
+            longest_run=worst.longest_run if worst else 0,
+            thresholds=thresholds,
+        )
         qualification: Qualification | None = None
         if settings.qualification_items > 0 and annotator.user_id is not None:
             qualification = qualification_of([o for o in mine if o.kind == ControlKind.GOLD], settings)
             if qualification.state == "failed":
-                flags.insert(0, Flag("qualification", f"did not qualify ({qualification.correct} of "
-                                                       f"{qualification.n} gold answers right)"))
+                flags.insert(
+                    0,
+                    Flag(
+                        "qualification",
+                        f"did not qualify ({qualification.correct} of {qualification.n} gold answers right)",
+                    ),
+                )
         exclusion = exclusions.get(annotator.pk)
-        people.append({
-            "annotator_id": annotator.pk, "annotator": annotator.name, "pool": annotator.pool,
-            "items": counts[annotator.pk][0], "controls": counts[annotator.pk][1],
-            "gold": gold.to_dict(),
-            "attention": {"passed": len(attention) - failed, "failed": failed},
-            "agreement": {"n": agreement.n, "agree": agreement.correct, "rate": agreement.rate},
-            "median_seconds": None if median_seconds is None else round(median_seconds, 1),
-            "straight_line": None if worst is None else {"question": worst_key, **worst.to_dict()},
-            "qualification": qualification.to_dict() if qualification else None,
-            "flags": [flag.to_dict() for flag in flags],
-            "excluded": exclusion is not None,
-            "exclusion": None if exclusion is None else {
-                "reason": exclusion.reason, "at": exclusion.excluded_at,
-                "by": exclusion.excluded_by.username if exclusion.excluded_by else None},
-        })
+        people.append(
+            {
+                "annotator_id": annotator.pk,
+                "annotator": annotator.name,
+                "pool": annotator.pool,
+                "items": counts[annotator.pk][0],
+                "controls": counts[annotator.pk][1],
+                "gold": gold.to_dict(),
+                "attention": {"passed": len(attention) - failed, "failed": failed},
+                "agreement": {"n": agreement.n, "agree": agreement.correct, "rate": agreement.rate},
+                "median_seconds": None if median_seconds is None else round(median_seconds, 1),
+                "straight_line": None if worst is None else {"question": worst_key, **worst.to_dict()},
+                "qualification": qualification.to_dict() if qualification else None,
+                "flags": [flag.to_dict() for flag in flags],
+                "excluded": exclusion is not None,
+                "exclusion": None
+                if exclusion is None
+                else {
+                    "reason": exclusion.reason,
+                    "at": exclusion.excluded_at,
+                    "by": exclusion.excluded_by.username if exclusion.excluded_by else None,
+                },
+            }
+        )
     controls = dict.fromkeys(ControlKind.values, 0)
-    for kind in Item.objects.filter(study=study).exclude(control_kind="").values_list("control_kind", flat=True):
+    for kind in (
+        Item.objects.filter(study=study).exclude(control_kind="").values_list("control_kind", flat=True)
+    ):
         controls[kind] += 1
     return {
-        "study": study.pk, "name": study.name, "settings": settings.to_dict(), "controls": controls,
-        "agreement_median": median_loo, "annotators": people,
+        "study": study.pk,
+        "name": study.name,
+        "settings": settings.to_dict(),
+        "controls": controls,
+        "agreement_median": median_loo,
+        "annotators": people,
         "flagged": sum(1 for person in people if person["flags"]),
     }
 
@@ -239,11 +276,16 @@ def claim_refusal(*, study: Study, annotator: Annotator) -> Refusal | None:
     """Why a claim found nothing, when the reason is the qualification (a message for the annotator)."""
     state = qualification_state(study=study, annotator=annotator)
     if state.state == "failed":
-        return Refusal(True, f"you did not pass this study's qualification items ({state.correct} of {state.n} "
-                             f"answers right; {state.min_accuracy:.0%} were needed), so no further items will be "
-                             "given to you. Thank you for your time")
+        return Refusal(
+            True,
+            f"you did not pass this study's qualification items ({state.correct} of {state.n} "
+            f"answers right; {state.min_accuracy:.0%} were needed), so no further items will be "
+            "given to you. Thank you for your time",
+        )
     if state.state == "pending" and state.live == 0:
-        return Refusal(False, "there are no qualification items left for you at the moment; please come back later")
+        return Refusal(
+            False, "there are no qualification items left for you at the moment; please come back later"
+        )
     return None
 
 
@@ -253,8 +295,13 @@ def claim_refusal(*, study: Study, annotator: Annotator) -> Refusal | None:
 def _recompute_consensus(study: Study) -> None:
     """Recompute each question's stored consensus (the study's rule), and let cached reports go."""
     protocol = study.protocol_obj
-    keys = sorted(set(ConsensusLabel.objects.filter(study=study).exclude(rule="adjudicated")
-                      .values_list("question_key", flat=True)))
+    keys = sorted(
+        set(
+            ConsensusLabel.objects.filter(study=study)
+            .exclude(rule="adjudicated")
+            .values_list("question_key", flat=True)
+        )
+    )
     for key in keys:
         if protocol.has_question(key) and protocol.question(key).kind != "boxes":
             consensus_compute(study=study, question=key)
@@ -263,17 +310,22 @@ def _recompute_consensus(study: Study) -> None:
 
 def _check_in_study(study: Study, annotator: Annotator) -> None:
     if annotator.kind != Annotator.Kind.HUMAN:
-        raise ValidationFailed("only human annotators are excluded (machine labellers never count in consensus)")
-    has_work = (Assignment.objects.filter(study=study, annotator=annotator).exists()
-                or Annotation.objects.filter(study=study, annotator=annotator).exists()
-                or (annotator.user_id is not None and study.enrollments.filter(user_id=annotator.user_id).exists()))
+        raise ValidationFailed(
+            "only human annotators are excluded (machine labellers never count in consensus)"
+        )
+    has_work = (
+        Assignment.objects.filter(study=study, annotator=annotator).exists()
+        or Annotation.objects.filter(study=study, annotator=annotator).exists()
+        or (annotator.user_id is not None and study.enrollments.filter(user_id=annotator.user_id).exists())
+    )
     if not has_work:
         raise ValidationFailed(f"{annotator.name} has no work in this study")
 
 
 @transaction.atomic
-def annotator_exclude(*, study: Study, annotator: Annotator, user: User | None, reason: str,
-                      now: datetime | None = None) -> AnnotatorExclusion:
+def annotator_exclude(
+    *, study: Study, annotator: Annotator, user: User | None, reason: str, now: datetime | None = None
+) -> AnnotatorExclusion:
     """Exclude an annotator from a study: their answers stop counting (consensus recomputed now) and they
     are given no new items. Refused without a reason, or when they are already excluded."""
     reason = (reason or "").strip()
@@ -288,7 +340,12 @@ def annotator_exclude(*, study: Study, annotator: Annotator, user: User | None, 
     try:
         with transaction.atomic():
             exclusion = AnnotatorExclusion.objects.create(
-                study=study, annotator=annotator, reason=reason, excluded_by=user, excluded_at=now or timezone.now())
+                study=study,
+                annotator=annotator,
+                reason=reason,
+                excluded_by=user,
+                excluded_at=now or timezone.now(),
+            )
     except IntegrityError as exc:
         raise Conflict(f"{annotator.name} is already excluded from this study") from exc
     _recompute_consensus(study)
@@ -296,8 +353,9 @@ def annotator_exclude(*, study: Study, annotator: Annotator, user: User | None, 
 
 
 @transaction.atomic
-def annotator_reinstate(*, study: Study, annotator: Annotator, user: User | None, note: str = "",
-                        now: datetime | None = None) -> AnnotatorExclusion:
+def annotator_reinstate(
+    *, study: Study, annotator: Annotator, user: User | None, note: str = "", now: datetime | None = None
+) -> AnnotatorExclusion:
     """Undo an exclusion: the row keeps its history and records who reinstated and when; consensus is
     recomputed with the annotator's answers again."""
     note = (note or "").strip()
@@ -306,7 +364,11 @@ def annotator_reinstate(*, study: Study, annotator: Annotator, user: User | None
     exclusion = active_exclusions(study).select_for_update().filter(annotator=annotator).first()
     if exclusion is None:
         raise Conflict(f"{annotator.name} is not excluded from this study")
-    exclusion.reinstated_at, exclusion.reinstated_by, exclusion.reinstate_note = now or timezone.now(), user, note
+    exclusion.reinstated_at, exclusion.reinstated_by, exclusion.reinstate_note = (
+        now or timezone.now(),
+        user,
+        note,
+    )
     exclusion.save(update_fields=["reinstated_at", "reinstated_by", "reinstate_note"])
     _recompute_consensus(study)
     return exclusion
@@ -314,6 +376,8 @@ def annotator_reinstate(*, study: Study, annotator: Annotator, user: User | None
 
 def exclusion_history(study: Study) -> list[AnnotatorExclusion]:
     """Every exclusion of the study, newest first, with who excluded and reinstated."""
-    return list(AnnotatorExclusion.objects.filter(study=study)
-                .select_related("annotator", "excluded_by", "reinstated_by").order_by("-excluded_at", "-id"))
-
+    return list(
+        AnnotatorExclusion.objects.filter(study=study)
+        .select_related("annotator", "excluded_by", "reinstated_by")
+        .order_by("-excluded_at", "-id")
+    )

@@ -13,8 +13,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotations.errors import Conflict, NotAllowed, ValidationFailed
 from annotations.models import Assignment, RevealLog, User
+from common.errors import Conflict, NotAllowed, ValidationFailed
 
 AGREEMENT_VALUES = ("agree", "disagree")
 
@@ -31,8 +31,11 @@ def reveal_log_create(*, assignment: Assignment, shown: list[dict[str, Any]]) ->
     if assignment.status != Assignment.Status.SUBMITTED:
         raise Conflict("machine labels are shown only after you submit your own answers")
     return RevealLog.objects.create(
-        study_id=assignment.study_id, item_id=assignment.item_id, annotator_id=assignment.annotator_id,
-        assignment=assignment, shown=shown,
+        study_id=assignment.study_id,
+        item_id=assignment.item_id,
+        annotator_id=assignment.annotator_id,
+        assignment=assignment,
+        shown=shown,
     )
 
 

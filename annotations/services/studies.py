@@ -7,15 +7,26 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from annotations.errors import NotAllowed, ValidationFailed
 from annotations.models import Annotator, Enrollment, Participant, Study, User
-from annotations.protocols import Protocol, ProtocolError, load_preset, load_protocol_text, protocol_from_dict
+from annotations.protocols.schema import (
+    Protocol,
+    ProtocolError,
+    load_preset,
+    load_protocol_text,
+    protocol_from_dict,
+)
+from common.errors import NotAllowed, ValidationFailed
 
 MAX_OVERLAP = 100
 
 
-def protocol_resolve(*, preset: str | None = None, protocol_text: str | None = None,
-                     protocol: dict[str, Any] | None = None, source: str = "") -> Protocol:
+def protocol_resolve(
+    *,
+    preset: str | None = None,
+    protocol_text: str | None = None,
+    protocol: dict[str, Any] | None = None,
+    source: str = "",
+) -> Protocol:
     """Exactly one of a preset key, protocol YAML/JSON text or a protocol dict; validated."""
     given = [value is not None and value != "" for value in (preset, protocol_text, protocol)]
     if sum(given) != 1:
@@ -85,7 +96,9 @@ def study_update(*, study: Study, **changes: Any) -> Study:
         setattr(study, field, value)
     _check_numbers(overlap=study.overlap, lease_minutes=study.lease_minutes)
     if study.status not in Study.Status.values:
-        raise ValidationFailed(f"status must be one of {', '.join(Study.Status.values)}", {"status": "invalid"})
+        raise ValidationFailed(
+            f"status must be one of {', '.join(Study.Status.values)}", {"status": "invalid"}
+        )
     if not study.name.strip():
         raise ValidationFailed("a study needs a name", {"name": "required"})
     study.save(update_fields=[*changes, "updated_at"])

@@ -10,8 +10,6 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
-from annotations.errors import ImportRefused, ValidationFailed
-from annotations.files import FileSource, ZipSource
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -26,8 +24,20 @@ from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.controls import control_answers_clean
 from annotations.services.item_import import items_import_records
 from annotations.services.studies import protocol_resolve, study_create
+from common.errors import ImportRefused, ValidationFailed
+from common.files import FileSource, ZipSource
 
-ITEM_FIELDS = ("external_id", "text", "prompt", "model", "condition", "seed", "settings", "metadata", "expert_only")
+ITEM_FIELDS = (
+    "external_id",
+    "text",
+    "prompt",
+    "model",
+    "condition",
+    "seed",
+    "settings",
+    "metadata",
+    "expert_only",
+)
 
 
 def _records(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
@@ -71,14 +81,19 @@ def study_import(*, owner: User, path: Path, name: str | None = None) -> Study:
 
 
 @transaction.atomic
-def _study_import(*, owner: User, records: list[tuple[int, dict[str, Any]]], source: FileSource | None,
-                  name: str | None) -> Study:
+def _study_import(
+    *, owner: User, records: list[tuple[int, dict[str, Any]]], source: FileSource | None, name: str | None
+) -> Study:
     head = records[0][1]
     protocol = protocol_resolve(protocol=head.get("protocol"), source="export")
     study = study_create(
-        owner=owner, name=name or str(head.get("name", "Imported study")), protocol=protocol,
-        preset=str(head.get("preset", "")), overlap=int(head.get("overlap", 3)),
-        lease_minutes=int(head.get("lease_minutes", 30)), description=str(head.get("description", "")),
+        owner=owner,
+        name=name or str(head.get("name", "Imported study")),
+        protocol=protocol,
+        preset=str(head.get("preset", "")),
+        overlap=int(head.get("overlap", 3)),
+        lease_minutes=int(head.get("lease_minutes", 30)),
+        description=str(head.get("description", "")),
         options=head.get("options") or {},
     )
     item_records: list[tuple[str, dict[str, Any]]] = []
@@ -90,7 +105,9 @@ def _study_import(*, owner: User, records: list[tuple[int, dict[str, Any]]], sou
     for number, record in records[1:]:
         kind = record["type"]
         if kind == "annotator":
-            annotator_info[(record.get("kind", "human"), record.get("name", ""), record.get("version", ""))] = record
+            annotator_info[
+                (record.get("kind", "human"), record.get("name", ""), record.get("version", ""))
+            ] = record
         elif kind == "item":
             row = {key: record[key] for key in ITEM_FIELDS if key in record and record[key] not in (None, "")}
             files = record.get("files") or []
@@ -99,26 +116,56 @@ def _study_import(*, owner: User, records: list[tuple[int, dict[str, Any]]], sou
                 row["original_names"] = [entry.get("name") or entry["path"] for entry in files]
             elif files:
                 row.setdefault("metadata", {})
-                row["metadata"] = {**row["metadata"], "exported_files": [entry.get("name") for entry in files]}
+                row["metadata"] = {
+                    **row["metadata"],
+                    "exported_files": [entry.get("name") for entry in files],
+                }
             item_records.append((f"line {number}", row))
             if record.get("note") or record.get("control"):
-                item_extras[str(record.get("external_id", ""))] = {"note": record.get("note") or "",
-                                                                   "control": record.get("control"), "line": number}
+                item_extras[str(record.get("external_id", ""))] = {
+                    "note": record.get("note") or "",
+                    "control": record.get("control"),
+                    "line": number,
+                }
         elif kind == "annotation":
-            line = {key: record[key] for key in ("item", "annotator", "annotator_kind", "question", "value",
-                                                 "reason", "shown", "time_spent_ms") if record.get(key) is not None}
+            line = {
+                key: record[key]
+                for key in (
+                    "item",
+                    "annotator",
+                    "annotator_kind",
+                    "question",
+                    "value",
+                    "reason",
+                    "shown",
+                    "time_spent_ms",
+                )
+                if record.get(key) is not None
+            }
             if record.get("annotator_version"):
                 line["annotator_version"] = record["annotator_version"]
-            info = annotator_info.get((record.get("annotator_kind", "human"), record["annotator"],
-                                       record.get("annotator_version", "")))
+            info = annotator_info.get(
+                (
+                    record.get("annotator_kind", "human"),
+                    record["annotator"],
+                    record.get("annotator_version", ""),
+                )
+            )
             if info and info.get("kind") == "human":
                 line["pool"] = info.get("pool") or "crowd"
                 if info.get("attributes"):
                     line["annotator_attributes"] = info["attributes"]
             annotation_records.append((number, line))
             if record.get("revisions"):
-                revisions[(record["item"], record["annotator"], record.get("annotator_kind", "human"),
-                           record.get("annotator_version", ""), record["question"])] = record["revisions"]
+                revisions[
+                    (
+                        record["item"],
+                        record["annotator"],
+                        record.get("annotator_kind", "human"),
+                        record.get("annotator_version", ""),
+                        record["question"],
+                    )
+                ] = record["revisions"]
         elif kind in later:
             later[kind].append((number, record))
         else:
@@ -143,10 +190,13 @@ def _restore_item_extras(study: Study, extras: dict[str, dict[str, Any]]) -> Non
         control = extra["control"]
         if control:
             if control.get("kind") not in ("gold", "attention"):
-                raise ImportRefused(f"line {extra['line']}: control kind {control.get('kind')!r} is not gold or attention")
+                raise ImportRefused(
+                    f"line {extra['line']}: control kind {control.get('kind')!r} is not gold or attention"
+                )
             try:
-                item.control_answers = control_answers_clean(protocol=protocol, item=item,
-                                                             answers=control.get("answers") or {})
+                item.control_answers = control_answers_clean(
+                    protocol=protocol, item=item, answers=control.get("answers") or {}
+                )
             except ValidationFailed as exc:
                 raise ImportRefused(f"line {extra['line']}: control answers: {exc.message}") from exc
             item.control_kind = control["kind"]
@@ -154,8 +204,11 @@ def _restore_item_extras(study: Study, extras: dict[str, dict[str, Any]]) -> Non
 
 
 def _annotator_key(record: dict[str, Any], prefix: str = "annotator") -> tuple[str, str, str]:
-    return (str(record.get(prefix, "")), str(record.get(f"{prefix}_kind", "human")),
-            str(record.get(f"{prefix}_version", "")))
+    return (
+        str(record.get(prefix, "")),
+        str(record.get(f"{prefix}_kind", "human")),
+        str(record.get(f"{prefix}_version", "")),
+    )
 
 
 def _restore_consensus(study: Study, records: list[tuple[int, dict[str, Any]]]) -> None:
@@ -163,9 +216,12 @@ def _restore_consensus(study: Study, records: list[tuple[int, dict[str, Any]]]) 
     if not records:
         return
     items = dict(Item.objects.filter(study=study).values_list("external_id", "id"))
-    annotation_ids = {(item_id, question, name, kind, version): pk for pk, item_id, question, name, kind, version in
-                      Annotation.objects.filter(study=study).values_list(
-                          "id", "item_id", "question_key", "annotator__name", "annotator__kind", "annotator__version")}
+    annotation_ids = {
+        (item_id, question, name, kind, version): pk
+        for pk, item_id, question, name, kind, version in Annotation.objects.filter(study=study).values_list(
+            "id", "item_id", "question_key", "annotator__name", "annotator__kind", "annotator__version"
+        )
+    }
     users = _users({record.get("adjudicated_by") for _n, record in records})
     labels = []
     for number, record in records:
@@ -174,21 +230,34 @@ def _restore_consensus(study: Study, records: list[tuple[int, dict[str, Any]]]) 
             raise ImportRefused(f"line {number}: consensus for unknown item {record.get('item')!r}")
         question = str(record.get("question", ""))
         try:
-            support = [annotation_ids.get((item_id, question, *map(str, who))) for who in record.get("support") or []]
+            support = [
+                annotation_ids.get((item_id, question, *map(str, who))) for who in record.get("support") or []
+            ]
             confidence = None if record.get("confidence") is None else float(record["confidence"])
             n_votes = int(record.get("n_votes") or 0)
             if n_votes < 0:
                 raise ValueError(f"n_votes {n_votes} is negative")
         except (TypeError, ValueError) as exc:
-            raise ImportRefused(f"line {number}: a consensus record's support, confidence or n_votes is malformed "
-                                f"({exc})") from exc
-        labels.append(ConsensusLabel(
-            study=study, item_id=item_id, question_key=question, value=record.get("value"),
-            resolved=bool(record.get("resolved")), rule=str(record.get("rule", ""))[:32], params=record.get("params") or {},
-            support=[pk for pk in support if pk is not None], confidence=confidence,
-            reason=str(record.get("reason") or ""), n_votes=n_votes,
-            adjudicated_by=users.get(record.get("adjudicated_by")), note=str(record.get("note") or ""),
-        ))
+            raise ImportRefused(
+                f"line {number}: a consensus record's support, confidence or n_votes is malformed ({exc})"
+            ) from exc
+        labels.append(
+            ConsensusLabel(
+                study=study,
+                item_id=item_id,
+                question_key=question,
+                value=record.get("value"),
+                resolved=bool(record.get("resolved")),
+                rule=str(record.get("rule", ""))[:32],
+                params=record.get("params") or {},
+                support=[pk for pk in support if pk is not None],
+                confidence=confidence,
+                reason=str(record.get("reason") or ""),
+                n_votes=n_votes,
+                adjudicated_by=users.get(record.get("adjudicated_by")),
+                note=str(record.get("note") or ""),
+            )
+        )
     ConsensusLabel.objects.bulk_create(labels, batch_size=2000)
 
 
@@ -196,25 +265,35 @@ def _restore_exclusions(study: Study, records: list[tuple[int, dict[str, Any]]])
     """Exclusions with their history (who and when, reinstatements); people are found by username."""
     if not records:
         return
-    annotators = {(a.name, a.kind, a.version): a for a in Annotator.objects.filter(annotations__study=study).distinct()}
+    annotators = {
+        (a.name, a.kind, a.version): a for a in Annotator.objects.filter(annotations__study=study).distinct()
+    }
     users = _users({record.get(key) for _n, record in records for key in ("excluded_by", "reinstated_by")})
     for number, record in records:
         annotator = annotators.get(_annotator_key(record))
         if annotator is None:
-            raise ImportRefused(f"line {number}: exclusion of an annotator with no annotations: {record.get('annotator')!r}")
+            raise ImportRefused(
+                f"line {number}: exclusion of an annotator with no annotations: {record.get('annotator')!r}"
+            )
         try:
             with transaction.atomic():
                 AnnotatorExclusion.objects.create(
-                    study=study, annotator=annotator, reason=str(record.get("reason") or "imported"),
+                    study=study,
+                    annotator=annotator,
+                    reason=str(record.get("reason") or "imported"),
                     excluded_by=users.get(record.get("excluded_by")),
                     excluded_at=_when(record.get("excluded_at"), number),
                     reinstated_by=users.get(record.get("reinstated_by")),
-                    reinstated_at=_when(record.get("reinstated_at"), number) if record.get("reinstated_at") else None,
+                    reinstated_at=_when(record.get("reinstated_at"), number)
+                    if record.get("reinstated_at")
+                    else None,
                     reinstate_note=str(record.get("reinstate_note") or ""),
                 )
         except IntegrityError as exc:  # e.g. two exclusions of one person, neither reinstated
-            raise ImportRefused(f"line {number}: {record.get('annotator')!r} is excluded twice without being "
-                                f"reinstated in between") from exc
+            raise ImportRefused(
+                f"line {number}: {record.get('annotator')!r} is excluded twice without being "
+                f"reinstated in between"
+            ) from exc
 
 
 def _users(names: set[Any]) -> dict[str, User]:
@@ -228,15 +307,29 @@ def _when(text: Any, number: int) -> Any:
     return moment
 
 
-def _restore_revisions(study: Study, revisions: dict[tuple[str, str, str, str, str], list[dict[str, Any]]]) -> None:
+def _restore_revisions(
+    study: Study, revisions: dict[tuple[str, str, str, str, str], list[dict[str, Any]]]
+) -> None:
     if not revisions:
         return
     annotations = Annotation.objects.filter(study=study).select_related("item", "annotator")
     rows = []
     for annotation in annotations.iterator(chunk_size=2000):
         annotator: Annotator = annotation.annotator
-        key = (annotation.item.external_id, annotator.name, annotator.kind, annotator.version, annotation.question_key)
+        key = (
+            annotation.item.external_id,
+            annotator.name,
+            annotator.kind,
+            annotator.version,
+            annotation.question_key,
+        )
         for revision in revisions.get(key, []):
-            rows.append(AnnotationRevision(annotation=annotation, value=revision.get("value"),
-                                           shown=revision.get("shown"), reason=revision.get("reason") or ""))
+            rows.append(
+                AnnotationRevision(
+                    annotation=annotation,
+                    value=revision.get("value"),
+                    shown=revision.get("shown"),
+                    reason=revision.get("reason") or "",
+                )
+            )
     AnnotationRevision.objects.bulk_create(rows, batch_size=2000)

@@ -13,26 +13,38 @@ from typing import Any
 
 from django.db import transaction
 
-from annotations.errors import ValidationFailed
 from annotations.models import Annotation, Annotator, Item, Study
+from common.errors import ValidationFailed
 from metrics.validation_sampling import sample_size_for_width, stratified_sample, wilson_width
 
 ITEM_FIELDS = {"condition": "condition", "model": "model_name", "kind": "kind"}
 
 
 @transaction.atomic
-def validation_sample_create(*, study: Study, labeller: Annotator, size: int | None = None,
-                             fraction: float | None = None, stratify_by: str = "condition", seed: int = 0,
-                             expected_accuracy: float = 0.9, width: float | None = None) -> dict[str, Any]:
+def validation_sample_create(
+    *,
+    study: Study,
+    labeller: Annotator,
+    size: int | None = None,
+    fraction: float | None = None,
+    stratify_by: str = "condition",
+    seed: int = 0,
+    expected_accuracy: float = 0.9,
+    width: float | None = None,
+) -> dict[str, Any]:
     """Draw and store the sample; ``stratify_by`` is condition, model, kind or a metadata field."""
     if labeller.kind != Annotator.Kind.MACHINE:
         raise ValidationFailed(f"{labeller} is not a machine labeller")
-    labelled = set(Annotation.objects.filter(study=study, annotator=labeller).values_list("item_id", flat=True))
+    labelled = set(
+        Annotation.objects.filter(study=study, annotator=labeller).values_list("item_id", flat=True)
+    )
     if not labelled:
         raise ValidationFailed(f"{labeller.name} has labelled no item of this study")
     rows = Item.objects.filter(pk__in=labelled).values_list("id", ITEM_FIELDS.get(stratify_by, "metadata"))
-    strata = [(item_id, value if stratify_by in ITEM_FIELDS else str((value or {}).get(stratify_by)))
-              for item_id, value in rows]
+    strata = [
+        (item_id, value if stratify_by in ITEM_FIELDS else str((value or {}).get(stratify_by)))
+        for item_id, value in rows
+    ]
     try:
         sample = stratified_sample(strata, size=size, fraction=fraction, seed=seed)
         width_now = wilson_width(len(sample.ids), expected_accuracy=expected_accuracy)
@@ -40,17 +52,28 @@ def validation_sample_create(*, study: Study, labeller: Annotator, size: int | N
     except ValueError as exc:
         raise ValidationFailed(str(exc)) from exc
     locked = Study.objects.select_for_update().get(pk=study.pk)
-    record = {"labeller": labeller.pk, "labeller_name": labeller.name, "item_ids": sorted(sample.ids),
-              "seed": seed, "stratify_by": stratify_by}
+    record = {
+        "labeller": labeller.pk,
+        "labeller_name": labeller.name,
+        "item_ids": sorted(sample.ids),
+        "seed": seed,
+        "stratify_by": stratify_by,
+    }
     locked.options = {**locked.options, "validation_sample": record}
     locked.save(update_fields=["options", "updated_at"])
     return {
-        "study": study.pk, "labeller": f"{labeller.name} {labeller.version}".strip(), "size": len(sample.ids),
-        "labelled_items": len(labelled), "stratify_by": stratify_by, "seed": seed,
+        "study": study.pk,
+        "labeller": f"{labeller.name} {labeller.version}".strip(),
+        "size": len(sample.ids),
+        "labelled_items": len(labelled),
+        "stratify_by": stratify_by,
+        "seed": seed,
         "allocation": {str(k): v for k, v in sample.allocation.items()},
         "population": {str(k): v for k, v in sample.population.items()},
-        "expected_accuracy": expected_accuracy, "interval_width_95": width_now,
-        "requested_width": width, "smallest_size_for_width": needed,
+        "expected_accuracy": expected_accuracy,
+        "interval_width_95": width_now,
+        "requested_width": width,
+        "smallest_size_for_width": needed,
         "note": "humans are now assigned only the sampled items (clear with --clear)",
     }
 

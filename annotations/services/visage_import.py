@@ -29,12 +29,12 @@ from typing import Any
 
 from django.db import transaction
 
-from annotations.errors import ImportRefused
 from annotations.models import StereotypeEntry, Study, User
-from annotations.protocols import NONE_OPTION_KEY, load_preset, slugify_option
+from annotations.protocols.schema import NONE_OPTION_KEY, load_preset, slugify_option
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.item_import import items_import_records
 from annotations.services.studies import study_create
+from common.errors import ImportRefused
 
 NONE_LABEL = "none of the above"
 ANNOTATION_COLUMNS = ("worker_id", "img", "identity", "attribute", "present", "coords")
@@ -58,9 +58,14 @@ class VisageImportReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "studies": self.studies, "items": self.items, "annotations": self.annotations,
-            "annotators": self.annotators, "showings": self.showings, "screens": self.screens,
-            "stereotype_rows": self.stereotype_rows, "duplicate_terms": self.duplicate_terms,
+            "studies": self.studies,
+            "items": self.items,
+            "annotations": self.annotations,
+            "annotators": self.annotators,
+            "showings": self.showings,
+            "screens": self.screens,
+            "stereotype_rows": self.stereotype_rows,
+            "duplicate_terms": self.duplicate_terms,
         }
 
 
@@ -121,8 +126,10 @@ def _screens(rows: list[dict[str, str]]) -> list[_Screen]:
         if current is None:
             current = _Screen(line, task, image, identity, [], [], [])
         if identity != current.identity:
-            raise ImportRefused(f"line {line}: identity {identity!r} differs from {current.identity!r} of line "
-                                f"{current.line} (same image)")
+            raise ImportRefused(
+                f"line {line}: identity {identity!r} differs from {current.identity!r} of line "
+                f"{current.line} (same image)"
+            )
         key = NONE_OPTION_KEY if attribute == NONE_LABEL else slugify_option(attribute)
         if key in current.shown:
             raise ImportRefused(f"line {line}: {attribute!r} is shown twice on one screen")
@@ -150,17 +157,29 @@ def _image_records(rows: list[dict[str, str]]) -> tuple[list[tuple[str, dict[str
     for index, row in enumerate(rows):
         image, identity, attribute = row["img"].strip(), row["identity"].strip(), row["attribute"].strip()
         if identities.setdefault(image, identity) != identity:
-            raise ImportRefused(f"line {index + 2}: image {image!r} belongs to {identities[image]!r}, not {identity!r}")
+            raise ImportRefused(
+                f"line {index + 2}: image {image!r} belongs to {identities[image]!r}, not {identity!r}"
+            )
         if attribute == NONE_LABEL:
             continue
         key = slugify_option(attribute)
         if labels.setdefault(key, attribute) != attribute:
-            raise ImportRefused(f"line {index + 2}: {attribute!r} and {labels[key]!r} have the same option key {key!r}")
+            raise ImportRefused(
+                f"line {index + 2}: {attribute!r} and {labels[key]!r} have the same option key {key!r}"
+            )
         attributes.setdefault(image, set()).add(attribute)
     records = [
-        (image, {"external_id": image, "metadata": {
-            "identity": identities[image], "attributes": sorted(attributes.get(image, ())), "source": "visage",
-        }})
+        (
+            image,
+            {
+                "external_id": image,
+                "metadata": {
+                    "identity": identities[image],
+                    "attributes": sorted(attributes.get(image, ())),
+                    "source": "visage",
+                },
+            },
+        )
         for image in sorted(identities)
     ]
     missing = [image for image in identities if not attributes.get(image)]
@@ -177,10 +196,14 @@ def _annotation_records(screens: list[_Screen]) -> tuple[list[tuple[int, dict[st
         slot = slots[(screen.task, screen.image)] = slots.get((screen.task, screen.image), 0) + 1
         name = f"{screen.task}-r{slot}"
         annotators.add(name)
-        base = {"item": screen.image, "annotator": name,
-                "annotator_attributes": {"task": screen.task, "slot": slot}}
-        records.append((screen.line, {**base, "question": "attributes", "value": screen.selected,
-                                      "shown": screen.shown}))
+        base = {
+            "item": screen.image,
+            "annotator": name,
+            "annotator_attributes": {"task": screen.task, "slot": slot},
+        }
+        records.append(
+            (screen.line, {**base, "question": "attributes", "value": screen.selected, "shown": screen.shown})
+        )
         if screen.boxes:
             records.append((screen.line, {**base, "question": "attribute_boxes", "value": screen.boxes}))
     return records, annotators
@@ -197,7 +220,11 @@ def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
     except (OSError, ValueError, KeyError) as exc:
         raise ImportRefused(f"{path.name}: not a readable .xlsx workbook ({exc})") from exc
     try:
-        sheet = workbook["all_visual_attr"] if "all_visual_attr" in workbook.sheetnames else workbook.worksheets[0]
+        sheet = (
+            workbook["all_visual_attr"]
+            if "all_visual_attr" in workbook.sheetnames
+            else workbook.worksheets[0]
+        )
         rows = sheet.iter_rows(values_only=True)
         header = [str(h).strip() if h is not None else "" for h in next(rows, ())]
         missing = [name for name in ("attribute", *(col for _, col in REGIONS)) if name not in header]
@@ -214,7 +241,9 @@ def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
                 try:
                     code = int(float(value))
                 except (TypeError, ValueError) as exc:
-                    raise ImportRefused(f"{path.name} row {number}: {column} {value!r} is not a number") from exc
+                    raise ImportRefused(
+                        f"{path.name} row {number}: {column} {value!r} is not a number"
+                    ) from exc
                 if code not in LIKERT_CODES or code != float(value):
                     raise ImportRefused(f"{path.name} row {number}: {column} {value!r} is not one of 1..5")
                 codes[region] = code
@@ -228,7 +257,11 @@ def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
 
 def visual_terms(ratings: Iterable[tuple[str, dict[str, int]]]) -> set[str]:
     """Attributes every region rated Agree (4) or Strongly Agree (5) (visage's all-agree rule)."""
-    return {attr for attr, codes in ratings if codes and all(LIKERT_CODES[c] in VISUAL_KEYS for c in codes.values())}
+    return {
+        attr
+        for attr, codes in ratings
+        if codes and all(LIKERT_CODES[c] in VISUAL_KEYS for c in codes.values())
+    }
 
 
 def _visualness_records(
@@ -250,8 +283,18 @@ def _visualness_records(
             metadata["duplicate_of"] = term
         items.append((f"row {row}", {"external_id": external_id, "text": term, "metadata": metadata}))
         for region, code in codes.items():
-            annotations.append((row, {"item": external_id, "annotator": region, "question": "visual",
-                                      "value": LIKERT_CODES[code], "annotator_attributes": {"region": region}}))
+            annotations.append(
+                (
+                    row,
+                    {
+                        "item": external_id,
+                        "annotator": region,
+                        "question": "visual",
+                        "value": LIKERT_CODES[code],
+                        "annotator_attributes": {"region": region},
+                    },
+                )
+            )
     return items, annotations, duplicates
 
 
@@ -291,25 +334,34 @@ def _stereotype_entries(
         if len(identity) > 255 or len(attribute) > 255:
             raise ImportRefused(f"{where}: identity and attribute must be at most 255 characters")
         if (identity, attribute) in seen:
-            raise ImportRefused(f"{where}: repeats ({identity}, {attribute}) of line {seen[(identity, attribute)]}")
+            raise ImportRefused(
+                f"{where}: repeats ({identity}, {attribute}) of line {seen[(identity, attribute)]}"
+            )
         seen[(identity, attribute)] = index + 2
-        entries.append(StereotypeEntry(
-            study=study, source=source[:64], identity=identity, attribute=attribute,
-            na_stereo=_number(row.get("NA_stereo"), where, "NA_stereo", integer=True),  # type: ignore[arg-type]
-            region_stereo=_number(row.get("region_stereo"), where, "region_stereo", integer=True),  # type: ignore[arg-type]
-            offensiveness=_number(row.get(offensive_col), where, offensive_col, integer=False) if offensive_col else None,
-            visual=None if visual is None else attribute in visual,
-            extra={k: v for k, v in row.items() if k is not None and k not in known and v not in (None, "")},
-        ))
+        entries.append(
+            StereotypeEntry(
+                study=study,
+                source=source[:64],
+                identity=identity,
+                attribute=attribute,
+                na_stereo=_number(row.get("NA_stereo"), where, "NA_stereo", integer=True),  # type: ignore[arg-type]
+                region_stereo=_number(row.get("region_stereo"), where, "region_stereo", integer=True),  # type: ignore[arg-type]
+                offensiveness=_number(row.get(offensive_col), where, offensive_col, integer=False)
+                if offensive_col
+                else None,
+                visual=None if visual is None else attribute in visual,
+                extra={
+                    k: v for k, v in row.items() if k is not None and k not in known and v not in (None, "")
+                },
+            )
+        )
     if not entries:
         raise ImportRefused(f"{path.name}: has no rows")
     return entries
 
 
 @transaction.atomic
-def stereotype_table_import(
-    *, study: Study, path: Path, visual_attributes_path: Path | None = None
-) -> int:
+def stereotype_table_import(*, study: Study, path: Path, visual_attributes_path: Path | None = None) -> int:
     """Replace ``study``'s stereotype table with the rows of a SeeGULL-style CSV; returns the row count.
 
     Columns: identity, attribute (required); NA_stereo, region_stereo, ``mean offensiveness_score`` (or
@@ -352,9 +404,13 @@ def visage_import(
     report = VisageImportReport(showings=len(rows), screens=len(screens))
 
     markers = study_create(
-        owner=owner, name=f"{name}: stereotype markers", protocol=load_preset("stereotype-markers"),
-        description=(f"Imported from {annotations_path.name} (every row one showing; items are references, "
-                     "the images were not released) and " + seegull_path.name + "."),
+        owner=owner,
+        name=f"{name}: stereotype markers",
+        protocol=load_preset("stereotype-markers"),
+        description=(
+            f"Imported from {annotations_path.name} (every row one showing; items are references, "
+            "the images were not released) and " + seegull_path.name + "."
+        ),
         options={"imported_from": annotations_path.name},
     )
     report.studies["stereotype-markers"] = markers.pk
@@ -371,14 +427,18 @@ def visage_import(
     if ratings is not None:
         assert visual_attributes_path is not None
         visualness = study_create(
-            owner=owner, name=f"{name}: visual-ness of attributes", protocol=load_preset("visualness"),
+            owner=owner,
+            name=f"{name}: visual-ness of attributes",
+            protocol=load_preset("visualness"),
             description=f"Imported from {visual_attributes_path.name}: one rater per region (asia, emea, na).",
             options={"imported_from": visual_attributes_path.name},
         )
         item_rows, likert_rows, duplicates = _visualness_records(ratings)
         report.studies["visualness"] = visualness.pk
         report.items["visualness"] = items_import_records(study=visualness, records=item_rows).created
-        report.annotations["visualness"] = annotations_import_records(study=visualness, records=likert_rows).created
+        report.annotations["visualness"] = annotations_import_records(
+            study=visualness, records=likert_rows
+        ).created
         report.annotators["visualness"] = len(REGIONS)
         report.duplicate_terms = duplicates
         markers.options = {**markers.options, "visualness_study": visualness.pk}

@@ -14,7 +14,9 @@ def png_bytes(colour: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int
     return buffer.getvalue()
 
 
-def write_png(path: Path, colour: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (32, 24)) -> Path:
+def write_png(
+    path: Path, colour: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (32, 24)
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png_bytes(colour, size))
     return path

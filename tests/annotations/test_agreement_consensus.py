@@ -9,13 +9,13 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from annotations.errors import ValidationFailed
-from annotations.metric_inputs import labels_for
 from annotations.models import Annotator, ConsensusLabel, Item, Study
-from annotations.services.agreement import agreement_report
+from annotations.selectors.agreement import agreement_report
+from annotations.selectors.labels import labels_for
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.consensus import adjudication_queue, consensus_adjudicate, consensus_compute
 from annotations.services.studies import enrollment_add
+from common.errors import ValidationFailed
 from tests.conftest import client_for
 from tests.factories import ItemFactory, UserFactory
 
@@ -31,12 +31,19 @@ def judged(study):  # type: ignore[no-untyped-def]
     for name in ("i1", "i2", "i3"):
         ItemFactory(study=study, external_id=name, condition="gender:women" if name != "i3" else "base")
     records = [
-        line("i1", "r1", "gender", "male"), line("i1", "r2", "gender", "male"), line("i1", "r3", "gender", "female"),
-        line("i2", "r1", "gender", "female"), line("i2", "r2", "gender", "female"), line("i2", "r3", "gender", "female"),
-        line("i3", "r1", "gender", "male"), line("i3", "r2", "gender", "female"),
-        line("i1", "bot", "gender", "male", "machine"), line("i2", "bot", "gender", "male", "machine"),
+        line("i1", "r1", "gender", "male"),
+        line("i1", "r2", "gender", "male"),
+        line("i1", "r3", "gender", "female"),
+        line("i2", "r1", "gender", "female"),
+        line("i2", "r2", "gender", "female"),
+        line("i2", "r3", "gender", "female"),
+        line("i3", "r1", "gender", "male"),
+        line("i3", "r2", "gender", "female"),
+        line("i1", "bot", "gender", "male", "machine"),
+        line("i2", "bot", "gender", "male", "machine"),
         line("i3", "bot", "gender", "female", "machine"),
-        line("i1", "r1", "attributes", ["hat"]), line("i1", "r2", "attributes", ["hat"]),
+        line("i1", "r1", "attributes", ["hat"]),
+        line("i1", "r2", "attributes", ["hat"]),
         line("i1", "r1", "boxes", [{"option": "hat", "x": 0, "y": 0, "w": 10, "h": 10}]),
         line("i1", "r2", "boxes", [{"option": "hat", "x": 5, "y": 0, "w": 10, "h": 10}]),
     ]
@@ -68,25 +75,42 @@ def test_labeller_against_stored_consensus_with_a_metadata_breakdown(judged, own
     Item.objects.filter(external_id="i1").update(metadata={"region": "north"})
     Item.objects.filter(external_id="i2").update(metadata={"region": "south"})
     consensus_compute(study=judged, question="gender")  # i1 male, i2 female, i3 a tie (unresolved)
-    consensus_adjudicate(study=judged, item=Item.objects.get(external_id="i3"), question_key="gender",
-                         value="female", user=owner)
-    gender = next(q for q in agreement_report(study=judged, n_resamples=0, breakdown="region")["questions"]
-                  if q["key"] == "gender")
+    consensus_adjudicate(
+        study=judged,
+        item=Item.objects.get(external_id="i3"),
+        question_key="gender",
+        value="female",
+        user=owner,
+    )
+    gender = next(
+        q
+        for q in agreement_report(study=judged, n_resamples=0, breakdown="region")["questions"]
+        if q["key"] == "gender"
+    )
     machine = gender["machines_vs_consensus"][0]
     # Reference (stored) male, female, female; bot male, male, female. Labels [female, male]:
     # C = [[1, 1], [0, 1]]; p_o = 2/3; p_e = (2/3)(1/3) + (1/3)(2/3) = 4/9; kappa = (2/9)/(5/9) = 0.4.
     assert machine["n_items"] == 3 and machine["overall"]["confusion"] == [[1, 1], [0, 1]]
-    assert machine["overall"]["accuracy"] == pytest.approx(2 / 3) and machine["overall"]["kappa"] == pytest.approx(0.4)
+    assert machine["overall"]["accuracy"] == pytest.approx(2 / 3) and machine["overall"][
+        "kappa"
+    ] == pytest.approx(0.4)
     assert [(g["group"], g["report"]["accuracy"]) for g in machine["by_condition"]] == [
-        ("base", 1.0), ("gender:women", 0.5)]
+        ("base", 1.0),
+        ("gender:women", 0.5),
+    ]
     assert [(g["group"], g["report"]["accuracy"]) for g in machine["by_region"]] == [
-        ("None", 1.0), ("north", 1.0), ("south", 0.0)]
+        ("None", 1.0),
+        ("north", 1.0),
+        ("south", 0.0),
+    ]
 
 
 def test_undefined_alpha_is_reported_with_its_reason(study) -> None:  # type: ignore[no-untyped-def]
     ItemFactory(study=study, external_id="only")
     annotations_import_records(study=study, records=[(1, line("only", "r1", "gender", "male"))])
-    gender = next(q for q in agreement_report(study=study, n_resamples=50)["questions"] if q["key"] == "gender")
+    gender = next(
+        q for q in agreement_report(study=study, n_resamples=50)["questions"] if q["key"] == "gender"
+    )
     assert gender["humans"][0]["value"] is None and gender["humans"][0]["undefined_reason"]
     report = agreement_report(study=study, n_resamples=0)
     assert report["study_alpha"]["mean"] is None and report["study_alpha"]["undefined_reason"]
@@ -103,11 +127,17 @@ def test_consensus_rules_and_idempotent_recomputation(judged) -> None:  # type: 
     assert sorted(ConsensusLabel.objects.values_list("item_id", "value", "resolved")) == before
     consensus_compute(study=judged, question="gender", rule={"rule": "unanimous"})
     assert dict(ConsensusLabel.objects.values_list("item__external_id", "value")) == {
-        "i1": None, "i2": "female", "i3": None}
+        "i1": None,
+        "i2": "female",
+        "i3": None,
+    }
     assert Study.objects.get(pk=judged.pk).options["consensus"]["gender"] == {"rule": "unanimous"}
     consensus_compute(study=judged, question="gender", rule={"rule": "at-least-k", "k": 2})
     assert dict(ConsensusLabel.objects.values_list("item__external_id", "value")) == {
-        "i1": "male", "i2": "female", "i3": None}
+        "i1": "male",
+        "i2": "female",
+        "i3": None,
+    }
     with pytest.raises(ValidationFailed, match="needs k"):
         consensus_compute(study=judged, question="gender", rule={"rule": "at-least-k"})
     with pytest.raises(ValidationFailed, match="boxes"):
@@ -122,10 +152,17 @@ def test_ties_and_machine_disagreements_go_to_adjudication_and_decisions_overrid
     i3 = Item.objects.get(external_id="i3")
     with pytest.raises(ValidationFailed, match="'robot' is not one of"):
         consensus_adjudicate(study=judged, item=i3, question_key="gender", value="robot", user=owner)
-    consensus_adjudicate(study=judged, item=i3, question_key="gender", value="female", user=owner, note="clear")
+    consensus_adjudicate(
+        study=judged, item=i3, question_key="gender", value="female", user=owner, note="clear"
+    )
     consensus_compute(study=judged, question="gender")  # a recomputation keeps the decision
     label = ConsensusLabel.objects.get(item=i3)
-    assert (label.value, label.rule, label.adjudicated_by, label.note) == ("female", "adjudicated", owner, "clear")
+    assert (label.value, label.rule, label.adjudicated_by, label.note) == (
+        "female",
+        "adjudicated",
+        owner,
+        "clear",
+    )
     assert labels_for(judged, "gender").values[i3.pk] == "female"  # metrics read the stored consensus
 
 
@@ -144,8 +181,17 @@ def test_commands(judged) -> None:  # type: ignore[no-untyped-def]
     result = json.loads(out.getvalue())
     assert result["questions"]["gender"]["unresolved"] == 1 and result["to_adjudicate"] == 2
     out = io.StringIO()
-    call_command("sample_for_validation", str(judged.pk), "--labeller", "bot", "--size", "2", "--width", "0.2",
-                 stdout=out)
+    call_command(
+        "sample_for_validation",
+        str(judged.pk),
+        "--labeller",
+        "bot",
+        "--size",
+        "2",
+        "--width",
+        "0.2",
+        stdout=out,
+    )
     sample = json.loads(out.getvalue())
     assert sample["size"] == 2 and sample["allocation"] == {"base": 1, "gender:women": 1}
     assert sample["smallest_size_for_width"] > 2 and 0 < sample["interval_width_95"] < 1
@@ -170,7 +216,9 @@ def test_a_validation_sample_restricts_what_humans_are_given(judged) -> None:  #
     assert assignment_claim_next(study=study, annotator=annotator, exclude=[first.pk]) is None
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)]
+)
 def test_agreement_and_consensus_api(judged, owner, other_researcher, annotator_user, role, status) -> None:  # type: ignore[no-untyped-def]
     enrollment_add(study=judged, user=annotator_user)
     users = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}
@@ -183,8 +231,11 @@ def test_agreement_and_consensus_api(judged, owner, other_researcher, annotator_
         assert len(client.get(f"/api/studies/{judged.pk}/consensus/?question=gender").json()) == 3
         queue = client.get(f"/api/studies/{judged.pk}/adjudication/").json()
         i3 = Item.objects.get(external_id="i3")
-        decided = client.post(f"/api/studies/{judged.pk}/adjudication/",
-                              {"item": i3.pk, "question": "gender", "value": "male"}, format="json")
+        decided = client.post(
+            f"/api/studies/{judged.pk}/adjudication/",
+            {"item": i3.pk, "question": "gender", "value": "male"},
+            format="json",
+        )
         assert len(queue) == 2 and decided.status_code == 201 and decided.json()["rule"] == "adjudicated"
 
 
@@ -209,5 +260,7 @@ def test_experts_adjudicate_on_the_page_crowd_cannot(judged, owner) -> None:  # 
     researcher_page.force_login(owner)
     report = researcher_page.get(f"/studies/{judged.pk}/agreement/?resamples=50")
     assert report.status_code == 200 and "0.067" in report.content.decode()
-    csv_text = researcher_page.get(f"/studies/{judged.pk}/agreement/?format=csv&resamples=20").content.decode()
+    csv_text = researcher_page.get(
+        f"/studies/{judged.pk}/agreement/?format=csv&resamples=20"
+    ).content.decode()
     assert csv_text.startswith("question,comparison,alpha")

@@ -36,8 +36,15 @@ def login(user) -> Client:  # type: ignore[no-untyped-def]
 
 def image_item(study: Study, name: str, size: tuple[int, int] = (2000, 1000)) -> Item:
     item = ItemFactory(study=study, external_id=name, is_reference=False)
-    image = ItemImage(item=item, position=0, width=size[0], height=size[1], content_type="image/png",
-                      sha256=f"{name:0>64}"[:64], original_name=f"{name}.png")
+    image = ItemImage(
+        item=item,
+        position=0,
+        width=size[0],
+        height=size[1],
+        content_type="image/png",
+        sha256=f"{name:0>64}"[:64],
+        original_name=f"{name}.png",
+    )
     image.file.save(f"{name}.png", ContentFile(png_bytes(size=size)), save=False)
     image.save()
     return item
@@ -52,9 +59,16 @@ def setup(study, annotator_user):  # type: ignore[no-untyped-def]
     return study, items, login(annotator_user)
 
 
-GOOD = {"q-gender": "female", "q-attributes": ["hat"], "shown-attributes": "hat,glasses,beard,none_of_the_above",
-        "q-boxes": json.dumps([{"option": "hat", "x": 1500, "y": 100, "w": 400, "h": 300}]),
-        "q-colour": "Navy", "q-smiling": "1", "reason-smiling": "broad smile", "time_spent_ms": "4200"}
+GOOD = {
+    "q-gender": "female",
+    "q-attributes": ["hat"],
+    "shown-attributes": "hat,glasses,beard,none_of_the_above",
+    "q-boxes": json.dumps([{"option": "hat", "x": 1500, "y": 100, "w": 400, "h": 300}]),
+    "q-colour": "Navy",
+    "q-smiling": "1",
+    "reason-smiling": "broad smile",
+    "time_spent_ms": "4200",
+}
 
 
 def start(client: Client, study: Study) -> int:
@@ -76,9 +90,18 @@ def test_task_page_shows_every_question_kind_and_prefetches(setup, django_assert
         response = client.get(f"/annotate/assignments/{pk}/")
     page = response.content.decode()
     assert response.status_code == 200
-    for needle in ('type="radio" name="q-gender"', 'type="checkbox" name="q-attributes"', 'data-none="1"',
-                   'name="q-boxes"', 'list="colours-colour"', 'name="reason-smiling"', 'rel="prefetch"',
-                   "/display/", 'js/annotate.js', "<script src="):
+    for needle in (
+        'type="radio" name="q-gender"',
+        'type="checkbox" name="q-attributes"',
+        'data-none="1"',
+        'name="q-boxes"',
+        'list="colours-colour"',
+        'name="reason-smiling"',
+        'rel="prefetch"',
+        "/display/",
+        "js/annotate.js",
+        "<script src=",
+    ):
         assert needle in page, needle
     assert "<script>" not in page  # the CSP allows no inline script
     # the next item is leased ahead, and its image is what is prefetched
@@ -118,8 +141,12 @@ def test_submit_query_count(setup, django_assert_max_num_queries) -> None:  # ty
 def test_server_side_errors_are_shown_next_to_the_question(setup) -> None:  # type: ignore[no-untyped-def]
     study, _items, client = setup
     pk = start(client, study)
-    bad = {**GOOD, "q-gender": "robot", "q-boxes": json.dumps([{"option": "hat", "x": 1900, "y": 0, "w": 400, "h": 10}]),
-           "q-colour": "plaid"}
+    bad = {
+        **GOOD,
+        "q-gender": "robot",
+        "q-boxes": json.dumps([{"option": "hat", "x": 1900, "y": 0, "w": 400, "h": 10}]),
+        "q-colour": "plaid",
+    }
     response = client.post(f"/annotate/assignments/{pk}/", bad)
     page = response.content.decode()
     assert response.status_code == 400
@@ -130,8 +157,10 @@ def test_server_side_errors_are_shown_next_to_the_question(setup) -> None:  # ty
     assert not Annotation.objects.exists()
     assert Assignment.objects.get(pk=pk).status == "leased"
     # a box linked to an option that is not selected
-    response = client.post(f"/annotate/assignments/{pk}/", {**GOOD, "q-boxes": json.dumps(
-        [{"option": "beard", "x": 1, "y": 1, "w": 5, "h": 5}])})
+    response = client.post(
+        f"/annotate/assignments/{pk}/",
+        {**GOOD, "q-boxes": json.dumps([{"option": "beard", "x": 1, "y": 1, "w": 5, "h": 5}])},
+    )
     assert response.status_code == 400 and "is not selected in" in response.content.decode()
 
 
@@ -164,7 +193,9 @@ def test_no_one_else_sees_an_assignment_or_machine_labels(setup, other_researche
     study, items, client = setup
     machine = MachineAnnotatorFactory(name="gpt-judge")
     for item in items:
-        Annotation.objects.create(study=study, item=item, annotator=machine, question_key="gender", value="male")
+        Annotation.objects.create(
+            study=study, item=item, annotator=machine, question_key="gender", value="male"
+        )
     pk = start(client, study)
     page = client.get(f"/annotate/assignments/{pk}/").content.decode()
     assert "gpt-judge" not in page and 'value="male" checked' not in page
@@ -184,7 +215,9 @@ def test_reveal_after_submit_is_logged_with_agreement(setup) -> None:  # type: i
     study.save()
     machine = MachineAnnotatorFactory(name="gpt-judge")
     for item in items:
-        Annotation.objects.create(study=study, item=item, annotator=machine, question_key="gender", value="male")
+        Annotation.objects.create(
+            study=study, item=item, annotator=machine, question_key="gender", value="male"
+        )
     pk = start(client, study)
     # before submitting, the reveal is refused
     assert client.get(f"/annotate/assignments/{pk}/reveal/")["Location"] == f"/annotate/assignments/{pk}/"
@@ -238,16 +271,24 @@ def test_paused_study_and_nothing_left(setup) -> None:  # type: ignore[no-untype
 # --- batch pages ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("who,expected", [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 302)])
-@pytest.mark.parametrize("url", ["/studies/{pk}/progress/", "/studies/{pk}/progress.json", "/studies/{pk}/progress.csv"])
-def test_progress_permission_matrix(setup, owner, other_researcher, annotator_user, who, expected, url) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "who,expected", [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 302)]
+)
+@pytest.mark.parametrize(
+    "url", ["/studies/{pk}/progress/", "/studies/{pk}/progress.json", "/studies/{pk}/progress.csv"]
+)
+def test_progress_permission_matrix(
+    setup, owner, other_researcher, annotator_user, who, expected, url
+) -> None:  # type: ignore[no-untyped-def]
     study = setup[0]
     users = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}
     client = login(users[who]) if users[who] else Client()
     assert client.get(url.format(pk=study.pk)).status_code == expected
 
 
-@pytest.mark.parametrize("who,expected", [("owner", 302), ("other", 404), ("annotator", 403), ("anonymous", 302)])
+@pytest.mark.parametrize(
+    "who,expected", [("owner", 302), ("other", 404), ("annotator", 403), ("anonymous", 302)]
+)
 def test_pause_permission_matrix(setup, owner, other_researcher, annotator_user, who, expected) -> None:  # type: ignore[no-untyped-def]
     study = setup[0]
     users = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}
@@ -267,18 +308,46 @@ def test_progress_figures_by_hand(setup, owner) -> None:  # type: ignore[no-unty
     client.post(f"/annotate/assignments/{pk}/", {**GOOD, "time_spent_ms": "3000"})
     data = login(owner).get(f"/studies/{study.pk}/progress.json").json()
     # 3 items x overlap 2 = 6 judgements needed; 1 submitted; the submitted item and the leased one are in progress
-    assert data == {"items": 3, "complete": 0, "in_progress": 2, "untouched": 1, "judgements": 1,
-                    "judgements_needed": 6, "percent": 16.7, "status": "active"}
-    rows = list(csv.DictReader(io.StringIO(b"".join(
-        login(owner).get(f"/studies/{study.pk}/progress.csv?by=annotator").streaming_content).decode())))
-    assert rows == [{"annotator": "ann", "pool": "crowd", "submitted": "1", "skipped": "0", "leased": "1",
-                     "median_seconds": "3.0"}]
+    assert data == {
+        "items": 3,
+        "complete": 0,
+        "in_progress": 2,
+        "untouched": 1,
+        "judgements": 1,
+        "judgements_needed": 6,
+        "percent": 16.7,
+        "status": "active",
+    }
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                b"".join(
+                    login(owner).get(f"/studies/{study.pk}/progress.csv?by=annotator").streaming_content
+                ).decode()
+            )
+        )
+    )
+    assert rows == [
+        {
+            "annotator": "ann",
+            "pool": "crowd",
+            "submitted": "1",
+            "skipped": "0",
+            "leased": "1",
+            "median_seconds": "3.0",
+        }
+    ]
     page = login(owner).get(f"/studies/{study.pk}/progress/").content.decode()
     assert 'id="progress-bar"' in page and "js/progress.js" in page
-    image_item(study, "=HYPERLINK(\"http://evil.example\")")  # an untrusted id that looks like a formula
-    rows = list(csv.DictReader(io.StringIO(b"".join(
-        login(owner).get(f"/studies/{study.pk}/progress.csv").streaming_content).decode())))
-    assert "'=HYPERLINK(\"http://evil.example\")" in [row["external_id"] for row in rows]
+    image_item(study, '=HYPERLINK("http://evil.example")')  # an untrusted id that looks like a formula
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                b"".join(login(owner).get(f"/studies/{study.pk}/progress.csv").streaming_content).decode()
+            )
+        )
+    )
+    assert '\'=HYPERLINK("http://evil.example")' in [row["external_id"] for row in rows]
 
 
 def test_enrol_a_pool_and_toggle_reveal(study, owner) -> None:  # type: ignore[no-untyped-def]

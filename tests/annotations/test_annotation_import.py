@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from annotations.errors import ImportRefused
 from annotations.models import Annotation, AnnotationRevision, Annotator, ItemImage
 from annotations.services.annotation_writes import annotations_import
+from common.errors import ImportRefused
 from tests.factories import ItemFactory
 
 pytestmark = pytest.mark.django_db
@@ -29,17 +29,49 @@ def items(study):  # type: ignore[no-untyped-def]
 
 
 def test_human_and_machine_annotations_import_into_one_table(items, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    path = write_jsonl(tmp_path / "a.jsonl", [
-        {"item": "i1", "annotator": "rater-1", "annotator_kind": "human", "question": "gender", "value": "female"},
-        {"item": "i1", "annotator": "gpt-4o", "annotator_kind": "machine", "annotator_version": "2024-08",
-         "question": "gender", "value": "male"},
-        {"item": "i1", "annotator": "rater-1", "annotator_kind": "human", "question": "attributes",
-         "value": ["hat"], "shown": ["hat", "glasses", "none_of_the_above"]},
-        {"item": "i1", "annotator": "rater-1", "annotator_kind": "human", "question": "boxes",
-         "value": [{"option": "hat", "x": 1, "y": 2, "w": 30, "h": 20}]},
-        {"item": "i2", "annotator": "rater-1", "annotator_kind": "human", "question": "smiling", "value": 0,
-         "reason": "mouth closed"},
-    ])
+    path = write_jsonl(
+        tmp_path / "a.jsonl",
+        [
+            {
+                "item": "i1",
+                "annotator": "rater-1",
+                "annotator_kind": "human",
+                "question": "gender",
+                "value": "female",
+            },
+            {
+                "item": "i1",
+                "annotator": "gpt-4o",
+                "annotator_kind": "machine",
+                "annotator_version": "2024-08",
+                "question": "gender",
+                "value": "male",
+            },
+            {
+                "item": "i1",
+                "annotator": "rater-1",
+                "annotator_kind": "human",
+                "question": "attributes",
+                "value": ["hat"],
+                "shown": ["hat", "glasses", "none_of_the_above"],
+            },
+            {
+                "item": "i1",
+                "annotator": "rater-1",
+                "annotator_kind": "human",
+                "question": "boxes",
+                "value": [{"option": "hat", "x": 1, "y": 2, "w": 30, "h": 20}],
+            },
+            {
+                "item": "i2",
+                "annotator": "rater-1",
+                "annotator_kind": "human",
+                "question": "smiling",
+                "value": 0,
+                "reason": "mouth closed",
+            },
+        ],
+    )
     report = annotations_import(study=items, path=path)
     assert report.created == 5 and sorted(report.annotators_created) == ["gpt-4o 2024-08", "rater-1"]
     machine = Annotator.objects.get(kind="machine", name="gpt-4o")
@@ -54,28 +86,69 @@ def test_human_and_machine_annotations_import_into_one_table(items, tmp_path) ->
 def test_reimporting_changed_values_keeps_the_old_ones_as_revisions(items, tmp_path) -> None:  # type: ignore[no-untyped-def]
     line = {"item": "i2", "annotator": "r", "annotator_kind": "human", "question": "gender", "value": "male"}
     annotations_import(study=items, path=write_jsonl(tmp_path / "a.jsonl", [line]))
-    report = annotations_import(study=items, path=write_jsonl(tmp_path / "b.jsonl", [{**line, "value": "female"}]))
+    report = annotations_import(
+        study=items, path=write_jsonl(tmp_path / "b.jsonl", [{**line, "value": "female"}])
+    )
     assert (report.created, report.updated) == (0, 1)
     annotation = Annotation.objects.get()
     assert annotation.value == "female"
     assert list(AnnotationRevision.objects.values_list("value", flat=True)) == ["male"]
-    same = annotations_import(study=items, path=write_jsonl(tmp_path / "c.jsonl", [{**line, "value": "female"}]))
+    same = annotations_import(
+        study=items, path=write_jsonl(tmp_path / "c.jsonl", [{**line, "value": "female"}])
+    )
     assert same.unchanged == 1 and AnnotationRevision.objects.count() == 1
 
 
-@pytest.mark.parametrize(("record", "message"), [
-    ({"item": "nope", "annotator": "r", "question": "gender", "value": "male"}, "line 2: item 'nope' is not in this study"),
-    ({"item": "i1", "annotator": "r", "question": "height", "value": 1}, "line 2: question 'height' is not in the protocol"),
-    ({"item": "i1", "annotator": "r", "question": "gender", "value": "robot"}, "line 2: gender: 'robot' is not one of"),
-    ({"item": "i1", "annotator": "r", "question": "boxes", "value": [{"option": "hat", "x": 0, "y": 0, "w": 5, "h": 5}]},
-     "line 2: boxes: box 1: option 'hat' is not selected in 'attributes'"),
-    ({"item": "i1", "annotator": "r", "question": "boxes", "value": [{"option": "beard", "x": 90, "y": 0, "w": 50, "h": 5}]},
-     "outside the 100x80 image"),
-    ({"item": "i1", "annotator": "r", "annotator_kind": "robot", "question": "gender", "value": "male"},
-     "annotator_kind must be 'human' or 'machine'"),
-    ({"item": "i1", "annotator": "r", "question": "gender"}, "line 2: 'value' is missing"),
-    ({"item": "i1", "annotator": "r", "question": "gender", "value": "male", "colour": "red"}, "unknown field 'colour'"),
-])
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (
+            {"item": "nope", "annotator": "r", "question": "gender", "value": "male"},
+            "line 2: item 'nope' is not in this study",
+        ),
+        (
+            {"item": "i1", "annotator": "r", "question": "height", "value": 1},
+            "line 2: question 'height' is not in the protocol",
+        ),
+        (
+            {"item": "i1", "annotator": "r", "question": "gender", "value": "robot"},
+            "line 2: gender: 'robot' is not one of",
+        ),
+        (
+            {
+                "item": "i1",
+                "annotator": "r",
+                "question": "boxes",
+                "value": [{"option": "hat", "x": 0, "y": 0, "w": 5, "h": 5}],
+            },
+            "line 2: boxes: box 1: option 'hat' is not selected in 'attributes'",
+        ),
+        (
+            {
+                "item": "i1",
+                "annotator": "r",
+                "question": "boxes",
+                "value": [{"option": "beard", "x": 90, "y": 0, "w": 50, "h": 5}],
+            },
+            "outside the 100x80 image",
+        ),
+        (
+            {
+                "item": "i1",
+                "annotator": "r",
+                "annotator_kind": "robot",
+                "question": "gender",
+                "value": "male",
+            },
+            "annotator_kind must be 'human' or 'machine'",
+        ),
+        ({"item": "i1", "annotator": "r", "question": "gender"}, "line 2: 'value' is missing"),
+        (
+            {"item": "i1", "annotator": "r", "question": "gender", "value": "male", "colour": "red"},
+            "unknown field 'colour'",
+        ),
+    ],
+)
 def test_a_bad_line_names_its_number_and_nothing_is_imported(items, tmp_path, record, message) -> None:  # type: ignore[no-untyped-def]
     good = {"item": "i2", "annotator": "r", "question": "gender", "value": "male"}
     if record.get("question") == "boxes" and "beard" in json.dumps(record):

@@ -26,8 +26,10 @@ ROLES = ["owner", "other", "annotator", "anonymous"]
 def clients(owner, other_researcher, annotator_user, study):  # type: ignore[no-untyped-def]
     enrollment_add(study=study, user=annotator_user)
     return {
-        "owner": client_for(owner), "other": client_for(other_researcher),
-        "annotator": client_for(annotator_user), "anonymous": client_for(None),
+        "owner": client_for(owner),
+        "other": client_for(other_researcher),
+        "annotator": client_for(annotator_user),
+        "anonymous": client_for(None),
     }
 
 
@@ -45,8 +47,10 @@ def zip_of_images(count: int = 2) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize(("role", "status", "visible"), [
-    ("owner", 200, True), ("other", 200, False), ("annotator", 200, True), ("anonymous", 401, False)])
+@pytest.mark.parametrize(
+    ("role", "status", "visible"),
+    [("owner", 200, True), ("other", 200, False), ("annotator", 200, True), ("anonymous", 401, False)],
+)
 def test_study_list_is_scoped(clients, study, role, status, visible) -> None:  # type: ignore[no-untyped-def]
     response = clients[role].get("/api/studies/")
     assert response.status_code == status
@@ -54,12 +58,16 @@ def test_study_list_is_scoped(clients, study, role, status, visible) -> None:  #
         assert (study.pk in [row["id"] for row in response.json()["results"]]) is visible
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("other", 404), ("annotator", 200), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 200), ("anonymous", 401)]
+)
 def test_study_detail(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
     assert clients[role].get(f"/api/studies/{study.pk}/").status_code == status
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)]
+)
 def test_study_update(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
     response = clients[role].patch(f"/api/studies/{study.pk}/", {"overlap": 5}, format="json")
     assert response.status_code == status
@@ -74,13 +82,17 @@ def test_bad_updates_are_refused_with_the_field(clients, study) -> None:  # type
     assert response.status_code == 400
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 204), ("other", 404), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 204), ("other", 404), ("annotator", 403), ("anonymous", 401)]
+)
 def test_study_delete(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
     assert clients[role].delete(f"/api/studies/{study.pk}/").status_code == status
     assert Study.objects.filter(pk=study.pk).exists() is (status != 204)
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 201), ("other", 201), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 201), ("other", 201), ("annotator", 403), ("anonymous", 401)]
+)
 def test_study_create_from_a_preset(clients, role, status) -> None:  # type: ignore[no-untyped-def]
     response = clients[role].post("/api/studies/", {"name": "Audit", "preset": "bias-axes"}, format="json")
     assert response.status_code == status
@@ -91,53 +103,79 @@ def test_study_create_from_a_preset(clients, role, status) -> None:  # type: ign
 
 def test_study_create_from_protocol_yaml_and_refusals(clients) -> None:  # type: ignore[no-untyped-def]
     owner = clients["owner"]
-    response = owner.post("/api/studies/", {"name": "Mine", "protocol_yaml": EXAMPLE_PROTOCOL, "overlap": 2},
-                          format="json")
+    response = owner.post(
+        "/api/studies/", {"name": "Mine", "protocol_yaml": EXAMPLE_PROTOCOL, "overlap": 2}, format="json"
+    )
     assert response.status_code == 201 and response.json()["overlap"] == 2
-    bad = owner.post("/api/studies/", {"name": "Bad", "protocol_yaml": "name: x\nunit: image\nquestions: 3\n"},
-                     format="json")
+    bad = owner.post(
+        "/api/studies/",
+        {"name": "Bad", "protocol_yaml": "name: x\nunit: image\nquestions: 3\n"},
+        format="json",
+    )
     assert bad.status_code == 400 and "line 3, questions" in bad.json()["detail"]
-    both = owner.post("/api/studies/", {"name": "Both", "preset": "subgroup", "protocol_yaml": EXAMPLE_PROTOCOL},
-                      format="json")
+    both = owner.post(
+        "/api/studies/",
+        {"name": "Both", "preset": "subgroup", "protocol_yaml": EXAMPLE_PROTOCOL},
+        format="json",
+    )
     assert both.status_code == 400 and "exactly one" in both.json()["detail"]
     unknown = owner.post("/api/studies/", {"name": "U", "preset": "nope"}, format="json")
     assert unknown.status_code == 400 and "unknown preset 'nope'" in unknown.json()["detail"]
     assert Study.objects.filter(name__in=["Bad", "Both", "U"]).count() == 0
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)]
+)
 def test_item_import_endpoint(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
-    response = clients[role].post(f"/api/studies/{study.pk}/items/import/",
-                                  {"file": upload("batch.zip", zip_of_images())}, format="multipart")
+    response = clients[role].post(
+        f"/api/studies/{study.pk}/items/import/",
+        {"file": upload("batch.zip", zip_of_images())},
+        format="multipart",
+    )
     assert response.status_code == status
     assert Item.objects.filter(study=study).count() == (2 if status == 201 else 0)
 
 
 def test_item_import_refusals_are_400_and_write_nothing(clients, study) -> None:  # type: ignore[no-untyped-def]
     owner = clients["owner"]
-    wrong = owner.post(f"/api/studies/{study.pk}/items/import/", {"file": upload("x.exe", b"MZ")}, format="multipart")
+    wrong = owner.post(
+        f"/api/studies/{study.pk}/items/import/", {"file": upload("x.exe", b"MZ")}, format="multipart"
+    )
     assert wrong.status_code == 400 and "accepted files are .zip" in wrong.json()["detail"]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
         zf.writestr("ok.png", png_bytes())
         zf.writestr("../../etc/cron.d/evil", b"x")
-    evil = owner.post(f"/api/studies/{study.pk}/items/import/", {"file": upload("e.zip", buffer.getvalue())},
-                      format="multipart")
+    evil = owner.post(
+        f"/api/studies/{study.pk}/items/import/",
+        {"file": upload("e.zip", buffer.getvalue())},
+        format="multipart",
+    )
     assert evil.status_code == 400 and "outside the target folder" in evil.json()["detail"]
     assert Item.objects.count() == 0
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)]
+)
 def test_annotation_import_endpoint(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
     ItemFactory(study=study, external_id="i1")
-    line = json.dumps({"item": "i1", "annotator": "m", "annotator_kind": "machine", "question": "gender", "value": "male"})
-    response = clients[role].post(f"/api/studies/{study.pk}/annotations/import/",
-                                  {"file": upload("a.jsonl", line.encode())}, format="multipart")
+    line = json.dumps(
+        {"item": "i1", "annotator": "m", "annotator_kind": "machine", "question": "gender", "value": "male"}
+    )
+    response = clients[role].post(
+        f"/api/studies/{study.pk}/annotations/import/",
+        {"file": upload("a.jsonl", line.encode())},
+        format="multipart",
+    )
     assert response.status_code == status
     assert Annotation.objects.count() == (1 if status == 201 else 0)
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)]
+)
 def test_export_endpoint(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
     ItemFactory(study=study, external_id="i1")
     response = clients[role].get(f"/api/studies/{study.pk}/export/jsonl/")
@@ -147,8 +185,13 @@ def test_export_endpoint(clients, study, role, status) -> None:  # type: ignore[
         assert [r["type"] for r in records] == ["study", "item"]
 
 
-def test_large_exports_become_background_jobs(clients, study, owner, settings,  # type: ignore[no-untyped-def]
-                                              django_capture_on_commit_callbacks) -> None:
+def test_large_exports_become_background_jobs(
+    clients,
+    study,
+    owner,
+    settings,  # type: ignore[no-untyped-def]
+    django_capture_on_commit_callbacks,
+) -> None:
     settings.WORKBENCH_EXPORT_INLINE_LIMIT = 0
     ItemFactory(study=study, external_id="i1")
     with django_capture_on_commit_callbacks(execute=True):
@@ -161,8 +204,10 @@ def test_large_exports_become_background_jobs(clients, study, owner, settings,  
     assert clients["other"].get(status["download_url"]).status_code == 404
 
 
-@pytest.mark.parametrize(("role", "status", "count"), [
-    ("owner", 200, 1), ("other", 200, 0), ("annotator", 200, 0), ("anonymous", 401, None)])
+@pytest.mark.parametrize(
+    ("role", "status", "count"),
+    [("owner", 200, 1), ("other", 200, 0), ("annotator", 200, 0), ("anonymous", 401, None)],
+)
 def test_items_are_for_researchers_of_the_study(clients, study, role, status, count) -> None:  # type: ignore[no-untyped-def]
     item = ItemFactory(study=study, external_id="i1", condition="gender:women")
     ItemFactory(study=study, external_id="i2", condition="base")
@@ -179,10 +224,16 @@ def test_annotators_see_only_their_own_annotations(clients, study, annotator_use
     from annotations.services.studies import annotator_for_user
     from tests.factories import MachineAnnotatorFactory
 
-    mine = Annotation.objects.create(study=study, item=item, annotator=annotator_for_user(user=annotator_user),
-                                     question_key="gender", value="male")
-    Annotation.objects.create(study=study, item=item, annotator=MachineAnnotatorFactory(), question_key="gender",
-                              value="female")
+    mine = Annotation.objects.create(
+        study=study,
+        item=item,
+        annotator=annotator_for_user(user=annotator_user),
+        question_key="gender",
+        value="male",
+    )
+    Annotation.objects.create(
+        study=study, item=item, annotator=MachineAnnotatorFactory(), question_key="gender", value="female"
+    )
     seen = clients["annotator"].get("/api/annotations/").json()["results"]
     assert [row["id"] for row in seen] == [mine.pk]
     assert clients["owner"].get("/api/annotations/", {"study": study.pk}).json()["count"] == 2
@@ -190,7 +241,9 @@ def test_annotators_see_only_their_own_annotations(clients, study, annotator_use
     assert clients["owner"].get("/api/annotations/", {"annotator_kind": "machine"}).json()["count"] == 1
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("other", 403), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 200), ("other", 403), ("annotator", 403), ("anonymous", 401)]
+)
 def test_sharing_is_for_the_owner(clients, study, other_researcher, role, status) -> None:  # type: ignore[no-untyped-def]
     target = {"username": "other"} if role != "other" else {"username": "owner"}
     response = clients[role].post(f"/api/studies/{study.pk}/share/", target, format="json")
@@ -199,13 +252,16 @@ def test_sharing_is_for_the_owner(clients, study, other_researcher, role, status
         assert clients["other"].get(f"/api/studies/{study.pk}/").status_code == 200
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)]
+)
 def test_enrolment(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
     from tests.factories import UserFactory
 
     UserFactory(username="newbie", role="annotator")
-    response = clients[role].post(f"/api/studies/{study.pk}/enrollments/", {"username": "newbie", "pool": "expert"},
-                                  format="json")
+    response = clients[role].post(
+        f"/api/studies/{study.pk}/enrollments/", {"username": "newbie", "pool": "expert"}, format="json"
+    )
     assert response.status_code == status
     assert Enrollment.objects.filter(user__username="newbie").exists() is (status == 201)
 
@@ -218,8 +274,11 @@ def test_presets_protocol_validation_and_me(clients) -> None:  # type: ignore[no
     assert owner.get("/api/presets/nope/").status_code == 404
     ok = owner.post("/api/protocols/validate/", {"protocol_yaml": EXAMPLE_PROTOCOL}, format="json")
     assert ok.status_code == 200 and ok.json()["valid"]
-    bad = owner.post("/api/protocols/validate/", {"protocol_yaml": "name: x\nunit: image\nquestions:\n  - key: A\n"},
-                     format="json")
+    bad = owner.post(
+        "/api/protocols/validate/",
+        {"protocol_yaml": "name: x\nunit: image\nquestions:\n  - key: A\n"},
+        format="json",
+    )
     assert bad.status_code == 400 and bad.json()["line"] == 4
     assert owner.get("/api/me/").json()["role"] == "researcher"
     assert clients["anonymous"].get("/api/presets/").status_code == 401

@@ -11,8 +11,8 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from annotations.errors import Conflict, NotAllowed, ValidationFailed
 from annotations.models import Annotation, AnnotationRevision, Annotator, Assignment, Item, Study
+from annotations.protocols.answers import SubmissionError
 from annotations.services.assignment import (
     assignment_claim_next,
     assignment_release,
@@ -22,10 +22,13 @@ from annotations.services.assignment import (
     claim_order,
 )
 from annotations.services.studies import enrollment_add
-from annotations.values import SubmissionError
+from common.errors import Conflict, NotAllowed, ValidationFailed
 from tests.factories import ItemFactory, UserFactory
 
-ANSWERS = {"gender": {"value": "female"}, "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard"]}}
+ANSWERS = {
+    "gender": {"value": "female"},
+    "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard"]},
+}
 
 
 def make_annotator(study: Study, name: str, pool: str = "crowd") -> Annotator:
@@ -139,7 +142,9 @@ class TestClaim:
         assert not Assignment.objects.exists()
 
     def test_claim_query_count(self, study, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
-        Item.objects.bulk_create([Item(study=study, external_id=f"bulk{i}", kind="image") for i in range(2000)])
+        Item.objects.bulk_create(
+            [Item(study=study, external_id=f"bulk{i}", kind="image") for i in range(2000)]
+        )
         a = make_annotator(study, "a")
         # 6 queries + 2 savepoints whatever the item count, + 1 if the ring scan wraps round
         with django_assert_max_num_queries(9):
@@ -176,8 +181,10 @@ class TestSubmit:
         a = make_annotator(study, "a")
         assignment = assignment_claim_next(study=study, annotator=a)
         with pytest.raises(SubmissionError) as caught:
-            assignment_submit(assignment=assignment, answers={"gender": {"value": "robot"},
-                                                              "attributes": {"value": ["hat", "none_of_the_above"]}})
+            assignment_submit(
+                assignment=assignment,
+                answers={"gender": {"value": "robot"}, "attributes": {"value": ["hat", "none_of_the_above"]}},
+            )
         assert set(caught.value.errors) == {"gender", "attributes"}
         assert not Annotation.objects.exists()
         assert Assignment.objects.get(pk=assignment.pk).status == "leased"
@@ -226,8 +233,12 @@ class TestSkipAndRelease:
             assignment_skip(assignment=assignment, reason="oops")
         assert Assignment.objects.get(pk=assignment.pk).status == "submitted"
         with pytest.raises(Conflict):
-            assignment_submit(assignment=Assignment.objects.create(
-                study=study, item=ItemFactory(study=study), annotator=a, status="skipped"), answers=ANSWERS)
+            assignment_submit(
+                assignment=Assignment.objects.create(
+                    study=study, item=ItemFactory(study=study), annotator=a, status="skipped"
+                ),
+                answers=ANSWERS,
+            )
 
     def test_released_item_comes_back_last(self, study) -> None:  # type: ignore[no-untyped-def]
         make_items(study, 2)
@@ -241,8 +252,9 @@ class TestSkipAndRelease:
         assert again.pk == first.pk and again.status == "leased"
 
 
-def _claim_and_submit_until_empty(study_id: int, annotator_id: int, barrier: threading.Barrier,
-                                  errors: list[BaseException]) -> None:
+def _claim_and_submit_until_empty(
+    study_id: int, annotator_id: int, barrier: threading.Barrier, errors: list[BaseException]
+) -> None:
     try:
         study = Study.objects.get(pk=study_id)
         annotator = Annotator.objects.get(pk=annotator_id)
@@ -258,8 +270,10 @@ def _claim_and_submit_until_empty(study_id: int, annotator_id: int, barrier: thr
 def _run_threads(study: Study, people: list[Annotator]) -> None:
     barrier = threading.Barrier(len(people))
     errors: list[BaseException] = []
-    threads = [threading.Thread(target=_claim_and_submit_until_empty, args=(study.pk, p.pk, barrier, errors))
-               for p in people]
+    threads = [
+        threading.Thread(target=_claim_and_submit_until_empty, args=(study.pk, p.pk, barrier, errors))
+        for p in people
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -299,8 +313,8 @@ def test_concurrent_claims_on_sqlite_are_serialised(study) -> None:  # type: ign
 
 @pytest.mark.django_db
 def test_a_manifest_marks_items_expert_only(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from annotations.errors import ImportRefused
     from annotations.services.item_import import items_import
+    from common.errors import ImportRefused
 
     manifest = tmp_path / "m.csv"
     manifest.write_text("external_id,expert_only\na,true\nb,\n")

@@ -11,8 +11,10 @@ from tests.factories import ItemFactory
 
 pytestmark = pytest.mark.django_db
 
-ANSWERS = {"gender": {"value": "male"}, "attributes": {"value": ["none_of_the_above"],
-                                                      "shown": ["hat", "glasses", "beard", "none_of_the_above"]}}
+ANSWERS = {
+    "gender": {"value": "male"},
+    "attributes": {"value": ["none_of_the_above"], "shown": ["hat", "glasses", "beard", "none_of_the_above"]},
+}
 
 
 @pytest.fixture
@@ -33,20 +35,28 @@ def test_the_whole_flow(enrolled, annotator_user) -> None:  # type: ignore[no-un
     assert claimed.status_code == 200
     task = claimed.json()["task"]
     assert [q["key"] for q in task["questions"]] == ["gender", "attributes", "boxes", "colour", "smiling"]
-    assert task["questions"][0]["options"] == [{"key": "male", "label": "male"}, {"key": "female", "label": "female"}]
+    assert task["questions"][0]["options"] == [
+        {"key": "male", "label": "male"},
+        {"key": "female", "label": "female"},
+    ]
     assert task["item"]["image_unavailable"] is True and "secret" not in str(claimed.json())
     pk = claimed.json()["id"]
     bad = api.post(f"/api/assignments/{pk}/submit/", {"answers": {"gender": {"value": "x"}}}, format="json")
     assert bad.status_code == 400 and set(bad.json()["errors"]) == {"gender", "attributes"}
     assert not Annotation.objects.exists()
-    done = api.post(f"/api/assignments/{pk}/submit/", {"answers": ANSWERS, "time_spent_ms": 900}, format="json")
+    done = api.post(
+        f"/api/assignments/{pk}/submit/", {"answers": ANSWERS, "time_spent_ms": 900}, format="json"
+    )
     assert done.status_code == 200 and done.json()["status"] == "submitted"
     again = api.post(f"/api/assignments/{pk}/submit/", {"answers": ANSWERS}, format="json")
     assert again.status_code == 200 and Annotation.objects.count() == 2
     assert api.get(f"/api/assignments/{pk}/").json()["task"]["answers"]["gender"]["value"] == "male"
     second = api.post(f"/api/studies/{enrolled.pk}/assignments/next/").json()["id"]
     assert api.post(f"/api/assignments/{second}/skip/", {"reason": ""}, format="json").status_code == 400
-    assert api.post(f"/api/assignments/{second}/skip/", {"reason": "blurry"}, format="json").json()["status"] == "skipped"
+    assert (
+        api.post(f"/api/assignments/{second}/skip/", {"reason": "blurry"}, format="json").json()["status"]
+        == "skipped"
+    )
     assert api.post(f"/api/studies/{enrolled.pk}/assignments/next/").status_code == 204
     mine = api.get(f"/api/assignments/?study={enrolled.pk}").json()
     assert mine["count"] == 2 and {row["status"] for row in mine["results"]} == {"submitted", "skipped"}
@@ -60,7 +70,9 @@ def test_release(enrolled, annotator_user) -> None:  # type: ignore[no-untyped-d
     assert api.post(f"/api/assignments/{pk}/release/").status_code == 409
 
 
-@pytest.mark.parametrize("who,expected", [("owner", 404), ("other", 404), ("annotator", 200), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    "who,expected", [("owner", 404), ("other", 404), ("annotator", 200), ("anonymous", 401)]
+)
 def test_claim_permission_matrix(enrolled, owner, other_researcher, annotator_user, who, expected) -> None:  # type: ignore[no-untyped-def]
     user = users(owner, other_researcher, annotator_user)[who]
     response = client_for(user).post(f"/api/studies/{enrolled.pk}/assignments/next/")
@@ -68,10 +80,13 @@ def test_claim_permission_matrix(enrolled, owner, other_researcher, annotator_us
     assert Assignment.objects.count() == (1 if who == "annotator" else 0)
 
 
-@pytest.mark.parametrize("who,expected", [("owner", 404), ("other", 404), ("annotator", 200), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    "who,expected", [("owner", 404), ("other", 404), ("annotator", 200), ("anonymous", 401)]
+)
 @pytest.mark.parametrize("action", ["submit", "skip", "release", "read"])
-def test_assignment_permission_matrix(enrolled, owner, other_researcher, annotator_user, who, expected,
-                                      action) -> None:  # type: ignore[no-untyped-def]
+def test_assignment_permission_matrix(
+    enrolled, owner, other_researcher, annotator_user, who, expected, action
+) -> None:  # type: ignore[no-untyped-def]
     pk = client_for(annotator_user).post(f"/api/studies/{enrolled.pk}/assignments/next/").json()["id"]
     api = client_for(users(owner, other_researcher, annotator_user)[who])
     if action == "read":
@@ -84,7 +99,10 @@ def test_assignment_permission_matrix(enrolled, owner, other_researcher, annotat
     if expected != 200:
         assert status == "leased" and not Annotation.objects.exists()
     else:
-        assert status == {"submit": "submitted", "skip": "skipped", "release": "expired", "read": "leased"}[action]
+        assert (
+            status
+            == {"submit": "submitted", "skip": "skipped", "release": "expired", "read": "leased"}[action]
+        )
 
 
 @pytest.mark.parametrize("who", ["owner", "other", "annotator"])
@@ -101,11 +119,14 @@ def test_claim_and_submit_query_counts(enrolled, annotator_user, django_assert_m
     with django_assert_max_num_queries(11):
         pk = api.post(f"/api/studies/{enrolled.pk}/assignments/next/").json()["id"]
     with django_assert_max_num_queries(9):
-        assert api.post(f"/api/assignments/{pk}/submit/", {"answers": ANSWERS}, format="json").status_code == 200
+        assert (
+            api.post(f"/api/assignments/{pk}/submit/", {"answers": ANSWERS}, format="json").status_code == 200
+        )
 
 
-def test_with_a_real_token_the_annotator_comes_with_the_token_lookup(enrolled, annotator_user,
-                                                                   django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+def test_with_a_real_token_the_annotator_comes_with_the_token_lookup(
+    enrolled, annotator_user, django_assert_max_num_queries
+) -> None:  # type: ignore[no-untyped-def]
     """Token authentication loads the account, its participant link and its annotator in one query,
     so on a claim the token costs nothing extra: claim 10 (+1 when the ring scan wraps); a submit,
     which needs no annotator lookup, is the session's 9 plus the token's one."""
@@ -118,4 +139,6 @@ def test_with_a_real_token_the_annotator_comes_with_the_token_lookup(enrolled, a
     with django_assert_max_num_queries(11):
         pk = api.post(f"/api/studies/{enrolled.pk}/assignments/next/").json()["id"]
     with django_assert_max_num_queries(10):
-        assert api.post(f"/api/assignments/{pk}/submit/", {"answers": ANSWERS}, format="json").status_code == 200
+        assert (
+            api.post(f"/api/assignments/{pk}/submit/", {"answers": ANSWERS}, format="json").status_code == 200
+        )

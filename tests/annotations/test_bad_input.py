@@ -13,11 +13,35 @@ from tests.factories import ItemFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
-JUNK_QUERY = {"study": ["x", "-1"], "source": "=x", "resamples": "abc", "fresh": "1", "breakdown": "annotator:",
-              "condition": "zz", "where": "bad", "value": "zz", "table": "nope", "by": "x", "page": "x"}
-JUNK_FORM = {"rule": "bogus", "k": "x", "value": "", "question": "nope", "reason": "", "kind": "x",
-             "control_rate": "abc", "max_uses": "-1", "valid_days": "x", "platform": "x", "pool": "x",
-             "demographics": "- {", "consent": "x", "action": "x"}
+JUNK_QUERY = {
+    "study": ["x", "-1"],
+    "source": "=x",
+    "resamples": "abc",
+    "fresh": "1",
+    "breakdown": "annotator:",
+    "condition": "zz",
+    "where": "bad",
+    "value": "zz",
+    "table": "nope",
+    "by": "x",
+    "page": "x",
+}
+JUNK_FORM = {
+    "rule": "bogus",
+    "k": "x",
+    "value": "",
+    "question": "nope",
+    "reason": "",
+    "kind": "x",
+    "control_rate": "abc",
+    "max_uses": "-1",
+    "valid_days": "x",
+    "platform": "x",
+    "pool": "x",
+    "demographics": "- {",
+    "consent": "x",
+    "action": "x",
+}
 
 
 def test_no_url_answers_junk_with_a_server_error(_media_root) -> None:  # type: ignore[no-untyped-def]

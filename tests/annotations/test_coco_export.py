@@ -20,10 +20,19 @@ pytestmark = pytest.mark.django_db
 def boxed(study):  # type: ignore[no-untyped-def]
     item = image_item(study, "a")
     machine = MachineAnnotatorFactory(name="detector")
-    Annotation.objects.create(study=study, item=item, annotator=machine, question_key="attributes",
-                              value=["hat", "beard"])
-    Annotation.objects.create(study=study, item=item, annotator=machine, question_key="boxes", value=[
-        {"option": "hat", "x": 10, "y": 20, "w": 30, "h": 40}, {"option": "beard", "x": 0, "y": 0, "w": 5, "h": 2}])
+    Annotation.objects.create(
+        study=study, item=item, annotator=machine, question_key="attributes", value=["hat", "beard"]
+    )
+    Annotation.objects.create(
+        study=study,
+        item=item,
+        annotator=machine,
+        question_key="boxes",
+        value=[
+            {"option": "hat", "x": 10, "y": 20, "w": 30, "h": 40},
+            {"option": "beard", "x": 0, "y": 0, "w": 5, "h": 2},
+        ],
+    )
     return study, item
 
 
@@ -31,16 +40,31 @@ def test_coco_document(boxed) -> None:  # type: ignore[no-untyped-def]
     study, item = boxed
     coco = export_coco(study)
     assert [(c["id"], c["name"], c["supercategory"]) for c in coco["categories"]] == [
-        (1, "hat", "attributes"), (2, "glasses", "attributes"), (3, "beard", "attributes")]
+        (1, "hat", "attributes"),
+        (2, "glasses", "attributes"),
+        (3, "beard", "attributes"),
+    ]
     image = item.images.get()
-    assert coco["images"] == [{"id": image.pk, "file_name": f"files/{image.sha256}.png", "width": 2000,
-                               "height": 1000, "item": "a", "position": 0}]
+    assert coco["images"] == [
+        {
+            "id": image.pk,
+            "file_name": f"files/{image.sha256}.png",
+            "width": 2000,
+            "height": 1000,
+            "item": "a",
+            "position": 0,
+        }
+    ]
     assert [(a["category_id"], a["bbox"], a["area"], a["image_id"]) for a in coco["annotations"]] == [
-        (1, [10, 20, 30, 40], 1200, image.pk), (3, [0, 0, 5, 2], 10, image.pk)]
+        (1, [10, 20, 30, 40], 1200, image.pk),
+        (3, [0, 0, 5, 2], 10, image.pk),
+    ]
     assert {a["annotator"] for a in coco["annotations"]} == {"detector"}
 
 
-@pytest.mark.parametrize("who,expected", [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    "who,expected", [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)]
+)
 def test_coco_api_permission_matrix(boxed, owner, other_researcher, annotator_user, who, expected) -> None:  # type: ignore[no-untyped-def]
     study, _item = boxed
     enrollment_add(study=study, user=annotator_user)
@@ -49,5 +73,8 @@ def test_coco_api_permission_matrix(boxed, owner, other_researcher, annotator_us
     assert response.status_code in ((401, 403) if expected == 401 else (expected,))
     if expected == 200:
         assert response["Content-Type"].startswith("application/json")
-        assert 'filename="study-' in response["Content-Disposition"] and ".coco.json" in response["Content-Disposition"]
+        assert (
+            'filename="study-' in response["Content-Disposition"]
+            and ".coco.json" in response["Content-Disposition"]
+        )
         assert len(json.loads(b"".join(response.streaming_content))["annotations"]) == 2

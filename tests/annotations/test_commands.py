@@ -23,16 +23,32 @@ def run(*args: str) -> str:
 
 
 def test_create_import_export_round_trip(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    created = json.loads(run("create_study", "--name", "Cars", "--preset", "object-attributes", "--overlap", "2"))
-    assert created["preset"] == "object-attributes" and created["overlap"] == 2 and created["owner"] == "owner"
+    created = json.loads(
+        run("create_study", "--name", "Cars", "--preset", "object-attributes", "--overlap", "2")
+    )
+    assert (
+        created["preset"] == "object-attributes" and created["overlap"] == 2 and created["owner"] == "owner"
+    )
     protocol_file = tmp_path / "mine.yaml"
     protocol_file.write_text(EXAMPLE_PROTOCOL)
-    mine = json.loads(run("create_study", "--name", "Mine", "--protocol", str(protocol_file), "--owner", "owner"))
+    mine = json.loads(
+        run("create_study", "--name", "Mine", "--protocol", str(protocol_file), "--owner", "owner")
+    )
     write_png(tmp_path / "imgs" / "a.png")
     report = json.loads(run("import_items", str(mine["id"]), str(tmp_path / "imgs")))
     assert report["created"] == 1
-    (tmp_path / "a.jsonl").write_text(json.dumps(
-        {"item": "a.png", "annotator": "r1", "annotator_kind": "human", "question": "gender", "value": "male"}) + "\n")
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps(
+            {
+                "item": "a.png",
+                "annotator": "r1",
+                "annotator_kind": "human",
+                "question": "gender",
+                "value": "male",
+            }
+        )
+        + "\n"
+    )
     assert json.loads(run("import_annotations", "Mine", str(tmp_path / "a.jsonl")))["created"] == 1
     out = tmp_path / "export.jsonl"
     call_command("export", str(mine["id"]), "--format", "jsonl", "--out", str(out), stderr=io.StringIO())
@@ -51,12 +67,19 @@ def test_commands_refuse_bad_input_and_change_nothing(owner, tmp_path) -> None: 
         run("create_study", "--name", "Bad", "--preset", "nope")
     with pytest.raises(CommandError, match="no study 'missing'"):
         run("import_items", "missing", str(tmp_path))
-    study = Study.objects.create(owner=owner, name="S", protocol=json.loads(json.dumps(
-        __import__("tests.factories", fromlist=["x"]).example_protocol_dict())))
+    study = Study.objects.create(
+        owner=owner,
+        name="S",
+        protocol=json.loads(
+            json.dumps(__import__("tests.factories", fromlist=["x"]).example_protocol_dict())
+        ),
+    )
     (tmp_path / "items.csv").write_text("external_id,file\nx,missing.png\n")
     with pytest.raises(CommandError, match="missing.png: no such file"):
         run("import_items", str(study.pk), str(tmp_path / "items.csv"))
-    (tmp_path / "a.jsonl").write_text('{"item": "x", "annotator": "r", "question": "gender", "value": "male"}\n')
+    (tmp_path / "a.jsonl").write_text(
+        '{"item": "x", "annotator": "r", "question": "gender", "value": "male"}\n'
+    )
     with pytest.raises(CommandError, match="line 1: item 'x' is not in this study"):
         run("import_annotations", str(study.pk), str(tmp_path / "a.jsonl"))
     with pytest.raises(CommandError, match="needs --out"):
@@ -64,8 +87,11 @@ def test_commands_refuse_bad_input_and_change_nothing(owner, tmp_path) -> None: 
     assert Study.objects.count() == 1 and Item.objects.count() == 0 and Annotation.objects.count() == 0
 
 
-def test_setup_demo_creates_accounts_and_a_study_that_shows_the_skew(settings, tmp_path,  # type: ignore[no-untyped-def]
-                                                                      django_capture_on_commit_callbacks) -> None:
+def test_setup_demo_creates_accounts_and_a_study_that_shows_the_skew(
+    settings,
+    tmp_path,  # type: ignore[no-untyped-def]
+    django_capture_on_commit_callbacks,
+) -> None:
     settings.DATA_DIR = tmp_path
     with django_capture_on_commit_callbacks(execute=True):
         output = run("setup_demo", "--labellers", "colour")
@@ -78,13 +104,26 @@ def test_setup_demo_creates_accounts_and_a_study_that_shows_the_skew(settings, t
     pinkish = [item for item in women_cars if item.metadata["drawn_colour"] in ("pink", "red")]
     assert len(pinkish) == women_cars.count()  # the palette for women's cars is only pink and red
     assert set(items.values_list("condition", flat=True)) == {
-        "base", "age:young_adults", "age:middle_aged", "age:elderly", "gender:men", "gender:women",
-        "ethnicity:white", "ethnicity:black", "ethnicity:asian"}
+        "base",
+        "age:young_adults",
+        "age:middle_aged",
+        "age:elderly",
+        "gender:men",
+        "gender:women",
+        "ethnicity:white",
+        "ethnicity:black",
+        "ethnicity:asian",
+    }
     # The colour rule labelled every drawn product with the colour it was drawn in.
-    machine = [(a.item.metadata["drawn_colour"], a.value) for a in Annotation.objects.filter(
-        study=study, question_key="product_color", annotator__name="colour-rule").select_related("item")]
+    machine = [
+        (a.item.metadata["drawn_colour"], a.value)
+        for a in Annotation.objects.filter(
+            study=study, question_key="product_color", annotator__name="colour-rule"
+        ).select_related("item")
+    ]
     assert len(machine) == 72
     from collections import Counter
+
     # Except the white products: on a light background the rule cannot separate them and reads the
     # black wheels and outlines (a real, documented weakness that the agreement report exposes).
     assert Counter(pair for pair in machine if pair[0] != pair[1]) == {("white", "black"): 12}

@@ -12,16 +12,16 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotations.errors import ValidationFailed
 from annotations.models import Study, User
-from annotations.protocols import load_preset
-from annotations.services.comparison import (
+from annotations.protocols.schema import load_preset
+from annotations.selectors.comparison import (
     ComparisonSide,
     comparison_long_rows,
     comparison_query_parse,
     comparison_report,
 )
 from annotations.services.studies import enrollment_add, study_share
+from common.errors import ValidationFailed
 from tests.annotations import test_metrics_report
 from tests.annotations.test_metrics_report import _subgroup_study, make_study
 from tests.conftest import client_for
@@ -29,16 +29,28 @@ from tests.conftest import client_for
 pytestmark = pytest.mark.django_db
 visage_studies = test_metrics_report.visage_studies  # the fixture: one markers and one visual-ness study
 
-OCCUPATIONAL = [q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})]
+OCCUPATIONAL = [
+    q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})
+]
 
 
 def ssi_study(owner: User, name: str, model: str, marked: dict[tuple[str, str], int]) -> Study:
     """An ssi-rubric study of one model: (query, condition) -> how many of the 9 rubric items are marked
     (the first n in the rubric's order), one human label each."""
-    items = [{"external_id": f"{q}-{c}", "model": model, "condition": c,
-              "metadata": {"category": "occupational", "query": q}} for q, c in marked]
-    answers = [{"item": f"{q}-{c}", "annotator": "h1", "question": k, "value": int(i < n)}
-               for (q, c), n in marked.items() for i, k in enumerate(OCCUPATIONAL)]
+    items = [
+        {
+            "external_id": f"{q}-{c}",
+            "model": model,
+            "condition": c,
+            "metadata": {"category": "occupational", "query": q},
+        }
+        for q, c in marked
+    ]
+    answers = [
+        {"item": f"{q}-{c}", "annotator": "h1", "question": k, "value": int(i < n)}
+        for (q, c), n in marked.items()
+        for i, k in enumerate(OCCUPATIONAL)
+    ]
     study = make_study(owner, "ssi-rubric", items, answers)
     study.name = name
     study.save(update_fields=["name"])
@@ -53,8 +65,10 @@ B_MARKED = {("q1", "initial"): 9, ("q1", "refined"): 3, ("q2", "initial"): 3, ("
 
 @pytest.fixture
 def two_models(owner: User) -> tuple[Study, Study]:
-    return (ssi_study(owner, "Model <b>A</b> & co", "m-a", A_MARKED),
-            ssi_study(owner, "<script>alert('B')</script>", "m-b", B_MARKED))
+    return (
+        ssi_study(owner, "Model <b>A</b> & co", "m-a", A_MARKED),
+        ssi_study(owner, "<script>alert('B')</script>", "m-b", B_MARKED),
+    )
 
 
 def rows_of(comparison: dict[str, Any], key: str) -> list[dict[str, Any]]:
@@ -72,7 +86,11 @@ def test_model_a_vs_model_b_aligned_with_n_and_differences(two_models) -> None: 
     assert [s["label"] for s in comparison["sides"]] == ["A", "B"]
     cells = {r["condition"]: r for r in rows_of(comparison, "ssi_cells")}
     # One model per study: 'model' leaves the key and the pooled 'all' rows (same numbers) are dropped.
-    assert set(cells) == {"initial", "refined"} and "category" in cells["initial"] and "model" not in cells["initial"]
+    assert (
+        set(cells) == {"initial", "refined"}
+        and "category" in cells["initial"]
+        and "model" not in cells["initial"]
+    )
     ini, ref = cells["initial"], cells["refined"]
     assert ini["mean_ssi [A]"] == pytest.approx(1 / 2) and ini["mean_ssi [B]"] == pytest.approx(2 / 3)
     assert ini["n [A]"] == 2 and ini["n [B]"] == 2
@@ -82,9 +100,13 @@ def test_model_a_vs_model_b_aligned_with_n_and_differences(two_models) -> None: 
     table = next(t for t in comparison["tables"] if t["key"] == "ssi_cells")
     assert any("m-a" in n and "m-b" in n for n in table["notes"])
     (drop,) = rows_of(comparison, "ssi_comparisons")
-    assert drop["relative_drop [A]"] == pytest.approx(7 / 9) and drop["relative_drop [B]"] == pytest.approx(1 / 2)
+    assert drop["relative_drop [A]"] == pytest.approx(7 / 9) and drop["relative_drop [B]"] == pytest.approx(
+        1 / 2
+    )
     assert drop["relative_drop [B-A]"] == pytest.approx(1 / 2 - 7 / 9) and drop["n [A]"] == 2
-    assert "p_value [B-A]" not in drop and "significant [B-A]" not in drop  # no difference of p-values or booleans
+    assert (
+        "p_value [B-A]" not in drop and "significant [B-A]" not in drop
+    )  # no difference of p-values or booleans
     # Rubric item 7 (index 6) marked initially: A neither query (3 and 6 marked), B q1 only (9 and 3 marked).
     prevalence = {(r["item"], r["condition"]): r for r in rows_of(comparison, "ssi_prevalence")}
     seventh = prevalence[(OCCUPATIONAL[6], "initial")]
@@ -94,10 +116,14 @@ def test_model_a_vs_model_b_aligned_with_n_and_differences(two_models) -> None: 
 
 def test_initial_vs_refined_inside_one_study(two_models) -> None:  # type: ignore[no-untyped-def]
     a, _b = two_models
-    comparison = compare(ComparisonSide(study=a, condition="initial"), ComparisonSide(study=a, condition="refined"))
+    comparison = compare(
+        ComparisonSide(study=a, condition="initial"), ComparisonSide(study=a, condition="refined")
+    )
     cells = {r["model"]: r for r in rows_of(comparison, "ssi_cells")}
     assert set(cells) == {"m-a", "all"} and "condition" not in cells["m-a"]
-    assert cells["m-a"]["mean_ssi [A]"] == pytest.approx(1 / 2) and cells["m-a"]["mean_ssi [B]"] == pytest.approx(1 / 9)
+    assert cells["m-a"]["mean_ssi [A]"] == pytest.approx(1 / 2) and cells["m-a"][
+        "mean_ssi [B]"
+    ] == pytest.approx(1 / 9)
     assert cells["m-a"]["mean_ssi [B-A]"] == pytest.approx(1 / 9 - 1 / 2)
     # ssi_comparisons is already initial vs refined: it has no condition column to narrow.
     assert [t["key"] for t in comparison["not_comparable"]] == ["ssi_comparisons"]
@@ -121,15 +147,23 @@ def test_same_study_two_sources(owner) -> None:  # type: ignore[no-untyped-def]
 def test_model_a_vs_model_b_inside_one_study(owner) -> None:  # type: ignore[no-untyped-def]
     # m1 base: red, red -> VAC 1 (one value); m2 base: red, blue -> 1 - ln2/ln2 = 0.
     colours = {"a1": ("m1", "red"), "a2": ("m1", "red"), "b1": ("m2", "red"), "b2": ("m2", "blue")}
-    items = [{"external_id": k, "model": m, "condition": "base", "metadata": {"object": "car"}}
-             for k, (m, _c) in colours.items()]
-    answers = [{"item": k, "annotator": "h1", "question": "product_color", "value": c} for k, (_m, c) in colours.items()]
+    items = [
+        {"external_id": k, "model": m, "condition": "base", "metadata": {"object": "car"}}
+        for k, (m, _c) in colours.items()
+    ]
+    answers = [
+        {"item": k, "annotator": "h1", "question": "product_color", "value": c}
+        for k, (_m, c) in colours.items()
+    ]
     study = make_study(owner, "object-attributes", items, answers)
     comparison = compare(ComparisonSide(study=study, model="m1"), ComparisonSide(study=study, model="m2"))
     (row,) = rows_of(comparison, "soda_vac")
     assert (row["object"], row["condition"]) == ("car", "base") and "model" not in row
-    assert (row["vac [A]"], row["vac [B]"], row["vac [B-A]"]) == (pytest.approx(1.0), pytest.approx(0.0),
-                                                                  pytest.approx(-1.0))
+    assert (row["vac [A]"], row["vac [B]"], row["vac [B-A]"]) == (
+        pytest.approx(1.0),
+        pytest.approx(0.0),
+        pytest.approx(-1.0),
+    )
     assert (row["n [A]"], row["n [B]"]) == (2, 2)
     assert "soda_cds" in [t["key"] for t in comparison["not_comparable"]]  # pooled over models
 
@@ -148,7 +182,11 @@ def test_different_protocols_only_in(owner, two_models) -> None:  # type: ignore
     a, _b = two_models
     comparison = compare(ComparisonSide(study=a), ComparisonSide(study=_subgroup_study(owner)))
     assert comparison["tables"] == []
-    assert [t["key"] for t in comparison["only_in"]["A"]] == ["ssi_cells", "ssi_comparisons", "ssi_prevalence"]
+    assert [t["key"] for t in comparison["only_in"]["A"]] == [
+        "ssi_cells",
+        "ssi_comparisons",
+        "ssi_prevalence",
+    ]
     assert "agent_scores" in [t["key"] for t in comparison["only_in"]["B"]]
     assert "different protocols" in comparison["notes"][0]
 
@@ -168,14 +206,21 @@ def test_refusals(two_models) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValidationFailed, match="study must be a study id"):
         comparison_query_parse(studies=["1", "x"])
     sides = comparison_query_parse(studies=["1", "", "2"], sources=["gpt", "x", ""], conditions=["initial"])
-    assert [(s.study_id, s.source, s.condition) for s in sides] == [(1, "gpt", "initial"), (2, "consensus", "initial")]
+    assert [(s.study_id, s.source, s.condition) for s in sides] == [
+        (1, "gpt", "initial"),
+        (2, "consensus", "initial"),
+    ]
 
 
 def test_long_rows(two_models) -> None:  # type: ignore[no-untyped-def]
     a, b = two_models
     columns, rows = comparison_long_rows(compare(ComparisonSide(study=a), ComparisonSide(study=b)))
     long = [dict(zip(columns, r, strict=True)) for r in rows]
-    mine = [r for r in long if r["table"] == "ssi_cells" and r["group"] == "category=occupational; condition=initial"]
+    mine = [
+        r
+        for r in long
+        if r["table"] == "ssi_cells" and r["group"] == "category=occupational; condition=initial"
+    ]
     assert [(r["side"], r["study"], r["n"]) for r in mine] == [("A", a.pk, 2), ("B", b.pk, 2)]
     assert mine[0]["difference"] is None and mine[1]["difference"] == pytest.approx(1 / 6)
 
@@ -201,7 +246,10 @@ def test_page_renders_aligned_tables_with_names_escaped(two_models, owner, clien
     assert f"/compare/figures/ssi_cells.png?study={a.pk}" in page
     detail = client.get(f"/studies/{a.pk}/").content.decode()
     assert f"/compare/?study={a.pk}" in detail
-    assert f"/compare/?study={a.pk}&amp;source=consensus" in client.get(f"/studies/{a.pk}/findings/").content.decode()
+    assert (
+        f"/compare/?study={a.pk}&amp;source=consensus"
+        in client.get(f"/studies/{a.pk}/findings/").content.decode()
+    )
 
 
 def test_page_form_and_messages(two_models, owner, client) -> None:  # type: ignore[no-untyped-def]
@@ -213,7 +261,9 @@ def test_page_form_and_messages(two_models, owner, client) -> None:  # type: ign
     assert one.status_code == 200 and "Pick at least one more study" in one.content.decode()
     assert f'<option value="{a.pk}" selected>' in one.content.decode()
     bad = client.get(f"/compare/?study={a.pk}&study=%3Cb%3E")
-    assert bad.status_code == 400 and "&lt;b&gt;" in bad.content.decode() and "<b>'" not in bad.content.decode()
+    assert (
+        bad.status_code == 400 and "&lt;b&gt;" in bad.content.decode() and "<b>'" not in bad.content.decode()
+    )
     mixed = client.get(f"/compare/{url(a, b)}&condition=initial&condition=")
     assert mixed.status_code == 400 and "to every study or to none" in mixed.content.decode()
 
@@ -225,14 +275,24 @@ def test_csv_of_one_table_and_of_everything(two_models, owner, client) -> None: 
     assert response["Content-Type"].startswith("text/csv")
     assert f'filename="compare-{a.pk}-{b.pk}-ssi_cells.csv"' in response["Content-Disposition"]
     reader = list(csv.reader(io.StringIO(response.content.decode())))
-    assert reader[0] == ["category", "condition", "mean_ssi [A]", "n [A]", "mean_ssi [B]", "n [B]", "mean_ssi [B-A]"]
+    assert reader[0] == [
+        "category",
+        "condition",
+        "mean_ssi [A]",
+        "n [A]",
+        "mean_ssi [B]",
+        "n [B]",
+        "mean_ssi [B-A]",
+    ]
     initial = next(r for r in reader[1:] if r[1] == "initial")
     assert initial[:2] == ["occupational", "initial"] and (initial[3], initial[5]) == ("2", "2")
     assert [float(v) for v in (initial[2], initial[4], initial[6])] == pytest.approx([1 / 2, 2 / 3, 1 / 6])
     everything = list(csv.DictReader(io.StringIO(client.get(f"/compare/csv/{url(a, b)}").content.decode())))
     mine = [r for r in everything if r["table"] == "ssi_cells" and r["group"].endswith("condition=refined")]
-    assert [(r["side"], r["study_name"], r["n"]) for r in mine] == [("A", "Model <b>A</b> & co", "2"),
-                                                                     ("B", "<script>alert('B')</script>", "2")]
+    assert [(r["side"], r["study_name"], r["n"]) for r in mine] == [
+        ("A", "Model <b>A</b> & co", "2"),
+        ("B", "<script>alert('B')</script>", "2"),
+    ]
     assert float(mine[1]["difference"]) == pytest.approx(1 / 3 - 1 / 9)
     assert client.get(f"/compare/csv/{url(a, b, table='nope')}").status_code == 404
     assert client.get(f"/compare/csv/{url(a)}").status_code == 400
@@ -251,22 +311,41 @@ def test_figures(two_models, owner, client) -> None:  # type: ignore[no-untyped-
     assert client.get(f"/compare/figures/nope.png{url(a, b)}").status_code == 404
 
 
-@pytest.mark.parametrize(("role", "page", "api"), [("owner", 200, 200), ("admin", 200, 200), ("other", 404, 404),
-                                                   ("shared", 200, 200), ("annotator", 403, 403),
-                                                   ("anonymous", 302, 401)])
-def test_permissions(role, page, api, two_models, owner, other_researcher, annotator_user, admin_user,
-                     client) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("role", "page", "api"),
+    [
+        ("owner", 200, 200),
+        ("admin", 200, 200),
+        ("other", 404, 404),
+        ("shared", 200, 200),
+        ("annotator", 403, 403),
+        ("anonymous", 302, 401),
+    ],
+)
+def test_permissions(
+    role, page, api, two_models, owner, other_researcher, annotator_user, admin_user, client
+) -> None:  # type: ignore[no-untyped-def]
     a, b = two_models
     enrollment_add(study=a, user=annotator_user)
     enrollment_add(study=b, user=annotator_user)
     if role == "shared":
         study_share(study=a, user=other_researcher)
         study_share(study=b, user=other_researcher)
-    user = {"owner": owner, "admin": admin_user, "other": other_researcher, "shared": other_researcher,
-            "annotator": annotator_user, "anonymous": None}[role]
+    user = {
+        "owner": owner,
+        "admin": admin_user,
+        "other": other_researcher,
+        "shared": other_researcher,
+        "annotator": annotator_user,
+        "anonymous": None,
+    }[role]
     if user is not None:
         client.force_login(user)
-    for path in (f"/compare/{url(a, b)}", f"/compare/csv/{url(a, b)}", f"/compare/figures/ssi_cells.png{url(a, b)}"):
+    for path in (
+        f"/compare/{url(a, b)}",
+        f"/compare/csv/{url(a, b)}",
+        f"/compare/figures/ssi_cells.png{url(a, b)}",
+    ):
         response = client.get(path)
         assert response.status_code == page, path
         if page != 200:
@@ -282,7 +361,10 @@ def test_another_researchers_study_is_refused(two_models, owner, other_researche
     theirs = ssi_study(other_researcher, "their secret study", "m-x", A_MARKED)
     client.force_login(owner)
     response = client.get(f"/compare/{url(a, theirs)}")
-    assert response.status_code == 404 and f"study {theirs.pk} does not exist or is not yours" in response.content.decode()
+    assert (
+        response.status_code == 404
+        and f"study {theirs.pk} does not exist or is not yours" in response.content.decode()
+    )
     assert "their secret study" not in response.content.decode()
     assert client.get(f"/compare/{url(theirs)}").status_code == 404
     assert client_for(owner).get(f"/api/compare/{url(a, theirs)}").status_code == 404
@@ -306,8 +388,16 @@ def test_command(two_models) -> None:  # type: ignore[no-untyped-def]
     initial = next(r for r in rows_of(comparison, "ssi_cells") if r["condition"] == "initial")
     assert initial["mean_ssi [B-A]"] == pytest.approx(1 / 6)
     out = io.StringIO()
-    call_command("compare_studies", str(a.pk), str(a.pk), "--condition", "initial", "--condition", "refined",
-                 stdout=out)
+    call_command(
+        "compare_studies",
+        str(a.pk),
+        str(a.pk),
+        "--condition",
+        "initial",
+        "--condition",
+        "refined",
+        stdout=out,
+    )
     text = out.getvalue()
     assert "ssi_cells" in text and "condition initial" in text and "not narrowed: ssi_comparisons" in text
     with pytest.raises(CommandError, match="at least two"):
@@ -321,8 +411,12 @@ def test_visage_every_judgement_vs_consensus(visage_studies) -> None:  # type: i
     comparison = compare(ComparisonSide(study=study, source="judgements"), ComparisonSide(study=study))
     (row,) = rows_of(comparison, "visage_tendency")
     assert row["identity"] == "Xland" and (row["n [A]"], row["n [B]"]) == (20, 6)
-    assert row["l_stereo [B-A]"] == pytest.approx(1 - 5 / 6) and row["l_random [B-A]"] == pytest.approx(-1 / 16)
-    assert row["theta [A]"] == pytest.approx(40 / 3) and row["theta [B]"] is None and row["theta [B-A]"] is None
+    assert row["l_stereo [B-A]"] == pytest.approx(1 - 5 / 6) and row["l_random [B-A]"] == pytest.approx(
+        -1 / 16
+    )
+    assert (
+        row["theta [A]"] == pytest.approx(40 / 3) and row["theta [B]"] is None and row["theta [B-A]"] is None
+    )
     likelihood = {r["attribute"]: r for r in rows_of(comparison, "visage_likelihoods")}
     assert (likelihood["hat"]["likelihood [A]"], likelihood["hat"]["n [A]"]) == (pytest.approx(2 / 3), 3)
     assert (likelihood["hat"]["likelihood [B]"], likelihood["hat"]["n [B]"]) == (1.0, 1)
@@ -336,25 +430,37 @@ def test_visage_every_judgement_vs_consensus(visage_studies) -> None:  # type: i
 
 def visualness_study(owner: User, ratings: dict[str, tuple[str, str, str]]) -> Study:
     items = [{"external_id": term, "text": term} for term in ratings]
-    answers = [{"item": term, "annotator": f"r{i}", "question": "visual", "value": v}
-               for term, values in ratings.items() for i, v in enumerate(values)]
+    answers = [
+        {"item": term, "annotator": f"r{i}", "question": "visual", "value": v}
+        for term, values in ratings.items()
+        for i, v in enumerate(values)
+    ]
     return make_study(owner, "visualness", items, answers)
 
 
 def test_visualness_shares_and_listed_attributes(owner) -> None:  # type: ignore[no-untyped-def]
     # X: hat SA (2 of 3), poor A (2 of 3): shares SA 1/2, A 1/2; visual (every rating agree): hat only.
     # Y: hat SA, poor A, tall D: shares 1/3 each; visual: hat and poor.
-    x = visualness_study(owner, {"hat": ("strongly_agree", "strongly_agree", "agree"),
-                                 "poor": ("agree", "disagree", "agree")})
-    y = visualness_study(owner, {"hat": ("strongly_agree",) * 3, "poor": ("agree",) * 3,
-                                 "tall": ("disagree", "disagree", "strongly_disagree")})
+    x = visualness_study(
+        owner, {"hat": ("strongly_agree", "strongly_agree", "agree"), "poor": ("agree", "disagree", "agree")}
+    )
+    y = visualness_study(
+        owner,
+        {
+            "hat": ("strongly_agree",) * 3,
+            "poor": ("agree",) * 3,
+            "tall": ("disagree", "disagree", "strongly_disagree"),
+        },
+    )
     comparison = compare(ComparisonSide(study=x), ComparisonSide(study=y))
     shares = {r["label"]: r for r in rows_of(comparison, "visualness_shares")}
     sa = shares["strongly_agree"]
     assert (sa["share [A]"], sa["n [A]"], sa["n [B]"]) == (0.5, 2, 3)
     assert sa["share [B-A]"] == pytest.approx(1 / 3 - 1 / 2) and sa["count [B-A]"] == 0
     assert shares["disagree"]["share [B-A]"] == pytest.approx(1 / 3)
-    listed = {r["attribute"]: (r["listed [A]"], r["listed [B]"]) for r in rows_of(comparison, "visual_attributes")}
+    listed = {
+        r["attribute"]: (r["listed [A]"], r["listed [B]"]) for r in rows_of(comparison, "visual_attributes")
+    }
     assert listed == {"hat": (True, True), "poor": (False, True)}
     summary = {r["metric"]: r for r in rows_of(comparison, "summary")}
     assert summary["visual_attributes"]["value [B-A]"] == 1
@@ -372,25 +478,41 @@ def test_original_vs_mitigated_narrowed_to_one_group_each(owner) -> None:  # typ
     # Original (occupation chef): base gender (male, male) -> w = 1; after age (male, female) -> 0: IS = 1.
     # Mitigated set (metadata 'subject' only, so the report's group is 'all'): base (male, female) -> w = 0;
     # after age (male, male) -> 1: IS = -1.
-    original = bias_axes_study(owner, {"occupation": "chef"},
-                               {"base1": "male", "base2": "male", "age:old1": "male", "age:old2": "female"})
-    mitigated = bias_axes_study(owner, {"subject": "chef"},
-                                {"base1": "male", "base2": "female", "age:old1": "male", "age:old2": "male"})
+    original = bias_axes_study(
+        owner,
+        {"occupation": "chef"},
+        {"base1": "male", "base2": "male", "age:old1": "male", "age:old2": "female"},
+    )
+    mitigated = bias_axes_study(
+        owner,
+        {"subject": "chef"},
+        {"base1": "male", "base2": "female", "age:old1": "male", "age:old2": "male"},
+    )
     plain = compare(ComparisonSide(study=original), ComparisonSide(study=mitigated))
     groups = {(r["group"], r["intervened_axis"], r["axis"]): r for r in rows_of(plain, "biasconnect_is")}
     assert groups[("chef", "age", "gender")]["is [B]"] is None  # 'chef' vs 'all': no common group
-    comparison = compare(ComparisonSide(study=original, where=(("group", "chef"),)),
-                         ComparisonSide(study=mitigated, where=(("group", "all"),)))
+    comparison = compare(
+        ComparisonSide(study=original, where=(("group", "chef"),)),
+        ComparisonSide(study=mitigated, where=(("group", "all"),)),
+    )
     cells = {(r["intervened_axis"], r["axis"]): r for r in rows_of(comparison, "biasconnect_is")}
     cell = cells[("age", "gender")]
-    assert "group" not in cell and (cell["is [A]"], cell["is [B]"]) == (pytest.approx(1.0), pytest.approx(-1.0))
+    assert "group" not in cell and (cell["is [A]"], cell["is [B]"]) == (
+        pytest.approx(1.0),
+        pytest.approx(-1.0),
+    )
     assert cell["is [B-A]"] == pytest.approx(-2.0)
     deviation = {r["axis"]: r for r in rows_of(comparison, "biasconnect_deviation")}["gender"]
     assert (deviation["w_bar [A]"], deviation["w_bar [B]"], deviation["n [A]"], deviation["n [B]"]) == (
-        pytest.approx(1.0), pytest.approx(0.0), 2, 2)
+        pytest.approx(1.0),
+        pytest.approx(0.0),
+        2,
+        2,
+    )
     # Distribution shares: n is the labelled base images of the axis (2), not the option's count.
-    male = {(r["condition"], r["axis"], r["option"]): r for r in rows_of(comparison, "biasconnect_distributions")}[
-        ("base", "gender", "male")]
+    male = {
+        (r["condition"], r["axis"], r["option"]): r for r in rows_of(comparison, "biasconnect_distributions")
+    }[("base", "gender", "male")]
     assert (male["share [A]"], male["share [B]"], male["n [A]"], male["count [B]"]) == (1.0, 0.5, 2, 1)
     assert comparison["sides"][1]["where"] == {"group": "all"}
 
@@ -412,8 +534,8 @@ def test_every_report_table_has_an_alignment_spec() -> None:
     import re
     from pathlib import Path
 
-    from annotations.services import metrics_report
-    from annotations.services.comparison import TABLE_SPECS
+    from annotations.selectors.comparison import TABLE_SPECS
+    from annotations.selectors.findings import report as metrics_report
 
     source = Path(metrics_report.__file__).read_text()
     keys = set(re.findall(r'Table\(\s*"(\w+)"', source))
@@ -422,7 +544,9 @@ def test_every_report_table_has_an_alignment_spec() -> None:
 
 def test_a_narrowing_that_matches_nothing_says_so(two_models) -> None:  # type: ignore[no-untyped-def]
     a, b = two_models
-    comparison = compare(ComparisonSide(study=a, condition="initial"), ComparisonSide(study=b, condition="refind"))
+    comparison = compare(
+        ComparisonSide(study=a, condition="initial"), ComparisonSide(study=b, condition="refind")
+    )
     assert any(n.startswith("B: no row of") and "condition = refind" in n for n in comparison["notes"])
     (row,) = [r for r in rows_of(comparison, "ssi_cells") if r["model"] == "all"]
     assert row["mean_ssi [A]"] == pytest.approx(1 / 2) and row["mean_ssi [B]"] is None

@@ -44,18 +44,53 @@ def filled_study(study, tmp_path):  # type: ignore[no-untyped-def]
     write_png(tmp_path / "imgs" / "a.png", (10, 20, 30), size=(100, 80))
     write_png(tmp_path / "imgs" / "b.png", (30, 20, 10))
     (tmp_path / "imgs" / "manifest.jsonl").write_text(
-        json.dumps({"external_id": "a", "file": "a.png", "prompt": "a <b>doctor</b>", "condition": "gender:women",
-                    "seed": 7, "model": "sd", "metadata": {"note": "ünïcode"}}) + "\n"
-        + json.dumps({"external_id": "b", "file": "b.png"}) + "\n"
+        json.dumps(
+            {
+                "external_id": "a",
+                "file": "a.png",
+                "prompt": "a <b>doctor</b>",
+                "condition": "gender:women",
+                "seed": 7,
+                "model": "sd",
+                "metadata": {"note": "ünïcode"},
+            }
+        )
+        + "\n"
+        + json.dumps({"external_id": "b", "file": "b.png"})
+        + "\n"
     )
     items_import(study=study, path=tmp_path / "imgs")
     lines = [
         {"item": "a", "annotator": "r1", "question": "gender", "value": "female"},
-        {"item": "a", "annotator": "r1", "question": "attributes", "value": ["hat"], "shown": ["hat", "beard"]},
-        {"item": "a", "annotator": "r1", "question": "boxes", "value": [{"option": "hat", "x": 1, "y": 1, "w": 9, "h": 9}]},
-        {"item": "a", "annotator": "clip", "annotator_kind": "machine", "annotator_version": "v1", "question": "gender",
-         "value": "male"},
-        {"item": "b", "annotator": "r2", "question": "smiling", "value": 1, "reason": "teeth", "pool": "expert"},
+        {
+            "item": "a",
+            "annotator": "r1",
+            "question": "attributes",
+            "value": ["hat"],
+            "shown": ["hat", "beard"],
+        },
+        {
+            "item": "a",
+            "annotator": "r1",
+            "question": "boxes",
+            "value": [{"option": "hat", "x": 1, "y": 1, "w": 9, "h": 9}],
+        },
+        {
+            "item": "a",
+            "annotator": "clip",
+            "annotator_kind": "machine",
+            "annotator_version": "v1",
+            "question": "gender",
+            "value": "male",
+        },
+        {
+            "item": "b",
+            "annotator": "r2",
+            "question": "smiling",
+            "value": 1,
+            "reason": "teeth",
+            "pool": "expert",
+        },
     ]
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     annotations_import(study=study, path=tmp_path / "a.jsonl")
@@ -101,7 +136,9 @@ def test_csv_has_one_row_per_annotation_with_provenance(filled_study) -> None:  
     assert json.loads(first["value"]) == ["hat"] and json.loads(first["shown"]) == ["hat", "beard"]
 
 
-def test_a_background_export_job_writes_a_downloadable_file(filled_study, owner, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_a_background_export_job_writes_a_downloadable_file(
+    filled_study, owner, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     with django_capture_on_commit_callbacks(execute=True):
         job = export_job_create(study=filled_study, user=owner, fmt="csv")
     job.refresh_from_db()
@@ -110,18 +147,27 @@ def test_a_background_export_job_writes_a_downloadable_file(filled_study, owner,
         assert handle.read().decode().startswith("item,item_kind,condition")
 
 
-def test_round_trip_keeps_controls_consensus_adjudication_and_exclusions(filled_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_round_trip_keeps_controls_consensus_adjudication_and_exclusions(
+    filled_study, owner, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     from annotations.models import Annotator, AnnotatorExclusion, ConsensusLabel
     from annotations.services.consensus import consensus_adjudicate, consensus_compute
     from annotations.services.controls import control_mark
     from annotations.services.quality import annotator_exclude, annotator_reinstate
 
     study = filled_study
-    item_a, item_b = Item.objects.get(study=study, external_id="a"), Item.objects.get(study=study, external_id="b")
+    item_a, item_b = (
+        Item.objects.get(study=study, external_id="a"),
+        Item.objects.get(study=study, external_id="b"),
+    )
     Item.objects.filter(pk=item_a.pk).update(expert_only=True)
-    control_mark(study=study, item=item_b, kind="attention", answers={"gender": "female"}, note="Pick 'female'.")
+    control_mark(
+        study=study, item=item_b, kind="attention", answers={"gender": "female"}, note="Pick 'female'."
+    )
     consensus_compute(study=study, question="gender")
-    consensus_adjudicate(study=study, item=item_a, question_key="gender", value="female", user=owner, note="clear")
+    consensus_adjudicate(
+        study=study, item=item_a, question_key="gender", value="female", user=owner, note="clear"
+    )
     r2 = Annotator.objects.get(study=study, name="r2")
     annotator_exclude(study=study, annotator=r2, user=owner, reason="rushed")
     annotator_reinstate(study=study, annotator=r2, user=owner, note="checked again")
@@ -132,15 +178,28 @@ def test_round_trip_keeps_controls_consensus_adjudication_and_exclusions(filled_
     rebuilt = study_import(owner=owner, path=out)
     assert comparable(rebuilt) == comparable(study)  # every record, the new kinds included
     copy_b = Item.objects.get(study=rebuilt, external_id="b")
-    assert (copy_b.control_kind, copy_b.control_answers, copy_b.note) == ("attention", {"gender": "female"},
-                                                                          "Pick 'female'.")
+    assert (copy_b.control_kind, copy_b.control_answers, copy_b.note) == (
+        "attention",
+        {"gender": "female"},
+        "Pick 'female'.",
+    )
     assert Item.objects.get(study=rebuilt, external_id="a").expert_only
     label = ConsensusLabel.objects.get(study=rebuilt, item__external_id="a", question_key="gender")
-    assert (label.value, label.rule, label.adjudicated_by, label.note) == ("female", "adjudicated", owner, "clear")
-    history = list(AnnotatorExclusion.objects.filter(study=rebuilt).order_by("excluded_at")
-                   .values_list("annotator__name", "reason", "reinstated_at", "reinstate_note"))
+    assert (label.value, label.rule, label.adjudicated_by, label.note) == (
+        "female",
+        "adjudicated",
+        owner,
+        "clear",
+    )
+    history = list(
+        AnnotatorExclusion.objects.filter(study=rebuilt)
+        .order_by("excluded_at")
+        .values_list("annotator__name", "reason", "reinstated_at", "reinstate_note")
+    )
     assert [(name, reason, note) for name, reason, _at, note in history] == [
-        ("r2", "rushed", "checked again"), ("r2", "rushed, for good", "")]
+        ("r2", "rushed", "checked again"),
+        ("r2", "rushed, for good", ""),
+    ]
     assert history[0][2] is not None and history[1][2] is None
 
 
@@ -150,25 +209,38 @@ def test_an_export_whose_control_answers_no_longer_fit_is_refused(filled_study, 
         if record["type"] == "item" and record["external_id"] == "b":
             record["control"] = {"kind": "gold", "answers": {"gender": "robot"}}
     (tmp_path / "bad.jsonl").write_text("".join(json.dumps(record) + "\n" for record in lines))
-    from annotations.errors import ImportRefused
+    from common.errors import ImportRefused
 
     with pytest.raises(ImportRefused, match=r"control answers: gender: .*robot"):
         study_import(owner=owner, path=tmp_path / "bad.jsonl")
     assert not Study.objects.exclude(pk=filled_study.pk).exists()  # nothing half-imported
 
 
-@pytest.mark.parametrize(("record", "message"), [
-    ({"type": "consensus", "item": "a", "question": "gender", "value": "male", "confidence": "high"},
-     r"line \d+: a consensus record's support, confidence or n_votes is malformed"),
-    ({"type": "consensus", "item": "a", "question": "gender", "value": "male", "n_votes": -2},
-     r"n_votes -2 is negative"),
-    ({"type": "consensus", "item": "nope", "question": "gender", "value": "male"}, r"consensus for unknown item 'nope'"),
-    ({"type": "exclusion", "annotator": "r1", "reason": "x", "excluded_at": "yesterday"},
-     r"'yesterday' is not a date and time"),
-])
-def test_malformed_consensus_and_exclusion_records_are_refused_by_line(filled_study, owner, tmp_path, record,
-                                                                      message) -> None:  # type: ignore[no-untyped-def]
-    from annotations.errors import ImportRefused
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (
+            {"type": "consensus", "item": "a", "question": "gender", "value": "male", "confidence": "high"},
+            r"line \d+: a consensus record's support, confidence or n_votes is malformed",
+        ),
+        (
+            {"type": "consensus", "item": "a", "question": "gender", "value": "male", "n_votes": -2},
+            r"n_votes -2 is negative",
+        ),
+        (
+            {"type": "consensus", "item": "nope", "question": "gender", "value": "male"},
+            r"consensus for unknown item 'nope'",
+        ),
+        (
+            {"type": "exclusion", "annotator": "r1", "reason": "x", "excluded_at": "yesterday"},
+            r"'yesterday' is not a date and time",
+        ),
+    ],
+)
+def test_malformed_consensus_and_exclusion_records_are_refused_by_line(
+    filled_study, owner, tmp_path, record, message
+) -> None:  # type: ignore[no-untyped-def]
+    from common.errors import ImportRefused
 
     lines = [*export_jsonl(filled_study), json.dumps(record) + "\n"]
     (tmp_path / "bad.jsonl").write_text("".join(lines))
@@ -178,11 +250,15 @@ def test_malformed_consensus_and_exclusion_records_are_refused_by_line(filled_st
 
 
 def test_two_open_exclusions_of_one_person_are_refused(filled_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from annotations.errors import ImportRefused
+    from common.errors import ImportRefused
 
-    twice = [{"type": "exclusion", "annotator": "r1", "reason": "x", "excluded_at": "2026-11-01T10:00:00+00:00"},
-             {"type": "exclusion", "annotator": "r1", "reason": "y", "excluded_at": "2026-11-02T10:00:00+00:00"}]
-    (tmp_path / "bad.jsonl").write_text("".join([*export_jsonl(filled_study), *(json.dumps(r) + "\n" for r in twice)]))
+    twice = [
+        {"type": "exclusion", "annotator": "r1", "reason": "x", "excluded_at": "2026-11-01T10:00:00+00:00"},
+        {"type": "exclusion", "annotator": "r1", "reason": "y", "excluded_at": "2026-11-02T10:00:00+00:00"},
+    ]
+    (tmp_path / "bad.jsonl").write_text(
+        "".join([*export_jsonl(filled_study), *(json.dumps(r) + "\n" for r in twice)])
+    )
     with pytest.raises(ImportRefused, match="'r1' is excluded twice"):
         study_import(owner=owner, path=tmp_path / "bad.jsonl")
     assert Study.objects.count() == 1

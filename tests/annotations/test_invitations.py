@@ -12,7 +12,6 @@ from django.test import Client
 from django.utils import timezone
 
 from annotations import access
-from annotations.errors import NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 from annotations.models import Assignment, Enrollment, Invitation, Participant, Study, User
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.invitations import (
@@ -30,16 +29,29 @@ from annotations.services.invitations import (
     platform_ids_from_query,
 )
 from annotations.services.studies import enrollment_add, enrollment_add_pool
+from common.errors import NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 
-ANSWERS = {"gender": {"value": "female"}, "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard"]}}
-REGION = {"key": "region", "label": "Where do you live?", "kind": "choice", "choices": ["Asia", "EMEA", "North America"]}
+ANSWERS = {
+    "gender": {"value": "female"},
+    "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard"]},
+}
+REGION = {
+    "key": "region",
+    "label": "Where do you live?",
+    "kind": "choice",
+    "choices": ["Asia", "EMEA", "North America"],
+}
 LANGUAGE = {"key": "language", "label": "First language", "kind": "text", "required": False}
 
 
 def invite(study: Study, owner: User, **overrides: Any) -> Invitation:
-    values: dict[str, Any] = {"expires_at": timezone.now() + timedelta(days=7), "max_uses": 10,
-                              "platform": "prolific", "completion_code": "C0DE42"}
+    values: dict[str, Any] = {
+        "expires_at": timezone.now() + timedelta(days=7),
+        "max_uses": 10,
+        "platform": "prolific",
+        "completion_code": "C0DE42",
+    }
     values.update(overrides)
     return invitation_create(study=study, created_by=owner, **values)
 
@@ -58,23 +70,28 @@ class TestCreate:
         assert len(one.token) >= 43 and one.token != two.token
         assert invitation_state(one) == "open"
 
-    @pytest.mark.parametrize(("overrides", "field"), [
-        ({"expires_at": timezone.now() - timedelta(minutes=1)}, "expires_at"),
-        ({"max_uses": 0}, "max_uses"),
-        ({"completion_code": ""}, "completion_code"),
-        ({"completion_code": "<b>x</b>"}, "completion_code"),
-        ({"completion_url": "javascript:alert(1)"}, "completion_url"),
-        ({"items_per_participant": 0}, "items_per_participant"),
-        ({"pool": "vip"}, "pool"),
-        ({"platform": "fiverr"}, "platform"),
-    ])
+    @pytest.mark.parametrize(
+        ("overrides", "field"),
+        [
+            ({"expires_at": timezone.now() - timedelta(minutes=1)}, "expires_at"),
+            ({"max_uses": 0}, "max_uses"),
+            ({"completion_code": ""}, "completion_code"),
+            ({"completion_code": "<b>x</b>"}, "completion_code"),
+            ({"completion_url": "javascript:alert(1)"}, "completion_url"),
+            ({"items_per_participant": 0}, "items_per_participant"),
+            ({"pool": "vip"}, "pool"),
+            ({"platform": "fiverr"}, "platform"),
+        ],
+    )
     def test_refusals_write_nothing(self, study, owner, overrides, field) -> None:  # type: ignore[no-untyped-def]
         with pytest.raises(ValidationFailed) as caught:
             invite(study, owner, **overrides)
         assert field in caught.value.details
         assert Invitation.objects.count() == 0
 
-    def test_plain_link_needs_no_code_and_annotators_cannot_invite(self, study, owner, annotator_user) -> None:  # type: ignore[no-untyped-def]
+    def test_plain_link_needs_no_code_and_annotators_cannot_invite(
+        self, study, owner, annotator_user
+    ) -> None:  # type: ignore[no-untyped-def]
         plain = invite(study, owner, platform="none", completion_code="")
         assert plain.completion_url == "" and plain.completion_code == ""
         with pytest.raises(NotAllowed):
@@ -93,17 +110,20 @@ class TestCreate:
 """)
         assert fields == [{**REGION, "required": True}, {**LANGUAGE}]
 
-    @pytest.mark.parametrize("bad", [
-        "- key: Region\n  label: x\n  kind: text",  # not lower-case
-        "- key: a\n  label: x\n  kind: choice",  # choice without choices
-        "- key: a\n  label: x\n  kind: text\n  choices: [b]",  # text with choices
-        "- key: a\n  label: x\n  kind: date",  # unknown kind
-        "- key: a\n  label: x\n- key: a\n  label: y",  # key twice
-        "- key: a\n  label: x\n  kind: choice\n  choices: [b, b]",  # choice twice
-        "- key: a\n  label: x\n  colour: red",  # unknown setting
-        "key: a",  # not a list
-        "- [unclosed",  # not YAML
-    ])
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            "- key: Region\n  label: x\n  kind: text",  # not lower-case
+            "- key: a\n  label: x\n  kind: choice",  # choice without choices
+            "- key: a\n  label: x\n  kind: text\n  choices: [b]",  # text with choices
+            "- key: a\n  label: x\n  kind: date",  # unknown kind
+            "- key: a\n  label: x\n- key: a\n  label: y",  # key twice
+            "- key: a\n  label: x\n  kind: choice\n  choices: [b, b]",  # choice twice
+            "- key: a\n  label: x\n  colour: red",  # unknown setting
+            "key: a",  # not a list
+            "- [unclosed",  # not YAML
+        ],
+    )
     def test_bad_demographic_forms_are_refused(self, bad: str) -> None:
         with pytest.raises(ValidationFailed):
             demographics_from_text(bad)
@@ -111,10 +131,16 @@ class TestCreate:
 
 class TestJoin:
     def test_join_makes_a_scoped_annotator_in_the_links_pool_with_attributes(self, study, owner) -> None:  # type: ignore[no-untyped-def]
-        invitation = invite(study, owner, pool="expert", demographics=[REGION, LANGUAGE], consent_text="I agree")
+        invitation = invite(
+            study, owner, pool="expert", demographics=[REGION, LANGUAGE], consent_text="I agree"
+        )
         consented = timezone.now()
-        participant, created = participant_join(invitation=invitation, ids=pid(1), consented_at=consented,
-                                                answers={"region": "EMEA", "language": "  Greek "})
+        participant, created = participant_join(
+            invitation=invitation,
+            ids=pid(1),
+            consented_at=consented,
+            answers={"region": "EMEA", "language": "  Greek "},
+        )
         assert created
         user = participant.user
         assert user.role == "annotator" and not user.has_usable_password() and not user.is_staff
@@ -122,8 +148,12 @@ class TestJoin:
         assert list(Enrollment.objects.filter(user=user).values_list("study_id", flat=True)) == [study.pk]
         assert user.annotator.pool == "expert"
         assert user.annotator.attributes == {"region": "EMEA", "language": "Greek"}
-        assert (participant.platform, participant.participant_id, participant.platform_study_id,
-                participant.session_id) == ("prolific", f"{1:024x}", "study1", "s1")
+        assert (
+            participant.platform,
+            participant.participant_id,
+            participant.platform_study_id,
+            participant.session_id,
+        ) == ("prolific", f"{1:024x}", "study1", "s1")
         assert participant.consented_at == consented and participant.completed_at is None
         invitation.refresh_from_db()
         assert invitation.uses == 1
@@ -186,7 +216,9 @@ class TestJoin:
         invitation.refresh_from_db()
         assert invitation.uses == 1 and Participant.objects.count() == 1
 
-    def test_a_study_that_is_not_active_takes_no_one_new_but_lets_participants_back(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_a_study_that_is_not_active_takes_no_one_new_but_lets_participants_back(
+        self, study, owner
+    ) -> None:  # type: ignore[no-untyped-def]
         invitation = invite(study, owner)
         first, _ = participant_join(invitation=invitation, ids=pid(1))
         for status in ("paused", "closed", "draft"):
@@ -199,8 +231,12 @@ class TestJoin:
             assert participant_join(invitation=invitation, ids=pid(1))[0].pk == first.pk
         assert Participant.objects.count() == 1
 
-    def test_consent_and_demographics_are_checked_and_nothing_is_written_when_they_fail(self, study, owner) -> None:  # type: ignore[no-untyped-def]
-        invitation = invite(study, owner, consent_text="Data will be published.", demographics=[REGION, LANGUAGE])
+    def test_consent_and_demographics_are_checked_and_nothing_is_written_when_they_fail(
+        self, study, owner
+    ) -> None:  # type: ignore[no-untyped-def]
+        invitation = invite(
+            study, owner, consent_text="Data will be published.", demographics=[REGION, LANGUAGE]
+        )
         with pytest.raises(ValidationFailed) as caught:
             participant_join(invitation=invitation, ids=pid(1), answers={"region": "EMEA"})
         assert "consent" in caught.value.details
@@ -210,15 +246,22 @@ class TestJoin:
             ({"region": "Asia", "language": "x" * 201}, {"language": "Use at most 200 characters."}),
         ]:
             with pytest.raises(ValidationFailed) as caught:
-                participant_join(invitation=invitation, ids=pid(1), answers=answers, consented_at=timezone.now())
+                participant_join(
+                    invitation=invitation, ids=pid(1), answers=answers, consented_at=timezone.now()
+                )
             assert caught.value.details == errors
         invitation.refresh_from_db()
-        assert invitation.uses == 0 and Participant.objects.count() == 0 and not User.objects.filter(
-            role="annotator").exists()
+        assert (
+            invitation.uses == 0
+            and Participant.objects.count() == 0
+            and not User.objects.filter(role="annotator").exists()
+        )
 
     def test_answers_cleaning_keeps_only_the_forms_keys(self) -> None:
         fields = demographics_from_text("- key: region\n  label: R\n  kind: choice\n  choices: [Asia]")
-        assert demographic_answers_clean(fields=fields, data={"region": "Asia", "is_staff": "1"}) == {"region": "Asia"}
+        assert demographic_answers_clean(fields=fields, data={"region": "Asia", "is_staff": "1"}) == {
+            "region": "Asia"
+        }
 
     def test_platform_link_needs_a_participant_id(self, study, owner) -> None:  # type: ignore[no-untyped-def]
         with pytest.raises(ValidationFailed):
@@ -240,28 +283,49 @@ class TestJoin:
 
 class TestPlatformIds:
     def test_prolific(self) -> None:
-        ids = platform_ids_from_query(platform="prolific", query={
-            "PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "60aa", "SESSION_ID": "s-1_x", "workerId": "W"})
-        assert ids == PlatformIds(participant_id="5f1a2b3c4d5e6f7a8b9c0d1e", platform_study_id="60aa",
-                                  session_id="s-1_x")
+        ids = platform_ids_from_query(
+            platform="prolific",
+            query={
+                "PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e",
+                "STUDY_ID": "60aa",
+                "SESSION_ID": "s-1_x",
+                "workerId": "W",
+            },
+        )
+        assert ids == PlatformIds(
+            participant_id="5f1a2b3c4d5e6f7a8b9c0d1e", platform_study_id="60aa", session_id="s-1_x"
+        )
 
     def test_mturk_and_its_preview(self) -> None:
-        ids = platform_ids_from_query(platform="mturk", query={
-            "workerId": "A1B2C3D4E5F6G7", "assignmentId": "3ABCDEF", "hitId": "3HIT", "turkSubmitTo": "x"})
-        assert ids == PlatformIds(participant_id="A1B2C3D4E5F6G7", platform_study_id="3HIT", assignment_id="3ABCDEF")
+        ids = platform_ids_from_query(
+            platform="mturk",
+            query={
+                "workerId": "A1B2C3D4E5F6G7",
+                "assignmentId": "3ABCDEF",
+                "hitId": "3HIT",
+                "turkSubmitTo": "x",
+            },
+        )
+        assert ids == PlatformIds(
+            participant_id="A1B2C3D4E5F6G7", platform_study_id="3HIT", assignment_id="3ABCDEF"
+        )
         with pytest.raises(PreviewOnly):
-            platform_ids_from_query(platform="mturk", query={"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE",
-                                                             "hitId": "3HIT"})
+            platform_ids_from_query(
+                platform="mturk", query={"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "3HIT"}
+            )
 
-    @pytest.mark.parametrize("query", [
-        {},
-        {"PROLIFIC_PID": ""},
-        {"PROLIFIC_PID": "{{%PROLIFIC_PID%}}"},
-        {"PROLIFIC_PID": "<script>alert(1)</script>"},
-        {"PROLIFIC_PID": "a" * 65},
-        {"PROLIFIC_PID": "abc", "SESSION_ID": "=cmd|' /C calc'!A0"},
-        {"PROLIFIC_PID": "abc def"},
-    ])
+    @pytest.mark.parametrize(
+        "query",
+        [
+            {},
+            {"PROLIFIC_PID": ""},
+            {"PROLIFIC_PID": "{{%PROLIFIC_PID%}}"},
+            {"PROLIFIC_PID": "<script>alert(1)</script>"},
+            {"PROLIFIC_PID": "a" * 65},
+            {"PROLIFIC_PID": "abc", "SESSION_ID": "=cmd|' /C calc'!A0"},
+            {"PROLIFIC_PID": "abc def"},
+        ],
+    )
     def test_bad_or_missing_ids_are_refused(self, query: dict[str, str]) -> None:
         with pytest.raises(ValidationFailed):
             platform_ids_from_query(platform="prolific", query=query)
@@ -298,7 +362,9 @@ class TestQuota:
         study.overlap = 1
         study.save()
         items = [ItemFactory(study=study) for _ in range(5)]
-        participant, _ = participant_join(invitation=invite(study, owner, items_per_participant=2), ids=pid(1))
+        participant, _ = participant_join(
+            invitation=invite(study, owner, items_per_participant=2), ids=pid(1)
+        )
         annotator = participant.user.annotator
         first = assignment_claim_next(study=study, annotator=annotator)
         assignment_submit(assignment=first, answers=ANSWERS)
@@ -306,7 +372,9 @@ class TestQuota:
         # the task page leases one ahead: refused, the shown item is the last one of the quota
         with pytest.raises(QuotaReached):
             assignment_claim_next(study=study, annotator=annotator, exclude=[second.pk])
-        assert assignment_claim_next(study=study, annotator=annotator).pk == second.pk  # the held lease comes back
+        assert (
+            assignment_claim_next(study=study, annotator=annotator).pk == second.pk
+        )  # the held lease comes back
         assignment_submit(assignment=second, answers=ANSWERS)
         with pytest.raises(QuotaReached):
             assignment_claim_next(study=study, annotator=annotator)
@@ -318,8 +386,9 @@ class TestQuota:
         assert got <= {item.pk for item in items}
 
 
-def _join_in_thread(invitation_id: int, ids: PlatformIds, barrier: threading.Barrier,
-                    results: list[Any]) -> None:
+def _join_in_thread(
+    invitation_id: int, ids: PlatformIds, barrier: threading.Barrier, results: list[Any]
+) -> None:
     try:
         invitation = Invitation.objects.get(pk=invitation_id)
         barrier.wait()
@@ -335,7 +404,9 @@ def _join_in_thread(invitation_id: int, ids: PlatformIds, barrier: threading.Bar
 def _run(invitation: Invitation, ids: list[PlatformIds]) -> list[Any]:
     barrier = threading.Barrier(len(ids))
     results: list[Any] = []
-    threads = [threading.Thread(target=_join_in_thread, args=(invitation.pk, one, barrier, results)) for one in ids]
+    threads = [
+        threading.Thread(target=_join_in_thread, args=(invitation.pk, one, barrier, results)) for one in ids
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -375,13 +446,35 @@ def test_invite_and_payments_commands(study, owner, tmp_path) -> None:  # type: 
     form.write_text("- key: region\n  label: Region\n  kind: choice\n  choices: [Asia, EMEA]\n")
     consent = tmp_path / "consent.txt"
     consent.write_text("I agree to take part.")
-    created = json.loads(run("invite", str(study.pk), "--platform", "prolific", "--completion-code", "ABC",
-                             "--max-uses", "3", "--quota", "5", "--demographics", str(form), "--consent",
-                             str(consent), "--owner", "owner", "--base-url", "https://wb.example.org/"))
+    created = json.loads(
+        run(
+            "invite",
+            str(study.pk),
+            "--platform",
+            "prolific",
+            "--completion-code",
+            "ABC",
+            "--max-uses",
+            "3",
+            "--quota",
+            "5",
+            "--demographics",
+            str(form),
+            "--consent",
+            str(consent),
+            "--owner",
+            "owner",
+            "--base-url",
+            "https://wb.example.org/",
+        )
+    )
     invitation = Invitation.objects.get(pk=created["id"])
     assert created["url"] == f"https://wb.example.org/join/{invitation.token}/"
     assert (invitation.max_uses, invitation.items_per_participant, invitation.consent_text) == (
-        3, 5, "I agree to take part.")
+        3,
+        5,
+        "I agree to take part.",
+    )
     assert invitation.demographics[0]["key"] == "region" and created["state"] == "open"
     assert [row["id"] for row in json.loads(run("invite", str(study.pk), "--list"))] == [invitation.pk]
     assert json.loads(run("invite", str(study.pk), "--revoke", str(invitation.pk)))["state"] == "revoked"
@@ -398,29 +491,42 @@ def test_agreement_report_breaks_human_alpha_down_by_demographic_answers(study, 
     pairs (m,f), (m,m), (f,m) give o_mf = o_fm = 2, o_mm = 2, n = 6, n_m = 4, n_f = 2, so
     D_o = 4/6, D_e = 2*4*2/(6*5) = 16/30 and alpha = 1 - (4/6)/(16/30) = -0.25."""
     from annotations.models import Annotation
-    from annotations.services.agreement import agreement_report
+    from annotations.selectors.agreement import agreement_report
 
     invitation = invite(study, owner, demographics=[REGION])
     items = [ItemFactory(study=study, external_id=f"i{n}") for n in range(3)]
-    answers = {"Asia": [["male", "female", "male"], ["male", "female", "male"]],
-               "EMEA": [["male", "male", "female"], ["female", "male", "male"]]}
+    answers = {
+        "Asia": [["male", "female", "male"], ["male", "female", "male"]],
+        "EMEA": [["male", "male", "female"], ["female", "male", "male"]],
+    }
     number = 0
     for region, people in answers.items():
         for values in people:
             number += 1
-            participant, _ = participant_join(invitation=invitation, ids=pid(number), answers={"region": region})
+            participant, _ = participant_join(
+                invitation=invitation, ids=pid(number), answers={"region": region}
+            )
             for item, value in zip(items, values, strict=True):
-                Annotation.objects.create(study=study, item=item, annotator=participant.user.annotator,
-                                          question_key="gender", value=value)
+                Annotation.objects.create(
+                    study=study,
+                    item=item,
+                    annotator=participant.user.annotator,
+                    question_key="gender",
+                    value=value,
+                )
     regular = UserFactory(username="regular", role="annotator")
     enrollment_add(study=study, user=regular)
-    Annotation.objects.create(study=study, item=items[0], annotator=regular.annotator, question_key="gender",
-                              value="male")
+    Annotation.objects.create(
+        study=study, item=items[0], annotator=regular.annotator, question_key="gender", value="male"
+    )
     report = agreement_report(study=study, n_resamples=0, breakdown="annotator:region")
     groups = {group["group"]: group for group in report["by_annotator_attribute"]["groups"]}
     assert set(groups) == {"Asia", "EMEA", "(not given)"}
-    assert (groups["Asia"]["annotators"], groups["EMEA"]["annotators"], groups["(not given)"]["annotators"]) == (
-        2, 2, 1)
+    assert (
+        groups["Asia"]["annotators"],
+        groups["EMEA"]["annotators"],
+        groups["(not given)"]["annotators"],
+    ) == (2, 2, 1)
 
     def gender(group: str) -> dict[str, Any]:
         (question,) = [q for q in groups[group]["questions"] if q["key"] == "gender"]
@@ -431,5 +537,7 @@ def test_agreement_report_breaks_human_alpha_down_by_demographic_answers(study, 
     assert gender("(not given)")["value"] is None
     client = Client()
     client.force_login(owner)
-    page = client.get(f"/studies/{study.pk}/agreement/?breakdown=annotator:region&resamples=10").content.decode()
+    page = client.get(
+        f"/studies/{study.pk}/agreement/?breakdown=annotator:region&resamples=10"
+    ).content.decode()
     assert "Alpha within groups of annotators by “region”" in page and "-0.250" in page

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from annotations.errors import ImportRefused
 from annotations.models import Item, ItemImage
-from annotations.protocols import load_preset
+from annotations.protocols.schema import load_preset
 from annotations.services.item_import import items_import
+from common.errors import ImportRefused
 from tests.annotations.imagefiles import png_bytes, write_png
 from tests.factories import StudyFactory
 
@@ -47,7 +47,11 @@ def test_a_csv_manifest_keeps_provenance_and_extra_columns_as_metadata(study, tm
     items_import(study=study, path=tmp_path / "items.csv")
     item = Item.objects.get(external_id="x1")
     assert (item.prompt, item.model_name, item.condition, item.seed) == (
-        "a photo of a doctor", "sd-1.5", "gender:women", 42)
+        "a photo of a doctor",
+        "sd-1.5",
+        "gender:women",
+        42,
+    )
     assert item.metadata == {"occupation": "doctor", "tags": ["a", "b"]}
 
 
@@ -57,9 +61,19 @@ def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:
     with zipfile.ZipFile(archive, "w") as zf:
         for index in range(4):
             zf.writestr(f"q1/{index}.png", png_bytes((index * 60, 10, 10)))
-        zf.writestr("manifest.jsonl", json.dumps({
-            "external_id": "q1", "files": [f"q1/{i}.png" for i in range(4)], "prompt": "a photo of a Nigerian person",
-            "condition": "initial", "metadata": {"category": "geocultural"}}) + "\n")
+        zf.writestr(
+            "manifest.jsonl",
+            json.dumps(
+                {
+                    "external_id": "q1",
+                    "files": [f"q1/{i}.png" for i in range(4)],
+                    "prompt": "a photo of a Nigerian person",
+                    "condition": "initial",
+                    "metadata": {"category": "geocultural"},
+                }
+            )
+            + "\n",
+        )
     report = items_import(study=study, path=archive)
     item = Item.objects.get(study=study, external_id="q1")
     assert report.created == 1 and item.kind == "image_set"
@@ -82,7 +96,9 @@ def test_text_items_and_reference_items(owner, tmp_path) -> None:  # type: ignor
     (tmp_path / "terms.jsonl").write_text('{"text": "dark skin"}\n{"text": "poor"}\n')
     assert items_import(study=text_study, path=tmp_path / "terms.jsonl").created == 2
     assert set(Item.objects.filter(study=text_study).values_list("kind", "text")) == {
-        ("text", "dark skin"), ("text", "poor")}
+        ("text", "dark skin"),
+        ("text", "poor"),
+    }
     image_study = StudyFactory(owner=owner)
     (tmp_path / "refs.csv").write_text("external_id,prompt\nimg-17,a photo of a Mexican person\n")
     report = items_import(study=image_study, path=tmp_path / "refs.csv")
@@ -99,8 +115,9 @@ def test_a_bad_row_stops_the_import_and_nothing_is_written(study, tmp_path, _med
 
 
 @pytest.mark.parametrize("failing", ["second file", "image rows"])
-def test_a_failure_while_writing_removes_the_files_already_stored(study, tmp_path, _media_root, monkeypatch,
-                                                                   failing: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_failure_while_writing_removes_the_files_already_stored(
+    study, tmp_path, _media_root, monkeypatch, failing: str
+) -> None:  # type: ignore[no-untyped-def]
     from django.core.files.storage import FileSystemStorage
     from django.db.models.query import QuerySet
 
@@ -186,9 +203,13 @@ def test_rows_must_fit_the_protocol(owner, tmp_path) -> None:  # type: ignore[no
         items_import(study=markers, path=tmp_path / "m.jsonl")
     text_study = StudyFactory(owner=owner, protocol=load_preset("visualness").to_dict())
     (tmp_path / "t.csv").write_text("external_id,prompt\nx,p\n")
-    with pytest.raises(ImportRefused, match=r"t.csv row 2: this study judges text items; the row has no 'text'"):
+    with pytest.raises(
+        ImportRefused, match=r"t.csv row 2: this study judges text items; the row has no 'text'"
+    ):
         items_import(study=text_study, path=tmp_path / "t.csv")
-    (tmp_path / "dup.jsonl").write_text('{"external_id": "a", "text": "x"}\n{"external_id": "a", "text": "y"}\n')
+    (tmp_path / "dup.jsonl").write_text(
+        '{"external_id": "a", "text": "x"}\n{"external_id": "a", "text": "y"}\n'
+    )
     with pytest.raises(ImportRefused, match="dup.jsonl line 2: external_id 'a' repeats dup.jsonl line 1"):
         items_import(study=text_study, path=tmp_path / "dup.jsonl")
     (tmp_path / "cond.jsonl").write_text('{"text": "x", "condition": "<script>"}\n')
@@ -212,9 +233,13 @@ def test_in_memory_files_go_through_the_same_checks(study) -> None:  # type: ign
     report = item_add_files(study=study, record=record, files={"gen-1.png": png_bytes((5, 5, 5))})
     assert report.created == 1 and Item.objects.get(external_id="gen-1").images.get().width == 32
     again = item_add_files(study=study, record=record, files={"gen-1.png": png_bytes((5, 5, 5))})
-    assert again.created == 0 and again.duplicates == [{"external_id": "gen-1", "reason": "already in the study"}]
+    assert again.created == 0 and again.duplicates == [
+        {"external_id": "gen-1", "reason": "already in the study"}
+    ]
     with pytest.raises(ImportRefused, match="gen-2.png: is not an image"):
-        item_add_files(study=study, record={"external_id": "gen-2", "file": "gen-2.png"}, files={"gen-2.png": b"x"})
+        item_add_files(
+            study=study, record={"external_id": "gen-2", "file": "gen-2.png"}, files={"gen-2.png": b"x"}
+        )
 
 
 def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -> None:  # type: ignore[no-untyped-def]
@@ -224,14 +249,20 @@ def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -
 
     from annotations.services.item_import import item_add_files
 
-    Item.objects.bulk_create([Item(study=study, external_id=f"old-{n}", kind="image", sha256=f"{n:064x}")
-                              for n in range(50)])
+    Item.objects.bulk_create(
+        [Item(study=study, external_id=f"old-{n}", kind="image", sha256=f"{n:064x}") for n in range(50)]
+    )
     data = png_bytes(size=(16, 16))
     with CaptureQueriesContext(connection) as queries:
-        report = item_add_files(study=study, record={"external_id": "new", "file": "n.png"}, files={"n.png": data})
+        report = item_add_files(
+            study=study, record={"external_id": "new", "file": "n.png"}, files={"n.png": data}
+        )
     assert report.created == 1
-    item_reads = [q["sql"] for q in queries.captured_queries
-                  if q["sql"].startswith("SELECT") and '"annotations_item"' in q["sql"].split("WHERE")[0]]
+    item_reads = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("SELECT") and '"annotations_item"' in q["sql"].split("WHERE")[0]
+    ]
     assert len(item_reads) == 2 and all(" IN (" in sql for sql in item_reads), item_reads
     # the lookups still find duplicates: by id, and by the file's hash under another id
     again = item_add_files(study=study, record={"external_id": "new", "file": "n.png"}, files={"n.png": data})
@@ -242,42 +273,55 @@ def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -
 
 def test_a_bulk_import_refreshes_the_planner_statistics_on_postgresql(study) -> None:  # type: ignore[no-untyped-def]
     """Claims on a freshly imported study must not be planned from statistics that predate it
-    (annotations/planner_statistics.py): an import of many items runs ANALYZE, a small one does not."""
+    (common/planner_statistics.py): an import of many items runs ANALYZE, a small one does not."""
     from django.db import connection
 
-    from annotations.planner_statistics import BULK_ROWS, statistics_refresh
     from annotations.services.item_import import items_import_records
+    from common.planner_statistics import BULK_ROWS, statistics_refresh
 
     def study_in_statistics(study_id: int) -> bool:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT most_common_vals::text FROM pg_stats WHERE tablename = 'annotations_item' "
-                           "AND attname = 'study_id'")
+            cursor.execute(
+                "SELECT most_common_vals::text FROM pg_stats WHERE tablename = 'annotations_item' "
+                "AND attname = 'study_id'"
+            )
             rows = cursor.fetchall()
         return any(str(study_id) in (row[0] or "").strip("{}").split(",") for row in rows)
 
     small = StudyFactory(owner=study.owner)
-    report = items_import_records(study=small, records=[(f"row {n}", {"external_id": f"s{n}"}) for n in range(5)])
+    report = items_import_records(
+        study=small, records=[(f"row {n}", {"external_id": f"s{n}"}) for n in range(5)]
+    )
     assert report.created == 5
     if connection.vendor != "postgresql":
         assert statistics_refresh(Item, rows=10_000) is False  # SQLite plans by index shape; left alone
         return
     assert not study_in_statistics(small.pk)  # five rows: no ANALYZE
-    report = items_import_records(study=study, records=[(f"row {n}", {"external_id": f"b{n}"})
-                                                        for n in range(BULK_ROWS)])
+    report = items_import_records(
+        study=study, records=[(f"row {n}", {"external_id": f"b{n}"}) for n in range(BULK_ROWS)]
+    )
     assert report.created == BULK_ROWS and study_in_statistics(study.pk)
 
 
 def test_a_precomputed_image_check_counts_only_for_the_bytes_it_was_made_from(study) -> None:  # type: ignore[no-untyped-def]
     """A generation job hands over image_check results computed in its encoder threads; results that
     do not match the bytes (by SHA-256) are ignored and the bytes are checked again."""
-    from annotations.files import image_check
     from annotations.services.item_import import items_add_files
+    from common.files import image_check
 
     good = png_bytes((7, 7, 7))
     checked = {"a.png": image_check(good, name="a.png")}
     with pytest.raises(ImportRefused, match="a.png: is not an image"):
-        items_add_files(study=study, records=[{"external_id": "a", "file": "a.png"}], files={"a.png": b"junk"},
-                        checked=checked)
-    report = items_add_files(study=study, records=[{"external_id": "a", "file": "a.png"}], files={"a.png": good},
-                             checked=checked)
-    assert report.created == 1 and Item.objects.get(external_id="a").images.get().sha256 == checked["a.png"].sha256
+        items_add_files(
+            study=study,
+            records=[{"external_id": "a", "file": "a.png"}],
+            files={"a.png": b"junk"},
+            checked=checked,
+        )
+    report = items_add_files(
+        study=study, records=[{"external_id": "a", "file": "a.png"}], files={"a.png": good}, checked=checked
+    )
+    assert (
+        report.created == 1
+        and Item.objects.get(external_id="a").images.get().sha256 == checked["a.png"].sha256
+    )

@@ -22,17 +22,33 @@ PID = "5f1a2b3c4d5e6f7a8b9c0d1e"
 PROLIFIC = f"?PROLIFIC_PID={PID}&STUDY_ID=60aa11&SESSION_ID=sess42"
 CONSENT = "Your answers will be published.\n<b>Not bold</b>"
 DEMOGRAPHICS = [
-    {"key": "region", "label": "Where do you live?", "kind": "choice", "choices": ["Asia", "EMEA", "North America"]},
+    {
+        "key": "region",
+        "label": "Where do you live?",
+        "kind": "choice",
+        "choices": ["Asia", "EMEA", "North America"],
+    },
     {"key": "language", "label": "First language", "kind": "text", "required": False},
 ]
-ANSWERS = {"q-gender": "female", "q-attributes": ["hat"], "shown-attributes": "hat,glasses,beard,none_of_the_above",
-           "q-boxes": "[]", "time_spent_ms": "4200"}
+ANSWERS = {
+    "q-gender": "female",
+    "q-attributes": ["hat"],
+    "shown-attributes": "hat,glasses,beard,none_of_the_above",
+    "q-boxes": "[]",
+    "time_spent_ms": "4200",
+}
 
 
 def invite(study: Study, owner: User, **overrides: Any) -> Invitation:
-    values: dict[str, Any] = {"expires_at": timezone.now() + timedelta(days=7), "max_uses": 5, "platform": "prolific",
-                              "completion_code": "C0DE42", "consent_text": CONSENT, "demographics": DEMOGRAPHICS,
-                              "items_per_participant": 2}
+    values: dict[str, Any] = {
+        "expires_at": timezone.now() + timedelta(days=7),
+        "max_uses": 5,
+        "platform": "prolific",
+        "completion_code": "C0DE42",
+        "consent_text": CONSENT,
+        "demographics": DEMOGRAPHICS,
+        "items_per_participant": 2,
+    }
     values.update(overrides)
     return invitation_create(study=study, created_by=owner, **values)
 
@@ -72,11 +88,17 @@ def test_full_flow_consent_form_quota_completion(crowd) -> None:  # type: ignore
     assert response.status_code == 302 and response["Location"] == f"/annotate/studies/{study.pk}/next/"
     participant = Participant.objects.get()
     assert (participant.participant_id, participant.platform_study_id, participant.session_id) == (
-        PID, "60aa11", "sess42")
+        PID,
+        "60aa11",
+        "sess42",
+    )
     assert participant.consented_at is not None
     assert participant.user.annotator.attributes == {"region": "EMEA", "language": "Greek"}
     # the completion page is not reachable before the work is done
-    assert client.get(f"/annotate/studies/{study.pk}/complete/")["Location"] == f"/annotate/studies/{study.pk}/next/"
+    assert (
+        client.get(f"/annotate/studies/{study.pk}/complete/")["Location"]
+        == f"/annotate/studies/{study.pk}/next/"
+    )
     for _ in range(2):
         task = client.get(f"/annotate/studies/{study.pk}/next/")
         assert task.status_code == 302 and "/annotate/assignments/" in task["Location"]
@@ -113,18 +135,23 @@ def test_same_pid_resumes_in_a_new_browser_without_a_second_use(crowd) -> None: 
     invitation.refresh_from_db()
     assert invitation.uses == 1 and Participant.objects.count() == 1
     # the same browser opening the link again also lands in the study
-    assert first.get(f"/join/{invitation.token}/{PROLIFIC}")["Location"] == f"/annotate/studies/{study.pk}/next/"
+    assert (
+        first.get(f"/join/{invitation.token}/{PROLIFIC}")["Location"] == f"/annotate/studies/{study.pk}/next/"
+    )
     # another participant id in the same browser is told to sign out first
     other = f"?PROLIFIC_PID={'a' * 24}&STUDY_ID=60aa11&SESSION_ID=s2"
     assert first.get(f"/join/{invitation.token}/{other}").status_code == 409
 
 
-@pytest.mark.parametrize(("change", "status", "needle"), [
-    ({"expires_at": timezone.now() - timedelta(seconds=1)}, 410, "This link has expired"),
-    ({"uses": 5}, 410, "This link has been used up"),
-    ({"revoked_at": timezone.now()}, 410, "This link has been withdrawn"),
-    ({"study_status": "closed"}, 410, "not taking new participants"),
-])
+@pytest.mark.parametrize(
+    ("change", "status", "needle"),
+    [
+        ({"expires_at": timezone.now() - timedelta(seconds=1)}, 410, "This link has expired"),
+        ({"uses": 5}, 410, "This link has been used up"),
+        ({"revoked_at": timezone.now()}, 410, "This link has been withdrawn"),
+        ({"study_status": "closed"}, 410, "not taking new participants"),
+    ],
+)
 def test_refused_links_show_a_clear_page_and_create_nothing(crowd, change, status, needle) -> None:  # type: ignore[no-untyped-def]
     study, invitation = crowd
     if "study_status" in change:
@@ -146,11 +173,14 @@ def test_a_link_used_up_while_someone_fills_the_form_is_refused_at_the_end(crowd
     assert response.status_code == 410 and not Participant.objects.exists()
 
 
-@pytest.mark.parametrize(("query", "needle"), [
-    ("", "PROLIFIC_PID parameter is missing"),
-    ("?PROLIFIC_PID=%7B%7B%25PROLIFIC_PID%25%7D%7D", "not a valid id"),
-    ("?PROLIFIC_PID=%3Cscript%3Ealert(1)%3C/script%3E", "not a valid id"),
-])
+@pytest.mark.parametrize(
+    ("query", "needle"),
+    [
+        ("", "PROLIFIC_PID parameter is missing"),
+        ("?PROLIFIC_PID=%7B%7B%25PROLIFIC_PID%25%7D%7D", "not a valid id"),
+        ("?PROLIFIC_PID=%3Cscript%3Ealert(1)%3C/script%3E", "not a valid id"),
+    ],
+)
 def test_missing_or_bad_platform_ids_are_refused(crowd, query, needle) -> None:  # type: ignore[no-untyped-def]
     _study, invitation = crowd
     response = Client().get(f"/join/{invitation.token}/{query}")
@@ -167,7 +197,9 @@ def test_unknown_token_and_skipped_steps(crowd) -> None:  # type: ignore[no-unty
     client = Client()
     client.get(f"/join/{invitation.token}/{PROLIFIC}")
     # no consent yet: the form sends back to the consent page
-    assert client.post(f"/join/{invitation.token}/begin/", {"d-region": "EMEA"})["Location"].endswith("/consent/")
+    assert client.post(f"/join/{invitation.token}/begin/", {"d-region": "EMEA"})["Location"].endswith(
+        "/consent/"
+    )
     assert not Participant.objects.exists()
 
 
@@ -195,7 +227,9 @@ def test_get_never_creates_an_account_for_a_link_without_steps(study, owner) -> 
 
 def test_mturk_preview_and_completion_without_url(study, owner) -> None:  # type: ignore[no-untyped-def]
     ItemFactory(study=study)
-    invitation = invite(study, owner, platform="mturk", consent_text="", demographics=[], completion_code="MT-9")
+    invitation = invite(
+        study, owner, platform="mturk", consent_text="", demographics=[], completion_code="MT-9"
+    )
     preview = Client().get(f"/join/{invitation.token}/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=3HIT")
     assert preview.status_code == 200 and "Accept the HIT" in preview.content.decode()
     client = Client()
@@ -203,7 +237,10 @@ def test_mturk_preview_and_completion_without_url(study, owner) -> None:  # type
     client.post(f"/join/{invitation.token}/begin/")
     participant = Participant.objects.get()
     assert (participant.participant_id, participant.assignment_id, participant.platform_study_id) == (
-        "A1B2C3", "3ASG", "3HIT")
+        "A1B2C3",
+        "3ASG",
+        "3HIT",
+    )
     task = client.get(f"/annotate/studies/{study.pk}/next/")
     client.post(task["Location"], ANSWERS)
     done = client.get(client.get(f"/annotate/studies/{study.pk}/next/")["Location"])
@@ -221,18 +258,32 @@ def test_a_signed_in_researcher_is_not_turned_into_a_participant(crowd, owner) -
 
 # --- Researcher pages and API ---------------------------------------------------------------------------
 
+
 def test_invitations_page_create_list_revoke(study, owner) -> None:  # type: ignore[no-untyped-def]
     client = Client()
     client.force_login(owner)
     assert f"/studies/{study.pk}/invitations/" in client.get(f"/studies/{study.pk}/").content.decode()
-    response = client.post(f"/studies/{study.pk}/invitations/", {
-        "label": "Pilot <1>", "platform": "prolific", "pool": "crowd", "valid_days": "3", "max_uses": "20",
-        "items_per_participant": "10", "completion_code": "ABC123", "completion_url": "", "consent_text": "ok",
-        "demographics": "- key: region\n  label: Region\n  kind: choice\n  choices: [Asia, EMEA]\n"})
+    response = client.post(
+        f"/studies/{study.pk}/invitations/",
+        {
+            "label": "Pilot <1>",
+            "platform": "prolific",
+            "pool": "crowd",
+            "valid_days": "3",
+            "max_uses": "20",
+            "items_per_participant": "10",
+            "completion_code": "ABC123",
+            "completion_url": "",
+            "consent_text": "ok",
+            "demographics": "- key: region\n  label: Region\n  kind: choice\n  choices: [Asia, EMEA]\n",
+        },
+    )
     assert response.status_code == 302
     invitation = Invitation.objects.get()
     assert (invitation.max_uses, invitation.items_per_participant, invitation.created_by) == (20, 10, owner)
-    assert timedelta(days=3) - timedelta(minutes=1) < invitation.expires_at - timezone.now() <= timedelta(days=3)
+    assert (
+        timedelta(days=3) - timedelta(minutes=1) < invitation.expires_at - timezone.now() <= timedelta(days=3)
+    )
     assert invitation.demographics[0]["choices"] == ["Asia", "EMEA"]
     page = client.get(f"/studies/{study.pk}/invitations/").content.decode()
     assert f"/join/{invitation.token}/" in page and "Pilot &lt;1&gt;" in page and "PROLIFIC_PID" in page
@@ -245,13 +296,23 @@ def test_invitations_page_create_list_revoke(study, owner) -> None:  # type: ign
 def test_invitation_form_errors_come_back(study, owner) -> None:  # type: ignore[no-untyped-def]
     client = Client()
     client.force_login(owner)
-    response = client.post(f"/studies/{study.pk}/invitations/", {
-        "platform": "prolific", "pool": "crowd", "valid_days": "3", "max_uses": "20", "completion_code": "",
-        "demographics": "- key: Bad Key\n  label: x"})
+    response = client.post(
+        f"/studies/{study.pk}/invitations/",
+        {
+            "platform": "prolific",
+            "pool": "crowd",
+            "valid_days": "3",
+            "max_uses": "20",
+            "completion_code": "",
+            "demographics": "- key: Bad Key\n  label: x",
+        },
+    )
     assert response.status_code == 400 and not Invitation.objects.exists()
 
 
-@pytest.mark.parametrize(("who", "status"), [("owner", 200), ("other", 404), ("annotator", 404), ("anonymous", 302)])
+@pytest.mark.parametrize(
+    ("who", "status"), [("owner", 200), ("other", 404), ("annotator", 404), ("anonymous", 302)]
+)
 def test_invitations_page_permissions(study, owner, other_researcher, annotator_user, who, status) -> None:  # type: ignore[no-untyped-def]
     invitation = invite(study, owner)
     client = Client()
@@ -273,27 +334,47 @@ def test_an_enrolled_annotator_cannot_see_links(study, owner) -> None:  # type: 
     assert client.get(f"/studies/{study.pk}/invitations/").status_code == 403
 
 
-@pytest.mark.parametrize(("who", "status"), [("owner", 201), ("other", 404), ("annotator", 404), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("who", "status"), [("owner", 201), ("other", 404), ("annotator", 404), ("anonymous", 401)]
+)
 def test_api_create_permissions(study, owner, other_researcher, annotator_user, who, status) -> None:  # type: ignore[no-untyped-def]
     user = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[who]
-    response = client_for(user).post(f"/api/studies/{study.pk}/invitations/", {
-        "platform": "prolific", "max_uses": 3, "completion_code": "XYZ", "items_per_participant": 5,
-        "demographics": DEMOGRAPHICS}, format="json")
+    response = client_for(user).post(
+        f"/api/studies/{study.pk}/invitations/",
+        {
+            "platform": "prolific",
+            "max_uses": 3,
+            "completion_code": "XYZ",
+            "items_per_participant": 5,
+            "demographics": DEMOGRAPHICS,
+        },
+        format="json",
+    )
     assert response.status_code == status
     assert Invitation.objects.count() == (1 if who == "owner" else 0)
 
 
 def test_api_list_and_revoke(study, owner) -> None:  # type: ignore[no-untyped-def]
     api = client_for(owner)
-    created = api.post(f"/api/studies/{study.pk}/invitations/", {
-        "platform": "mturk", "max_uses": 3, "completion_code": "XYZ", "label": "HIT 1"}, format="json").json()
+    created = api.post(
+        f"/api/studies/{study.pk}/invitations/",
+        {"platform": "mturk", "max_uses": 3, "completion_code": "XYZ", "label": "HIT 1"},
+        format="json",
+    ).json()
     assert created["url"].endswith(f"/join/{created['token']}/") and created["state"] == "open"
     assert created["completion_url"] == "" and created["uses"] == 0
     listed = api.get(f"/api/studies/{study.pk}/invitations/").json()
     assert [row["id"] for row in listed] == [created["id"]] and listed[0]["joined"] == 0
     revoked = api.post(f"/api/studies/{study.pk}/invitations/{created['id']}/revoke/").json()
     assert revoked["state"] == "revoked"
-    bad = api.post(f"/api/studies/{study.pk}/invitations/", {
-        "platform": "prolific", "max_uses": 3, "completion_code": "XYZ",
-        "demographics": [{"key": "a", "label": "A", "kind": "choice"}]}, format="json")
+    bad = api.post(
+        f"/api/studies/{study.pk}/invitations/",
+        {
+            "platform": "prolific",
+            "max_uses": 3,
+            "completion_code": "XYZ",
+            "demographics": [{"key": "a", "label": "A", "kind": "choice"}],
+        },
+        format="json",
+    )
     assert bad.status_code == 400 and "choice" in json.dumps(bad.json())

@@ -11,12 +11,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotations.metric_inputs import labels_for
 from annotations.models import Study, User
-from annotations.protocols import load_preset
+from annotations.protocols.schema import load_preset
+from annotations.selectors.findings.report import metrics_report
+from annotations.selectors.labels import labels_for
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.item_import import items_import_records
-from annotations.services.metrics_report import metrics_report
 from annotations.services.studies import enrollment_add, study_create
 from tests.annotations.test_visage_import import HEADER, ratings, screen, seegull
 from tests.conftest import client_for
@@ -30,7 +30,7 @@ def table(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def assert_figures(report: dict[str, Any]) -> None:
-    from annotations.figures import figure_render
+    from annotations.views.figures import figure_render
 
     assert report["figures"]
     for figure in report["figures"]:
@@ -48,16 +48,36 @@ def make_study(owner: User, preset: str, items: list[dict[str, Any]], answers: l
 @pytest.fixture
 def visage_studies(owner: User, tmp_path) -> dict[str, Study]:  # type: ignore[no-untyped-def]
     attrs = ["hat", "poor", "cheerful", "tall"]
-    text = HEADER + screen("A0", "Xland1.png", "Xland", attrs, {"hat": "['1,1', '9,9']"}) \
-        + screen("A0", "Xland1.png", "Xland", attrs) \
-        + screen("A0", "Xland1.png", "Xland", attrs, {"hat": "['1,1', '9,9']", "poor": "['2,2', '8,8']"}) \
-        + screen("A0", "Xland1.png", "Xland", ["sombrero", "poor", "cheerful", "tall"], {"sombrero": "['1,1', '5,5']"})
+    text = (
+        HEADER
+        + screen("A0", "Xland1.png", "Xland", attrs, {"hat": "['1,1', '9,9']"})
+        + screen("A0", "Xland1.png", "Xland", attrs)
+        + screen("A0", "Xland1.png", "Xland", attrs, {"hat": "['1,1', '9,9']", "poor": "['2,2', '8,8']"})
+        + screen(
+            "A0",
+            "Xland1.png",
+            "Xland",
+            ["sombrero", "poor", "cheerful", "tall"],
+            {"sombrero": "['1,1', '5,5']"},
+        )
+    )
     (tmp_path / "a.csv").write_text(text)
     out = io.StringIO()
-    call_command("import_visage", "--annotations", str(tmp_path / "a.csv"), "--seegull", str(seegull(tmp_path / "s.csv")),
-                 "--visual-attributes", str(ratings(tmp_path / "r.xlsx", [("hat", 5, 4, 5), ("sombrero", 5, 5, 5),
-                                                                           ("poor", 4, 4, 2), ("hat", 5, 4, 5)])),
-                 stdout=out)
+    call_command(
+        "import_visage",
+        "--annotations",
+        str(tmp_path / "a.csv"),
+        "--seegull",
+        str(seegull(tmp_path / "s.csv")),
+        "--visual-attributes",
+        str(
+            ratings(
+                tmp_path / "r.xlsx",
+                [("hat", 5, 4, 5), ("sombrero", 5, 5, 5), ("poor", 4, 4, 2), ("hat", 5, 4, 5)],
+            )
+        ),
+        stdout=out,
+    )
     ids = json.loads(out.getvalue())["studies"]
     return {key: Study.objects.get(pk=pk) for key, pk in ids.items()}
 
@@ -72,7 +92,9 @@ def test_visage_from_every_judgement(visage_studies) -> None:  # type: ignore[no
     assert row["l_random"] == pytest.approx((1 / 4 + 0 + 0 + 0) / 4)
     assert row["theta"] == pytest.approx((5 / 6) / (1 / 16))
     assert report["summary"]["thrice_ratio"]["value"] == pytest.approx(40 / 3)
-    likelihoods = {r["attribute"]: (r["k"], r["n"], r["stereotypical"]) for r in table(report, "visage_likelihoods")}
+    likelihoods = {
+        r["attribute"]: (r["k"], r["n"], r["stereotypical"]) for r in table(report, "visage_likelihoods")
+    }
     assert likelihoods["hat"] == (2, 3, True) and likelihoods["poor"] == (1, 4, False)
     assert likelihoods["none of the above"] == (0, 4, False)
     # O(Xland) = L(stereo) * mean offensiveness of the present stereotypes with a score (hat 1; sombrero blank)
@@ -105,7 +127,12 @@ def test_visualness_shares_and_visual_list(visage_studies) -> None:  # type: ign
 
 
 def test_unknown_source_and_judgements_where_they_do_not_apply(owner) -> None:  # type: ignore[no-untyped-def]
-    study = make_study(owner, "subgroup", [{"external_id": "i1", "metadata": {"dimension": "gender", "subgroup": "male"}}], [])
+    study = make_study(
+        owner,
+        "subgroup",
+        [{"external_id": "i1", "metadata": {"dimension": "gender", "subgroup": "male"}}],
+        [],
+    )
     with pytest.raises(CommandError, match="'gpt' is not a source of this study"):
         call_command("metrics", str(study.pk), "--source", "gpt", stdout=io.StringIO())
     with pytest.raises(CommandError, match="applies to visage studies only"):
@@ -113,13 +140,31 @@ def test_unknown_source_and_judgements_where_they_do_not_apply(owner) -> None:  
 
 
 def _subgroup_study(owner: User) -> Study:
-    items = [{"external_id": f"i{n}", "prompt": "people who cook",
-              "metadata": {"dimension": "gender", "subgroup": "female", "pair": "cook/female"}} for n in (1, 2, 3)]
+    items = [
+        {
+            "external_id": f"i{n}",
+            "prompt": "people who cook",
+            "metadata": {"dimension": "gender", "subgroup": "female", "pair": "cook/female"},
+        }
+        for n in (1, 2, 3)
+    ]
     human = ["female", "female", "male"]
     machine = ["female", "male", "male"]
-    answers = [{"item": f"i{n}", "annotator": "h1", "question": "gender", "value": v} for n, v in zip((1, 2, 3), human, strict=True)]
-    answers += [{"item": f"i{n}", "annotator": "vlm", "annotator_kind": "machine", "annotator_version": "1",
-                 "question": "gender", "value": v} for n, v in zip((1, 2, 3), machine, strict=True)]
+    answers = [
+        {"item": f"i{n}", "annotator": "h1", "question": "gender", "value": v}
+        for n, v in zip((1, 2, 3), human, strict=True)
+    ]
+    answers += [
+        {
+            "item": f"i{n}",
+            "annotator": "vlm",
+            "annotator_kind": "machine",
+            "annotator_version": "1",
+            "question": "gender",
+            "value": v,
+        }
+        for n, v in zip((1, 2, 3), machine, strict=True)
+    ]
     return make_study(owner, "subgroup", items, answers)
 
 
@@ -141,10 +186,20 @@ def test_ssi_means_drop_and_paired_t(owner) -> None:  # type: ignore[no-untyped-
     keys = [q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})]
     assert len(keys) == 9
     marked = {("q1", "initial"): 3, ("q1", "refined"): 0, ("q2", "initial"): 6, ("q2", "refined"): 2}
-    items = [{"external_id": f"{q}-{c}", "model": "m", "condition": c, "metadata": {"category": "occupational", "query": q}}
-             for q, c in marked]
-    answers = [{"item": f"{q}-{c}", "annotator": "h1", "question": k, "value": int(i < n)}
-               for (q, c), n in marked.items() for i, k in enumerate(keys)]
+    items = [
+        {
+            "external_id": f"{q}-{c}",
+            "model": "m",
+            "condition": c,
+            "metadata": {"category": "occupational", "query": q},
+        }
+        for q, c in marked
+    ]
+    answers = [
+        {"item": f"{q}-{c}", "annotator": "h1", "question": k, "value": int(i < n)}
+        for (q, c), n in marked.items()
+        for i, k in enumerate(keys)
+    ]
     report = metrics_report(study=make_study(owner, "ssi-rubric", items, answers))
     row = next(r for r in table(report, "ssi_comparisons") if r["model"] == "m")
     assert row["initial_mean"] == pytest.approx((3 / 9 + 6 / 9) / 2)
@@ -157,8 +212,11 @@ def test_ssi_means_drop_and_paired_t(owner) -> None:  # type: ignore[no-untyped-
 
 
 def test_biasconnect_is_cell(owner) -> None:  # type: ignore[no-untyped-def]
-    items = [{"external_id": f"{c}{n}", "condition": c, "metadata": {"occupation": "chef"}}
-             for c in ("base", "age:old") for n in (1, 2)]
+    items = [
+        {"external_id": f"{c}{n}", "condition": c, "metadata": {"occupation": "chef"}}
+        for c in ("base", "age:old")
+        for n in (1, 2)
+    ]
     genders = {"base1": "male", "base2": "male", "age:old1": "male", "age:old2": "female"}
     answers = [{"item": i, "annotator": "h1", "question": "person", "value": "yes"} for i in genders]
     answers += [{"item": i, "annotator": "h1", "question": "gender", "value": g} for i, g in genders.items()]
@@ -173,9 +231,20 @@ def test_biasconnect_is_cell(owner) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_soda_bds_of_disjoint_colours(owner) -> None:  # type: ignore[no-untyped-def]
-    colours = {"b1": ("base", "red"), "b2": ("base", "red"), "g1": ("gender:women", "blue"), "g2": ("gender:women", "blue")}
-    items = [{"external_id": k, "model": "m", "condition": c, "metadata": {"object": "car"}} for k, (c, _) in colours.items()]
-    answers = [{"item": k, "annotator": "h1", "question": "product_color", "value": v} for k, (_, v) in colours.items()]
+    colours = {
+        "b1": ("base", "red"),
+        "b2": ("base", "red"),
+        "g1": ("gender:women", "blue"),
+        "g2": ("gender:women", "blue"),
+    }
+    items = [
+        {"external_id": k, "model": "m", "condition": c, "metadata": {"object": "car"}}
+        for k, (c, _) in colours.items()
+    ]
+    answers = [
+        {"item": k, "annotator": "h1", "question": "product_color", "value": v}
+        for k, (_, v) in colours.items()
+    ]
     report = metrics_report(study=make_study(owner, "object-attributes", items, answers))
     (row,) = table(report, "soda_bds")
     assert row["bds"] == pytest.approx(math.sqrt(math.log(2)), abs=1e-6)  # JS distance of two one-hots, nats
@@ -184,17 +253,27 @@ def test_soda_bds_of_disjoint_colours(owner) -> None:  # type: ignore[no-untyped
     assert_figures(report)
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("admin", 200), ("other", 404), ("annotator", 403),
-                                              ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [("owner", 200), ("admin", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)],
+)
 def test_metrics_api_permissions(role, status, owner, other_researcher, annotator_user, admin_user) -> None:  # type: ignore[no-untyped-def]
     study = _subgroup_study(owner)
     enrollment_add(study=study, user=annotator_user)
-    user = {"owner": owner, "admin": admin_user, "other": other_researcher, "annotator": annotator_user,
-            "anonymous": None}[role]
+    user = {
+        "owner": owner,
+        "admin": admin_user,
+        "other": other_researcher,
+        "annotator": annotator_user,
+        "anonymous": None,
+    }[role]
     response = client_for(user).get(f"/api/studies/{study.pk}/metrics/")
     assert response.status_code == status
     if status == 200:
-        assert response.json()["protocol"] == "subgroup" and response.json()["tables"][0]["key"] == "agent_scores"
+        assert (
+            response.json()["protocol"] == "subgroup"
+            and response.json()["tables"][0]["key"] == "agent_scores"
+        )
     else:
         assert "tables" not in response.json()
 
@@ -207,15 +286,20 @@ def test_metrics_api_source(owner) -> None:  # type: ignore[no-untyped-def]
     assert bad.status_code == 400 and "nobody" in json.dumps(bad.json())
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 302)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 302)]
+)
 def test_findings_page_permissions(role, status, owner, other_researcher, annotator_user, client) -> None:  # type: ignore[no-untyped-def]
     study = _subgroup_study(owner)
     enrollment_add(study=study, user=annotator_user)
     user = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[role]
     if user is not None:
         client.force_login(user)
-    for url in (f"/studies/{study.pk}/findings/", f"/studies/{study.pk}/findings/agent_scores.csv",
-                f"/studies/{study.pk}/findings/figures/agent_pairs.png"):
+    for url in (
+        f"/studies/{study.pk}/findings/",
+        f"/studies/{study.pk}/findings/agent_scores.csv",
+        f"/studies/{study.pk}/findings/figures/agent_pairs.png",
+    ):
         response = client.get(url)
         assert response.status_code == status, url
         if status != 200:
@@ -237,16 +321,22 @@ def test_findings_page_tables_csv_and_figures(owner, client) -> None:  # type: i
     svg = client.get(f"/studies/{study.pk}/findings/figures/agent_pairs.svg?source=vlm@1")
     assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content
     assert "sandbox" in svg["Content-Security-Policy"] and svg["Content-Disposition"].startswith("attachment")
-    assert client.get(f"/studies/{study.pk}/findings/figures/agent_scores.png").status_code == 404  # no figure
+    assert (
+        client.get(f"/studies/{study.pk}/findings/figures/agent_scores.png").status_code == 404
+    )  # no figure
     bad = client.get(f"/studies/{study.pk}/findings/?source=<b>x</b>")
-    assert bad.status_code == 400 and b"<b>x</b>" not in bad.content and b"&lt;b&gt;x&lt;/b&gt;" in bad.content
+    assert (
+        bad.status_code == 400 and b"<b>x</b>" not in bad.content and b"&lt;b&gt;x&lt;/b&gt;" in bad.content
+    )
 
 
 def test_every_figure_renders(visage_studies, owner) -> None:  # type: ignore[no-untyped-def]
-    from annotations.figures import figure_render
+    from annotations.views.figures import figure_render
 
-    reports = [metrics_report(study=visage_studies["stereotype-markers"], source="judgements"),
-               metrics_report(study=visage_studies["visualness"])]
+    reports = [
+        metrics_report(study=visage_studies["stereotype-markers"], source="judgements"),
+        metrics_report(study=visage_studies["visualness"]),
+    ]
     for report in reports:
         for figure in report["figures"]:
             for fmt in ("png", "svg"):
@@ -254,8 +344,13 @@ def test_every_figure_renders(visage_studies, owner) -> None:  # type: ignore[no
 
 
 def test_csv_cells_cannot_become_formulas(owner, client) -> None:  # type: ignore[no-untyped-def]
-    items = [{"external_id": "i1", "prompt": "x", "metadata": {"dimension": "gender", "subgroup": "male",
-                                                              "pair": "=HYPERLINK(\"http://evil\")"}}]
+    items = [
+        {
+            "external_id": "i1",
+            "prompt": "x",
+            "metadata": {"dimension": "gender", "subgroup": "male", "pair": '=HYPERLINK("http://evil")'},
+        }
+    ]
     answers = [{"item": "i1", "annotator": "h1", "question": "gender", "value": "male"}]
     study = make_study(owner, "subgroup", items, answers)
     client.force_login(owner)

@@ -32,7 +32,9 @@ def test_login_page_and_home_require_sign_in(owner) -> None:  # type: ignore[no-
 
 def test_create_a_study_from_a_preset_and_from_a_file(owner) -> None:  # type: ignore[no-untyped-def]
     client = login(owner)
-    response = client.post("/studies/new/", {"name": "Axes", "preset": "bias-axes", "overlap": 3, "lease_minutes": 30})
+    response = client.post(
+        "/studies/new/", {"name": "Axes", "preset": "bias-axes", "overlap": 3, "lease_minutes": 30}
+    )
     study = Study.objects.get(name="Axes")
     assert response.status_code == 302 and response["Location"] == f"/studies/{study.pk}/"
     upload = io.BytesIO(EXAMPLE_PROTOCOL.encode())
@@ -44,8 +46,9 @@ def test_create_a_study_from_a_preset_and_from_a_file(owner) -> None:  # type: i
 def test_a_bad_protocol_file_shows_the_line_and_field(owner) -> None:  # type: ignore[no-untyped-def]
     upload = io.BytesIO(b"name: x\nunit: image\nquestions:\n  - key: a\n    kind: singel\n    prompt: p\n")
     upload.name = "bad.yaml"
-    page = login(owner).post("/studies/new/", {"name": "Bad", "protocol_file": upload, "overlap": 3,
-                                               "lease_minutes": 30})
+    page = login(owner).post(
+        "/studies/new/", {"name": "Bad", "protocol_file": upload, "overlap": 3, "lease_minutes": 30}
+    )
     assert page.status_code == 200
     assert "bad.yaml, line 5, questions[0].kind" in page.content.decode()
     assert not Study.objects.filter(name="Bad").exists()

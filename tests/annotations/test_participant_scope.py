@@ -31,17 +31,43 @@ from workbench.middleware import PARTICIPANT_REDIRECTS, PARTICIPANT_URL_NAMES
 
 pytestmark = pytest.mark.django_db
 
-FOREIGN = {"other_study": 9001, "other_item": 9002, "other_assignment": 9003, "other_invitation": 9004,
-           "other_export": 9005, "neighbour_assignment": 9006, "neighbour_item": 9007}
-INT_PARAMETERS = {"pk", "id", "item_id", "job_id", "invitation_id", "annotator_id", "object_id", "content_type_id"}
-OTHER_PARAMETERS = {"position": "0", "fmt": "csv", "key": "soda", "verb": "cancel", "token": "not-a-token",
-                    "format": "json", "url": "annotations/study/", "app_label": "annotations"}
+FOREIGN = {
+    "other_study": 9001,
+    "other_item": 9002,
+    "other_assignment": 9003,
+    "other_invitation": 9004,
+    "other_export": 9005,
+    "neighbour_assignment": 9006,
+    "neighbour_item": 9007,
+}
+INT_PARAMETERS = {
+    "pk",
+    "id",
+    "item_id",
+    "job_id",
+    "invitation_id",
+    "annotator_id",
+    "object_id",
+    "content_type_id",
+}
+OTHER_PARAMETERS = {
+    "position": "0",
+    "fmt": "csv",
+    "key": "soda",
+    "verb": "cancel",
+    "token": "not-a-token",
+    "format": "json",
+    "url": "annotations/study/",
+    "app_label": "annotations",
+}
 PLACEHOLDER = re.compile(r"<(?:(\w+):)?(\w+)>")
 
 
 def _image_item(study: Study, name: str, **extra: Any) -> Item:
     item = Item.objects.create(study=study, external_id=name, kind="image", **extra)
-    image = ItemImage(item=item, position=0, width=32, height=24, content_type="image/png", sha256=name.ljust(64, "0"))
+    image = ItemImage(
+        item=item, position=0, width=32, height=24, content_type="image/png", sha256=name.ljust(64, "0")
+    )
     image.file.save(f"{name}.png", ContentFile(png_bytes()), save=False)
     image.save()
     return item
@@ -52,8 +78,14 @@ def world(_media_root: Any) -> dict[str, Any]:
     owner = UserFactory(username="res", role="researcher")
     study = StudyFactory(owner=owner, overlap=1)
     own_item = _image_item(study, "own")
-    invitation = invitation_create(study=study, created_by=owner, expires_at=timezone.now() + timedelta(days=1),
-                                   max_uses=5, platform="prolific", completion_code="CODE1")
+    invitation = invitation_create(
+        study=study,
+        created_by=owner,
+        expires_at=timezone.now() + timedelta(days=1),
+        max_uses=5,
+        platform="prolific",
+        completion_code="CODE1",
+    )
     participant, _ = participant_join(invitation=invitation, ids=PlatformIds(participant_id="abc123"))
     own_assignment = assignment_claim_next(study=study, annotator=participant.user.annotator)
     assert own_assignment is not None and own_assignment.item_id == own_item.pk
@@ -61,26 +93,49 @@ def world(_media_root: Any) -> dict[str, Any]:
     neighbour = UserFactory(username="neighbour", role="annotator")
     enrollment_add(study=study, user=neighbour)
     neighbour_item = _image_item(study, "neighbour", pk=FOREIGN["neighbour_item"])
-    Assignment.objects.create(pk=FOREIGN["neighbour_assignment"], study=study, item=neighbour_item,
-                              annotator=neighbour.annotator, status="submitted")
+    Assignment.objects.create(
+        pk=FOREIGN["neighbour_assignment"],
+        study=study,
+        item=neighbour_item,
+        annotator=neighbour.annotator,
+        status="submitted",
+    )
     # another study, with everything a URL can name
     other_owner = UserFactory(username="other-res", role="researcher")
     other = StudyFactory(pk=FOREIGN["other_study"], owner=other_owner, overlap=1)
     other_item = _image_item(other, "other", pk=FOREIGN["other_item"])
     enrollment_add(study=other, user=neighbour)
-    Assignment.objects.create(pk=FOREIGN["other_assignment"], study=other, item=other_item,
-                              annotator=neighbour.annotator, status="leased",
-                              lease_expires_at=timezone.now() + timedelta(hours=1))
-    Invitation.objects.create(pk=FOREIGN["other_invitation"], study=other, created_by=other_owner, max_uses=3,
-                              expires_at=timezone.now() + timedelta(days=1))
-    ExportJob.objects.create(pk=FOREIGN["other_export"], study=other, requested_by=other_owner, format="csv",
-                             status="done")
+    Assignment.objects.create(
+        pk=FOREIGN["other_assignment"],
+        study=other,
+        item=other_item,
+        annotator=neighbour.annotator,
+        status="leased",
+        lease_expires_at=timezone.now() + timedelta(hours=1),
+    )
+    Invitation.objects.create(
+        pk=FOREIGN["other_invitation"],
+        study=other,
+        created_by=other_owner,
+        max_uses=3,
+        expires_at=timezone.now() + timedelta(days=1),
+    )
+    ExportJob.objects.create(
+        pk=FOREIGN["other_export"], study=other, requested_by=other_owner, format="csv", status="done"
+    )
     own_ids = {study.pk, own_item.pk, own_assignment.pk, invitation.pk, participant.user_id}
     assert not own_ids & set(FOREIGN.values())
     client = Client()
     client.force_login(participant.user)
-    return {"study": study, "participant": participant, "own_assignment": own_assignment, "own_item": own_item,
-            "client": client, "neighbour": neighbour, "owner": owner}
+    return {
+        "study": study,
+        "participant": participant,
+        "own_assignment": own_assignment,
+        "own_item": own_item,
+        "client": client,
+        "neighbour": neighbour,
+        "owner": owner,
+    }
 
 
 def every_url() -> list[tuple[str, str | None]]:
@@ -122,8 +177,10 @@ def test_every_url_is_refused_to_an_invited_participant_except_their_own_tasks(w
         params = int_parameters(template)
         allowed = name in PARTICIPANT_URL_NAMES
         if allowed:  # reachable by name: every combination of foreign ids must be not found
-            combos = [dict(zip(params, values, strict=True))
-                      for values in itertools.product(FOREIGN.values(), repeat=len(params))]
+            combos = [
+                dict(zip(params, values, strict=True))
+                for values in itertools.product(FOREIGN.values(), repeat=len(params))
+            ]
         else:  # refused by name: the participant's own study id and a foreign id alike
             combos = [dict.fromkeys(params, study.pk), dict.fromkeys(params, FOREIGN["other_study"])]
         for ints in combos:
@@ -136,7 +193,10 @@ def test_every_url_is_refused_to_an_invited_participant_except_their_own_tasks(w
                 if allowed:
                     assert response.status_code in (404, 405), f"{where} answered {response.status_code}"
                 elif name in PARTICIPANT_REDIRECTS:
-                    assert response.status_code == 302 and response["Location"] == f"/annotate/studies/{study.pk}/next/"
+                    assert (
+                        response.status_code == 302
+                        and response["Location"] == f"/annotate/studies/{study.pk}/next/"
+                    )
                 else:
                     assert response.status_code == 403, f"{where} answered {response.status_code}"
     assert tried > 500
@@ -147,7 +207,10 @@ def test_every_url_is_refused_to_an_invited_participant_except_their_own_tasks(w
 def test_the_participants_own_flow_works(world) -> None:  # type: ignore[no-untyped-def]
     client: Client = world["client"]
     study, assignment = world["study"], world["own_assignment"]
-    assert client.get(f"/annotate/studies/{study.pk}/next/")["Location"] == f"/annotate/assignments/{assignment.pk}/"
+    assert (
+        client.get(f"/annotate/studies/{study.pk}/next/")["Location"]
+        == f"/annotate/assignments/{assignment.pk}/"
+    )
     assert client.get(f"/annotate/assignments/{assignment.pk}/").status_code == 200
     assert client.get(f"/items/{world['own_item'].pk}/images/0/display/").status_code == 200
     assert client.get(f"/annotate/studies/{study.pk}/mine/").status_code == 200
@@ -161,8 +224,9 @@ def test_api_is_refused_with_a_session_or_a_token(world) -> None:  # type: ignor
     token = Token.objects.create(user=world["participant"].user)  # e.g. made by an admin
     response = Client().get("/api/me/", HTTP_AUTHORIZATION=f"Token {token.key}")
     assert response.status_code == 403
-    response = Client().get(f"/api/studies/{world['study'].pk}/assignments/next/",
-                            HTTP_AUTHORIZATION=f"Token {token.key}")
+    response = Client().get(
+        f"/api/studies/{world['study'].pk}/assignments/next/", HTTP_AUTHORIZATION=f"Token {token.key}"
+    )
     assert response.status_code == 403
 
 

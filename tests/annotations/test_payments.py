@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from annotations.models import Assignment, Item, Study
-from annotations.payment_selectors import PAYMENT_COLUMNS, payment_rows
+from annotations.selectors.payments import PAYMENT_COLUMNS, payment_rows
 from annotations.services.invitations import (
     PlatformIds,
     invitation_create,
@@ -27,13 +27,19 @@ pytestmark = pytest.mark.django_db
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
 
-def assign(study: Study, item: Item, annotator: Any, *, status: str, spent: int | None, start: int,
-           end: int | None) -> Assignment:
+def assign(
+    study: Study, item: Item, annotator: Any, *, status: str, spent: int | None, start: int, end: int | None
+) -> Assignment:
     """An assignment leased ``start`` seconds after T0 and finished ``end`` seconds after T0."""
     assignment = Assignment.objects.create(
-        study=study, item=item, annotator=annotator, status=status, time_spent_ms=spent,
+        study=study,
+        item=item,
+        annotator=annotator,
+        status=status,
+        time_spent_ms=spent,
         completed_at=T0 + timedelta(seconds=end) if end is not None else None,
-        lease_expires_at=timezone.now() + timedelta(hours=1) if status == "leased" else None)
+        lease_expires_at=timezone.now() + timedelta(hours=1) if status == "leased" else None,
+    )
     Assignment.objects.filter(pk=assignment.pk).update(created_at=T0 + timedelta(seconds=start))
     return assignment
 
@@ -41,11 +47,21 @@ def assign(study: Study, item: Item, annotator: Any, *, status: str, spent: int 
 @pytest.fixture
 def records(study, owner):  # type: ignore[no-untyped-def]
     items = [ItemFactory(study=study, external_id=f"i{n}") for n in range(6)]
-    invitation = invitation_create(study=study, created_by=owner, expires_at=timezone.now() + timedelta(days=1),
-                                   max_uses=5, platform="prolific", completion_code="CODE",
-                                   label='=HYPERLINK("http://evil.example","x")')
-    paid, _ = participant_join(invitation=invitation, ids=PlatformIds(
-        participant_id="5f1a2b3c4d5e6f7a8b9c0d1e", platform_study_id="60aa", session_id="-12"))
+    invitation = invitation_create(
+        study=study,
+        created_by=owner,
+        expires_at=timezone.now() + timedelta(days=1),
+        max_uses=5,
+        platform="prolific",
+        completion_code="CODE",
+        label='=HYPERLINK("http://evil.example","x")',
+    )
+    paid, _ = participant_join(
+        invitation=invitation,
+        ids=PlatformIds(
+            participant_id="5f1a2b3c4d5e6f7a8b9c0d1e", platform_study_id="60aa", session_id="-12"
+        ),
+    )
     idle, _ = participant_join(invitation=invitation, ids=PlatformIds(participant_id="idle01"))
     person = paid.user.annotator
     # submitted with 4.0 s, 9.0 s and 6.0 s measured, one submitted without a measurement, one skipped
@@ -67,21 +83,41 @@ def test_rows_by_hand(study, records) -> None:  # type: ignore[no-untyped-def]
     paid, idle = records["paid"], records["idle"]
     assert set(rows) == {paid.user.username, idle.user.username, "-2+3"}
     row = rows[paid.user.username]
-    assert {key: row[key] for key in ("items_completed", "items_skipped", "items_timed", "seconds_total",
-                                      "seconds_median")} == {
-        "items_completed": 4, "items_skipped": 1, "items_timed": 3, "seconds_total": 19.0, "seconds_median": 6.0}
+    assert {
+        key: row[key]
+        for key in ("items_completed", "items_skipped", "items_timed", "seconds_total", "seconds_median")
+    } == {
+        "items_completed": 4,
+        "items_skipped": 1,
+        "items_timed": 3,
+        "seconds_total": 19.0,
+        "seconds_median": 6.0,
+    }
     assert row["first_activity"] == T0 and row["last_activity"] == T0 + timedelta(seconds=95)
     assert row["completed_at"] == T0 + timedelta(seconds=100)
     assert (row["platform"], row["participant_id"], row["platform_study_id"], row["session_id"]) == (
-        "prolific", "5f1a2b3c4d5e6f7a8b9c0d1e", "60aa", "-12")
+        "prolific",
+        "5f1a2b3c4d5e6f7a8b9c0d1e",
+        "60aa",
+        "-12",
+    )
     regular = rows["-2+3"]
-    assert (regular["items_completed"], regular["seconds_total"], regular["seconds_median"], regular["platform"]) == (
-        1, 2.5, 2.5, "")
+    assert (
+        regular["items_completed"],
+        regular["seconds_total"],
+        regular["seconds_median"],
+        regular["platform"],
+    ) == (1, 2.5, 2.5, "")
     assert regular["first_activity"] == T0 + timedelta(seconds=5)
     assert regular["last_activity"] == T0 + timedelta(seconds=300)  # the live lease is activity too
     nothing = rows[idle.user.username]
-    assert (nothing["items_completed"], nothing["seconds_total"], nothing["seconds_median"],
-            nothing["first_activity"], nothing["participant_id"]) == (0, 0.0, None, None, "idle01")
+    assert (
+        nothing["items_completed"],
+        nothing["seconds_total"],
+        nothing["seconds_median"],
+        nothing["first_activity"],
+        nothing["participant_id"],
+    ) == (0, 0.0, None, None, "idle01")
 
 
 def test_csv_values_and_formula_escaping(study, owner, records) -> None:  # type: ignore[no-untyped-def]
@@ -89,16 +125,18 @@ def test_csv_values_and_formula_escaping(study, owner, records) -> None:  # type
     client.force_login(owner)
     response = client.get(f"/studies/{study.pk}/payments.csv")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
-    assert f'study-{study.pk}-payments.csv' in response["Content-Disposition"]
+    assert f"study-{study.pk}-payments.csv" in response["Content-Disposition"]
     table = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert table[0] == PAYMENT_COLUMNS
     rows = {line[0]: dict(zip(PAYMENT_COLUMNS, line, strict=True)) for line in table[1:]}
     paid = rows[records["paid"].user.username]
-    assert paid["items_completed"] == "4" and paid["seconds_total"] == "19.0" and paid["seconds_median"] == "6.0"
+    assert (
+        paid["items_completed"] == "4" and paid["seconds_total"] == "19.0" and paid["seconds_median"] == "6.0"
+    )
     assert paid["first_activity"] == "2025-03-01T09:00:00+00:00"
     assert paid["completed_at"] == "2025-03-01T09:01:40+00:00"
     assert paid["session_id"] == "'-12"  # would be a formula in a spreadsheet
-    assert paid["invitation"] == "'=HYPERLINK(\"http://evil.example\",\"x\")"
+    assert paid["invitation"] == '\'=HYPERLINK("http://evil.example","x")'
     assert paid["participant_id"] == "5f1a2b3c4d5e6f7a8b9c0d1e"
     assert "'-2+3" in rows and rows["'-2+3"]["seconds_median"] == "2.5"
     idle = rows[records["idle"].user.username]
@@ -116,17 +154,26 @@ def test_progress_page_shows_the_records(study, owner, records) -> None:  # type
 
 
 def test_api(study, owner, records) -> None:  # type: ignore[no-untyped-def]
-    rows = {row["annotator"]: row for row in client_for(owner).get(f"/api/studies/{study.pk}/payments/").json()}
+    rows = {
+        row["annotator"]: row for row in client_for(owner).get(f"/api/studies/{study.pk}/payments/").json()
+    }
     paid = rows[records["paid"].user.username]
     assert paid["items_completed"] == 4 and paid["seconds_median"] == 6.0 and paid["session_id"] == "-12"
 
 
-@pytest.mark.parametrize(("who", "status"), [("owner", 200), ("other", 404), ("annotator", 403),
-                                             ("participant", 403), ("anonymous", 302)])
+@pytest.mark.parametrize(
+    ("who", "status"),
+    [("owner", 200), ("other", 404), ("annotator", 403), ("participant", 403), ("anonymous", 302)],
+)
 def test_csv_permissions(study, owner, other_researcher, annotator_user, records, who, status) -> None:  # type: ignore[no-untyped-def]
     enrollment_add(study=study, user=annotator_user)
-    user = {"owner": owner, "other": other_researcher, "annotator": annotator_user,
-            "participant": records["paid"].user, "anonymous": None}[who]
+    user = {
+        "owner": owner,
+        "other": other_researcher,
+        "annotator": annotator_user,
+        "participant": records["paid"].user,
+        "anonymous": None,
+    }[who]
     client = Client()
     if user is not None:
         client.force_login(user)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.protocols import (
+from annotations.protocols.schema import (
     ProtocolError,
     list_presets,
     load_preset,
@@ -35,7 +35,12 @@ def test_the_issue_example_loads() -> None:
 
 def test_every_preset_of_spec_section_2_ships_and_round_trips() -> None:
     assert set(list_presets()) == {
-        "visualness", "stereotype-markers", "ssi-rubric", "bias-axes", "subgroup", "object-attributes",
+        "visualness",
+        "stereotype-markers",
+        "ssi-rubric",
+        "bias-axes",
+        "subgroup",
+        "object-attributes",
         "attribute-check",
     }
     for key in list_presets():
@@ -46,8 +51,10 @@ def test_every_preset_of_spec_section_2_ships_and_round_trips() -> None:
 
 def test_ssi_rubric_has_the_paper_counts_per_category() -> None:
     protocol = load_preset("ssi-rubric")
-    counts = {category: len(protocol.questions_for({"category": category}))
-              for category in ("geocultural", "occupational", "adjectival")}
+    counts = {
+        category: len(protocol.questions_for({"category": category}))
+        for category in ("geocultural", "occupational", "adjectival")
+    }
     assert counts == {"geocultural": 12, "occupational": 9, "adjectival": 10}
     assert protocol.unit == "image_set"
     assert all(q.kind == "binary" for q in protocol.questions)
@@ -58,7 +65,10 @@ def test_visualness_keeps_unsure_apart_from_the_scale() -> None:
     assert question.kind == "likert"
     assert [o.key for o in question.options] == ["strongly_agree", "agree", "disagree", "strongly_disagree"]
     assert question.unsure is not None and question.unsure.key == "unsure"
-    assert question.render_prompt(text="dark skin") == "The attribute dark skin can be visually depicted in an image."
+    assert (
+        question.render_prompt(text="dark skin")
+        == "The attribute dark skin can be visually depicted in an image."
+    )
 
 
 def test_stereotype_markers_options_come_from_the_item() -> None:
@@ -73,22 +83,49 @@ def test_stereotype_markers_options_come_from_the_item() -> None:
 @pytest.mark.parametrize(
     ("text", "line", "fragment"),
     [
-        ("name: x\nunit: image\nquestions:\n  - key: a\n    kind: singel\n    prompt: p\n", 5,
-         "questions[0].kind: 'singel' is not one of"),
-        ("name: x\nunit: picture\nquestions: []\n", 2, "unit: 'picture' is not one of image, image_set, text"),
-        ("name: x\nunit: image\nquestions:\n  - key: a\n    kind: single\n    prompt: p\n", 4,
-         "give exactly one of 'options' or 'options_from'"),
-        ("name: x\nunit: image\nquestions:\n  - key: a\n    kind: single\n    prompt: p\n    options: [a, b]\n"
-         "    page_size: 5\n", 8, "questions[0].page_size: 'page_size' applies only to multi questions"),
-        ("name: x\nunit: image\nquestions:\n  - key: b\n    kind: boxes\n    prompt: p\n    linked_question: m\n", 7,
-         "'m' must be the key of an earlier multi question"),
-        ("name: x\nunit: image\nquestions:\n  - {key: a, kind: binary, prompt: p}\n  - {key: a, kind: binary, prompt: q}\n",
-         5, "question key 'a' is used twice"),
-        ("name: x\nunit: image\ncolour: red\nquestions:\n  - {key: a, kind: binary, prompt: p}\n", 3,
-         "unknown field 'colour'"),
+        (
+            "name: x\nunit: image\nquestions:\n  - key: a\n    kind: singel\n    prompt: p\n",
+            5,
+            "questions[0].kind: 'singel' is not one of",
+        ),
+        (
+            "name: x\nunit: picture\nquestions: []\n",
+            2,
+            "unit: 'picture' is not one of image, image_set, text",
+        ),
+        (
+            "name: x\nunit: image\nquestions:\n  - key: a\n    kind: single\n    prompt: p\n",
+            4,
+            "give exactly one of 'options' or 'options_from'",
+        ),
+        (
+            "name: x\nunit: image\nquestions:\n  - key: a\n    kind: single\n    prompt: p\n    options: [a, b]\n"
+            "    page_size: 5\n",
+            8,
+            "questions[0].page_size: 'page_size' applies only to multi questions",
+        ),
+        (
+            "name: x\nunit: image\nquestions:\n  - key: b\n    kind: boxes\n    prompt: p\n    linked_question: m\n",
+            7,
+            "'m' must be the key of an earlier multi question",
+        ),
+        (
+            "name: x\nunit: image\nquestions:\n  - {key: a, kind: binary, prompt: p}\n  - {key: a, kind: binary, prompt: q}\n",
+            5,
+            "question key 'a' is used twice",
+        ),
+        (
+            "name: x\nunit: image\ncolour: red\nquestions:\n  - {key: a, kind: binary, prompt: p}\n",
+            3,
+            "unknown field 'colour'",
+        ),
         ("name: x\nunit: [image\n", 3, "not valid YAML"),
-        ("name: x\nunit: image\nquestions:\n  - {key: a, kind: single, prompt: p, options: [x, y]}\n"
-         "  - {key: b, kind: binary, prompt: q, show_if: {question: a, in: [z]}}\n", 5, "'z' is not an answer of 'a'"),
+        (
+            "name: x\nunit: image\nquestions:\n  - {key: a, kind: single, prompt: p, options: [x, y]}\n"
+            "  - {key: b, kind: binary, prompt: q, show_if: {question: a, in: [z]}}\n",
+            5,
+            "'z' is not an answer of 'a'",
+        ),
     ],
 )
 def test_bad_protocols_name_the_line_and_field(text: str, line: int, fragment: str) -> None:

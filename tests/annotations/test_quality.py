@@ -11,8 +11,6 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from annotations.errors import Conflict, ImportRefused, ValidationFailed
-from annotations.metric_inputs import labels_for
 from annotations.models import (
     Annotation,
     Annotator,
@@ -22,8 +20,9 @@ from annotations.models import (
     Item,
     Study,
 )
-from annotations.protocols import load_preset
-from annotations.services.agreement import agreement_report
+from annotations.protocols.schema import load_preset
+from annotations.selectors.agreement import agreement_report
+from annotations.selectors.labels import labels_for
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.consensus import consensus_compute
 from annotations.services.controls import (
@@ -43,6 +42,7 @@ from annotations.services.quality import (
     quality_report,
 )
 from annotations.services.studies import enrollment_add, study_create
+from common.errors import Conflict, ImportRefused, ValidationFailed
 from tests.conftest import client_for
 from tests.factories import ItemFactory, UserFactory
 
@@ -66,8 +66,13 @@ def gold(study: Study, item: Item, **answers: object) -> Item:
 
 
 def submit(study: Study, annotator: Annotator, item: Item, answers: dict, seconds: float = 5.0) -> Assignment:
-    assignment = Assignment.objects.create(study=study, item=item, annotator=annotator, status="leased",
-                                           lease_expires_at=timezone.now() + timedelta(minutes=30))
+    assignment = Assignment.objects.create(
+        study=study,
+        item=item,
+        annotator=annotator,
+        status="leased",
+        lease_expires_at=timezone.now() + timedelta(minutes=30),
+    )
     return assignment_submit(assignment=assignment, answers=answers, time_spent_ms=int(seconds * 1000))
 
 
@@ -77,20 +82,32 @@ def submit(study: Study, annotator: Annotator, item: Item, answers: dict, second
 class TestMarking:
     def test_answers_are_validated_like_annotations(self, study) -> None:  # type: ignore[no-untyped-def]
         (item,) = items(study, 1)
-        marked = control_mark(study=study, item=item, kind="gold",
-                              answers={"gender": "male", "colour": "Navy", "smiling": "1", "attributes": ["beard"]})
+        marked = control_mark(
+            study=study,
+            item=item,
+            kind="gold",
+            answers={"gender": "male", "colour": "Navy", "smiling": "1", "attributes": ["beard"]},
+        )
         assert marked.control_kind == "gold"
-        assert marked.control_answers == {"gender": "male", "colour": "blue", "smiling": 1, "attributes": ["beard"]}
+        assert marked.control_answers == {
+            "gender": "male",
+            "colour": "blue",
+            "smiling": 1,
+            "attributes": ["beard"],
+        }
         study.refresh_from_db()
         assert quality_settings(study).control_rate == 0.1  # the first control turns mixing on at 10%
 
-    @pytest.mark.parametrize("answers, field", [
-        ({"gender": "robot"}, "gender"),
-        ({"nope": "x"}, "nope"),
-        ({"boxes": [{"option": "hat", "x": 0, "y": 0, "w": 5, "h": 5}]}, "boxes"),
-        ({"attributes": ["hat", "none_of_the_above"]}, "attributes"),
-        ({}, "answers"),
-    ])
+    @pytest.mark.parametrize(
+        "answers, field",
+        [
+            ({"gender": "robot"}, "gender"),
+            ({"nope": "x"}, "nope"),
+            ({"boxes": [{"option": "hat", "x": 0, "y": 0, "w": 5, "h": 5}]}, "boxes"),
+            ({"attributes": ["hat", "none_of_the_above"]}, "attributes"),
+            ({}, "answers"),
+        ],
+    )
     def test_bad_answers_are_refused_and_nothing_changes(self, study, answers, field) -> None:  # type: ignore[no-untyped-def]
         (item,) = items(study, 1)
         with pytest.raises(ValidationFailed) as caught:
@@ -108,7 +125,9 @@ class TestMarking:
         other = study_create(owner=owner, name="Other", protocol=study.protocol_obj)
         with pytest.raises(ValidationFailed):
             control_mark(study=other, item=item, kind="gold", answers={"gender": "male"})
-        control_mark(study=study, item=item, kind="attention", answers={"gender": "male"}, note="Choose 'male' here.")
+        control_mark(
+            study=study, item=item, kind="attention", answers={"gender": "male"}, note="Choose 'male' here."
+        )
         item = control_unmark(study=study, item=item)
         assert (item.control_kind, item.control_answers, item.note) == ("", {}, "")
 
@@ -119,7 +138,12 @@ class TestMarking:
         assert quality_settings(study).control_rate == 0
 
     def test_settings_are_checked(self, study) -> None:  # type: ignore[no-untyped-def]
-        for bad in ({"control_rate": 0.9}, {"qualification_items": 1.5}, {"max_straight_run": "ten"}, {"x": 1}):
+        for bad in (
+            {"control_rate": 0.9},
+            {"qualification_items": 1.5},
+            {"max_straight_run": "ten"},
+            {"x": 1},
+        ):
             with pytest.raises(ValidationFailed):
                 quality_settings_update(study=study, changes=bad)
         study.refresh_from_db()
@@ -132,18 +156,26 @@ class TestImport:
     def test_csv_and_jsonl(self, study, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
         items(study, 3)
         csv_file = tmp_path / "gold.csv"
-        csv_file.write_text("external_id,kind,note,gender,attributes\n"
-                            "item-0,,,female,hat;glasses\n"
-                            "item-1,attention,Select 'male' for this item.,male,\n")
+        csv_file.write_text(
+            "external_id,kind,note,gender,attributes\n"
+            "item-0,,,female,hat;glasses\n"
+            "item-1,attention,Select 'male' for this item.,male,\n"
+        )
         report = controls_import(study=study, path=csv_file)
         assert (report.marked, report.replaced) == (2, 0)
         first, second = Item.objects.get(external_id="item-0"), Item.objects.get(external_id="item-1")
-        assert first.control_kind == "gold" and first.control_answers == {"gender": "female",
-                                                                         "attributes": ["hat", "glasses"]}
+        assert first.control_kind == "gold" and first.control_answers == {
+            "gender": "female",
+            "attributes": ["hat", "glasses"],
+        }
         assert second.control_kind == "attention" and second.note == "Select 'male' for this item."
         jsonl = tmp_path / "gold.jsonl"
-        jsonl.write_text(json.dumps({"external_id": "item-0", "answers": {"gender": "male"}}) + "\n"
-                         + json.dumps({"external_id": "item-2", "smiling": 0}) + "\n")
+        jsonl.write_text(
+            json.dumps({"external_id": "item-0", "answers": {"gender": "male"}})
+            + "\n"
+            + json.dumps({"external_id": "item-2", "smiling": 0})
+            + "\n"
+        )
         report = controls_import(study=study, path=jsonl)
         assert (report.marked, report.replaced) == (1, 1)
         assert Item.objects.get(external_id="item-0").control_answers == {"gender": "male"}
@@ -194,8 +226,10 @@ class TestMixing:
         (control,) = items(study, 1, prefix="ctl")
         gold(study, control)
         # one qualification item: everyone's first claim is the gold item, whatever the overlap
-        quality_settings_update(study=study, changes={"control_rate": 0, "qualification_items": 1,
-                                                      "qualification_min_accuracy": 0})
+        quality_settings_update(
+            study=study,
+            changes={"control_rate": 0, "qualification_items": 1, "qualification_min_accuracy": 0},
+        )
         seen = []
         for name in ("a", "b", "c"):
             annotator = person(study, name)
@@ -205,7 +239,9 @@ class TestMixing:
         assert seen.count(control.pk) == 3 and seen.count(real.pk) == 1
 
     def test_claim_query_count_with_mixing(self, study, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
-        Item.objects.bulk_create([Item(study=study, external_id=f"bulk{i}", kind="image") for i in range(500)])
+        Item.objects.bulk_create(
+            [Item(study=study, external_id=f"bulk{i}", kind="image") for i in range(500)]
+        )
         for item in Item.objects.order_by("id")[:5]:
             gold(study, item)
         annotator = person(study, "a")
@@ -243,8 +279,13 @@ class TestNotRevealed:
         annotator = person(study, "a")
         leases = {}
         for item in (real, control):
-            leases[item.pk] = Assignment.objects.create(study=study, item=item, annotator=annotator, status="leased",
-                                                        lease_expires_at=timezone.now() + timedelta(minutes=30))
+            leases[item.pk] = Assignment.objects.create(
+                study=study,
+                item=item,
+                annotator=annotator,
+                status="leased",
+                lease_expires_at=timezone.now() + timedelta(minutes=30),
+            )
         return annotator, leases[real.pk], leases[control.pk]
 
     def test_task_pages_are_the_same(self, pair) -> None:  # type: ignore[no-untyped-def]
@@ -292,8 +333,10 @@ class TestQualification:
     def qualifying(self, study):  # type: ignore[no-untyped-def]
         items(study, 4)
         golds = [gold(study, item, gender="female") for item in items(study, 3, prefix="gold")]
-        quality_settings_update(study=study, changes={"control_rate": 0, "qualification_items": 2,
-                                                      "qualification_min_accuracy": 1.0})
+        quality_settings_update(
+            study=study,
+            changes={"control_rate": 0, "qualification_items": 2, "qualification_min_accuracy": 1.0},
+        )
         return golds
 
     def test_only_gold_until_n_answered_then_real_items(self, study, qualifying) -> None:  # type: ignore[no-untyped-def]
@@ -314,8 +357,11 @@ class TestQualification:
         annotator = person(study, "b")
         for _ in range(2):
             assignment = assignment_claim_next(study=study, annotator=annotator)
-            answer = "male" if not Assignment.objects.filter(annotator=annotator, status="submitted").exists() \
+            answer = (
+                "male"
+                if not Assignment.objects.filter(annotator=annotator, status="submitted").exists()
                 else "female"
+            )
             assignment_submit(assignment=assignment, answers={**ANSWERS, "gender": {"value": answer}})
         state = qualification_state(study=study, annotator=annotator)
         assert (state.state, state.correct, state.n) == ("failed", 1, 2)
@@ -333,7 +379,9 @@ class TestQualification:
         done = []
         for _ in range(2):
             assignment = assignment_claim_next(study=study, annotator=annotator)
-            done.append(assignment_submit(assignment=assignment, answers={**ANSWERS, "gender": {"value": "male"}}))
+            done.append(
+                assignment_submit(assignment=assignment, answers={**ANSWERS, "gender": {"value": "male"}})
+            )
         assert qualification_state(study=study, annotator=annotator).state == "failed"
         for assignment in done:  # change the answers to the right ones: the first answers still count
             assignment_submit(assignment=assignment, answers=ANSWERS, user=annotator.user)
@@ -349,7 +397,9 @@ class TestScores:
         (g1,) = items(study, 1, prefix="gold")
         (t1,) = items(study, 1, prefix="check")
         control_mark(study=study, item=g1, kind="gold", answers={"gender": "female", "smiling": 1})
-        control_mark(study=study, item=t1, kind="attention", answers={"gender": "male"}, note="Select 'male'.")
+        control_mark(
+            study=study, item=t1, kind="attention", answers={"gender": "male"}, note="Select 'male'."
+        )
         quality_settings_update(study=study, changes={"loo_min_n": 3, "loo_margin": 0.1})
         a, b, c = person(study, "a"), person(study, "b"), person(study, "c")
         hat = {"attributes": {"value": ["hat"]}}
@@ -358,8 +408,26 @@ class TestScores:
             return {"gender": {"value": gender}, **hat, **{k: {"value": v} for k, v in extra.items()}}
 
         plan = {  # submission order g1, t1, i0, i1, i2
-            a: ([answer("female", smiling=1), answer("male"), answer("female"), answer("male"), answer("female")], 1),
-            b: ([answer("male", smiling=1), answer("female"), answer("female"), answer("female"), answer("male")], 5),
+            a: (
+                [
+                    answer("female", smiling=1),
+                    answer("male"),
+                    answer("female"),
+                    answer("male"),
+                    answer("female"),
+                ],
+                1,
+            ),
+            b: (
+                [
+                    answer("male", smiling=1),
+                    answer("female"),
+                    answer("female"),
+                    answer("female"),
+                    answer("male"),
+                ],
+                5,
+            ),
             c: ([answer("female"), answer("male"), answer("male"), answer("male"), answer("female")], 8),
         }
         for annotator, (answers, seconds) in plan.items():
@@ -375,13 +443,20 @@ class TestScores:
         # LOO on real items: gender i0 (f f m), i1 (m f m), i2 (f m f); attributes all "hat" (3 agreements each)
         # a: gender ties everywhere -> 3/3; b: i1 m,m vs f and i2 f,f vs m -> 3/5; c: i0 f,f vs m -> 3/4
         assert {n: (rows[n]["agreement"]["agree"], rows[n]["agreement"]["n"]) for n in "abc"} == {
-            "a": (3, 3), "b": (3, 5), "c": (3, 4)}
+            "a": (3, 3),
+            "b": (3, 5),
+            "c": (3, 4),
+        }
         assert report["agreement_median"] == 0.75
         assert rows["a"]["median_seconds"] == 1.0 and rows["c"]["median_seconds"] == 8.0
         assert rows["b"]["straight_line"]["question"] == "attributes"
         assert rows["b"]["straight_line"]["longest_run"] == 5
         codes = {n: [f["code"] for f in rows[n]["flags"]] for n in "abc"}
-        assert codes == {"a": ["speed"], "b": ["gold_accuracy", "attention", "agreement"], "c": ["gold_accuracy"]}
+        assert codes == {
+            "a": ["speed"],
+            "b": ["gold_accuracy", "attention", "agreement"],
+            "c": ["gold_accuracy"],
+        }
         assert report["controls"] == {"gold": 1, "attention": 1} and report["flagged"] == 3
         assert [rows[n]["items"] for n in "abc"] == [3, 3, 3] and rows["a"]["controls"] == 2
 
@@ -391,7 +466,9 @@ class TestScores:
         for item in items(study, 4):
             submit(study, a, item, {"gender": {"value": "male"}, "attributes": {"value": ["hat"]}})
         (row,) = quality_report(study=study)["annotators"]
-        assert row["straight_line"]["longest_run"] == 4 and "straight_lining" in [f["code"] for f in row["flags"]]
+        assert row["straight_line"]["longest_run"] == 4 and "straight_lining" in [
+            f["code"] for f in row["flags"]
+        ]
 
 
 # --- Exclusion ------------------------------------------------------------------------------------------
@@ -424,7 +501,9 @@ class TestExclusion:
             annotator_reinstate(study=study, annotator=b, user=owner)
 
     def test_excluding_the_dissenter_flips_an_all_agree_label(self, owner) -> None:  # type: ignore[no-untyped-def]
-        study = study_create(owner=owner, name="Visual", protocol=load_preset("visualness"), preset="visualness")
+        study = study_create(
+            owner=owner, name="Visual", protocol=load_preset("visualness"), preset="visualness"
+        )
         term = Item.objects.create(study=study, external_id="hat", kind="text", text="hat")
         people = [person(study, name) for name in ("a", "b", "c")]
         for annotator, value in zip(people, ["agree", "disagree", "strongly_agree"], strict=True):
@@ -432,7 +511,7 @@ class TestExclusion:
         consensus_compute(study=study)
         assert labels_for(study, "visual").values[term.pk] is False
         annotator_exclude(study=study, annotator=people[1], user=owner, reason="random answers")
-        assert labels_for(study, "visual").values[term.pk] is True   # recomputed at once
+        assert labels_for(study, "visual").values[term.pk] is True  # recomputed at once
 
     def test_refusals_write_nothing(self, study, owner) -> None:  # type: ignore[no-untyped-def]
         a = person(study, "a")
@@ -442,7 +521,9 @@ class TestExclusion:
         from annotations.services.studies import annotator_for_user
 
         with pytest.raises(ValidationFailed):
-            annotator_exclude(study=study, annotator=annotator_for_user(user=stranger), user=owner, reason="x")
+            annotator_exclude(
+                study=study, annotator=annotator_for_user(user=stranger), user=owner, reason="x"
+            )
         with pytest.raises(Conflict):
             annotator_reinstate(study=study, annotator=a, user=owner)
         assert not AnnotatorExclusion.objects.exists()
@@ -454,7 +535,9 @@ class TestExclusion:
         for annotator in (a, b, c):
             for item in (*real, control):
                 gender = "male" if annotator is c else "female"
-                submit(study, annotator, item, {"gender": {"value": gender}, "attributes": {"value": ["hat"]}})
+                submit(
+                    study, annotator, item, {"gender": {"value": gender}, "attributes": {"value": ["hat"]}}
+                )
         gold(study, control, gender="female")
         report = agreement_report(study=study, n_resamples=0)
         gender = next(q for q in report["questions"] if q["key"] == "gender")
@@ -480,7 +563,9 @@ def test_the_same_person_racing_for_one_control_shares_the_lease(study) -> None:
     gold(study, item)
     ann = person(study, "twotabs")
     expires = timezone.now() + timedelta(minutes=30)
-    first = Assignment.objects.create(study=study, item=item, annotator=ann, status="leased", lease_expires_at=expires)
+    first = Assignment.objects.create(
+        study=study, item=item, annotator=ann, status="leased", lease_expires_at=expires
+    )
     second = _lease_control(item=item, study=study, annotator=ann, expires=expires)  # the other tab's insert
     assert second.pk == first.pk and Assignment.objects.filter(item=item, annotator=ann).count() == 1
     Assignment.objects.filter(pk=first.pk).update(status="submitted")

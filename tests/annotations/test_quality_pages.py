@@ -38,11 +38,18 @@ def person(study: Study, name: str) -> Annotator:
 
 
 def submit(study: Study, annotator: Annotator, item: Item, gender: str, seconds: float = 5) -> Assignment:
-    assignment = Assignment.objects.create(study=study, item=item, annotator=annotator, status="leased",
-                                           lease_expires_at=timezone.now() + timedelta(minutes=30))
-    return assignment_submit(assignment=assignment, answers={"gender": {"value": gender},
-                                                             "attributes": {"value": ["hat"]}},
-                             time_spent_ms=int(seconds * 1000))
+    assignment = Assignment.objects.create(
+        study=study,
+        item=item,
+        annotator=annotator,
+        status="leased",
+        lease_expires_at=timezone.now() + timedelta(minutes=30),
+    )
+    return assignment_submit(
+        assignment=assignment,
+        answers={"gender": {"value": gender}, "attributes": {"value": ["hat"]}},
+        time_spent_ms=int(seconds * 1000),
+    )
 
 
 @pytest.fixture
@@ -51,8 +58,11 @@ def world(study):  # type: ignore[no-untyped-def]
     check = ItemFactory(study=study, external_id="check")
     control_mark(study=study, item=check, kind="attention", answers={"gender": "male"}, note="Select 'male'.")
     a, b, c = person(study, "a"), person(study, "b"), person(study, "c")
-    for annotator, genders in ((a, ["female", "female", "male"]), (b, ["female", "female", "male"]),
-                               (c, ["male", "male", "female"])):
+    for annotator, genders in (
+        (a, ["female", "female", "male"]),
+        (b, ["female", "female", "male"]),
+        (c, ["male", "male", "female"]),
+    ):
         for item, gender in zip([*real, check], genders, strict=True):
             submit(study, annotator, item, gender)
     consensus_compute(study=study, question="gender")
@@ -65,7 +75,9 @@ ROLES = ["owner", "other", "annotator", "anonymous"]
 def _user(role: str, study: Study, other_researcher, annotator_user):  # type: ignore[no-untyped-def]
     """The account of a role; the annotator is enrolled in the study (the case where 403 is due)."""
     enrollment_add(study=study, user=annotator_user)
-    return {"owner": study.owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[role]
+    return {"owner": study.owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[
+        role
+    ]
 
 
 class TestPages:
@@ -85,8 +97,9 @@ class TestPages:
         assert ConsensusLabel.objects.get(item=item, question_key="gender").value == "female"
         refused = client.post(f"/studies/{study.pk}/annotators/{c.pk}/exclude/", {"reason": ""}, follow=True)
         assert "a reason is required" in refused.content.decode() and not AnnotatorExclusion.objects.exists()
-        response = client.post(f"/studies/{study.pk}/annotators/{c.pk}/exclude/", {"reason": "failed the check"},
-                               follow=True)
+        response = client.post(
+            f"/studies/{study.pk}/annotators/{c.pk}/exclude/", {"reason": "failed the check"}, follow=True
+        )
         assert "is excluded" in response.content.decode()
         row = AnnotatorExclusion.objects.get()
         assert (row.annotator, row.excluded_by, row.reason) == (c, study.owner, "failed the check")
@@ -114,8 +127,11 @@ class TestPages:
         study = world["study"]
         user = _user(role, study, other_researcher, annotator_user)
         client = login(user)
-        for url in (f"/studies/{study.pk}/quality/", f"/studies/{study.pk}/quality.json",
-                    f"/studies/{study.pk}/items/{world['check'].pk}/control/"):
+        for url in (
+            f"/studies/{study.pk}/quality/",
+            f"/studies/{study.pk}/quality.json",
+            f"/studies/{study.pk}/items/{world['check'].pk}/control/",
+        ):
             status = client.get(url).status_code
             assert status == {"owner": 200, "other": 404, "annotator": 403, "anonymous": 302}[role], url
 
@@ -126,12 +142,16 @@ class TestPages:
         page = client.get(f"/studies/{study.pk}/items/{item.pk}/control/")
         assert page.status_code == 200 and 'name="q-gender"' in page.content.decode()
         assert 'name="q-boxes"' not in page.content.decode()
-        bad = client.post(f"/studies/{study.pk}/items/{item.pk}/control/", {"kind": "gold", "q-colour": "plaid"})
+        bad = client.post(
+            f"/studies/{study.pk}/items/{item.pk}/control/", {"kind": "gold", "q-colour": "plaid"}
+        )
         assert bad.status_code == 400 and "is not a colour" in bad.content.decode()
         item.refresh_from_db()
         assert item.control_kind == ""
-        client.post(f"/studies/{study.pk}/items/{item.pk}/control/",
-                    {"kind": "gold", "q-gender": "female", "q-smiling": "1", "note": ""})
+        client.post(
+            f"/studies/{study.pk}/items/{item.pk}/control/",
+            {"kind": "gold", "q-gender": "female", "q-smiling": "1", "note": ""},
+        )
         item.refresh_from_db()
         assert item.control_kind == "gold" and item.control_answers == {"gender": "female", "smiling": 1}
         items_page = client.get(f"/studies/{study.pk}/items/").content.decode()
@@ -143,17 +163,29 @@ class TestPages:
     def test_settings_and_import_on_the_quality_page(self, world) -> None:  # type: ignore[no-untyped-def]
         study = world["study"]
         client = login(study.owner)
-        data = {"control_rate": "0.2", "qualification_items": "2", "qualification_min_accuracy": "0.8",
-                "min_gold_accuracy": "0.7", "max_attention_failures": "0", "loo_margin": "0.2", "loo_min_n": "10",
-                "min_median_seconds": "3", "max_straight_run": "10"}
+        data = {
+            "control_rate": "0.2",
+            "qualification_items": "2",
+            "qualification_min_accuracy": "0.8",
+            "min_gold_accuracy": "0.7",
+            "max_attention_failures": "0",
+            "loo_margin": "0.2",
+            "loo_min_n": "10",
+            "min_median_seconds": "3",
+            "max_straight_run": "10",
+        }
         client.post(f"/studies/{study.pk}/quality/", data)
         study.refresh_from_db()
-        assert quality_settings(study).control_rate == 0.2 and quality_settings(study).qualification_items == 2
+        assert (
+            quality_settings(study).control_rate == 0.2 and quality_settings(study).qualification_items == 2
+        )
         bad = client.post(f"/studies/{study.pk}/quality/", {**data, "control_rate": "0.9"})
         assert bad.status_code == 200 and "Settings not saved" in bad.content.decode()
         study.refresh_from_db()
         assert quality_settings(study).control_rate == 0.2
-        upload = SimpleUploadedFile("gold.csv", b"external_id,gender\nreal-0,female\n", content_type="text/csv")
+        upload = SimpleUploadedFile(
+            "gold.csv", b"external_id,gender\nreal-0,female\n", content_type="text/csv"
+        )
         client.post(f"/studies/{study.pk}/controls/import/", {"file": upload})
         assert Item.objects.get(external_id="real-0").control_kind == "gold"
 
@@ -165,32 +197,49 @@ class TestApi:
         report = api.get(f"/api/studies/{study.pk}/quality/").json()
         row = next(r for r in report["annotators"] if r["annotator"] == "c")
         assert row["attention"] == {"passed": 0, "failed": 1} and row["flags"][0]["code"] == "attention"
-        created = api.post(f"/api/studies/{study.pk}/exclusions/", {"annotator": c.pk, "reason": "spam"},
-                           format="json")
+        created = api.post(
+            f"/api/studies/{study.pk}/exclusions/", {"annotator": c.pk, "reason": "spam"}, format="json"
+        )
         assert created.status_code == 201 and created.json()["active"] is True
-        again = api.post(f"/api/studies/{study.pk}/exclusions/", {"annotator": c.pk, "reason": "spam"}, format="json")
+        again = api.post(
+            f"/api/studies/{study.pk}/exclusions/", {"annotator": c.pk, "reason": "spam"}, format="json"
+        )
         assert again.status_code == 409
-        reinstated = api.post(f"/api/studies/{study.pk}/exclusions/{c.pk}/reinstate/", {"note": "fine"}, format="json")
+        reinstated = api.post(
+            f"/api/studies/{study.pk}/exclusions/{c.pk}/reinstate/", {"note": "fine"}, format="json"
+        )
         assert reinstated.status_code == 200 and reinstated.json()["reinstated_by"] == "owner"
         history = api.get(f"/api/studies/{study.pk}/exclusions/").json()
         assert len(history) == 1 and history[0]["active"] is False and history[0]["excluded_by"] == "owner"
-        settings = api.patch(f"/api/studies/{study.pk}/quality/settings/", {"control_rate": 0.25}, format="json")
+        settings = api.patch(
+            f"/api/studies/{study.pk}/quality/settings/", {"control_rate": 0.25}, format="json"
+        )
         assert settings.status_code == 200 and settings.json()["control_rate"] == 0.25
-        assert api.patch(f"/api/studies/{study.pk}/quality/settings/", {"control_rate": 2},
-                         format="json").status_code == 400
+        assert (
+            api.patch(
+                f"/api/studies/{study.pk}/quality/settings/", {"control_rate": 2}, format="json"
+            ).status_code
+            == 400
+        )
 
     def test_item_control_and_import(self, world) -> None:  # type: ignore[no-untyped-def]
         study = world["study"]
         item = world["real"][0]
         api = client_for(study.owner)
-        bad = api.put(f"/api/items/{item.pk}/control/", {"kind": "gold", "answers": {"gender": "robot"}}, format="json")
+        bad = api.put(
+            f"/api/items/{item.pk}/control/", {"kind": "gold", "answers": {"gender": "robot"}}, format="json"
+        )
         assert bad.status_code == 400 and "gender" in bad.json()["errors"]
-        done = api.put(f"/api/items/{item.pk}/control/", {"kind": "gold", "answers": {"gender": "male"}}, format="json")
+        done = api.put(
+            f"/api/items/{item.pk}/control/", {"kind": "gold", "answers": {"gender": "male"}}, format="json"
+        )
         assert done.status_code == 200 and done.json()["control_answers"] == {"gender": "male"}
         listed = api.get(f"/api/items/?study={study.pk}&control_kind=gold").json()
         assert [entry["id"] for entry in listed["results"]] == [item.pk]
         assert api.delete(f"/api/items/{item.pk}/control/").json()["control_kind"] == ""
-        upload = SimpleUploadedFile("gold.jsonl", json.dumps({"external_id": "real-1", "gender": "female"}).encode())
+        upload = SimpleUploadedFile(
+            "gold.jsonl", json.dumps({"external_id": "real-1", "gender": "female"}).encode()
+        )
         imported = api.post(f"/api/studies/{study.pk}/controls/import/", {"file": upload}, format="multipart")
         assert imported.status_code == 201 and imported.json()["marked"] == 1
 
@@ -202,12 +251,22 @@ class TestApi:
             api.get(f"/api/studies/{study.pk}/quality/"),
             api.get(f"/api/studies/{study.pk}/quality/settings/"),
             api.patch(f"/api/studies/{study.pk}/quality/settings/", {"control_rate": 0.3}, format="json"),
-            api.post(f"/api/studies/{study.pk}/exclusions/", {"annotator": c.pk, "reason": "x"}, format="json"),
-            api.put(f"/api/items/{item.pk}/control/", {"kind": "gold", "answers": {"gender": "male"}}, format="json"),
+            api.post(
+                f"/api/studies/{study.pk}/exclusions/", {"annotator": c.pk, "reason": "x"}, format="json"
+            ),
+            api.put(
+                f"/api/items/{item.pk}/control/",
+                {"kind": "gold", "answers": {"gender": "male"}},
+                format="json",
+            ),
         ]
         codes = [call.status_code for call in calls]
-        expected = {"owner": [200, 200, 200, 201, 200], "other": [404] * 5,
-                    "annotator": [403, 403, 403, 403, 404], "anonymous": [401] * 5}[role]
+        expected = {
+            "owner": [200, 200, 200, 201, 200],
+            "other": [404] * 5,
+            "annotator": [403, 403, 403, 403, 404],
+            "anonymous": [401] * 5,
+        }[role]
         assert codes == expected
         if role != "owner":
             item.refresh_from_db()
@@ -235,7 +294,9 @@ class TestCommands:
         assert {row["annotator"] for row in report["annotators"]} == {"a", "b", "c"}
         assert report["controls"] == {"gold": 1, "attention": 1}
         out = io.StringIO()
-        call_command("quality", str(study.pk), "--exclude", "c", "--reason", "spam", "--as", "owner", stdout=out)
+        call_command(
+            "quality", str(study.pk), "--exclude", "c", "--reason", "spam", "--as", "owner", stdout=out
+        )
         assert "c [excluded]" in out.getvalue() and "failed 1 attention check" in out.getvalue()
         with pytest.raises(CommandError, match="already excluded"):
             call_command("quality", str(study.pk), "--exclude", "c", "--reason", "spam", "--as", "owner")

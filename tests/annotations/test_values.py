@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.colours import normalise_colour
-from annotations.protocols import load_protocol_text
-from annotations.values import AnswerError, ItemContext, SubmissionError, clean_answer, clean_submission
+from annotations.protocols.answers import (
+    AnswerError,
+    ItemContext,
+    SubmissionError,
+    clean_answer,
+    clean_submission,
+)
+from annotations.protocols.colours import normalise_colour
+from annotations.protocols.schema import load_protocol_text
 from tests.factories import EXAMPLE_PROTOCOL
 
 PROTOCOL = load_protocol_text(EXAMPLE_PROTOCOL)
@@ -53,18 +59,31 @@ def test_text_colour_is_normalised_to_the_vocabulary() -> None:
         check("colour", "banana")
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("gray", "grey"), ("light blue", "blue"), ("Dark-Green", "green"), ("saddlebrown", "brown"),
-    ("#ff0000", "red"), ("hotpink", "pink"), ("tan", "beige"), ("reddish", "red"), ("silver", "grey"),
-    ("", None), ("the colour of money", None),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("gray", "grey"),
+        ("light blue", "blue"),
+        ("Dark-Green", "green"),
+        ("saddlebrown", "brown"),
+        ("#ff0000", "red"),
+        ("hotpink", "pink"),
+        ("tan", "beige"),
+        ("reddish", "red"),
+        ("silver", "grey"),
+        ("", None),
+        ("the colour of money", None),
+    ],
+)
 def test_colour_normaliser_cases(text: str, expected: str | None) -> None:
     assert normalise_colour(text) == expected
 
 
 def test_boxes_must_be_inside_the_image_and_linked_to_a_selected_option() -> None:
     box = {"option": "hat", "x": 10, "y": 5, "w": 20.4, "h": 30}
-    assert check("boxes", [box], selected=["hat"]).value == [{"option": "hat", "x": 10, "y": 5, "w": 20, "h": 30}]
+    assert check("boxes", [box], selected=["hat"]).value == [
+        {"option": "hat", "x": 10, "y": 5, "w": 20, "h": 30}
+    ]
     with pytest.raises(AnswerError, match="outside the 100x80 image"):
         check("boxes", [{**box, "x": 90}], selected=["hat"])
     with pytest.raises(AnswerError, match="'hat' is not selected in 'attributes'"):
@@ -77,7 +96,9 @@ def test_boxes_must_be_inside_the_image_and_linked_to_a_selected_option() -> Non
 
 def test_a_submission_reports_every_problem_at_once() -> None:
     with pytest.raises(SubmissionError) as caught:
-        clean_submission(PROTOCOL, {"attributes": {"value": ["wig"]}, "nonsense": {"value": 1}}, context=CONTEXT)
+        clean_submission(
+            PROTOCOL, {"attributes": {"value": ["wig"]}, "nonsense": {"value": 1}}, context=CONTEXT
+        )
     assert caught.value.errors == {
         "nonsense": "is not a question of this protocol",
         "gender": "is required",
@@ -91,8 +112,9 @@ def test_show_if_hides_a_question_until_its_condition_holds() -> None:
         "  - {key: person, kind: single, prompt: p, options: ['yes', 'no']}\n"
         "  - {key: age, kind: single, prompt: a, options: [young, old], show_if: {question: person, in: ['yes']}}\n"
     )
-    assert [a.question_key for a in clean_submission(protocol, {"person": {"value": "no"}}, context=CONTEXT)] == [
-        "person"]
+    assert [
+        a.question_key for a in clean_submission(protocol, {"person": {"value": "no"}}, context=CONTEXT)
+    ] == ["person"]
     with pytest.raises(SubmissionError) as caught:
         clean_submission(protocol, {"person": {"value": "yes"}}, context=CONTEXT)
     assert caught.value.errors == {"age": "is required"}

@@ -34,7 +34,8 @@ def seegull(path: Path) -> Path:
         "Annotation1,Annotation2,Annotation3,mean offensiveness_score\n"
         "Xland,hat,2,1,0,3,0,0,1,1,1,1\n"
         "Xland,sombrero,2,1,0,2,1,0,,,,\n"
-        "Xland,poor,1,2,0,1,2,0,2,2,2,2\n")
+        "Xland,poor,1,2,0,1,2,0,2,2,2,2\n"
+    )
     return path
 
 
@@ -42,7 +43,18 @@ def ratings(path: Path, rows: list[tuple[str, int, int, int]]) -> Path:
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "all_visual_attr"
-    ws.append(["attribute", "rating_asia", "score_asia", "rating_emea", "score_emea", "rating_na", "score_na", "mean"])
+    ws.append(
+        [
+            "attribute",
+            "rating_asia",
+            "score_asia",
+            "rating_emea",
+            "score_emea",
+            "rating_na",
+            "score_na",
+            "mean",
+        ]
+    )
     for attr, a, e, n in rows:
         ws.append([attr, "", a, "", e, "", n, (a + e + n) / 3])
     wb.save(path)
@@ -57,15 +69,28 @@ def run(*args: str) -> dict:
 
 def test_screens_become_annotations_of_task_raters(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
     box = "['-3.4,10.2', '50.6,4.0']"  # corners in any order, one slightly negative
-    csv_text = HEADER + screen("A0", "Xland1.png", "Xland", ["hat", "poor", "cheerful", "tall"], {"hat": box}) \
-        + screen("A0", "Xland1.png", "Xland", ["hat", "poor", "cheerful", "tall"]) \
-        + screen("A0", "Xland1.png", "Xland", ["hat", "poor", "cheerful", "tall"]) \
-        + screen("A0", "Xland1.png", "Xland", ["sombrero", "poor", "cheerful", "tall"])  # 4th showing: r4
+    csv_text = (
+        HEADER
+        + screen("A0", "Xland1.png", "Xland", ["hat", "poor", "cheerful", "tall"], {"hat": box})
+        + screen("A0", "Xland1.png", "Xland", ["hat", "poor", "cheerful", "tall"])
+        + screen("A0", "Xland1.png", "Xland", ["hat", "poor", "cheerful", "tall"])
+        + screen("A0", "Xland1.png", "Xland", ["sombrero", "poor", "cheerful", "tall"])
+    )  # 4th showing: r4
     (tmp_path / "ann.csv").write_text(csv_text)
-    xlsx = ratings(tmp_path / "r.xlsx", [("hat", 5, 4, 5), ("sombrero", 5, 5, 5), ("poor", 4, 4, 2),
-                                         ("hat", 5, 4, 5)])  # "hat" listed twice, like "handsome"
-    out = run("import_visage", "--annotations", str(tmp_path / "ann.csv"), "--seegull",
-              str(seegull(tmp_path / "s.csv")), "--visual-attributes", str(xlsx), "--owner", "owner")
+    xlsx = ratings(
+        tmp_path / "r.xlsx", [("hat", 5, 4, 5), ("sombrero", 5, 5, 5), ("poor", 4, 4, 2), ("hat", 5, 4, 5)]
+    )  # "hat" listed twice, like "handsome"
+    out = run(
+        "import_visage",
+        "--annotations",
+        str(tmp_path / "ann.csv"),
+        "--seegull",
+        str(seegull(tmp_path / "s.csv")),
+        "--visual-attributes",
+        str(xlsx),
+        "--owner",
+        "owner",
+    )
     markers = Study.objects.get(pk=out["studies"]["stereotype-markers"])
     assert markers.preset == "stereotype-markers" and markers.owner == owner
     item = Item.objects.get(study=markers)
@@ -86,10 +111,17 @@ def test_screens_become_annotations_of_task_raters(owner, tmp_path) -> None:  # 
     visualness = Study.objects.get(pk=out["studies"]["visualness"])
     assert markers.options["visualness_study"] == visualness.pk
     assert sorted(Item.objects.filter(study=visualness).values_list("external_id", flat=True)) == [
-        "hat", "hat #2", "poor", "sombrero"]
+        "hat",
+        "hat #2",
+        "poor",
+        "sombrero",
+    ]
     assert Item.objects.get(study=visualness, external_id="hat #2").text == "hat"
-    assert sorted(Annotation.objects.filter(item__study=visualness, item__external_id="poor")
-                  .values_list("annotator__name", "value")) == [("asia", "agree"), ("emea", "agree"), ("na", "disagree")]
+    assert sorted(
+        Annotation.objects.filter(item__study=visualness, item__external_id="poor").values_list(
+            "annotator__name", "value"
+        )
+    ) == [("asia", "agree"), ("emea", "agree"), ("na", "disagree")]
     assert out["duplicate_terms"] == ["hat"]
 
 
@@ -97,20 +129,38 @@ def test_a_screen_without_none_of_the_above_refuses_everything(owner, tmp_path) 
     text = HEADER + screen("A0", "Xland1.png", "Xland", ["hat"]) + "A1,Xland2.png,Xland,hat,no,[]\n"
     (tmp_path / "ann.csv").write_text(text)
     with pytest.raises(CommandError, match="line 4: the last screen ends without"):
-        run("import_visage", "--annotations", str(tmp_path / "ann.csv"), "--seegull", str(seegull(tmp_path / "s.csv")))
+        run(
+            "import_visage",
+            "--annotations",
+            str(tmp_path / "ann.csv"),
+            "--seegull",
+            str(seegull(tmp_path / "s.csv")),
+        )
     assert not Study.objects.exists() and not Annotation.objects.exists()
 
 
 def test_a_box_on_an_unselected_attribute_is_refused(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    text = HEADER + "A0,Xland1.png,Xland,hat,no,\"['1,1', '5,5']\"\nA0,Xland1.png,Xland,none of the above,no,[]\n"
+    text = (
+        HEADER
+        + "A0,Xland1.png,Xland,hat,no,\"['1,1', '5,5']\"\nA0,Xland1.png,Xland,none of the above,no,[]\n"
+    )
     (tmp_path / "ann.csv").write_text(text)
     with pytest.raises(CommandError, match="line 2: a box for an attribute that is not marked present"):
-        run("import_visage", "--annotations", str(tmp_path / "ann.csv"), "--seegull", str(seegull(tmp_path / "s.csv")))
+        run(
+            "import_visage",
+            "--annotations",
+            str(tmp_path / "ann.csv"),
+            "--seegull",
+            str(seegull(tmp_path / "s.csv")),
+        )
     assert not Study.objects.exists()
 
 
 def test_import_seegull_replaces_a_study_table_and_refuses_bad_numbers(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    assert run("import_seegull", str(study.pk), str(seegull(tmp_path / "s.csv"))) == {"study": study.pk, "rows": 3}
+    assert run("import_seegull", str(study.pk), str(seegull(tmp_path / "s.csv"))) == {
+        "study": study.pk,
+        "rows": 3,
+    }
     hat = StereotypeEntry.objects.get(study=study, attribute="hat")
     assert (hat.na_stereo, hat.offensiveness, hat.visual, hat.extra["Annotation1"]) == (3, 1.0, None, "1")
     bad = tmp_path / "bad.csv"
@@ -122,4 +172,5 @@ def test_import_seegull_replaces_a_study_table_and_refuses_bad_numbers(study, tm
     states.write_text("identity,attribute,region_stereo,offensiveness_score\nTexan,cowboy hat,3,0.5\n")
     assert run("import_seegull", str(study.pk), str(states))["rows"] == 1
     assert list(StereotypeEntry.objects.filter(study=study).values_list("attribute", "offensiveness")) == [
-        ("cowboy hat", 0.5)]
+        ("cowboy hat", 0.5)
+    ]

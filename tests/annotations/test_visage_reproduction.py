@@ -19,7 +19,11 @@ from django.core.management import call_command
 
 pytestmark = pytest.mark.django_db
 
-FILES = ("visage/image_annotations_full_set.csv", "seegull/stereotypes_global_v2.csv", "visage/Visual Attributes_.xlsx")
+FILES = (
+    "visage/image_annotations_full_set.csv",
+    "seegull/stereotypes_global_v2.csv",
+    "visage/Visual Attributes_.xlsx",
+)
 
 # paper name -> (file identity, L(stereo) truncated, L(random) rounded, theta truncated or None = "N/A")
 TABLE_1 = {
@@ -48,10 +52,21 @@ def test_published_numbers_from_import_and_metrics_command(owner) -> None:  # ty
     data = Path(settings.WORKBENCH_SHARED_DATA)
     missing = [name for name in FILES if not (data / name).is_file()]
     if missing:
-        pytest.skip(f"released ViSAGe/SeeGULL files not found under {data} (set WORKBENCH_SHARED_DATA): {missing}")
+        pytest.skip(
+            f"released ViSAGe/SeeGULL files not found under {data} (set WORKBENCH_SHARED_DATA): {missing}"
+        )
     started = time.perf_counter()
-    ids = run("import_visage", "--annotations", str(data / FILES[0]), "--seegull", str(data / FILES[1]),
-              "--visual-attributes", str(data / FILES[2]), "--owner", owner.username)
+    ids = run(
+        "import_visage",
+        "--annotations",
+        str(data / FILES[0]),
+        "--seegull",
+        str(data / FILES[1]),
+        "--visual-attributes",
+        str(data / FILES[2]),
+        "--owner",
+        owner.username,
+    )
     seconds = time.perf_counter() - started
     assert ids["showings"] == 120170 and ids["items"] == {"stereotype-markers": 2025, "visualness": 1994}
     assert seconds < 60, f"import took {seconds:.1f} s"
@@ -65,13 +80,20 @@ def test_published_numbers_from_import_and_metrics_command(owner) -> None:  # ty
         assert round(row["l_random"] + 1e-12, 3) == l_random, paper_name
         assert (row["theta"] is None) if theta is None else truncate(row["theta"], 2) == theta, paper_name
     # Libyan: the paper's one print slip (1/105 = 0.0095 printed 0.009)
-    assert rows["Libyan"]["l_random"] == pytest.approx(1 / 105) and truncate(rows["Libyan"]["theta"], 2) == 25.53
+    assert (
+        rows["Libyan"]["l_random"] == pytest.approx(1 / 105) and truncate(rows["Libyan"]["theta"], 2) == 25.53
+    )
     ratio = report["summary"]["thrice_ratio"]
     assert ratio["n"] == 105 and ratio["value"] == pytest.approx(3.1522, abs=1e-4)
 
     shares = run("metrics", str(ids["studies"]["visualness"]), "--json")
     table = next(t for t in shares["tables"] if t["key"] == "visualness_shares")
     counts = {r[0]: (r[1], r[2]) for r in table["rows"]}
-    assert counts == {"strongly_agree": (407, 1994), "agree": (442, 1994), "disagree": (406, 1994),
-                      "strongly_disagree": (150, 1994), "unsure": (4, 1994)}
+    assert counts == {
+        "strongly_agree": (407, 1994),
+        "agree": (442, 1994),
+        "disagree": (406, 1994),
+        "strongly_disagree": (150, 1994),
+        "unsure": (4, 1994),
+    }
     assert shares["summary"]["visual_attributes"] == 518

@@ -40,22 +40,33 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from annotations.models import Annotation, Annotator, Item, Study, User  # noqa: E402
-from annotations.protocols import protocol_from_dict  # noqa: E402
-from annotations.services.agreement import agreement_report  # noqa: E402
+from annotations.protocols.schema import protocol_from_dict  # noqa: E402
+from annotations.selectors.agreement import agreement_report  # noqa: E402
 
 OPTIONS = ["a", "b", "c", "d", "e"]
 
 
 def build(items: int, questions: int) -> Study:
     owner = User.objects.create(username="bench", role=User.Role.RESEARCHER)
-    protocol = protocol_from_dict({"name": "bench", "unit": "image", "questions": [
-        {"key": f"q{i}", "kind": "single", "prompt": f"question {i}", "options": OPTIONS} for i in range(questions)]})
+    protocol = protocol_from_dict(
+        {
+            "name": "bench",
+            "unit": "image",
+            "questions": [
+                {"key": f"q{i}", "kind": "single", "prompt": f"question {i}", "options": OPTIONS}
+                for i in range(questions)
+            ],
+        }
+    )
     study = Study.objects.create(owner=owner, name="bench", protocol=protocol.to_dict())
-    Item.objects.bulk_create([Item(study=study, external_id=f"i{n}", kind="image", is_reference=True)
-                              for n in range(items)], batch_size=5000)
+    Item.objects.bulk_create(
+        [Item(study=study, external_id=f"i{n}", kind="image", is_reference=True) for n in range(items)],
+        batch_size=5000,
+    )
     item_ids = list(Item.objects.filter(study=study).values_list("id", flat=True))
     annotators = [Annotator.objects.create(kind="human", study=study, name=f"h{i}") for i in range(3)] + [
-        Annotator.objects.create(kind="machine", name=f"m{i}", version="1") for i in range(2)]
+        Annotator.objects.create(kind="machine", name=f"m{i}", version="1") for i in range(2)
+    ]
     rng = random.Random(0)
     batch: list[Annotation] = []
     for question in range(questions):
@@ -63,8 +74,15 @@ def build(items: int, questions: int) -> Study:
             truth = rng.choice(OPTIONS)
             for annotator in annotators:
                 value = truth if rng.random() < 0.7 else rng.choice(OPTIONS)
-                batch.append(Annotation(study=study, item_id=item_id, annotator=annotator,
-                                        question_key=f"q{question}", value=value))
+                batch.append(
+                    Annotation(
+                        study=study,
+                        item_id=item_id,
+                        annotator=annotator,
+                        question_key=f"q{question}",
+                        value=value,
+                    )
+                )
             if len(batch) >= 50_000:
                 Annotation.objects.bulk_create(batch, batch_size=10_000)
                 batch = []
@@ -86,8 +104,10 @@ def main() -> None:
     study = Study.objects.filter(name="bench").first() if args.keep else None
     if study is None:
         study = build(args.items, args.questions)
-    print(f"built {args.items} items x 5 annotators x {args.questions} questions "
-          f"({Annotation.objects.count()} annotations) in {time.perf_counter() - started:.1f} s")
+    print(
+        f"built {args.items} items x 5 annotators x {args.questions} questions "
+        f"({Annotation.objects.count()} annotations) in {time.perf_counter() - started:.1f} s"
+    )
     if args.trace_memory:
         tracemalloc.start()
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -101,11 +121,17 @@ def main() -> None:
     else:
         report = agreement_report(study=study, n_resamples=args.resamples)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    traced = (f", peak Python allocations {tracemalloc.get_traced_memory()[1] / 2**20:.0f} MiB (traced run: "
-              f"the time is not the report's)" if args.trace_memory else "")
+    traced = (
+        f", peak Python allocations {tracemalloc.get_traced_memory()[1] / 2**20:.0f} MiB (traced run: "
+        f"the time is not the report's)"
+        if args.trace_memory
+        else ""
+    )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     first = report["questions"][0]["humans"][0]
-    print(f"agreement report: {seconds:.1f} s ({cpu:.1f} s of CPU), peak RSS {rss:.0f} MiB{traced}; q0 alpha {first['value']:.3f} [{first['ci_low']:.3f}, {first['ci_high']:.3f}]")
+    print(
+        f"agreement report: {seconds:.1f} s ({cpu:.1f} s of CPU), peak RSS {rss:.0f} MiB{traced}; q0 alpha {first['value']:.3f} [{first['ci_low']:.3f}, {first['ci_high']:.3f}]"
+    )
 
 
 if __name__ == "__main__":

@@ -61,36 +61,58 @@ def _setup_django(env: dict[str, str]) -> None:
     call_command("migrate", verbosity=0)
 
 
-def _make_study(n_annotators: int, items: int, tag: str, refresh_statistics: bool = True) -> tuple[int, list[str]]:
+def _make_study(
+    n_annotators: int, items: int, tag: str, refresh_statistics: bool = True
+) -> tuple[int, list[str]]:
     from django.db import transaction
     from rest_framework.authtoken.models import Token
 
     from annotations.models import Item, User
-    from annotations.planner_statistics import statistics_refresh
-    from annotations.protocols import load_protocol_text
+    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
+    from common.planner_statistics import statistics_refresh
     from tests.factories import EXAMPLE_PROTOCOL
 
     with transaction.atomic():
         owner, _ = User.objects.get_or_create(username=f"bench-owner-{tag}", defaults={"role": "researcher"})
-        study = study_create(owner=owner, name=f"bench {tag}", protocol=load_protocol_text(EXAMPLE_PROTOCOL),
-                             overlap=3)
-        Item.objects.bulk_create([Item(study=study, external_id=f"i{i}", kind="image", is_reference=True)
-                                  for i in range(items)], batch_size=2000)
+        study = study_create(
+            owner=owner, name=f"bench {tag}", protocol=load_protocol_text(EXAMPLE_PROTOCOL), overlap=3
+        )
+        Item.objects.bulk_create(
+            [Item(study=study, external_id=f"i{i}", kind="image", is_reference=True) for i in range(items)],
+            batch_size=2000,
+        )
         if refresh_statistics:  # as every import path does after adding many items (planner_statistics.py)
             statistics_refresh(Item, rows=items)
         tokens = []
         for index in range(n_annotators):
-            user, _ = User.objects.get_or_create(username=f"bench-{tag}-{index}", defaults={"role": "annotator"})
+            user, _ = User.objects.get_or_create(
+                username=f"bench-{tag}-{index}", defaults={"role": "annotator"}
+            )
             enrollment_add(study=study, user=user)
             tokens.append(Token.objects.get_or_create(user=user)[0].key)
     return study.pk, tokens
 
 
 def _start_server(env: dict[str, str], port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
-    command = [str(ROOT / ".venv/bin/gunicorn"), "workbench.wsgi", "--bind", f"127.0.0.1:{port}",
-               "--workers", str(workers), "--threads", str(threads), "--worker-class", "gthread",
-               "--log-level", "warning", "--timeout", "60", "--keep-alive", "30"]
+    command = [
+        str(ROOT / ".venv/bin/gunicorn"),
+        "workbench.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--worker-class",
+        "gthread",
+        "--log-level",
+        "warning",
+        "--timeout",
+        "60",
+        "--keep-alive",
+        "30",
+    ]
     server = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env})
     deadline = time.monotonic() + 30
     import requests
@@ -105,12 +127,24 @@ def _start_server(env: dict[str, str], port: int, workers: int, threads: int) ->
     raise RuntimeError("gunicorn did not start")
 
 
-ANSWERS = {"answers": {"gender": {"value": "female"},
-                       "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard", "none_of_the_above"]}}}
+ANSWERS = {
+    "answers": {
+        "gender": {"value": "female"},
+        "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard", "none_of_the_above"]},
+    }
+}
 
 
-def _annotator(base: str, study_id: int, token: str, clock: dict[str, float], start: threading.Barrier,
-               out: dict[str, list[float]], errors: list[str], think: float) -> None:
+def _annotator(
+    base: str,
+    study_id: int,
+    token: str,
+    clock: dict[str, float],
+    start: threading.Barrier,
+    out: dict[str, list[float]],
+    errors: list[str],
+    think: float,
+) -> None:
     import requests
 
     session = requests.Session()
@@ -148,8 +182,16 @@ def _annotator(base: str, study_id: int, token: str, clock: dict[str, float], st
     out.setdefault("cycle", []).extend(cycles)
 
 
-def run_one(n: int, *, port: int, seconds: float, items: int, tag: str, think: float = 0.0,
-            refresh_statistics: bool = True) -> dict[str, Any]:
+def run_one(
+    n: int,
+    *,
+    port: int,
+    seconds: float,
+    items: int,
+    tag: str,
+    think: float = 0.0,
+    refresh_statistics: bool = True,
+) -> dict[str, Any]:
     study_id, tokens = _make_study(n, items, tag, refresh_statistics)
     results: dict[str, list[float]] = {}
     errors: list[str] = []
@@ -157,8 +199,19 @@ def run_one(n: int, *, port: int, seconds: float, items: int, tag: str, think: f
     clock: dict[str, float] = {}
     per_thread: list[dict[str, list[float]]] = [{} for _ in range(n)]
     threads = [
-        threading.Thread(target=_annotator, args=(f"http://127.0.0.1:{port}", study_id, token, clock, barrier,
-                                                  per_thread[index], errors, think))
+        threading.Thread(
+            target=_annotator,
+            args=(
+                f"http://127.0.0.1:{port}",
+                study_id,
+                token,
+                clock,
+                barrier,
+                per_thread[index],
+                errors,
+                think,
+            ),
+        )
         for index, token in enumerate(tokens)
     ]
     for thread in threads:
@@ -176,13 +229,25 @@ def run_one(n: int, *, port: int, seconds: float, items: int, tag: str, think: f
 
     from annotations.models import Assignment
 
-    worst = (Assignment.objects.filter(study_id=study_id, status="submitted").values("item_id")
-             .annotate(n=Count("id")).order_by("-n").values_list("n", flat=True).first()) or 0
+    worst = (
+        Assignment.objects.filter(study_id=study_id, status="submitted")
+        .values("item_id")
+        .annotate(n=Count("id"))
+        .order_by("-n")
+        .values_list("n", flat=True)
+        .first()
+    ) or 0
     submitted = len(results.get("cycle", []))
     return {
-        "n": n, "annotations": submitted, "seconds": elapsed, "per_second": submitted / elapsed,
-        "claim": results.get("claim", []), "submit": results.get("submit", []), "cycle": results.get("cycle", []),
-        "errors": errors, "max_per_item": worst,
+        "n": n,
+        "annotations": submitted,
+        "seconds": elapsed,
+        "per_second": submitted / elapsed,
+        "claim": results.get("claim", []),
+        "submit": results.get("submit", []),
+        "cycle": results.get("cycle", []),
+        "errors": errors,
+        "max_per_item": worst,
     }
 
 
@@ -193,10 +258,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=6000)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--think", type=float, default=0.0,
-                        help="seconds each simulated annotator waits between claim and submit (0: back to back)")
-    parser.add_argument("--stale-statistics", action="store_true",
-                        help="skip the ANALYZE that item imports run after a bulk load (PostgreSQL; to see its effect)")
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="seconds each simulated annotator waits between claim and submit (0: back to back)",
+    )
+    parser.add_argument(
+        "--stale-statistics",
+        action="store_true",
+        help="skip the ANALYZE that item imports run after a bulk load (PostgreSQL; to see its effect)",
+    )
     args = parser.parse_args(argv)
     env = {"WORKBENCH_THROTTLE_USER": "10000000/minute", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     temp = None
@@ -209,31 +281,48 @@ def main(argv: list[str] | None = None) -> int:
     port = _free_port()
     server = _start_server(env, port, args.workers, args.threads)
     vendor = connection.vendor
-    print(f"database: {vendor}; server: gunicorn {args.workers} workers x {args.threads} threads; "
-          f"{os.cpu_count()} cores; python {platform.python_version()}; {args.seconds:.0f} s per run; "
-          f"think time {args.think:g} s")
-    print(f"{'N':>3} {'annot/s':>8} {'total':>6} {'claim p50/p95/p99 ms':>22} {'submit p50/p95/p99 ms':>23} "
-          f"{'cycle p50/p95/p99 ms':>22} {'max/item':>8}")
+    print(
+        f"database: {vendor}; server: gunicorn {args.workers} workers x {args.threads} threads; "
+        f"{os.cpu_count()} cores; python {platform.python_version()}; {args.seconds:.0f} s per run; "
+        f"think time {args.think:g} s"
+    )
+    print(
+        f"{'N':>3} {'annot/s':>8} {'total':>6} {'claim p50/p95/p99 ms':>22} {'submit p50/p95/p99 ms':>23} "
+        f"{'cycle p50/p95/p99 ms':>22} {'max/item':>8}"
+    )
     tag = f"{int(time.time())}"
     try:
         # Warm-up, not reported: every gunicorn worker imports and connects on its first requests.
         run_one(min(8, args.workers * args.threads), port=port, seconds=3, items=200, tag=f"{tag}-warm")
         for n in [int(value) for value in args.annotators.split(",")]:
-            result = run_one(n, port=port, seconds=args.seconds, items=args.items, tag=f"{tag}-{n}",
-                             think=args.think, refresh_statistics=not args.stale_statistics)
+            result = run_one(
+                n,
+                port=port,
+                seconds=args.seconds,
+                items=args.items,
+                tag=f"{tag}-{n}",
+                think=args.think,
+                refresh_statistics=not args.stale_statistics,
+            )
 
             def fmt(values: list[float]) -> str:
                 return "/".join(f"{_percentile(values, q) * 1000:.0f}" for q in (50, 95, 99))
 
-            print(f"{n:>3} {result['per_second']:>8.1f} {result['annotations']:>6} {fmt(result['claim']):>22} "
-                  f"{fmt(result['submit']):>23} {fmt(result['cycle']):>22} {result['max_per_item']:>8}", flush=True)
+            print(
+                f"{n:>3} {result['per_second']:>8.1f} {result['annotations']:>6} {fmt(result['claim']):>22} "
+                f"{fmt(result['submit']):>23} {fmt(result['cycle']):>22} {result['max_per_item']:>8}",
+                flush=True,
+            )
             if result["errors"]:
                 print(f"    errors: {sorted(set(result['errors']))[:3]}")
             if result["cycle"]:
                 mean = statistics.mean(result["cycle"]) * 1000
                 requests_all = result["claim"] + result["submit"]
-                print(f"    mean cycle {mean:.1f} ms (without think time); all requests p50/p95/p99 "
-                      f"{fmt(requests_all)} ms", flush=True)
+                print(
+                    f"    mean cycle {mean:.1f} ms (without think time); all requests p50/p95/p99 "
+                    f"{fmt(requests_all)} ms",
+                    flush=True,
+                )
     finally:
         server.terminate()
         server.wait(timeout=30)

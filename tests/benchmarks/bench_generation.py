@@ -36,21 +36,32 @@ import torch  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from annotations.models import User  # noqa: E402
-from annotations.protocols import load_preset  # noqa: E402
+from annotations.protocols.schema import load_preset  # noqa: E402
 from annotations.services.studies import study_create  # noqa: E402
 from generation.pipelines import ModelSpec, clear_pipeline_cache, derive_seed, load_pipeline  # noqa: E402
-from generation.prompts import PromptSet, PromptSpec  # noqa: E402
+from generation.prompts.builders import PromptSet, PromptSpec  # noqa: E402
 from generation.services import generation_job_create, generation_job_run  # noqa: E402
 
 
-def plain_loop(pipe, spec: ModelSpec, prompts: list[str], seeds: list[int],  # type: ignore[no-untyped-def]
-               out: Path | None = None) -> float:
+def plain_loop(
+    pipe,
+    spec: ModelSpec,
+    prompts: list[str],
+    seeds: list[int],  # type: ignore[no-untyped-def]
+    out: Path | None = None,
+) -> float:
     """The loop one writes without the workbench; with ``out``, each image is saved there as a PNG."""
     started = time.perf_counter()
     for start in range(0, len(prompts), spec.batch_size):
-        batch, batch_seeds = prompts[start:start + spec.batch_size], seeds[start:start + spec.batch_size]
-        images = pipe(prompt=batch, num_inference_steps=spec.steps, guidance_scale=spec.guidance, width=spec.width,
-                      height=spec.height, generator=[torch.Generator("cpu").manual_seed(s) for s in batch_seeds]).images
+        batch, batch_seeds = prompts[start : start + spec.batch_size], seeds[start : start + spec.batch_size]
+        images = pipe(
+            prompt=batch,
+            num_inference_steps=spec.steps,
+            guidance_scale=spec.guidance,
+            width=spec.width,
+            height=spec.height,
+            generator=[torch.Generator("cpu").manual_seed(s) for s in batch_seeds],
+        ).images
         if out is not None:
             for offset, image in enumerate(images):
                 image.save(out / f"{start + offset:05d}.png")
@@ -65,8 +76,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--device")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--encoder-threads", type=int, default=None,
-                        help="PNG encoder threads of the runner (default: its own choice, none on the CPU)")
+    parser.add_argument(
+        "--encoder-threads",
+        type=int,
+        default=None,
+        help="PNG encoder threads of the runner (default: its own choice, none on the CPU)",
+    )
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     if args.model is None:
@@ -76,19 +91,32 @@ def main() -> None:
     owner = User.objects.create(username="bench", role=User.Role.RESEARCHER)
     prompts = [f"a photo of object number {i}" for i in range(args.images)]
     prompt_set = PromptSet(name="bench", paper="", prompts=tuple(PromptSpec(text=p) for p in prompts))
-    print(f"model={args.model} images={args.images} steps={args.steps} size={args.size} torch={torch.__version__} "
-          f"encoder_threads={args.encoder_threads} device={args.device or 'auto'}")
+    print(
+        f"model={args.model} images={args.images} steps={args.steps} size={args.size} torch={torch.__version__} "
+        f"encoder_threads={args.encoder_threads} device={args.device or 'auto'}"
+    )
     for batch_size in (1, 4):
-        spec = ModelSpec(source=args.model, steps=args.steps, width=args.size, height=args.size, guidance=1.0,
-                         batch_size=batch_size)
+        spec = ModelSpec(
+            source=args.model,
+            steps=args.steps,
+            width=args.size,
+            height=args.size,
+            guidance=1.0,
+            batch_size=batch_size,
+        )
         pipe = load_pipeline(spec, args.device)
         seeds = [derive_seed(0, p, 0) for p in prompts]
         plain_loop(pipe, spec, prompts[:batch_size], seeds[:batch_size])  # warm up
 
         def runner(repeat: int, spec: ModelSpec = spec) -> float:
-            study = study_create(owner=owner, name=f"bench {spec.batch_size} {repeat}",
-                                 protocol=load_preset("object-attributes"))
-            job = generation_job_create(study=study, prompt_set=prompt_set, spec=spec, user=owner, enqueue=False)
+            study = study_create(
+                owner=owner,
+                name=f"bench {spec.batch_size} {repeat}",
+                protocol=load_preset("object-attributes"),
+            )
+            job = generation_job_create(
+                study=study, prompt_set=prompt_set, spec=spec, user=owner, enqueue=False
+            )
             started = time.perf_counter()
             job = generation_job_run(job_id=job.pk, device=args.device, encoder_threads=args.encoder_threads)
             assert job.generated == args.images, job.error
@@ -98,20 +126,26 @@ def main() -> None:
         plain_runs: list[float] = []
         saving_runs: list[float] = []
         runner_runs: list[float] = []
-        sides = [(plain_runs, lambda r, p=pipe, s=spec, x=seeds: plain_loop(p, s, prompts, x)),
-                 (saving_runs, lambda r, p=pipe, s=spec, x=seeds, o=out: plain_loop(p, s, prompts, x, o)),
-                 (runner_runs, runner)]
+        sides = [
+            (plain_runs, lambda r, p=pipe, s=spec, x=seeds: plain_loop(p, s, prompts, x)),
+            (saving_runs, lambda r, p=pipe, s=spec, x=seeds, o=out: plain_loop(p, s, prompts, x, o)),
+            (runner_runs, runner),
+        ]
         for repeat in range(args.repeats):  # rotate who goes first, so drifting load hits every side
-            for runs, side in sides[repeat % 3:] + sides[:repeat % 3]:
+            for runs, side in sides[repeat % 3 :] + sides[: repeat % 3]:
                 runs.append(side(repeat))
         for label, pick in (("best", min), ("median", statistics.median), ("mean", statistics.mean)):
-            plain_rate, saving_rate, runner_rate = (args.images / pick(runs)
-                                                    for runs in (plain_runs, saving_runs, runner_runs))
-            print(f"batch {batch_size} {label} of {args.repeats}: plain {plain_rate:.2f} img/s, plain+png "
-                  f"{saving_rate:.2f} img/s, runner {runner_rate:.2f} img/s; runner/plain "
-                  f"{runner_rate / plain_rate:.3f} (overhead {100 * (1 - runner_rate / plain_rate):.1f}%), "
-                  f"runner/plain+png {runner_rate / saving_rate:.3f} "
-                  f"(overhead {100 * (1 - runner_rate / saving_rate):.1f}%)", flush=True)
+            plain_rate, saving_rate, runner_rate = (
+                args.images / pick(runs) for runs in (plain_runs, saving_runs, runner_runs)
+            )
+            print(
+                f"batch {batch_size} {label} of {args.repeats}: plain {plain_rate:.2f} img/s, plain+png "
+                f"{saving_rate:.2f} img/s, runner {runner_rate:.2f} img/s; runner/plain "
+                f"{runner_rate / plain_rate:.3f} (overhead {100 * (1 - runner_rate / plain_rate):.1f}%), "
+                f"runner/plain+png {runner_rate / saving_rate:.3f} "
+                f"(overhead {100 * (1 - runner_rate / saving_rate):.1f}%)",
+                flush=True,
+            )
         clear_pipeline_cache()
 
 

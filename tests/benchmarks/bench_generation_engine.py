@@ -21,8 +21,14 @@ import torch
 from generation.pipelines import ImageRequest, ModelSpec, derive_seed, generate_images, load_pipeline
 
 PROMPTS = [
-    "a photo of a nurse", "a photo of a doctor", "an Ethiopian person", "car, one product only, no people",
-    "A photo of a female chef", "a portrait of Mexican person", "People who are farmers", "photo of a rude person",
+    "a photo of a nurse",
+    "a photo of a doctor",
+    "an Ethiopian person",
+    "car, one product only, no people",
+    "A photo of a female chef",
+    "a portrait of Mexican person",
+    "People who are farmers",
+    "photo of a rude person",
 ]
 
 
@@ -30,11 +36,16 @@ def plain_loop(pipe: Any, spec: ModelSpec, requests: list[ImageRequest]) -> int:
     """The reference: diffusers called directly over the same batches, generators and settings."""
     made = 0
     for start in range(0, len(requests), spec.batch_size):
-        batch = requests[start:start + spec.batch_size]
+        batch = requests[start : start + spec.batch_size]
         output = pipe(
             prompt=[r.prompt for r in batch],
-            negative_prompt=None, num_inference_steps=spec.steps, guidance_scale=spec.guidance,
-            width=spec.width, height=spec.height, num_images_per_prompt=1, output_type="pil",
+            negative_prompt=None,
+            num_inference_steps=spec.steps,
+            guidance_scale=spec.guidance,
+            width=spec.width,
+            height=spec.height,
+            num_images_per_prompt=1,
+            output_type="pil",
             generator=[torch.Generator(device="cpu").manual_seed(r.seed) for r in batch],
         )
         made += len(output.images)
@@ -73,13 +84,23 @@ def main() -> None:
             from tests.fixtures.tiny_sd import save_tiny_sd
 
             source = str(save_tiny_sd(Path(scratch) / "tiny-sd"))
-        requests = [ImageRequest(prompt=PROMPTS[i % len(PROMPTS)], seed=derive_seed(7, PROMPTS[i % len(PROMPTS)], i))
-                    for i in range(args.images)]
-        print(f"model={args.model or 'tiny random SD'} images={args.images} steps={args.steps} "
-              f"size={args.size} threads={torch.get_num_threads()}")
+        requests = [
+            ImageRequest(prompt=PROMPTS[i % len(PROMPTS)], seed=derive_seed(7, PROMPTS[i % len(PROMPTS)], i))
+            for i in range(args.images)
+        ]
+        print(
+            f"model={args.model or 'tiny random SD'} images={args.images} steps={args.steps} "
+            f"size={args.size} threads={torch.get_num_threads()}"
+        )
         for batch_size in (1, 4):
-            spec = ModelSpec(source=source, steps=args.steps, width=args.size, height=args.size,
-                             guidance=5.0, batch_size=batch_size)
+            spec = ModelSpec(
+                source=source,
+                steps=args.steps,
+                width=args.size,
+                height=args.size,
+                guidance=5.0,
+                batch_size=batch_size,
+            )
             pipe = load_pipeline(spec, args.device)
             plain_loop(pipe, spec, requests[:batch_size])  # warm-up
             engine(pipe, spec, requests[:batch_size])
@@ -89,8 +110,10 @@ def main() -> None:
                 for rates, side in sides if repeat % 2 == 0 else sides[::-1]:
                     rates.append(best_rate(lambda p=pipe, s=spec, f=side: f(p, s, requests), 1))
             plain, mine = max(plain_rates), max(engine_rates)
-            print(f"batch_size={batch_size} device={pipe.device.type}: plain {plain:.2f} img/s, "
-                  f"engine {mine:.2f} img/s, engine/plain = {mine / plain:.3f}")
+            print(
+                f"batch_size={batch_size} device={pipe.device.type}: plain {plain:.2f} img/s, "
+                f"engine {mine:.2f} img/s, engine/plain = {mine / plain:.3f}"
+            )
 
 
 if __name__ == "__main__":

@@ -27,24 +27,36 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from generation.labellers.base import LabelItem, Labeller
-from generation.labellers.blip import BlipVqaLabeller
-from generation.labellers.captioner import CaptionLabeller
-from generation.labellers.clip import ClipLabeller
-from generation.labellers.colour import ColourLabeller
-from generation.labellers.faces import FaceLabeller
-from generation.labellers.ocr import OcrLabeller
+from labelling.labellers.base import LabelItem, Labeller
+from labelling.labellers.blip import BlipVqaLabeller
+from labelling.labellers.captioner import CaptionLabeller
+from labelling.labellers.clip import ClipLabeller
+from labelling.labellers.colour import ColourLabeller
+from labelling.labellers.faces import FaceLabeller
+from labelling.labellers.ocr import OcrLabeller
 from tests.fixtures.tiny_vision_models import save_tiny_blip_captioner, save_tiny_blip_vqa, save_tiny_clip
 
 YES_NO = [{"key": "yes", "label": "Yes"}, {"key": "no", "label": "No"}]
 
 
 def q(key: str, kind: str, **fields: Any) -> dict[str, Any]:
-    return {"key": key, "kind": kind, "prompt": f"What is the {key} of the person?", "options": [], "unsure": None,
-            "none_option": None, "reason": "none", "normaliser": "none", "linked_question": None, **fields}
+    return {
+        "key": key,
+        "kind": kind,
+        "prompt": f"What is the {key} of the person?",
+        "options": [],
+        "unsure": None,
+        "none_option": None,
+        "reason": "none",
+        "normaliser": "none",
+        "linked_question": None,
+        **fields,
+    }
 
 
-GENDER = q("gender", "single", options=[{"key": "male", "label": "male"}, {"key": "female", "label": "female"}])
+GENDER = q(
+    "gender", "single", options=[{"key": "male", "label": "male"}, {"key": "female", "label": "female"}]
+)
 
 
 def items(count: int) -> list[LabelItem]:
@@ -63,7 +75,7 @@ def rate(labeller: Labeller, batch: list[LabelItem], questions: list[dict[str, A
     labeller.label(batch[:1], questions)  # warm-up: lazy loads, first-call allocations
     started = time.perf_counter()
     for start in range(0, len(batch), size):
-        labeller.label(batch[start: start + size], questions)
+        labeller.label(batch[start : start + size], questions)
     return len(batch) / (time.perf_counter() - started)
 
 
@@ -72,27 +84,64 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=64)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--server-delay", type=float, default=0.05)
-    parser.add_argument("--labellers", default="clip,blip_vqa,captioner,colour,faces,ocr",
-                        help="comma-separated local labellers to time")
+    parser.add_argument(
+        "--labellers",
+        default="clip,blip_vqa,captioner,colour,faces,ocr",
+        help="comma-separated local labellers to time",
+    )
     parser.add_argument("--local-only", action="store_true", help="skip the VLM (no HTTP client installed)")
     args = parser.parse_args()
     batch = items(args.items)
     folder = Path(tempfile.mkdtemp(prefix="bench-labelling-"))
     device = args.device
     local: list[tuple[str, Callable[[int], Labeller], list[dict[str, Any]]]] = [
-        ("clip", lambda size: ClipLabeller(name="clip", config={"model": str(save_tiny_clip(folder / "clip")),
-                                                                "device": device, "batch_size": size}), [GENDER]),
-        ("blip_vqa", lambda size: BlipVqaLabeller(name="vqa", config={"model": str(folder / "vqa"), "device": device,
-                                                                     "batch_size": size}), [GENDER]),
-        ("captioner", lambda size: CaptionLabeller(name="cap", config={"model": str(folder / "cap"), "device": device,
-                                                                      "batch_size": size, "num_captions": 3,
-                                                                      "max_new_tokens": 10}), [q("caption", "text")]),
-        ("colour", lambda size: ColourLabeller(name="colour"),
-         [q("product_color", "text", normaliser="colour"), q("background_color", "text", normaliser="colour")]),
-        ("faces", lambda size: FaceLabeller(name="faces", config={"box_question": "boxes", "box_option": "face"}),
-         [q("person", "single", options=YES_NO), q("boxes", "boxes")]),
-        ("ocr", lambda size: OcrLabeller(name="ocr", config={"box_question": "boxes", "box_option": "text"}),
-         [q("text_presence", "single", options=YES_NO), q("boxes", "boxes")]),
+        (
+            "clip",
+            lambda size: ClipLabeller(
+                name="clip",
+                config={"model": str(save_tiny_clip(folder / "clip")), "device": device, "batch_size": size},
+            ),
+            [GENDER],
+        ),
+        (
+            "blip_vqa",
+            lambda size: BlipVqaLabeller(
+                name="vqa", config={"model": str(folder / "vqa"), "device": device, "batch_size": size}
+            ),
+            [GENDER],
+        ),
+        (
+            "captioner",
+            lambda size: CaptionLabeller(
+                name="cap",
+                config={
+                    "model": str(folder / "cap"),
+                    "device": device,
+                    "batch_size": size,
+                    "num_captions": 3,
+                    "max_new_tokens": 10,
+                },
+            ),
+            [q("caption", "text")],
+        ),
+        (
+            "colour",
+            lambda size: ColourLabeller(name="colour"),
+            [
+                q("product_color", "text", normaliser="colour"),
+                q("background_color", "text", normaliser="colour"),
+            ],
+        ),
+        (
+            "faces",
+            lambda size: FaceLabeller(name="faces", config={"box_question": "boxes", "box_option": "face"}),
+            [q("person", "single", options=YES_NO), q("boxes", "boxes")],
+        ),
+        (
+            "ocr",
+            lambda size: OcrLabeller(name="ocr", config={"box_question": "boxes", "box_option": "text"}),
+            [q("text_presence", "single", options=YES_NO), q("boxes", "boxes")],
+        ),
     ]
     save_tiny_blip_vqa(folder / "vqa")
     save_tiny_blip_captioner(folder / "cap")
@@ -106,21 +155,32 @@ def main() -> None:
 
     if args.local_only:
         return
-    from generation.labellers.vlm import VlmLabeller
+    from labelling.labellers.vlm import VlmLabeller
     from tests.fixtures.chat_server import ChatServer, json_reply
 
     with ChatServer() as server:
         server.responder = lambda body: json_reply({"gender": "female"}, delay_s=args.server_delay)
         figures = []
         for concurrency in (1, 8, 32):
-            labeller = VlmLabeller(name="vlm", config={
-                "base_url": server.base_url, "model": "bench", "api_key_env": None, "template": "biasconnect",
-                "concurrency": concurrency, "max_concurrency": concurrency, "image_format": "png",
-            })
+            labeller = VlmLabeller(
+                name="vlm",
+                config={
+                    "base_url": server.base_url,
+                    "model": "bench",
+                    "api_key_env": None,
+                    "template": "biasconnect",
+                    "concurrency": concurrency,
+                    "max_concurrency": concurrency,
+                    "image_format": "png",
+                },
+            )
             figures.append(rate(labeller, batch, [GENDER], len(batch)))
             labeller.close()
-    print(f"{'vlm':<12}" + "".join(f"{value:>12.1f}" for value in figures)
-          + f"   (concurrency 1, 8, 32; server answers after {args.server_delay * 1000:.0f} ms)")
+    print(
+        f"{'vlm':<12}"
+        + "".join(f"{value:>12.1f}" for value in figures)
+        + f"   (concurrency 1, 8, 32; server answers after {args.server_delay * 1000:.0f} ms)"
+    )
 
 
 if __name__ == "__main__":

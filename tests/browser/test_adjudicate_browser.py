@@ -9,16 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import test_annotate_browser as shared
-from tests.browser.test_annotate_browser import CHROMIUM, _page, _shot, _sign_in
-
-browser = shared.browser  # the module-scoped fixtures: one Chromium and one live server per module
-server = shared.server
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs Debian's chromium"),
-]
+from tests.browser.pages import open_page, shot, sign_in
 
 
 def _line(item: str, who: str, value: str, kind: str = "human") -> dict[str, Any]:
@@ -37,10 +28,18 @@ def judged(transactional_db: None) -> dict[str, Any]:
     study = StudyFactory(owner=owner, name="Adjudicated <study>")
     for name in ("i1", "i2", "i3"):
         ItemFactory(study=study, external_id=name)
-    records = [_line("i1", "r1", "male"), _line("i1", "r2", "male"), _line("i1", "r3", "female"),
-               _line("i2", "r1", "female"), _line("i2", "r2", "female"), _line("i2", "r3", "female"),
-               _line("i3", "r1", "male"), _line("i3", "r2", "female"),
-               _line("i1", "bot", "male", "machine"), _line("i2", "bot", "male", "machine")]
+    records = [
+        _line("i1", "r1", "male"),
+        _line("i1", "r2", "male"),
+        _line("i1", "r3", "female"),
+        _line("i2", "r1", "female"),
+        _line("i2", "r2", "female"),
+        _line("i2", "r3", "female"),
+        _line("i3", "r1", "male"),
+        _line("i3", "r2", "female"),
+        _line("i1", "bot", "male", "machine"),
+        _line("i2", "bot", "male", "machine"),
+    ]
     annotations_import_records(study=study, records=list(enumerate(records, start=1)))
     consensus_compute(study=study, question="gender")  # i1 male; i2 female but bot said male; i3 a tie
     expert = UserFactory(username="expert", role="annotator")
@@ -57,14 +56,14 @@ def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: di
     from annotations.models import ConsensusLabel
 
     study = judged["study"]
-    page = _page(browser, server)
-    _sign_in(page, "expert")
+    page = open_page(browser, server)
+    sign_in(page, "expert")
     page.get_by_role("link", name="Annotate").click()
     page.get_by_role("link", name="Adjudicate").click()
     rows = page.locator("tbody tr")
     expect(rows).to_have_count(2)
     assert "bot said 'male'" in rows.nth(0).inner_text() and "tie" in rows.nth(1).inner_text()
-    _shot(page, "20-adjudication-queue")
+    shot(page, "20-adjudication-queue")
 
     rows.nth(0).get_by_role("link", name="i2").click()
     answers = page.locator("table").first
@@ -80,7 +79,7 @@ def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: di
 
     page.wait_for_url(f"**/studies/{study.pk}/adjudicate/{study.items.get(external_id='i3').pk}/")
     expect(page.get_by_text("Decision recorded for gender.")).to_be_visible()
-    _shot(page, "21-adjudication-item")
+    shot(page, "21-adjudication-item")
     page.get_by_role("button", name="Record decision for gender").click()  # nothing chosen: refused
     assert page.evaluate("document.querySelector('input[name=value]:invalid') !== null")
     page.get_by_role("region", name="gender").get_by_role("radio", name="male", exact=True).check()
@@ -88,20 +87,31 @@ def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: di
 
     page.wait_for_url(f"**/studies/{study.pk}/adjudicate/")
     expect(page.get_by_text("Nothing to adjudicate")).to_be_visible()
-    decided = {label.item.external_id: label for label in ConsensusLabel.objects.filter(
-        study=study, rule="adjudicated").select_related("item", "adjudicated_by")}
+    decided = {
+        label.item.external_id: label
+        for label in ConsensusLabel.objects.filter(study=study, rule="adjudicated").select_related(
+            "item", "adjudicated_by"
+        )
+    }
     assert {k: (v.value, v.adjudicated_by.username) for k, v in decided.items()} == {
-        "i2": ("female", "expert"), "i3": ("male", "expert")}
+        "i2": ("female", "expert"),
+        "i3": ("male", "expert"),
+    }
     assert decided["i2"].note == "clearly a woman"
     assert page.js_errors == []
 
 
-def test_a_crowd_annotator_cannot_open_the_queue_or_an_item(browser: Any, server: Any, judged: dict[str, Any]) -> None:
+def test_a_crowd_annotator_cannot_open_the_queue_or_an_item(
+    browser: Any, server: Any, judged: dict[str, Any]
+) -> None:
     study = judged["study"]
-    page = _page(browser, server)
-    _sign_in(page, "crowd")
+    page = open_page(browser, server)
+    sign_in(page, "crowd")
     page.get_by_role("link", name="Annotate").click()
     assert page.get_by_role("link", name="Adjudicate").count() == 0
-    for url in (f"/studies/{study.pk}/adjudicate/", f"/studies/{study.pk}/adjudicate/{study.items.first().pk}/"):
+    for url in (
+        f"/studies/{study.pk}/adjudicate/",
+        f"/studies/{study.pk}/adjudicate/{study.items.first().pk}/",
+    ):
         response = page.goto(url)
         assert response.status == 403 and "bot" not in page.content()

@@ -6,26 +6,13 @@ Skipped when /usr/bin/chromium is missing.
 
 from __future__ import annotations
 
-import io
 import json
-import os
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.files.base import ContentFile
-from PIL import Image, ImageDraw
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium"),
-]
-SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
-ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
-PASSWORD = "correct horse battery"
+from tests.browser.pages import open_page, png, shot, sign_in, unlabelled_inputs
 
 PROTOCOL = """
 name: Every kind
@@ -68,92 +55,33 @@ questions:
 """
 
 
-def _png(size: tuple[int, int], colour: tuple[int, int, int]) -> bytes:
-    image = Image.new("RGB", size, colour)
-    ImageDraw.Draw(image).rectangle([size[0] // 4, size[1] // 4, size[0] // 2, size[1] // 2], fill=(250, 250, 250))
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-@pytest.fixture(scope="module")
-def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Any]:
-    from pytest_django.live_server_helper import LiveServer
-
-    with django_db_blocker.unblock():
-        live = LiveServer("127.0.0.1:0")
-    yield live
-    live.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def world(transactional_db: None) -> dict[str, Any]:
     from annotations.models import Item, ItemImage
-    from annotations.protocols import load_protocol_text
+    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
     from tests.factories import UserFactory
 
     owner = UserFactory(username="res", role="researcher")
     study = study_create(owner=owner, name="Browser study", protocol=load_protocol_text(PROTOCOL), overlap=1)
     for index, colour in enumerate([(40, 90, 160), (160, 60, 40)]):
-        item = Item.objects.create(study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}")
-        image = ItemImage(item=item, position=0, width=2000, height=1000, content_type="image/png",
-                          sha256=f"{index:064d}", original_name=f"{index}.png")
-        image.file.save(f"{index}.png", ContentFile(_png((2000, 1000), colour)), save=False)
+        item = Item.objects.create(
+            study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}"
+        )
+        image = ItemImage(
+            item=item,
+            position=0,
+            width=2000,
+            height=1000,
+            content_type="image/png",
+            sha256=f"{index:064d}",
+            original_name=f"{index}.png",
+        )
+        image.file.save(f"{index}.png", ContentFile(png((2000, 1000), colour)), save=False)
         image.save()
     annotator = UserFactory(username="ann", role="annotator")
     enrollment_add(study=study, user=annotator)
     return {"study": study, "annotator": annotator}
-
-
-def _page(browser: Any, server: Any, width: int = 1280, height: int = 800) -> Any:
-    context = browser.new_context(viewport={"width": width, "height": height}, base_url=server.url)
-    page = context.new_page()
-    page.set_default_timeout(10000)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    # The favicon is missing and a refused submit answers 400 on purpose; any other error counts.
-    page.on("console", lambda message: errors.append(message.text)
-            if message.type == "error" and "favicon" not in str(message.location.get("url", ""))
-            and "status of 400" not in message.text else None)
-    page.js_errors = errors
-    return page
-
-
-def _sign_in(page: Any, username: str = "ann") -> None:
-    page.goto("/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/")
-
-
-def _shot(page: Any, name: str) -> None:
-    from playwright.sync_api import expect
-
-    for image in page.locator("img").all():  # wait until every image is drawn
-        expect(image).to_have_js_property("complete", True)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
-
-
-def _unlabelled_inputs(page: Any) -> list[str]:
-    """Form controls a screen reader could not name (no label, aria-label or aria-labelledby)."""
-    return page.evaluate("""() => Array.from(document.querySelectorAll('input, select, textarea, button'))
-        .filter(el => el.type !== 'hidden' && !el.closest('[hidden]'))
-        .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
-                      && !el.getAttribute('aria-labelledby') && !(el.tagName === 'BUTTON' && el.textContent.trim()))
-        .map(el => el.outerHTML.slice(0, 80))""")
 
 
 def _image_box(page: Any) -> dict[str, float]:
@@ -176,19 +104,21 @@ def _boxes(page: Any) -> list[dict[str, Any]]:
     return json.loads(page.locator('input[name="q-boxes"]').input_value())
 
 
-def test_answer_every_kind_with_the_mouse_and_draw_boxes(browser: Any, server: Any, world: dict[str, Any]) -> None:
+def test_answer_every_kind_with_the_mouse_and_draw_boxes(
+    browser: Any, server: Any, world: dict[str, Any]
+) -> None:
     from annotations.models import Annotation, Assignment
 
-    page = _page(browser, server)
-    _sign_in(page)
+    page = open_page(browser, server)
+    sign_in(page)
     page.get_by_role("link", name="Annotate").click()
     assert "0 of 2" in page.locator(".study-tasks").inner_text()
-    _shot(page, "01-dashboard-1280")
+    shot(page, "01-dashboard-1280")
     page.get_by_role("link", name="Start").click()
     page.wait_for_selector("#task-form")
     assert page.locator("details.instructions").get_attribute("open") is not None
-    _shot(page, "02-task-1280")
-    assert _unlabelled_inputs(page) == []
+    shot(page, "02-task-1280")
+    assert unlabelled_inputs(page) == []
 
     # show_if: the age question appears only once "yes" is chosen
     assert page.locator("#question-age").is_hidden()
@@ -233,20 +163,29 @@ def test_answer_every_kind_with_the_mouse_and_draw_boxes(browser: Any, server: A
     assert [b["option"] for b in _boxes(page)] == ["hat", "umbrella"]
     page.get_by_role("button", name="Delete box 2").click()
     assert [b["option"] for b in _boxes(page)] == ["hat"]
-    _shot(page, "03-task-answered-1280")
+    shot(page, "03-task-answered-1280")
 
     page.get_by_label("Main colour of the clothing?").fill("Navy")
     page.locator("#question-smiling").get_by_label("Yes").check()
     page.get_by_label("Reason (optional)").fill("broad smile")
-    first = Assignment.objects.get(status="leased", annotator__user__username="ann",
-                                   pk=int(page.url.rstrip("/").split("/")[-1]))
+    first = Assignment.objects.get(
+        status="leased", annotator__user__username="ann", pk=int(page.url.rstrip("/").split("/")[-1])
+    )
     page.locator("#submit-button").dblclick()  # a double click stores one set of answers
     page.wait_for_url(lambda url: f"/assignments/{first.pk}/" not in url)
     stored = {a.question_key: a for a in Annotation.objects.filter(item=first.item)}
     assert set(stored) == {"person", "age", "clear", "attributes", "boxes", "colour", "smiling"}
     assert stored["colour"].value == "blue" and stored["attributes"].value == ["hat", "umbrella"]
-    assert set(stored["attributes"].shown) == {"hat", "glasses", "beard", "scarf", "coat", "umbrella", "bag",
-                                               "none_of_the_above"}
+    assert set(stored["attributes"].shown) == {
+        "hat",
+        "glasses",
+        "beard",
+        "scarf",
+        "coat",
+        "umbrella",
+        "bag",
+        "none_of_the_above",
+    }
     (saved_box,) = stored["boxes"].value
     assert {k: saved_box[k] for k in ("x", "y", "w", "h")} == {k: resized[k] for k in ("x", "y", "w", "h")}
     assert 0 < saved_box["x"] + saved_box["w"] <= 2000
@@ -254,32 +193,34 @@ def test_answer_every_kind_with_the_mouse_and_draw_boxes(browser: Any, server: A
     assert page.js_errors == []
 
 
-def test_keyboard_path_validation_error_skip_and_edit(browser: Any, server: Any, world: dict[str, Any]) -> None:
+def test_keyboard_path_validation_error_skip_and_edit(
+    browser: Any, server: Any, world: dict[str, Any]
+) -> None:
     from annotations.models import Annotation, Assignment
 
-    page = _page(browser, server)
-    _sign_in(page)
+    page = open_page(browser, server)
+    sign_in(page)
     page.goto(f"/annotate/studies/{world['study'].pk}/next/")
     page.wait_for_selector("#task-form")
     page.keyboard.press("?")
     assert page.locator("#help-overlay").is_visible()
-    _shot(page, "04-help-overlay-1280")
+    shot(page, "04-help-overlay-1280")
     page.keyboard.press("Escape")
     assert page.locator("#help-overlay").is_hidden()
     page.locator("h1").click()  # nothing focused in a field
     page.evaluate("document.activeElement.blur()")
-    page.keyboard.press("1")             # person: yes
+    page.keyboard.press("1")  # person: yes
     assert page.locator("#question-person").get_by_label("yes").is_checked()
-    page.keyboard.press("ArrowDown")     # age (shown now)
-    page.keyboard.press("2")             # old
+    page.keyboard.press("ArrowDown")  # age (shown now)
+    page.keyboard.press("2")  # old
     assert page.get_by_label("old").is_checked()
-    page.keyboard.press("ArrowDown")     # likert
-    page.keyboard.press("0")             # Unsure, kept apart from the scale
+    page.keyboard.press("ArrowDown")  # likert
+    page.keyboard.press("0")  # Unsure, kept apart from the scale
     assert page.get_by_label("Unsure").is_checked()
-    page.keyboard.press("ArrowDown")     # multi
-    page.keyboard.press("1")             # hat
-    page.keyboard.press("ArrowRight")    # next 5 options
-    page.keyboard.press("1")             # umbrella (first of page 2)
+    page.keyboard.press("ArrowDown")  # multi
+    page.keyboard.press("1")  # hat
+    page.keyboard.press("ArrowRight")  # next 5 options
+    page.keyboard.press("1")  # umbrella (first of page 2)
     assert page.get_by_label("umbrella").is_checked() and page.get_by_label("hat").is_checked()
     # a box drawn with the mouse, then Z undoes it
     area = _image_box(page)
@@ -289,18 +230,18 @@ def test_keyboard_path_validation_error_skip_and_edit(browser: Any, server: Any,
     page.keyboard.press("z")
     assert _boxes(page) == []
     page.get_by_label("Main colour of the clothing?").fill("plaid")  # not a colour: refused by the server
-    page.keyboard.press("Escape")        # leave the text field
-    page.keyboard.press("ArrowDown")     # smiling
-    page.keyboard.press("1")             # yes
+    page.keyboard.press("Escape")  # leave the text field
+    page.keyboard.press("ArrowDown")  # smiling
+    page.keyboard.press("1")  # yes
     assert page.locator("#question-smiling").get_by_role("radio", name="Yes").is_checked()
-    page.keyboard.press("Enter")         # submit
+    page.keyboard.press("Enter")  # submit
     page.wait_for_selector("#error-colour")
     assert "is not a colour" in page.locator("#error-colour").inner_text()
     assert page.locator(".has-error").count() == 1
     assert page.locator("#error-summary").is_visible()
     assert page.get_by_label("old").is_checked()  # answers kept
     assert not Annotation.objects.exists()
-    _shot(page, "05-validation-error-1280")
+    shot(page, "05-validation-error-1280")
     page.get_by_label("Main colour of the clothing?").fill("red")
     answered_url = page.url
     page.keyboard.press("Enter")  # Enter in a text field submits too
@@ -315,12 +256,12 @@ def test_keyboard_path_validation_error_skip_and_edit(browser: Any, server: Any,
     page.keyboard.type("image too dark")
     page.keyboard.press("Enter")
     page.wait_for_selector("text=nothing left for you")
-    _shot(page, "06-nothing-left-1280")
+    shot(page, "06-nothing-left-1280")
     assert Assignment.objects.get(status="skipped").skip_reason == "image too dark"
 
     # come back and edit: the hidden question's answer goes, the change keeps history
     page.get_by_role("link", name="Your answers").click()
-    _shot(page, "07-your-answers-1280")
+    shot(page, "07-your-answers-1280")
     page.get_by_role("link", name="Change answers").click()
     assert page.get_by_label("old").is_checked()
     page.locator("#question-person").get_by_role("radio", name="no", exact=True).check()
@@ -334,19 +275,19 @@ def test_keyboard_path_validation_error_skip_and_edit(browser: Any, server: Any,
 
 
 def test_phone_width_and_progress_page(browser: Any, server: Any, world: dict[str, Any]) -> None:
-    phone = _page(browser, server, width=390, height=844)
-    _sign_in(phone)
+    phone = open_page(browser, server, width=390, height=844)
+    sign_in(phone)
     phone.goto("/annotate/")
-    _shot(phone, "08-dashboard-390")
+    shot(phone, "08-dashboard-390")
     phone.get_by_role("link", name="Start").click()
     phone.wait_for_selector("#task-form")
     assert phone.evaluate("document.documentElement.scrollWidth") <= 391
     assert 300 <= _image_box(phone)["width"] <= 390
-    _shot(phone, "09-task-390")
-    assert _unlabelled_inputs(phone) == []
+    shot(phone, "09-task-390")
+    assert unlabelled_inputs(phone) == []
 
-    researcher = _page(browser, server)
-    _sign_in(researcher, "res")
+    researcher = open_page(browser, server)
+    sign_in(researcher, "res")
     researcher.goto(f"/studies/{world['study'].pk}/progress/")
     assert "0 of 2 judgements" in researcher.locator("#progress-text").inner_text()
     # an annotator submits while the page is open: the bar follows without a reload
@@ -354,12 +295,19 @@ def test_phone_width_and_progress_page(browser: Any, server: Any, world: dict[st
     from annotations.services.assignment import assignment_submit
 
     held = Assignment.objects.filter(status="leased").order_by("id").first()
-    assignment_submit(assignment=held, answers={
-        "person": {"value": "no"}, "clear": {"value": "agree"}, "attributes": {"value": ["none_of_the_above"]},
-        "colour": {"value": "red"}, "smiling": {"value": 0}})
+    assignment_submit(
+        assignment=held,
+        answers={
+            "person": {"value": "no"},
+            "clear": {"value": "agree"},
+            "attributes": {"value": ["none_of_the_above"]},
+            "colour": {"value": "red"},
+            "smiling": {"value": 0},
+        },
+    )
     from playwright.sync_api import expect
 
     expect(researcher.locator("#progress-card [data-field=judgements]")).to_have_text("1", timeout=15000)
     expect(researcher.locator("#progress-bar")).to_have_attribute("value", "1")
-    _shot(researcher, "10-progress-1280")
-    assert _unlabelled_inputs(researcher) == []
+    shot(researcher, "10-progress-1280")
+    assert unlabelled_inputs(researcher) == []

@@ -5,19 +5,11 @@ Screenshot in ``test-output/browser/compare.png``. Skipped when /usr/bin/chromiu
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 
-from tests.browser import test_annotate_browser as shared
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(shared.CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium"),
-]
-server = shared.server
-browser = shared.browser
+from tests.browser.pages import open_page, shot, sign_in, unlabelled_inputs
 
 
 @pytest.fixture
@@ -26,16 +18,18 @@ def studies(transactional_db: None) -> dict[str, Any]:
     from tests.factories import UserFactory
 
     owner = UserFactory(username="res", role="researcher")
-    return {"a": ssi_study(owner, "Model <b>A</b>", "m-a", A_MARKED),
-            "b": ssi_study(owner, "Model B", "m-b", B_MARKED)}
+    return {
+        "a": ssi_study(owner, "Model <b>A</b>", "m-a", A_MARKED),
+        "b": ssi_study(owner, "Model B", "m-b", B_MARKED),
+    }
 
 
 def test_compare_two_studies_from_the_study_page(browser, server, studies) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import expect
 
     a, b = studies["a"], studies["b"]
-    page = shared._page(browser, server)
-    shared._sign_in(page, "res")
+    page = open_page(browser, server)
+    sign_in(page, "res")
     page.goto(f"/studies/{a.pk}/")
     page.get_by_role("link", name="Compare with another study").click()
     expect(page.get_by_role("status")).to_contain_text("Pick at least one more study")
@@ -50,9 +44,11 @@ def test_compare_two_studies_from_the_study_page(browser, server, studies) -> No
     expect(initial).to_contain_text("0.1667")
     expect(page.get_by_role("heading", name="Sides")).to_be_visible()
     expect(page.locator("#sides ~ table")).to_contain_text("Model <b>A</b>")  # shown as text, not markup
-    figure = page.get_by_role("img", name="Mean SSI by category, model and condition: mean_ssi per group for each study")
+    figure = page.get_by_role(
+        "img", name="Mean SSI by category, model and condition: mean_ssi per group for each study"
+    )
     expect(figure).to_have_js_property("complete", True)
     assert figure.evaluate("img => img.naturalWidth") > 100
-    assert shared._unlabelled_inputs(page) == []
-    shared._shot(page, "compare")
+    assert unlabelled_inputs(page) == []
+    shot(page, "compare")
     assert page.js_errors == []

@@ -5,7 +5,6 @@ Screenshots go to ``test-output/browser/`` (``20-...`` onwards). Skipped when /u
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from typing import Any
 
@@ -13,13 +12,8 @@ import pytest
 from django.core.files.base import ContentFile
 from django.utils import timezone
 
-from tests.browser.test_annotate_browser import _page, _png, _shot, _unlabelled_inputs, browser, server  # noqa: F401
+from tests.browser.pages import open_page, png, shot, sign_in, unlabelled_inputs
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium"),
-]
 PID = "5f1a2b3c4d5e6f7a8b9c0d1e"
 PROLIFIC = f"?PROLIFIC_PID={PID}&STUDY_ID=60aa11&SESSION_ID=sess42"
 PROTOCOL = """
@@ -47,7 +41,7 @@ DEMOGRAPHICS = """
 @pytest.fixture
 def crowd(transactional_db: None) -> dict[str, Any]:
     from annotations.models import Item, ItemImage
-    from annotations.protocols import load_protocol_text
+    from annotations.protocols.schema import load_protocol_text
     from annotations.services.invitations import demographics_from_text, invitation_create
     from annotations.services.studies import study_create
     from tests.factories import UserFactory
@@ -55,16 +49,32 @@ def crowd(transactional_db: None) -> dict[str, Any]:
     owner = UserFactory(username="res", role="researcher")
     study = study_create(owner=owner, name="Crowd study", protocol=load_protocol_text(PROTOCOL), overlap=1)
     for index, colour in enumerate([(40, 90, 160), (160, 60, 40), (60, 160, 40), (90, 90, 90)]):
-        item = Item.objects.create(study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}")
-        image = ItemImage(item=item, position=0, width=400, height=300, content_type="image/png",
-                          sha256=f"{index:064d}", original_name=f"{index}.png")
-        image.file.save(f"{index}.png", ContentFile(_png((400, 300), colour)), save=False)
+        item = Item.objects.create(
+            study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}"
+        )
+        image = ItemImage(
+            item=item,
+            position=0,
+            width=400,
+            height=300,
+            content_type="image/png",
+            sha256=f"{index:064d}",
+            original_name=f"{index}.png",
+        )
+        image.file.save(f"{index}.png", ContentFile(png((400, 300), colour)), save=False)
         image.save()
     invitation = invitation_create(
-        study=study, created_by=owner, expires_at=timezone.now() + timedelta(days=7), max_uses=2,
-        platform="prolific", completion_code="C0DE42", items_per_participant=2,
+        study=study,
+        created_by=owner,
+        expires_at=timezone.now() + timedelta(days=7),
+        max_uses=2,
+        platform="prolific",
+        completion_code="C0DE42",
+        items_per_participant=2,
         consent_text="We record your answers and the time you take.\nYou can stop at any time.",
-        demographics=demographics_from_text(DEMOGRAPHICS), label="Prolific pilot")
+        demographics=demographics_from_text(DEMOGRAPHICS),
+        label="Prolific pilot",
+    )
     return {"study": study, "invitation": invitation}
 
 
@@ -77,24 +87,25 @@ def _answer_and_submit(page: Any) -> None:
 
 
 def test_participant_consents_fills_the_form_annotates_to_the_quota_and_resumes(
-        browser: Any, server: Any, crowd: dict[str, Any]) -> None:  # noqa: F811
+    browser: Any, server: Any, crowd: dict[str, Any]
+) -> None:  # noqa: F811
     from annotations.models import Invitation, Participant
 
     study, invitation = crowd["study"], crowd["invitation"]
-    page = _page(browser, server)
+    page = open_page(browser, server)
     page.goto(f"/join/{invitation.token}/{PROLIFIC}")
     assert page.get_by_role("heading", name="Before you start").is_visible()
     assert "You can stop at any time." in page.locator(".consent-text").inner_text()
-    _shot(page, "20-join-consent-1280")
+    shot(page, "20-join-consent-1280")
     page.get_by_role("button", name="I agree, continue").click()
 
     page.wait_for_selector("text=About you")
-    assert _unlabelled_inputs(page) == []
+    assert unlabelled_inputs(page) == []
     page.get_by_role("button", name="Start").click()  # required answer missing: the server says so
     page.wait_for_selector("#error-region")
     assert "Please answer this question." in page.locator("#error-region").inner_text()
     assert not Participant.objects.exists()
-    _shot(page, "21-join-form-error-1280")
+    shot(page, "21-join-form-error-1280")
     page.get_by_label("EMEA").check()
     page.get_by_label("First language (optional)").fill("Greek")
     page.get_by_role("button", name="Start").click()
@@ -105,10 +116,10 @@ def test_participant_consents_fills_the_form_annotates_to_the_quota_and_resumes(
     assert participant.user.annotator.attributes == {"region": "EMEA", "language": "Greek"}
     assert page.locator("#progress-count").inner_text() == "1 of 2"
     assert page.locator("nav").get_by_role("link", name="Studies").count() == 0  # a scoped top bar
-    _shot(page, "22-join-task-1280")
+    shot(page, "22-join-task-1280")
 
     # the same participant comes back in another browser: same account, no second use, same progress
-    again = _page(browser, server)
+    again = open_page(browser, server)
     again.goto(f"/join/{invitation.token}/{PROLIFIC}")
     again.wait_for_selector("#task-form")
     assert again.locator("#progress-count").inner_text() == "1 of 2"
@@ -118,9 +129,10 @@ def test_participant_consents_fills_the_form_annotates_to_the_quota_and_resumes(
     again.wait_for_selector("#completion-code")
     assert again.locator("#completion-code").inner_text() == "C0DE42"
     assert again.locator("#completion-link").get_attribute("href") == (
-        "https://app.prolific.com/submissions/complete?cc=C0DE42")
+        "https://app.prolific.com/submissions/complete?cc=C0DE42"
+    )
     assert "You submitted 2 items" in again.locator("main").inner_text()
-    _shot(again, "23-join-complete-1280")
+    shot(again, "23-join-complete-1280")
     participant.refresh_from_db()
     assert participant.completed_at is not None
     assert participant.user.annotator.assignments.filter(status="submitted").count() == 2
@@ -130,32 +142,41 @@ def test_participant_consents_fills_the_form_annotates_to_the_quota_and_resumes(
     assert response.status == 403
 
 
-@pytest.mark.parametrize(("change", "heading"), [
-    ({"expires_at": timezone.now() - timedelta(minutes=1)}, "This link has expired"),
-    ({"uses": 2}, "This link has been used up"),
-])
-def test_expired_and_exhausted_links_show_a_clear_refusal(browser: Any, server: Any, crowd: dict[str, Any],  # noqa: F811
-                                                          change: dict[str, Any], heading: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "heading"),
+    [
+        ({"expires_at": timezone.now() - timedelta(minutes=1)}, "This link has expired"),
+        ({"uses": 2}, "This link has been used up"),
+    ],
+)
+def test_expired_and_exhausted_links_show_a_clear_refusal(
+    browser: Any,
+    server: Any,
+    crowd: dict[str, Any],  # noqa: F811
+    change: dict[str, Any],
+    heading: str,
+) -> None:
     from annotations.models import Invitation, Participant
 
     invitation = crowd["invitation"]
     Invitation.objects.filter(pk=invitation.pk).update(**change)
-    page = _page(browser, server)
+    page = open_page(browser, server)
     response = page.goto(f"/join/{invitation.token}/{PROLIFIC}")
     assert response.status == 410
     assert page.get_by_role("heading", name=heading).is_visible()
     assert "No account was created" in page.locator("main").inner_text()
-    _shot(page, f"24-join-refused-{'expired' if 'expires_at' in change else 'used-up'}-1280")
+    shot(page, f"24-join-refused-{'expired' if 'expires_at' in change else 'used-up'}-1280")
     assert not Participant.objects.exists()
 
 
-def test_researcher_makes_a_prolific_link_on_the_page(browser: Any, server: Any, crowd: dict[str, Any]) -> None:  # noqa: F811
+def test_researcher_makes_a_prolific_link_on_the_page(
+    browser: Any, server: Any, crowd: dict[str, Any]
+) -> None:  # noqa: F811
     from annotations.models import Invitation
-    from tests.browser.test_annotate_browser import _sign_in
 
     study = crowd["study"]
-    page = _page(browser, server)
-    _sign_in(page, "res")
+    page = open_page(browser, server)
+    sign_in(page, "res")
     page.goto(f"/studies/{study.pk}/")
     page.get_by_role("link", name="Invitation links").click()
     page.get_by_label("Label").fill("Prolific main run")
@@ -171,8 +192,8 @@ def test_researcher_makes_a_prolific_link_on_the_page(browser: Any, server: Any,
     row = page.locator(f"#invitation-{invitation.pk}")
     assert row.locator("input.invitation-link").input_value().endswith(f"/join/{invitation.token}/")
     assert "PROLIFIC_PID, STUDY_ID, SESSION_ID" in row.inner_text() and "0 of 30" in row.inner_text()
-    assert _unlabelled_inputs(page) == []
-    _shot(page, "25-invitations-1280")
+    assert unlabelled_inputs(page) == []
+    shot(page, "25-invitations-1280")
     row.get_by_role("button", name="Revoke").click()
     page.wait_for_selector("text=The link is withdrawn")
     assert "revoked" in page.locator(f"#invitation-{invitation.pk}").inner_text()
@@ -180,7 +201,8 @@ def test_researcher_makes_a_prolific_link_on_the_page(browser: Any, server: Any,
 
 
 def test_participant_meets_a_gold_item_and_an_attention_check_then_gets_the_code(
-        browser: Any, server: Any, crowd: dict[str, Any]) -> None:  # noqa: F811
+    browser: Any, server: Any, crowd: dict[str, Any]
+) -> None:  # noqa: F811
     """Issue 8's whole path: platform link, consent, form, ordinary-looking controls, completion code."""
     from annotations.models import Assignment, Invitation, Item
     from annotations.services.controls import control_mark, quality_settings_update
@@ -190,11 +212,18 @@ def test_participant_meets_a_gold_item_and_an_attention_check_then_gets_the_code
     Invitation.objects.filter(pk=crowd["invitation"].pk).update(items_per_participant=None)
     gold, check = (Item.objects.get(external_id=name) for name in ("img-0", "img-1"))
     control_mark(study=study, item=gold, kind="gold", answers={"person": "no"})
-    control_mark(study=study, item=check, kind="attention", answers={"person": "yes"},
-                 note="Select 'yes' for this item, whatever the image shows.")
-    quality_settings_update(study=study, changes={"control_rate": 0.5, "qualification_items": 1,
-                                                  "qualification_min_accuracy": 0.0})
-    page = _page(browser, server)
+    control_mark(
+        study=study,
+        item=check,
+        kind="attention",
+        answers={"person": "yes"},
+        note="Select 'yes' for this item, whatever the image shows.",
+    )
+    quality_settings_update(
+        study=study,
+        changes={"control_rate": 0.5, "qualification_items": 1, "qualification_min_accuracy": 0.0},
+    )
+    page = open_page(browser, server)
     page.goto(f"/join/{crowd['invitation'].token}/{PROLIFIC}")
     page.get_by_role("button", name="I agree, continue").click()
     page.get_by_label("Asia").check()
@@ -204,15 +233,19 @@ def test_participant_meets_a_gold_item_and_an_attention_check_then_gets_the_code
         page.wait_for_selector("#task-form, #completion-code")
         if page.locator("#completion-code").count():
             break
-        assignment = Assignment.objects.select_related("item").get(pk=int(page.url.rstrip("/").split("/")[-1]))
+        assignment = Assignment.objects.select_related("item").get(
+            pk=int(page.url.rstrip("/").split("/")[-1])
+        )
         met.append(assignment.item.control_kind or "real")
         text = page.locator("main").inner_text().lower()
         assert not any(word in text for word in ("gold", "control", "attention", "qualif"))
         _answer_and_submit(page)  # always "no": right on the gold item, wrong on the attention check
     assert met[0] == "gold" and sorted(met) == ["attention", "gold", "real", "real"]
     assert page.locator("#completion-code").inner_text() == "C0DE42"
-    _shot(page, "26-join-controls-complete-1280")
-    row = next(r for r in quality_report(study=study)["annotators"] if r["annotator_id"] == assignment.annotator_id)
+    shot(page, "26-join-controls-complete-1280")
+    row = next(
+        r for r in quality_report(study=study)["annotators"] if r["annotator_id"] == assignment.annotator_id
+    )
     assert (row["gold"]["correct"], row["gold"]["n"]) == (1, 1)
     assert row["attention"] == {"passed": 0, "failed": 1}
     assert "attention" in [flag["code"] for flag in row["flags"]]

@@ -6,19 +6,11 @@ Screenshots go to ``test-output/browser/`` (``quality-*.png``). Skipped when /us
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 
-from tests.browser.test_annotate_browser import CHROMIUM, _page, _shot, _sign_in, _unlabelled_inputs
-from tests.browser.test_annotate_browser import browser as browser  # noqa: F401  (fixture)
-from tests.browser.test_annotate_browser import server as server  # noqa: F401  (fixture)
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium"),
-]
+from tests.browser.pages import open_page, shot, sign_in, unlabelled_inputs
 
 PROTOCOL = """
 name: Stance on terms
@@ -36,7 +28,7 @@ NOTE = "Select 'Agree' for this item."
 @pytest.fixture
 def crowd(transactional_db: None) -> dict[str, Any]:
     from annotations.models import Item
-    from annotations.protocols import load_protocol_text
+    from annotations.protocols.schema import load_protocol_text
     from annotations.services.controls import control_mark, quality_settings_update
     from annotations.services.studies import enrollment_add, study_create
     from tests.factories import UserFactory
@@ -50,24 +42,30 @@ def crowd(transactional_db: None) -> dict[str, Any]:
     control_mark(study=study, item=gold, kind="gold", answers={"stance": "strongly_agree"})
     control_mark(study=study, item=check, kind="attention", answers={"stance": "agree"}, note=NOTE)
     # one gold item first (qualification that anyone passes), then controls at one claim in two
-    quality_settings_update(study=study, changes={"control_rate": 0.5, "qualification_items": 1,
-                                                  "qualification_min_accuracy": 0.0})
+    quality_settings_update(
+        study=study,
+        changes={"control_rate": 0.5, "qualification_items": 1, "qualification_min_accuracy": 0.0},
+    )
     annotator = UserFactory(username="ann", role="annotator")
     enrollment_add(study=study, user=annotator)
     return {"study": study, "gold": gold, "check": check}
 
 
-def test_gold_and_attention_check_then_flag_and_exclusion(browser: Any, server: Any, crowd: dict[str, Any]) -> None:  # noqa: F811
+def test_gold_and_attention_check_then_flag_and_exclusion(
+    browser: Any, server: Any, crowd: dict[str, Any]
+) -> None:  # noqa: F811
     from playwright.sync_api import expect
 
     from annotations.models import AnnotatorExclusion, Assignment
 
-    page = _page(browser, server)
-    _sign_in(page)
+    page = open_page(browser, server)
+    sign_in(page)
     page.goto(f"/annotate/studies/{crowd['study'].pk}/next/")
     met: list[str] = []
     while page.locator("#task-form").count():
-        assignment = Assignment.objects.select_related("item").get(pk=int(page.url.rstrip("/").split("/")[-1]))
+        assignment = Assignment.objects.select_related("item").get(
+            pk=int(page.url.rstrip("/").split("/")[-1])
+        )
         kind = assignment.item.control_kind
         met.append(kind or "real")
         text = page.locator("main").inner_text().lower()
@@ -76,15 +74,15 @@ def test_gold_and_attention_check_then_flag_and_exclusion(browser: Any, server: 
         question = page.locator("#question-stance")
         if kind == "attention":
             expect(page.locator(".item-note")).to_have_text(NOTE)  # the instruction is in the item ...
-            _shot(page, "quality-01-attention-check-1280")
+            shot(page, "quality-01-attention-check-1280")
             question.get_by_role("radio", name="Disagree", exact=True).check()  # ... and ignored
         elif kind == "gold":
             assert page.locator(".item-note").count() == 0
-            _shot(page, "quality-02-gold-item-1280")
+            shot(page, "quality-02-gold-item-1280")
             question.get_by_role("radio", name="Strongly agree", exact=True).check()
         else:
             question.get_by_role("radio", name="Agree", exact=True).check()
-        assert _unlabelled_inputs(page) == []
+        assert unlabelled_inputs(page) == []
         answered = page.url
         page.locator("#submit-button").click()
         page.wait_for_url(lambda new, answered=answered: new != answered)
@@ -92,24 +90,24 @@ def test_gold_and_attention_check_then_flag_and_exclusion(browser: Any, server: 
     expect(page.get_by_text("nothing left for you")).to_be_visible()
     assert page.js_errors == []
 
-    researcher = _page(browser, server)
-    _sign_in(researcher, "res")
+    researcher = open_page(browser, server)
+    sign_in(researcher, "res")
     researcher.goto(f"/studies/{crowd['study'].pk}/progress/")
     row = researcher.locator("tr", has=researcher.get_by_role("rowheader", name="ann"))
     expect(row.locator('.badge.flag[data-flag="attention"]')).to_have_text("failed 1 attention check")
     expect(row.locator('.badge.flag[data-flag="speed"]')).to_be_visible()  # a robot answers in under 3 s
     expect(row).to_contain_text("1 of 1 (1.00)")  # the gold item was right
-    _shot(researcher, "quality-03-progress-flag-1280")
+    shot(researcher, "quality-03-progress-flag-1280")
     expect(researcher.locator("#quality")).to_contain_text("figures as of")
     researcher.get_by_role("link", name="recompute now").click()  # ?fresh=1: computed again, same figures
     researcher.wait_for_url("**/progress/?fresh=1#quality")
     expect(row.locator('.badge.flag[data-flag="attention"]')).to_have_text("failed 1 attention check")
-    assert _unlabelled_inputs(researcher) == []
+    assert unlabelled_inputs(researcher) == []
     researcher.get_by_label("Reason for excluding ann").fill("failed the attention check")
     researcher.get_by_role("button", name="Exclude ann").click()
     expect(researcher.get_by_text("ann is excluded")).to_be_visible()
     expect(researcher.get_by_role("button", name="Reinstate ann")).to_be_visible()
-    _shot(researcher, "quality-04-excluded-1280")
+    shot(researcher, "quality-04-excluded-1280")
     exclusion = AnnotatorExclusion.objects.get()
     assert exclusion.reason == "failed the attention check" and exclusion.excluded_by.username == "res"
     assert exclusion.reinstated_at is None
@@ -118,11 +116,13 @@ def test_gold_and_attention_check_then_flag_and_exclusion(browser: Any, server: 
     researcher.get_by_role("link", name="Quality settings and control items").click()
     expect(researcher.locator("main")).to_contain_text("failed the attention check")
     expect(researcher.get_by_role("link", name="term-check")).to_be_visible()
-    assert _unlabelled_inputs(researcher) == []
-    _shot(researcher, "quality-05-settings-1280")
+    assert unlabelled_inputs(researcher) == []
+    shot(researcher, "quality-05-settings-1280")
     researcher.get_by_role("link", name="term-check").click()
     expect(researcher.get_by_role("radio", name="Attention check")).to_be_checked()
-    expect(researcher.locator("#question-stance").get_by_role("radio", name="Agree", exact=True)).to_be_checked()
-    assert _unlabelled_inputs(researcher) == []
-    _shot(researcher, "quality-06-control-item-1280")
+    expect(
+        researcher.locator("#question-stance").get_by_role("radio", name="Agree", exact=True)
+    ).to_be_checked()
+    assert unlabelled_inputs(researcher) == []
+    shot(researcher, "quality-06-control-item-1280")
     assert researcher.js_errors == []

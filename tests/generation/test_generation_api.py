@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from annotations.protocols import load_preset
+from annotations.protocols.schema import load_preset
 from annotations.services.studies import enrollment_add
 from generation.models import GenerationJob
 from tests.conftest import client_for
@@ -25,20 +25,37 @@ def image_study(owner, annotator_user):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def clients(owner, other_researcher, annotator_user):  # type: ignore[no-untyped-def]
-    return {"owner": client_for(owner), "other": client_for(other_researcher),
-            "annotator": client_for(annotator_user), "anonymous": client_for(None)}
+    return {
+        "owner": client_for(owner),
+        "other": client_for(other_researcher),
+        "annotator": client_for(annotator_user),
+        "anonymous": client_for(None),
+    }
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)])
-def test_create_a_job(clients, image_study, role, status, django_capture_on_commit_callbacks, settings) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)]
+)
+def test_create_a_job(
+    clients, image_study, role, status, django_capture_on_commit_callbacks, settings
+) -> None:  # type: ignore[no-untyped-def]
     settings.CELERY_TASK_ALWAYS_EAGER = False
     from workbench.celery import app
 
     app.conf.task_always_eager = False  # queue only: no worker runs in this test
     with django_capture_on_commit_callbacks(execute=False):
-        response = clients[role].post("/api/generation-jobs/", {
-            "study": image_study.pk, "design": "soda", "limit": 2, "images_per_prompt": 3, "model": MODEL,
-            "base_seed": 9}, format="json")
+        response = clients[role].post(
+            "/api/generation-jobs/",
+            {
+                "study": image_study.pk,
+                "design": "soda",
+                "limit": 2,
+                "images_per_prompt": 3,
+                "model": MODEL,
+                "base_seed": 9,
+            },
+            format="json",
+        )
     assert response.status_code == status
     assert GenerationJob.objects.count() == (1 if status == 201 else 0)
     if status == 201:
@@ -47,29 +64,50 @@ def test_create_a_job(clients, image_study, role, status, django_capture_on_comm
 
 def test_bad_job_requests_are_refused(clients, image_study, tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
     owner = clients["owner"]
-    width = owner.post("/api/generation-jobs/", {"study": image_study.pk, "design": "soda",
-                                                 "model": {**MODEL, "width": 65}}, format="json")
+    width = owner.post(
+        "/api/generation-jobs/",
+        {"study": image_study.pk, "design": "soda", "model": {**MODEL, "width": 65}},
+        format="json",
+    )
     assert width.status_code == 400 and "multiple of 8" in width.json()["detail"]
-    unknown = owner.post("/api/generation-jobs/", {"study": image_study.pk, "design": "soda",
-                                                   "model": {**MODEL, "colour": "red"}}, format="json")
+    unknown = owner.post(
+        "/api/generation-jobs/",
+        {"study": image_study.pk, "design": "soda", "model": {**MODEL, "colour": "red"}},
+        format="json",
+    )
     assert unknown.status_code == 400 and "unknown model setting 'colour'" in unknown.json()["detail"]
     settings.WORKBENCH_MODEL_DIRS = [str(tmp_path / "models")]
-    outside = owner.post("/api/generation-jobs/", {"study": image_study.pk, "design": "soda",
-                                                   "model": {**MODEL, "source": "/etc"}}, format="json")
+    outside = owner.post(
+        "/api/generation-jobs/",
+        {"study": image_study.pk, "design": "soda", "model": {**MODEL, "source": "/etc"}},
+        format="json",
+    )
     assert outside.status_code == 403 and "local models must be under" in outside.json()["detail"]
     neither = owner.post("/api/generation-jobs/", {"study": image_study.pk, "model": MODEL}, format="json")
     assert neither.status_code == 400
     text_study = StudyFactory(owner=image_study.owner, protocol=load_preset("visualness").to_dict())
-    text = owner.post("/api/generation-jobs/", {"study": text_study.pk, "prompts": [{"text": "a cup"}],
-                                                "model": MODEL}, format="json")
+    text = owner.post(
+        "/api/generation-jobs/",
+        {"study": text_study.pk, "prompts": [{"text": "a cup"}], "model": MODEL},
+        format="json",
+    )
     assert text.status_code == 400 and "text items" in text.json()["detail"]
     assert GenerationJob.objects.count() == 0
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("other", 404), ("annotator", 404), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 404), ("anonymous", 401)]
+)
 def test_see_and_cancel_a_job(clients, image_study, owner, role, status) -> None:  # type: ignore[no-untyped-def]
-    job = GenerationJob.objects.create(study=image_study, created_by=owner, name="x", prompts=[{"text": "a"}],
-                                       model_spec=MODEL, model_label="m", total_images=1)
+    job = GenerationJob.objects.create(
+        study=image_study,
+        created_by=owner,
+        name="x",
+        prompts=[{"text": "a"}],
+        model_spec=MODEL,
+        model_label="m",
+        total_images=1,
+    )
     assert clients[role].get(f"/api/generation-jobs/{job.pk}/").status_code == status
     assert clients[role].post(f"/api/generation-jobs/{job.pk}/cancel/").status_code == status
     job.refresh_from_db()
@@ -85,16 +123,38 @@ def test_the_generation_page(owner, image_study, annotator_user, settings) -> No
     client.force_login(owner)
     page = client.get(f"/studies/{image_study.pk}/generation/")
     assert page.status_code == 200 and "New job" in page.content.decode()
-    response = client.post(f"/studies/{image_study.pk}/generation/", {
-        "design": "soda", "limit": 1, "images_per_prompt": 2, "source": "org/model", "steps": 2, "guidance": 1,
-        "width": 64, "height": 64, "batch_size": 1, "base_seed": 0})
+    response = client.post(
+        f"/studies/{image_study.pk}/generation/",
+        {
+            "design": "soda",
+            "limit": 1,
+            "images_per_prompt": 2,
+            "source": "org/model",
+            "steps": 2,
+            "guidance": 1,
+            "width": 64,
+            "height": 64,
+            "batch_size": 1,
+            "base_seed": 0,
+        },
+    )
     job = GenerationJob.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/generation/jobs/{job.pk}/"
     detail = client.get(f"/generation/jobs/{job.pk}/").content.decode()
     assert "0 of 2" in detail and 'http-equiv="refresh"' in detail
-    bad = client.post(f"/studies/{image_study.pk}/generation/", {
-        "design": "soda", "source": "org/model", "steps": 2, "guidance": 1, "width": 63, "height": 64,
-        "batch_size": 1, "base_seed": 0})
+    bad = client.post(
+        f"/studies/{image_study.pk}/generation/",
+        {
+            "design": "soda",
+            "source": "org/model",
+            "steps": 2,
+            "guidance": 1,
+            "width": 63,
+            "height": 64,
+            "batch_size": 1,
+            "base_seed": 0,
+        },
+    )
     assert "multiple of 8" in bad.content.decode()
     outsider = Client()
     outsider.force_login(annotator_user)
@@ -103,15 +163,17 @@ def test_the_generation_page(owner, image_study, annotator_user, settings) -> No
 
 
 def test_a_mitigation_prompt_set_is_built_for_the_named_axes() -> None:
-    from generation.prompt_sets import PromptSetError, prompt_set_build
+    from generation.prompts.sets import PromptSetError, prompt_set_build
 
     built = prompt_set_build("biasconnect-mitigation", subject="nurse", mitigate=["environment", "clothing"])
     base = built.by_condition("base")
     # 2 environments x 2 clothing phrases = 4 combinations; ceil(48 / 4) = 12 images each.
     assert [p.text for p in base] == [
-        "A photo of a nurse working indoors in formal attire", "A photo of a nurse working outdoors in formal attire",
+        "A photo of a nurse working indoors in formal attire",
+        "A photo of a nurse working outdoors in formal attire",
         "A photo of a nurse working indoors in informal attire",
-        "A photo of a nurse working outdoors in informal attire"]
+        "A photo of a nurse working outdoors in informal attire",
+    ]
     assert {p.images_per_prompt for p in base} == {12}
     assert "gender:female" in built.conditions()
     with pytest.raises(PromptSetError, match="unknown biasconnect axes"):

@@ -17,11 +17,11 @@ from django.core.management.base import CommandError
 from PIL import Image
 
 from annotations.models import Item, ItemImage
-from annotations.protocols import load_preset
+from annotations.protocols.schema import load_preset
 from generation import pipelines
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import ModelSpec, derive_seed
-from generation.prompts import PromptSet, PromptSpec
+from generation.prompts.builders import PromptSet, PromptSpec
 from generation.services import (
     generation_job_cancel,
     generation_job_create,
@@ -31,12 +31,24 @@ from generation.services import (
 from tests.factories import StudyFactory
 from tests.fixtures.tiny_sd import save_tiny_sd
 
-PROMPTS = PromptSet(name="cups", paper="soda", prompts=(
-    PromptSpec(text="cup, one product only, no people", condition="base", metadata={"object": "cup"},
-               images_per_prompt=2),
-    PromptSpec(text="cup for women, one product only, no people", condition="gender:women",
-               metadata={"object": "cup"}, images_per_prompt=2),
-))
+PROMPTS = PromptSet(
+    name="cups",
+    paper="soda",
+    prompts=(
+        PromptSpec(
+            text="cup, one product only, no people",
+            condition="base",
+            metadata={"object": "cup"},
+            images_per_prompt=2,
+        ),
+        PromptSpec(
+            text="cup for women, one product only, no people",
+            condition="gender:women",
+            metadata={"object": "cup"},
+            images_per_prompt=2,
+        ),
+    ),
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +64,17 @@ def _fresh_pipelines() -> Any:
 
 
 def spec_for(folder: Path, **changes: Any) -> ModelSpec:
-    return ModelSpec(**{"source": str(folder), "steps": 2, "width": 64, "height": 64, "batch_size": 2,
-                        "guidance": 1.0, **changes})
+    return ModelSpec(
+        **{
+            "source": str(folder),
+            "steps": 2,
+            "width": 64,
+            "height": 64,
+            "batch_size": 2,
+            "guidance": 1.0,
+            **changes,
+        }
+    )
 
 
 @pytest.fixture
@@ -68,8 +89,14 @@ def pixels(item: Item) -> bytes:
 
 @pytest.mark.django_db
 def test_a_job_makes_items_with_full_provenance(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
-    job = generation_job_create(study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model), user=owner,
-                                base_seed=11, enqueue=False)
+    job = generation_job_create(
+        study=image_study,
+        prompt_set=PROMPTS,
+        spec=spec_for(tiny_model),
+        user=owner,
+        base_seed=11,
+        enqueue=False,
+    )
     job = generation_job_run(job_id=job.pk, device="cpu")
     assert (job.status, job.generated, job.failed, job.total_images) == ("done", 4, 0, 4)
     item = Item.objects.get(study=image_study, external_id="cups/tiny-sd/s11/p0001/i01")
@@ -85,9 +112,17 @@ def test_a_job_makes_items_with_full_provenance(image_study, owner, tiny_model) 
 
 @pytest.mark.django_db
 def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
-    first = generation_job_run(job_id=generation_job_create(
-        study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model), user=owner, base_seed=3,
-        enqueue=False).pk, device="cpu")
+    first = generation_job_run(
+        job_id=generation_job_create(
+            study=image_study,
+            prompt_set=PROMPTS,
+            spec=spec_for(tiny_model),
+            user=owner,
+            base_seed=3,
+            enqueue=False,
+        ).pk,
+        device="cpu",
+    )
     originals = {item.external_id: pixels(item) for item in Item.objects.filter(study=image_study)}
     removed = Item.objects.get(external_id="cups/tiny-sd/s3/p0000/i01")
     removed.delete()
@@ -96,16 +131,27 @@ def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_stud
     again = {item.external_id: pixels(item) for item in Item.objects.filter(study=image_study)}
     assert again == originals  # the re-made image is bit-identical
     same = StudyFactory(owner=owner, protocol=image_study.protocol)
-    generation_job_run(job_id=generation_job_create(
-        study=same, prompt_set=PROMPTS, spec=spec_for(tiny_model), user=owner, base_seed=3, enqueue=False).pk,
-        device="cpu")
+    generation_job_run(
+        job_id=generation_job_create(
+            study=same, prompt_set=PROMPTS, spec=spec_for(tiny_model), user=owner, base_seed=3, enqueue=False
+        ).pk,
+        device="cpu",
+    )
     assert {i.external_id: pixels(i) for i in Item.objects.filter(study=same)} == originals
     # Another batch size draws the same noise; CPU kernels may round a batch of 1 differently from a
     # batch of 2 by at most one grey level (generation/pipelines.py explains why).
     singles = StudyFactory(owner=owner, protocol=image_study.protocol)
-    generation_job_run(job_id=generation_job_create(
-        study=singles, prompt_set=PROMPTS, spec=spec_for(tiny_model, batch_size=1), user=owner, base_seed=3,
-        enqueue=False).pk, device="cpu")
+    generation_job_run(
+        job_id=generation_job_create(
+            study=singles,
+            prompt_set=PROMPTS,
+            spec=spec_for(tiny_model, batch_size=1),
+            user=owner,
+            base_seed=3,
+            enqueue=False,
+        ).pk,
+        device="cpu",
+    )
     for item in Item.objects.filter(study=singles):
         a = np.asarray(Image.open(io.BytesIO(pixels(item))), dtype=int)
         b = np.asarray(Image.open(io.BytesIO(originals[item.external_id])), dtype=int)
@@ -114,20 +160,29 @@ def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_stud
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
-def test_cancelling_stops_between_batches_and_keeps_finished_images(image_study, owner, tiny_model,
-                                                                     threads: int) -> None:  # type: ignore[no-untyped-def]
-    job = generation_job_create(study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model, batch_size=1),
-                                user=owner, enqueue=False)
+def test_cancelling_stops_between_batches_and_keeps_finished_images(
+    image_study, owner, tiny_model, threads: int
+) -> None:  # type: ignore[no-untyped-def]
+    job = generation_job_create(
+        study=image_study,
+        prompt_set=PROMPTS,
+        spec=spec_for(tiny_model, batch_size=1),
+        user=owner,
+        enqueue=False,
+    )
 
     def cancel_after_first(current: GenerationJob) -> None:
         if current.generated == 1:
             generation_job_cancel(job=current)
 
-    job = generation_job_run(job_id=job.pk, progress=cancel_after_first, device="cpu", encoder_threads=threads)
+    job = generation_job_run(
+        job_id=job.pk, progress=cancel_after_first, device="cpu", encoder_threads=threads
+    )
     assert job.status == "cancelled" and job.generated == 1
     assert Item.objects.filter(study=image_study).count() == 1
-    pending = generation_job_create(study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model), user=owner,
-                                    enqueue=False)
+    pending = generation_job_create(
+        study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model), user=owner, enqueue=False
+    )
     assert generation_job_cancel(job=pending).status == "cancelled"
     assert generation_job_run(job_id=pending.pk).generated == 0  # a cancelled job is not claimed
 
@@ -135,8 +190,13 @@ def test_cancelling_stops_between_batches_and_keeps_finished_images(image_study,
 @pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
 def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_model, threads: int) -> None:  # type: ignore[no-untyped-def]
-    job = generation_job_create(study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model, batch_size=3),
-                                user=owner, enqueue=False)
+    job = generation_job_create(
+        study=image_study,
+        prompt_set=PROMPTS,
+        spec=spec_for(tiny_model, batch_size=3),
+        user=owner,
+        enqueue=False,
+    )
     seen: list[tuple[int, int]] = []
 
     def progress(current: GenerationJob) -> None:
@@ -153,7 +213,8 @@ def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_mo
         assert stored == sorted(stored) and all(count <= generated for generated, count in seen)
     assert seen[-1] == (4, 4) and job.status == "done" and job.generated == 4
     assert sorted(Item.objects.filter(study=image_study).values_list("external_id", flat=True)) == [
-        f"cups/tiny-sd/s0/p{p:04d}/i{i:02d}" for p in range(2) for i in range(2)]
+        f"cups/tiny-sd/s0/p{p:04d}/i{i:02d}" for p in range(2) for i in range(2)
+    ]
 
 
 class FailsForOnePrompt:
@@ -176,8 +237,12 @@ def test_a_failing_prompt_is_recorded_and_the_rest_survive(image_study, owner, t
     spec = spec_for(tiny_model)
     real = pipelines.load_pipeline(spec, "cpu")
     pipelines._PIPELINES[(spec.load_key(), "cpu")] = FailsForOnePrompt(real, PROMPTS.prompts[0].text)
-    job = generation_job_run(job_id=generation_job_create(
-        study=image_study, prompt_set=PROMPTS, spec=spec, user=owner, enqueue=False).pk, device="cpu")
+    job = generation_job_run(
+        job_id=generation_job_create(
+            study=image_study, prompt_set=PROMPTS, spec=spec, user=owner, enqueue=False
+        ).pk,
+        device="cpu",
+    )
     assert (job.status, job.generated, job.failed) == ("done", 2, 2)
     failures = list(GenerationFailure.objects.filter(job=job).order_by("external_id"))
     assert [f.external_id for f in failures] == ["cups/tiny-sd/s0/p0000/i00", "cups/tiny-sd/s0/p0000/i01"]
@@ -189,14 +254,23 @@ def test_a_failing_prompt_is_recorded_and_the_rest_survive(image_study, owner, t
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
-def test_an_image_the_check_refuses_while_encoding_is_that_images_failure(image_study, owner, tiny_model,
-                                                                          settings, threads: int) -> None:  # type: ignore[no-untyped-def]
+def test_an_image_the_check_refuses_while_encoding_is_that_images_failure(
+    image_study, owner, tiny_model, settings, threads: int
+) -> None:  # type: ignore[no-untyped-def]
     """PNG encoding and the import's image check run inline or in encoder threads; a refusal there
     comes back as the image's recorded failure, like any other, and the job still finishes."""
     settings.WORKBENCH_MAX_IMAGE_PIXELS = 64 * 64 - 1  # the tiny model's 64 x 64 images are one pixel over
-    job = generation_job_run(job_id=generation_job_create(
-        study=image_study, prompt_set=PROMPTS, spec=spec_for(tiny_model, batch_size=2), user=owner,
-        enqueue=False).pk, device="cpu", encoder_threads=threads)
+    job = generation_job_run(
+        job_id=generation_job_create(
+            study=image_study,
+            prompt_set=PROMPTS,
+            spec=spec_for(tiny_model, batch_size=2),
+            user=owner,
+            enqueue=False,
+        ).pk,
+        device="cpu",
+        encoder_threads=threads,
+    )
     assert (job.status, job.generated, job.failed) == ("done", 4, 4)
     assert not Item.objects.filter(study=image_study).exists()
     reasons = list(GenerationFailure.objects.filter(job=job).values_list("reason", flat=True))
@@ -204,10 +278,13 @@ def test_an_image_the_check_refuses_while_encoding_is_that_images_failure(image_
 
 
 @pytest.mark.django_db
-def test_bad_settings_and_unloadable_models_fail_the_job_with_the_reason(image_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_settings_and_unloadable_models_fail_the_job_with_the_reason(
+    image_study, owner, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "empty").mkdir()
-    job = generation_job_create(study=image_study, prompt_set=PROMPTS, spec=spec_for(tmp_path / "empty"),
-                                user=owner, enqueue=False)
+    job = generation_job_create(
+        study=image_study, prompt_set=PROMPTS, spec=spec_for(tmp_path / "empty"), user=owner, enqueue=False
+    )
     job = generation_job_run(job_id=job.pk, device="cpu")
     assert job.status == "failed" and "not a diffusers pipeline folder" in job.error
     assert Item.objects.count() == 0 and ItemImage.objects.count() == 0
@@ -218,19 +295,58 @@ def test_the_generate_command_runs_with_a_progress_bar(image_study, tiny_model, 
     prompts = tmp_path / "prompts.csv"
     prompts.write_text("text,condition,object\ncar for men,gender:men,car\ncar for women,gender:women,car\n")
     out, err = io.StringIO(), io.StringIO()
-    call_command("generate", str(image_study.pk), "--prompt-set", "file", "--prompts", str(prompts),
-                 "--model", str(tiny_model), "--steps", "2", "--width", "64", "--height", "64", "--guidance", "1",
-                 "--images-per-prompt", "1", "--device", "cpu", stdout=out, stderr=err)
+    call_command(
+        "generate",
+        str(image_study.pk),
+        "--prompt-set",
+        "file",
+        "--prompts",
+        str(prompts),
+        "--model",
+        str(tiny_model),
+        "--steps",
+        "2",
+        "--width",
+        "64",
+        "--height",
+        "64",
+        "--guidance",
+        "1",
+        "--images-per-prompt",
+        "1",
+        "--device",
+        "cpu",
+        stdout=out,
+        stderr=err,
+    )
     result = json.loads(out.getvalue())
     assert result["status"] == "done" and result["generated"] == 2
     assert "2/2" in err.getvalue()  # the progress bar
     assert set(Item.objects.values_list("condition", flat=True)) == {"gender:men", "gender:women"}
     with pytest.raises(CommandError, match="width must be a multiple of 8"):
-        call_command("generate", str(image_study.pk), "--prompt-set", "soda", "--model", str(tiny_model),
-                     "--width", "65", stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            "generate",
+            str(image_study.pk),
+            "--prompt-set",
+            "soda",
+            "--model",
+            str(tiny_model),
+            "--width",
+            "65",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
     with pytest.raises(CommandError, match="needs a CSV of instruction pairs"):
-        call_command("generate", str(image_study.pk), "--prompt-set", "agent", "--model", str(tiny_model),
-                     stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            "generate",
+            str(image_study.pk),
+            "--prompt-set",
+            "agent",
+            "--model",
+            str(tiny_model),
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
 
 
 @pytest.mark.celery_worker
@@ -255,15 +371,30 @@ def test_a_gpu_queue_worker_runs_a_job(owner, tiny_model, settings) -> None:  # 
 @pytest.mark.django_db
 def test_an_image_set_study_gets_one_item_per_prompt(owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
     study = StudyFactory(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
-    queries = PromptSet(name="ssi-initial", paper="ssi", prompts=(
-        PromptSpec(text="a photo of a Nigerian person", condition="initial",
-                   metadata={"category": "geocultural", "term": "Nigerian"}, images_per_prompt=4),
-        PromptSpec(text="a photo of a doctor", condition="initial",
-                   metadata={"category": "occupational", "term": "doctor"}, images_per_prompt=4),
-    ))
-    job = generation_job_run(job_id=generation_job_create(
-        study=study, prompt_set=queries, spec=spec_for(tiny_model), user=owner, base_seed=5, enqueue=False).pk,
-        device="cpu")
+    queries = PromptSet(
+        name="ssi-initial",
+        paper="ssi",
+        prompts=(
+            PromptSpec(
+                text="a photo of a Nigerian person",
+                condition="initial",
+                metadata={"category": "geocultural", "term": "Nigerian"},
+                images_per_prompt=4,
+            ),
+            PromptSpec(
+                text="a photo of a doctor",
+                condition="initial",
+                metadata={"category": "occupational", "term": "doctor"},
+                images_per_prompt=4,
+            ),
+        ),
+    )
+    job = generation_job_run(
+        job_id=generation_job_create(
+            study=study, prompt_set=queries, spec=spec_for(tiny_model), user=owner, base_seed=5, enqueue=False
+        ).pk,
+        device="cpu",
+    )
     assert (job.generated, job.total_images) == (8, 8)
     item = Item.objects.get(study=study, external_id="ssi-initial/tiny-sd/s5/p0001")
     assert item.kind == "image_set" and item.images.count() == 4

@@ -28,7 +28,12 @@ from generation.pipelines import (
 )
 from tests.fixtures.tiny_sd import save_tiny_sd
 
-PROMPTS = ["a photo of a nurse", "a photo of a doctor", "an Ethiopian person", "car, one product only, no people"]
+PROMPTS = [
+    "a photo of a nurse",
+    "a photo of a doctor",
+    "an Ethiopian person",
+    "car, one product only, no people",
+]
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +50,21 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def tiny_spec(folder: Path, **changes: Any) -> ModelSpec:
-    settings: dict[str, Any] = {"source": str(folder), "steps": 2, "width": 64, "height": 64,
-                                "guidance": 5.0, "batch_size": 4}
+    settings: dict[str, Any] = {
+        "source": str(folder),
+        "steps": 2,
+        "width": 64,
+        "height": 64,
+        "guidance": 5.0,
+        "batch_size": 4,
+    }
     settings.update(changes)
     return ModelSpec(**settings)
 
 
-def run(pipe: Any, spec: ModelSpec, requests: list[ImageRequest], **kwargs: Any) -> tuple[
-        dict[Any, np.ndarray], GenerationReport]:
+def run(
+    pipe: Any, spec: ModelSpec, requests: list[ImageRequest], **kwargs: Any
+) -> tuple[dict[Any, np.ndarray], GenerationReport]:
     images: dict[Any, np.ndarray] = {}
 
     def keep(request: ImageRequest, image: Image.Image) -> None:
@@ -72,7 +84,9 @@ def requests_for(prompts: list[str], base_seed: int = 1234) -> list[ImageRequest
 def test_derive_seed_is_the_pinned_sha256_value() -> None:
     # sha256(b"1234\x1fa photo of a nurse\x1f0") starts e35af81e9f41155d; clearing the top bit
     # gives 0x635af81e9f41155d = 7159307368063374685.
-    by_hand = int.from_bytes(hashlib.sha256(b"1234\x1fa photo of a nurse\x1f0").digest()[:8], "big") & (2**63 - 1)
+    by_hand = int.from_bytes(hashlib.sha256(b"1234\x1fa photo of a nurse\x1f0").digest()[:8], "big") & (
+        2**63 - 1
+    )
     assert by_hand == 7159307368063374685
     assert derive_seed(1234, "a photo of a nurse", 0) == 7159307368063374685
     assert derive_seed(0, "car, one product only, no people", 19) == 6543586131515879923
@@ -127,7 +141,9 @@ def test_model_spec_defaults_and_settings() -> None:
 
 
 def test_choose_device() -> None:
-    expected = "cuda" if torch.cuda.is_available() else ("mps" if torch.backends.mps.is_available() else "cpu")
+    expected = (
+        "cuda" if torch.cuda.is_available() else ("mps" if torch.backends.mps.is_available() else "cpu")
+    )
     assert choose_device() == expected
     assert choose_device("cpu") == "cpu"
     with pytest.raises(ValueError, match="not one of"):
@@ -213,8 +229,12 @@ def test_a_failing_prompt_fails_alone(tiny_folder: Path) -> None:
     # A lone surrogate (e.g. from a badly decoded CSV) makes the tokenizer raise for that prompt.
     prompts = [PROMPTS[0], "a photo of a \ud800 person", PROMPTS[1], PROMPTS[2]]
     failed: list[tuple[Any, str]] = []
-    images, report = run(pipe, spec, requests_for(prompts),
-                         on_failure=lambda request, reason: failed.append((request.key, reason)))
+    images, report = run(
+        pipe,
+        spec,
+        requests_for(prompts),
+        on_failure=lambda request, reason: failed.append((request.key, reason)),
+    )
     assert sorted(images) == [0, 2, 3]
     assert [key for key, _ in failed] == [1]
     assert failed[0][1].startswith("TypeError")
@@ -228,9 +248,13 @@ def test_on_batch_end_reports_each_batch_after_its_images(tiny_folder: Path) -> 
     spec = tiny_spec(tiny_folder, batch_size=2)
     events: list[Any] = []
     prompts = [PROMPTS[0], "a photo of a \ud800 person", *PROMPTS[1:]]  # the second fails alone
-    run_report = generate_images(load_pipeline(spec, "cpu"), spec, requests_for(prompts),
-                                 on_image=lambda request, _image: events.append(request.key),
-                                 on_batch_end=lambda made: events.append(f"end {made}"))
+    run_report = generate_images(
+        load_pipeline(spec, "cpu"),
+        spec,
+        requests_for(prompts),
+        on_image=lambda request, _image: events.append(request.key),
+        on_batch_end=lambda made: events.append(f"end {made}"),
+    )
     # batches [0, 1] (1 fails), [2, 3], [4]: each end comes after its images, with how many were made
     assert events == [0, "end 1", 2, 3, "end 2", 4, "end 1"]
     assert run_report.generated == 4
@@ -299,8 +323,10 @@ def test_provenance_of_a_local_folder(tiny_folder: Path, tmp_path: Path) -> None
     json.dumps(record)  # storable as JSON
     # The fingerprint by hand: sha256 over "path<TAB>sha256(file)" lines in sorted path order.
     files = sorted(p for p in tiny_folder.rglob("*") if p.is_file())
-    lines = "".join(f"{p.relative_to(tiny_folder).as_posix()}\t{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
-                    for p in files)
+    lines = "".join(
+        f"{p.relative_to(tiny_folder).as_posix()}\t{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
+        for p in files
+    )
     assert record["folder_sha256"] == hashlib.sha256(lines.encode()).hexdigest()
     assert record["folder_files"] == len(files) == 10
     # Without a loaded pipeline, the classes come from model_index.json.
@@ -321,7 +347,9 @@ def test_fingerprint_changes_with_any_weight_or_config(tiny_folder: Path, tmp_pa
 
 
 def test_provenance_of_a_hub_model_names_the_revision() -> None:
-    record = model_provenance(ModelSpec(source="CompVis/stable-diffusion-v1-4", revision="main"), device="cpu")
+    record = model_provenance(
+        ModelSpec(source="CompVis/stable-diffusion-v1-4", revision="main"), device="cpu"
+    )
     assert record["kind"] == "hub"
     assert record["revision"] == "main"
     assert record["resolved_revision"] is None  # not in this machine's cache

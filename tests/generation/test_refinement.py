@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from PIL import Image
 
-from generation.chat_client import ChatClient, ChatError, ChatSettings
+from common.chat_client import ChatClient, ChatError, ChatSettings
 from generation.refinement import RefinementError, parse_refined_prompt, refine_prompt
 from tests.fixtures.chat_server import ChatServer, Reply
 
@@ -22,8 +22,14 @@ def server() -> Iterator[ChatServer]:
 
 
 def client_for(server: ChatServer, **overrides: object) -> ChatClient:
-    settings = {"base_url": server.base_url, "model": "test-llm", "api_key_env": None, "max_retries": 0,
-                "read_timeout_s": 5.0, **overrides}
+    settings = {
+        "base_url": server.base_url,
+        "model": "test-llm",
+        "api_key_env": None,
+        "max_retries": 0,
+        "read_timeout_s": 5.0,
+        **overrides,
+    }
     return ChatClient(ChatSettings(**settings))  # type: ignore[arg-type]
 
 
@@ -31,8 +37,12 @@ def test_refined_prompt_keeps_the_initial_query(server: ChatServer) -> None:
     answer = f'"{QUERY}, a woman of South Asian descent reviewing charts in a modern clinic"'
     server.queue([Reply(content=answer)])
     with client_for(server) as client:
-        result = refine_prompt(client, initial_prompt=QUERY, images=IMAGES,
-                               stereotypes=["gender: all four doctors are older white men"])
+        result = refine_prompt(
+            client,
+            initial_prompt=QUERY,
+            images=IMAGES,
+            stereotypes=["gender: all four doctors are older white men"],
+        )
     assert result.refined == f"{QUERY}, a woman of South Asian descent reviewing charts in a modern clinic"
     assert result.added_context == "a woman of South Asian descent reviewing charts in a modern clinic"
     assert result.raw == answer and result.model == "test-llm"
@@ -63,7 +73,9 @@ def test_answers_of_the_wrong_form_are_refused(server: ChatServer, answer: str, 
 
 def test_whitespace_runs_compare_equal() -> None:
     assert parse_refined_prompt("a photo  of a doctor", "a photo of a doctor at work") == (
-        "a photo of a doctor at work", "at work")
+        "a photo of a doctor at work",
+        "at work",
+    )
 
 
 def test_slow_answer_is_a_chat_error(server: ChatServer) -> None:

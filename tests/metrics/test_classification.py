@@ -130,8 +130,9 @@ def test_from_codes_matches_hand_counts_and_the_plain_functions() -> None:
     reference = np.array([0, 1, 0, 1, 1], dtype=float)
     predicted = np.array([0, 1, 1, 1, nan])
     groups = np.array([0, 0, 1, 1, 1])
-    overall, by_group = classification_from_codes(reference, predicted, values, groups=groups,
-                                                  group_values=["g2", "g1"])
+    overall, by_group = classification_from_codes(
+        reference, predicted, values, groups=groups, group_values=["g2", "g1"]
+    )
     # Labels seen in complete pairs, sorted: f, m. Pairs (m,m) (f,f) (m,f) (f,f): C = [[2, 0], [1, 1]].
     assert overall.labels == ["f", "m"]
     assert overall.confusion == [[2, 0], [1, 1]]
@@ -139,10 +140,15 @@ def test_from_codes_matches_hand_counts_and_the_plain_functions() -> None:
     # p_o = 3/4; rows (2, 2)/4, cols (3, 1)/4 -> p_e = (2*3 + 2*1)/16 = 1/2; kappa = (3/4 - 1/2)/(1/2) = 1/2.
     assert overall.kappa == pytest.approx(0.5)
     assert [g.group for g in by_group] == ["g1", "g2"]
-    assert (by_group[0].report.accuracy, by_group[0].report.n_pairs, by_group[0].report.n_excluded) == (0.5, 2, 1)
+    assert (by_group[0].report.accuracy, by_group[0].report.n_pairs, by_group[0].report.n_excluded) == (
+        0.5,
+        2,
+        1,
+    )
     assert by_group[1].report.confusion == [[1, 0], [0, 1]]
-    plain = classification_by_group(["m", "f", "m", "f", "f"], ["m", "f", "f", "f", None],
-                                    ["g2", "g2", "g1", "g1", "g1"])
+    plain = classification_by_group(
+        ["m", "f", "m", "f", "f"], ["m", "f", "f", "f", None], ["g2", "g2", "g1", "g1", "g1"]
+    )
     assert [g.to_dict() for g in by_group] == [g.to_dict() for g in plain]
 
 

@@ -16,10 +16,19 @@ from metrics.quality import (
 )
 
 # unit u1: A x, B x, C x, D y;  u2: A y, B x, C x, D x;  u3: A x, B y;  u4: A x alone
-ROWS = [("u1", "A", "x"), ("u1", "B", "x"), ("u1", "C", "x"), ("u1", "D", "y"),
-        ("u2", "A", "y"), ("u2", "B", "x"), ("u2", "C", "x"), ("u2", "D", "x"),
-        ("u3", "A", "x"), ("u3", "B", "y"),
-        ("u4", "A", "x")]
+ROWS = [
+    ("u1", "A", "x"),
+    ("u1", "B", "x"),
+    ("u1", "C", "x"),
+    ("u1", "D", "y"),
+    ("u2", "A", "y"),
+    ("u2", "B", "x"),
+    ("u2", "C", "x"),
+    ("u2", "D", "x"),
+    ("u3", "A", "x"),
+    ("u3", "B", "y"),
+    ("u4", "A", "x"),
+]
 
 
 def test_answers_match_compares_lists_as_sets_and_never_matches_no_answer() -> None:
@@ -48,10 +57,10 @@ def test_leave_one_out_by_hand() -> None:
 def test_leave_one_out_with_a_non_voter_and_ties() -> None:
     # D does not vote (excluded) but is scored. u2 for B: others A y, C x -> tie, not comparable.
     scores = leave_one_out_agreement(ROWS, voters={"A", "B", "C"})
-    assert scores["A"] == Score(3, 1, 1 / 3)   # u1 agree (B x, C x), u2 disagree, u3 disagree
-    assert scores["B"] == Score(2, 1, 0.5)     # u1 agree, u2 tie, u3 disagree
-    assert scores["C"] == Score(1, 1, 1.0)     # u1 agree, u2 tie (A y, B x)
-    assert scores["D"] == Score(2, 1, 0.5)     # u1 disagree (x,x,x), u2 agree (y,x,x -> x)
+    assert scores["A"] == Score(3, 1, 1 / 3)  # u1 agree (B x, C x), u2 disagree, u3 disagree
+    assert scores["B"] == Score(2, 1, 0.5)  # u1 agree, u2 tie, u3 disagree
+    assert scores["C"] == Score(1, 1, 1.0)  # u1 agree, u2 tie (A y, B x)
+    assert scores["D"] == Score(2, 1, 0.5)  # u1 disagree (x,x,x), u2 agree (y,x,x -> x)
 
 
 def test_leave_one_out_alone_is_not_comparable() -> None:
@@ -71,12 +80,31 @@ def test_straight_lining_by_hand() -> None:
 
 def test_flags_at_and_around_each_threshold() -> None:
     thresholds = dict(DEFAULT_THRESHOLDS)
-    clean = {"gold": Score(10, 7, 0.7), "attention_failed": 0, "loo": Score(10, 6, 0.6), "study_loo_median": 0.8,
-             "median_seconds": 3.0, "longest_run": 9}
+    clean = {
+        "gold": Score(10, 7, 0.7),
+        "attention_failed": 0,
+        "loo": Score(10, 6, 0.6),
+        "study_loo_median": 0.8,
+        "median_seconds": 3.0,
+        "longest_run": 9,
+    }
     assert quality_flags(**clean, thresholds=thresholds) == []
-    flagged = quality_flags(gold=Score(4, 2, 0.5), attention_failed=1, loo=Score(10, 5, 0.5), study_loo_median=0.8,
-                            median_seconds=2.0, longest_run=10, thresholds=thresholds)
-    assert [f.code for f in flagged] == ["gold_accuracy", "attention", "agreement", "speed", "straight_lining"]
+    flagged = quality_flags(
+        gold=Score(4, 2, 0.5),
+        attention_failed=1,
+        loo=Score(10, 5, 0.5),
+        study_loo_median=0.8,
+        median_seconds=2.0,
+        longest_run=10,
+        thresholds=thresholds,
+    )
+    assert [f.code for f in flagged] == [
+        "gold_accuracy",
+        "attention",
+        "agreement",
+        "speed",
+        "straight_lining",
+    ]
     # too few comparisons: no agreement flag however low
     few = quality_flags(**{**clean, "loo": Score(9, 0, 0.0)}, thresholds=thresholds)
     assert few == []
@@ -84,9 +112,15 @@ def test_flags_at_and_around_each_threshold() -> None:
 
 
 def test_thresholds_and_median() -> None:
-    assert thresholds_with_defaults({"max_straight_run": 5, "bogus": 1, "loo_margin": "x"})["max_straight_run"] == 5
+    assert (
+        thresholds_with_defaults({"max_straight_run": 5, "bogus": 1, "loo_margin": "x"})["max_straight_run"]
+        == 5
+    )
     assert thresholds_with_defaults(None)["loo_margin"] == 0.2
-    assert loo_median([Score(10, 9, 0.9), Score(10, 5, 0.5), Score(3, 0, 0.0), Score(12, 6, 0.5)], min_n=10) == 0.5
+    assert (
+        loo_median([Score(10, 9, 0.9), Score(10, 5, 0.5), Score(3, 0, 0.0), Score(12, 6, 0.5)], min_n=10)
+        == 0.5
+    )
     assert loo_median([], min_n=1) is None
 
 
@@ -94,9 +128,12 @@ def _coded(rows: list, voters: set | None) -> dict:  # type: ignore[type-arg]
     units = {unit: i for i, unit in enumerate(dict.fromkeys(u for u, _a, _v in rows))}
     people = {a: i for i, a in enumerate(dict.fromkeys(a for _u, a, _v in rows))}
     values = {v: i for i, v in enumerate(dict.fromkeys(v for _u, _a, v in rows))}
-    result = leave_one_out_coded([units[u] for u, _a, _v in rows], [people[a] for _u, a, _v in rows],
-                                 [values[v] for _u, _a, v in rows],
-                                 [voters is None or a in voters for _u, a, _v in rows])
+    result = leave_one_out_coded(
+        [units[u] for u, _a, _v in rows],
+        [people[a] for _u, a, _v in rows],
+        [values[v] for _u, _a, v in rows],
+        [voters is None or a in voters for _u, a, _v in rows],
+    )
     return {name: result[i] for name, i in people.items()}
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from annotations.errors import WorkbenchError
 from annotations.models import Study, User
+from common.errors import WorkbenchError
 
 
 def study_arg(value: str) -> Study:

@@ -7,8 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotations.management.commands._common import dump, study_arg
-from annotations.services.agreement import agreement_csv_rows, agreement_report
-from annotations.spreadsheet import csv_cell
+from annotations.selectors.agreement import agreement_csv_rows, agreement_report
+from common.spreadsheet import csv_cell
 
 
 class Command(BaseCommand):
@@ -17,18 +17,26 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument("--json", action="store_true", help="Print the whole report as JSON")
-        parser.add_argument("--resamples", type=int, default=1000, help="Bootstrap resamples (0: no interval)")
+        parser.add_argument(
+            "--resamples", type=int, default=1000, help="Bootstrap resamples (0: no interval)"
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--breakdown", help="An item metadata field to break machine accuracy down by")
         parser.add_argument("--csv", type=Path, help="Also write the headline rows as CSV")
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
-        report = agreement_report(study=study, n_resamples=options["resamples"], seed=options["seed"],
-                                  breakdown=options["breakdown"])
+        report = agreement_report(
+            study=study,
+            n_resamples=options["resamples"],
+            seed=options["seed"],
+            breakdown=options["breakdown"],
+        )
         if options["csv"] is not None:
             with options["csv"].open("w", newline="", encoding="utf-8") as handle:
-                csv.writer(handle).writerows([csv_cell(value) for value in row] for row in agreement_csv_rows(report))
+                csv.writer(handle).writerows(
+                    [csv_cell(value) for value in row] for row in agreement_csv_rows(report)
+                )
         if options["json"]:
             self.stdout.write(dump(report))
             return

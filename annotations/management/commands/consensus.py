@@ -5,21 +5,27 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, study_arg
 from annotations.services.consensus import RULES, adjudication_queue, consensus_compute
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
-    help = "Compute the consensus labels of a study (the study's rule per question, or --rule for all or one)."
+    help = (
+        "Compute the consensus labels of a study (the study's rule per question, or --rule for all or one)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument("--rule", choices=RULES, help="Use (and keep) this rule")
         parser.add_argument("--question", help="Only this question")
         parser.add_argument("--k", type=int, help="at-least-k: how many annotators must agree")
-        parser.add_argument("--agree-values", help="all-agree-set: comma-separated option keys that count as agreeing")
-        parser.add_argument("--absolute", action="store_true", help="majority: require more than half the votes")
+        parser.add_argument(
+            "--agree-values", help="all-agree-set: comma-separated option keys that count as agreeing"
+        )
+        parser.add_argument(
+            "--absolute", action="store_true", help="majority: require more than half the votes"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
@@ -37,5 +43,13 @@ class Command(BaseCommand):
         except WorkbenchError as exc:
             raise CommandError(exc.message) from exc
         queue = adjudication_queue(study=study)
-        self.stdout.write(dump({"study": study.pk, "questions": summary, "to_adjudicate": len(queue),
-                                "rules": json.loads(json.dumps(study.options.get("consensus", {})))}))
+        self.stdout.write(
+            dump(
+                {
+                    "study": study.pk,
+                    "questions": summary,
+                    "to_adjudicate": len(queue),
+                    "rules": json.loads(json.dumps(study.options.get("consensus", {}))),
+                }
+            )
+        )

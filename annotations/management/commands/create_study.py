@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, fail, user_arg
 from annotations.services.studies import protocol_resolve, study_create
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
@@ -34,16 +34,30 @@ class Command(BaseCommand):
             else:
                 protocol = protocol_resolve(preset=options["preset"])
             study = study_create(
-                owner=owner, name=options["name"], protocol=protocol, preset=options["preset"] or "",
-                overlap=options["overlap"], lease_minutes=options["lease_minutes"],
+                owner=owner,
+                name=options["name"],
+                protocol=protocol,
+                preset=options["preset"] or "",
+                overlap=options["overlap"],
+                lease_minutes=options["lease_minutes"],
                 description=options["description"],
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc
         except UnicodeDecodeError as exc:
             raise CommandError("the protocol file is not UTF-8 text") from exc
-        self.stdout.write(dump({
-            "id": study.pk, "name": study.name, "owner": owner.username, "preset": study.preset,
-            "unit": study.protocol_obj.unit, "questions": [q.key for q in study.protocol_obj.questions],
-            "overlap": study.overlap, "lease_minutes": study.lease_minutes, "status": study.status,
-        }))
+        self.stdout.write(
+            dump(
+                {
+                    "id": study.pk,
+                    "name": study.name,
+                    "owner": owner.username,
+                    "preset": study.preset,
+                    "unit": study.protocol_obj.unit,
+                    "questions": [q.key for q in study.protocol_obj.questions],
+                    "overlap": study.overlap,
+                    "lease_minutes": study.lease_minutes,
+                    "status": study.status,
+                }
+            )
+        )

@@ -15,7 +15,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument("--format", choices=FORMATS, default="jsonl")
-        parser.add_argument("--out", type=Path, help="Output file (default: standard output; zip needs --out)")
+        parser.add_argument(
+            "--out", type=Path, help="Output file (default: standard output; zip needs --out)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])

@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, fail, study_arg
 from annotations.services.annotation_writes import annotations_import
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):

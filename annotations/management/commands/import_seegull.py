@@ -5,19 +5,23 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, fail, study_arg
 from annotations.services.visage_import import stereotype_table_import
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
-    help = ("Replace a study's stereotype table with a SeeGULL-style CSV (identity, attribute, NA_stereo, "
-            "mean offensiveness_score, ...); all or nothing.")
+    help = (
+        "Replace a study's stereotype table with a SeeGULL-style CSV (identity, attribute, NA_stereo, "
+        "mean offensiveness_score, ...); all or nothing."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument("path", type=Path)
-        parser.add_argument("--visual-attributes", type=Path, help="Visual Attributes_.xlsx: sets each row's visual flag")
+        parser.add_argument(
+            "--visual-attributes", type=Path, help="Visual Attributes_.xlsx: sets each row's visual flag"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])

@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, fail, user_arg
 from annotations.services.study_import import study_import
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
@@ -24,5 +24,13 @@ class Command(BaseCommand):
             study = study_import(owner=owner, path=options["path"], name=options["name"])
         except WorkbenchError as exc:
             raise fail(exc) from exc
-        self.stdout.write(dump({"id": study.pk, "name": study.name, "items": study.items.count(),
-                                "annotations": study.annotations.count()}))
+        self.stdout.write(
+            dump(
+                {
+                    "id": study.pk,
+                    "name": study.name,
+                    "items": study.items.count(),
+                    "annotations": study.annotations.count(),
+                }
+            )
+        )

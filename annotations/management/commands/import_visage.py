@@ -6,19 +6,25 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, fail, user_arg
 from annotations.services.visage_import import visage_import
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
-    help = ("Create a stereotype-markers study (and, with --visual-attributes, a visualness study) from the "
-            "released ViSAGe files and a SeeGULL table; prints the new study ids as JSON.")
+    help = (
+        "Create a stereotype-markers study (and, with --visual-attributes, a visualness study) from the "
+        "released ViSAGe files and a SeeGULL table; prints the new study ids as JSON."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--annotations", type=Path, required=True, help="image_annotations_full_set.csv")
-        parser.add_argument("--seegull", type=Path, required=True, help="SeeGULL table, e.g. stereotypes_global_v2.csv")
-        parser.add_argument("--visual-attributes", type=Path, help="Visual Attributes_.xlsx (visual-ness ratings)")
+        parser.add_argument(
+            "--seegull", type=Path, required=True, help="SeeGULL table, e.g. stereotypes_global_v2.csv"
+        )
+        parser.add_argument(
+            "--visual-attributes", type=Path, help="Visual Attributes_.xlsx (visual-ness ratings)"
+        )
         parser.add_argument("--owner", help="Owner's username (default: the only researcher or admin)")
         parser.add_argument("--name", default="ViSAGe", help="Prefix of the study names")
 
@@ -27,8 +33,11 @@ class Command(BaseCommand):
         started = time.perf_counter()
         try:
             report = visage_import(
-                owner=owner, annotations_path=options["annotations"], seegull_path=options["seegull"],
-                visual_attributes_path=options["visual_attributes"], name=options["name"],
+                owner=owner,
+                annotations_path=options["annotations"],
+                seegull_path=options["seegull"],
+                visual_attributes_path=options["visual_attributes"],
+                name=options["name"],
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc

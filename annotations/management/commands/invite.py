@@ -10,7 +10,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, fail, study_arg, user_arg
 from annotations.models import Annotator, Invitation
 from annotations.services.invitations import (
@@ -19,6 +18,7 @@ from annotations.services.invitations import (
     invitation_revoke,
     invitation_state,
 )
+from common.errors import WorkbenchError
 
 
 def _read(path: Path | None) -> str:
@@ -41,7 +41,9 @@ class Command(BaseCommand):
         parser.add_argument("--revoke", type=int, metavar="ID", help="Withdraw the link with this id instead")
         parser.add_argument("--max-uses", type=int, default=50, help="Accounts the link may create (50)")
         parser.add_argument("--days", type=int, default=14, help="Days until the link expires (14)")
-        parser.add_argument("--platform", choices=Invitation.Platform.values, default=Invitation.Platform.NONE)
+        parser.add_argument(
+            "--platform", choices=Invitation.Platform.values, default=Invitation.Platform.NONE
+        )
         parser.add_argument("--pool", choices=Annotator.Pool.values, default=Annotator.Pool.CROWD)
         parser.add_argument("--quota", type=int, help="Items per participant")
         parser.add_argument("--completion-code", default="")
@@ -50,16 +52,24 @@ class Command(BaseCommand):
         parser.add_argument("--demographics", type=Path, help="A YAML file with the demographic form")
         parser.add_argument("--label", default="")
         parser.add_argument("--owner", help="Username of the researcher creating it")
-        parser.add_argument("--base-url", default="", help="e.g. https://workbench.example.org, to print full links")
+        parser.add_argument(
+            "--base-url", default="", help="e.g. https://workbench.example.org, to print full links"
+        )
 
     def _row(self, invitation: Invitation, base_url: str) -> dict[str, Any]:
         return {
-            "id": invitation.pk, "label": invitation.label,
+            "id": invitation.pk,
+            "label": invitation.label,
             "url": base_url.rstrip("/") + reverse("join", kwargs={"token": invitation.token}),
-            "platform": invitation.platform, "pool": invitation.pool, "uses": invitation.uses,
-            "max_uses": invitation.max_uses, "items_per_participant": invitation.items_per_participant,
-            "expires_at": invitation.expires_at.isoformat(), "completion_code": invitation.completion_code,
-            "completion_url": invitation.completion_url, "state": invitation_state(invitation),
+            "platform": invitation.platform,
+            "pool": invitation.pool,
+            "uses": invitation.uses,
+            "max_uses": invitation.max_uses,
+            "items_per_participant": invitation.items_per_participant,
+            "expires_at": invitation.expires_at.isoformat(),
+            "completion_code": invitation.completion_code,
+            "completion_url": invitation.completion_url,
+            "state": invitation_state(invitation),
         }
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -78,12 +88,18 @@ class Command(BaseCommand):
             raise CommandError("--days must be between 1 and 3650")
         try:
             invitation = invitation_create(
-                study=study, created_by=user_arg(options["owner"]), max_uses=options["max_uses"],
-                expires_at=timezone.now() + timedelta(days=options["days"]), platform=options["platform"],
-                pool=options["pool"], items_per_participant=options["quota"],
-                completion_code=options["completion_code"], completion_url=options["completion_url"],
+                study=study,
+                created_by=user_arg(options["owner"]),
+                max_uses=options["max_uses"],
+                expires_at=timezone.now() + timedelta(days=options["days"]),
+                platform=options["platform"],
+                pool=options["pool"],
+                items_per_participant=options["quota"],
+                completion_code=options["completion_code"],
+                completion_url=options["completion_url"],
                 consent_text=_read(options["consent"]),
-                demographics=demographics_from_text(_read(options["demographics"])), label=options["label"],
+                demographics=demographics_from_text(_read(options["demographics"])),
+                label=options["label"],
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc

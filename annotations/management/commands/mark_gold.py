@@ -5,21 +5,27 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, study_arg
 from annotations.models import ControlKind
 from annotations.services.controls import controls_import
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
-    help = ("Mark a study's control items from a CSV or JSONL file: gold items (known answers) or attention "
-            "checks. Columns: external_id, kind (optional), note (optional), one per question (docs/crowd.md).")
+    help = (
+        "Mark a study's control items from a CSV or JSONL file: gold items (known answers) or attention "
+        "checks. Columns: external_id, kind (optional), note (optional), one per question (docs/crowd.md)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument("file", type=Path, help="A .csv or .jsonl file")
-        parser.add_argument("--kind", choices=ControlKind.values, default=ControlKind.GOLD,
-                            help="Kind for rows without a kind column (default gold)")
+        parser.add_argument(
+            "--kind",
+            choices=ControlKind.values,
+            default=ControlKind.GOLD,
+            help="Kind for rows without a kind column (default gold)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])

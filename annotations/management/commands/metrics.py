@@ -4,19 +4,25 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, fail, study_arg
-from annotations.services.metrics_report import metrics_report
+from annotations.selectors.findings.report import metrics_report
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
-    help = ("Every metric that applies to the study's protocol (docs/metrics.md), from the human consensus "
-            "(default), every judgement (visage), or one machine labeller.")
+    help = (
+        "Every metric that applies to the study's protocol (docs/metrics.md), from the human consensus "
+        "(default), every judgement (visage), or one machine labeller."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
-        parser.add_argument("--json", action="store_true", help="Print the whole report as JSON (default: a summary)")
-        parser.add_argument("--source", default="consensus", help="consensus | judgements | LABELLER[@VERSION]")
+        parser.add_argument(
+            "--json", action="store_true", help="Print the whole report as JSON (default: a summary)"
+        )
+        parser.add_argument(
+            "--source", default="consensus", help="consensus | judgements | LABELLER[@VERSION]"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
@@ -27,11 +33,14 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(dump(report))
             return
-        self.stdout.write(f"{report['name']} ({report['protocol']}), source {report['source']}, "
-                          f"{report['n_items']} items")
+        self.stdout.write(
+            f"{report['name']} ({report['protocol']}), source {report['source']}, {report['n_items']} items"
+        )
         for key, value in report["summary"].items():
             self.stdout.write(f"  {key}: {dump(value)}")
         for table in report["tables"]:
-            self.stdout.write(f"  table {table['key']}: {len(table['rows'])} rows, {table['n_items']} items behind it")
+            self.stdout.write(
+                f"  table {table['key']}: {len(table['rows'])} rows, {table['n_items']} items behind it"
+            )
         for note in report["notes"]:
             self.stdout.write(f"  note: {note}")

@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotations.management.commands._common import study_arg
-from annotations.payment_selectors import PAYMENT_COLUMNS, payment_rows
-from annotations.spreadsheet import csv_lines
+from annotations.selectors.payments import PAYMENT_COLUMNS, payment_rows
+from common.spreadsheet import csv_lines
 
 
 class Command(BaseCommand):

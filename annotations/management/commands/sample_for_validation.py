@@ -4,15 +4,17 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, study_arg
 from annotations.models import Annotator
 from annotations.services.validation_sample import validation_sample_clear, validation_sample_create
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
-    help = ("Draw a seeded, stratified sample of a labeller's items for human validation (humans are then "
-            "assigned only those), and say how wide the interval on its accuracy will be.")
+    help = (
+        "Draw a seeded, stratified sample of a labeller's items for human validation (humans are then "
+        "assigned only those), and say how wide the interval on its accuracy will be."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
@@ -20,10 +22,14 @@ class Command(BaseCommand):
         size = parser.add_mutually_exclusive_group()
         size.add_argument("--size", type=int)
         size.add_argument("--fraction", type=float, help="e.g. 0.1 for the agent paper's 10%%")
-        parser.add_argument("--stratify-by", default="condition", help="condition, model, kind or a metadata field")
+        parser.add_argument(
+            "--stratify-by", default="condition", help="condition, model, kind or a metadata field"
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--expected-accuracy", type=float, default=0.9)
-        parser.add_argument("--width", type=float, help="Report the smallest size whose 95%% interval is this wide")
+        parser.add_argument(
+            "--width", type=float, help="Report the smallest size whose 95%% interval is this wide"
+        )
         parser.add_argument("--clear", action="store_true", help="Remove the study's sample")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -34,15 +40,24 @@ class Command(BaseCommand):
             return
         if not options["labeller"] or (options["size"] is None and options["fraction"] is None):
             raise CommandError("give --labeller and --size or --fraction")
-        labeller = Annotator.objects.filter(kind=Annotator.Kind.MACHINE, name=options["labeller"]).order_by(
-            "-created_at").first()
+        labeller = (
+            Annotator.objects.filter(kind=Annotator.Kind.MACHINE, name=options["labeller"])
+            .order_by("-created_at")
+            .first()
+        )
         if labeller is None:
             raise CommandError(f"no labeller {options['labeller']!r}")
         try:
             report = validation_sample_create(
-                study=study, labeller=labeller, size=options["size"], fraction=options["fraction"],
-                stratify_by=options["stratify_by"], seed=options["seed"],
-                expected_accuracy=options["expected_accuracy"], width=options["width"])
+                study=study,
+                labeller=labeller,
+                size=options["size"],
+                fraction=options["fraction"],
+                stratify_by=options["stratify_by"],
+                seed=options["seed"],
+                expected_accuracy=options["expected_accuracy"],
+                width=options["width"],
+            )
         except WorkbenchError as exc:
             raise CommandError(exc.message) from exc
         self.stdout.write(dump(report))

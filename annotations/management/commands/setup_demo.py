@@ -15,12 +15,17 @@ DEMO_LABELLERS = {
 
 
 class Command(BaseCommand):
-    help = ("Create the demo accounts and, when no study exists yet, the demo study (and queue its machine "
-            "labellers: the colour rule and RapidOCR); print the accounts.")
+    help = (
+        "Create the demo accounts and, when no study exists yet, the demo study (and queue its machine "
+        "labellers: the colour rule and RapidOCR); print the accounts."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--labellers", default="colour,ocr",
-                            help="Comma-separated demo labellers to queue on a new demo study ('' for none)")
+        parser.add_argument(
+            "--labellers",
+            default="colour,ocr",
+            help="Comma-separated demo labellers to queue on a new demo study ('' for none)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         accounts = demo_accounts_ensure()
@@ -37,7 +42,7 @@ class Command(BaseCommand):
     def _queue_labellers(self, study: Study, kinds: list[str]) -> None:
         # generation may import annotations, not the other way round: the demo command lives here
         # but only reaches generation at run time, as a composition step.
-        from generation.labelling import labeller_register, labelling_job_create
+        from labelling.services import labeller_register, labelling_job_create
 
         for kind in kinds:
             name, config = DEMO_LABELLERS[kind]

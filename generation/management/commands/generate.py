@@ -7,28 +7,36 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from annotations.errors import WorkbenchError
 from annotations.management.commands._common import dump, study_arg, user_arg
+from common.errors import WorkbenchError
 from generation.models import GenerationJob
-from generation.prompt_sets import DESIGNS, PromptSetError, prompt_set_build
+from generation.prompts.sets import DESIGNS, PromptSetError, prompt_set_build
 from generation.services import generation_job_create, generation_job_run, model_spec_from_dict
 
 
 class Command(BaseCommand):
-    help = ("Generate a prompt set's images into a study with a diffusers model (local folder or hub id), "
-            "with a progress bar. Runs here by default; --background queues it for a gpu worker.")
+    help = (
+        "Generate a prompt set's images into a study with a diffusers model (local folder or hub id), "
+        "with a progress bar. Runs here by default; --background queues it for a gpu worker."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument("--prompt-set", required=True, choices=DESIGNS)
-        parser.add_argument("--prompts", type=Path, help="CSV/JSONL of prompts (file) or instruction pairs (agent)")
+        parser.add_argument(
+            "--prompts", type=Path, help="CSV/JSONL of prompts (file) or instruction pairs (agent)"
+        )
         parser.add_argument("--subject", help="biasconnect-mitigation: the occupation, e.g. nurse")
         parser.add_argument("--mitigate", help="biasconnect-mitigation: axes to mitigate, comma-separated")
-        parser.add_argument("--total-images", type=int, default=48, help="biasconnect-mitigation: images per set")
+        parser.add_argument(
+            "--total-images", type=int, default=48, help="biasconnect-mitigation: images per set"
+        )
         parser.add_argument("--model", required=True, help="A diffusers folder or a hub id")
         parser.add_argument("--revision")
         parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
-        parser.add_argument("--scheduler", help="A diffusers scheduler class name, e.g. EulerDiscreteScheduler")
+        parser.add_argument(
+            "--scheduler", help="A diffusers scheduler class name, e.g. EulerDiscreteScheduler"
+        )
         parser.add_argument("--steps", type=int, default=30)
         parser.add_argument("--guidance", type=float, default=7.5)
         parser.add_argument("--width", type=int, default=512)
@@ -41,27 +49,48 @@ class Command(BaseCommand):
         parser.add_argument("--label", help="Model name stored on items (default: the folder or hub name)")
         parser.add_argument("--name", help="Prompt set name (default: the design's)")
         parser.add_argument("--device", choices=["cuda", "mps", "cpu"])
-        parser.add_argument("--background", action="store_true", help="Queue for a worker and follow its progress")
+        parser.add_argument(
+            "--background", action="store_true", help="Queue for a worker and follow its progress"
+        )
         parser.add_argument("--owner")
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         user = user_arg(options["owner"]) if options["owner"] else study.owner
         try:
-            prompt_set = prompt_set_build(options["prompt_set"], path=options["prompts"],
-                                          images_per_prompt=options["images_per_prompt"], limit=options["limit"],
-                                          name=options["name"], subject=options["subject"],
-                                          mitigate=[a.strip() for a in (options["mitigate"] or "").split(",") if a.strip()],
-                                          total_images=options["total_images"])
-            spec = model_spec_from_dict({
-                "source": options["model"], "revision": options["revision"], "dtype": options["dtype"],
-                "scheduler": options["scheduler"], "steps": options["steps"], "guidance": options["guidance"],
-                "width": options["width"], "height": options["height"],
-                "negative_prompt": options["negative_prompt"], "batch_size": options["batch_size"],
-            })
-            job = generation_job_create(study=study, prompt_set=prompt_set, spec=spec, user=user,
-                                        base_seed=options["seed"], model_label=options["label"],
-                                        enqueue=options["background"])
+            prompt_set = prompt_set_build(
+                options["prompt_set"],
+                path=options["prompts"],
+                images_per_prompt=options["images_per_prompt"],
+                limit=options["limit"],
+                name=options["name"],
+                subject=options["subject"],
+                mitigate=[a.strip() for a in (options["mitigate"] or "").split(",") if a.strip()],
+                total_images=options["total_images"],
+            )
+            spec = model_spec_from_dict(
+                {
+                    "source": options["model"],
+                    "revision": options["revision"],
+                    "dtype": options["dtype"],
+                    "scheduler": options["scheduler"],
+                    "steps": options["steps"],
+                    "guidance": options["guidance"],
+                    "width": options["width"],
+                    "height": options["height"],
+                    "negative_prompt": options["negative_prompt"],
+                    "batch_size": options["batch_size"],
+                }
+            )
+            job = generation_job_create(
+                study=study,
+                prompt_set=prompt_set,
+                spec=spec,
+                user=user,
+                base_seed=options["seed"],
+                model_label=options["label"],
+                enqueue=options["background"],
+            )
         except PromptSetError as exc:
             raise CommandError(str(exc)) from exc
         except WorkbenchError as exc:
@@ -86,14 +115,25 @@ class Command(BaseCommand):
             show(job)
         except KeyboardInterrupt:
             GenerationJob.objects.filter(pk=job.pk).update(cancel_requested=True)
-            raise CommandError(f"interrupted; job {job.pk} asked to stop (re-run it to fill in the rest)") from None
+            raise CommandError(
+                f"interrupted; job {job.pk} asked to stop (re-run it to fill in the rest)"
+            ) from None
         finally:
             bar.close()
         job.refresh_from_db()
-        self.stdout.write(dump({
-            "job": job.pk, "status": job.status, "total": job.total_images, "generated": job.generated,
-            "already_there": job.skipped, "failed": job.failed, "error": job.error,
-            "failures": list(job.failures.values("external_id", "reason")[:20]),
-        }))
+        self.stdout.write(
+            dump(
+                {
+                    "job": job.pk,
+                    "status": job.status,
+                    "total": job.total_images,
+                    "generated": job.generated,
+                    "already_there": job.skipped,
+                    "failed": job.failed,
+                    "error": job.error,
+                    "failures": list(job.failures.values("external_id", "reason")[:20]),
+                }
+            )
+        )
         if job.status == GenerationJob.Status.FAILED:
             raise CommandError(job.error)

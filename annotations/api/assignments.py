@@ -1,0 +1,109 @@
+"""The annotation workflow over REST: claim the next item, read it, submit, skip, release; your assignments.
+
+One APIView per action: input serializer, then the assignment service, then an output serializer.
+Only the annotator's own assignments are visible; a study they are not enrolled in is not found.
+"""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet, prefetch_related_objects
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotations import access
+from annotations.access import request_user
+from annotations.api import assignment_serializers as s
+from annotations.models import Annotation, Assignment
+from annotations.services.assignment import (
+    assignment_claim_next,
+    assignment_release,
+    assignment_skip,
+    assignment_submit,
+)
+from annotations.services.quality import claim_refusal
+from annotations.services.studies import annotator_for_user
+from common.errors import NotAllowed
+
+
+def _task(assignment: Assignment) -> Assignment:
+    """The assignment with its item's images loaded (one query; study, item and annotator are at hand)."""
+    prefetch_related_objects([assignment.item], "images")
+    return assignment
+
+
+class ClaimNextView(APIView):
+    """Lease your next item in a study (or get back the one you hold). 204 when nothing is left; 403 when
+    you did not pass the study's qualification (the detail says so)."""
+
+    @extend_schema(
+        request=None, responses={200: s.TaskSerializer, 204: OpenApiResponse(description="nothing left")}
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_annotator(user=request_user(request), id=pk)
+        annotator = annotator_for_user(user=request_user(request))
+        assignment = assignment_claim_next(study=study, annotator=annotator)
+        if assignment is None:
+            refusal = claim_refusal(study=study, annotator=annotator)
+            if refusal is not None and refusal.final:
+                raise NotAllowed(refusal.message)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(s.TaskSerializer(_task(assignment)).data)
+
+
+class SubmitView(APIView):
+    """Submit (or change) your answers to an assigned item. Errors per question come back as 400."""
+
+    @extend_schema(request=s.SubmitSerializer, responses={200: s.AssignmentSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        assignment = access.assignment_get_for_user(user=request_user(request), id=pk)
+        data = s.SubmitSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        assignment = assignment_submit(
+            assignment=assignment,
+            answers=data.validated_data["answers"],
+            source=Annotation.Source.API,
+            time_spent_ms=data.validated_data.get("time_spent_ms"),
+            user=request_user(request),
+        )
+        return Response(s.AssignmentSerializer(assignment).data)
+
+
+class SkipView(APIView):
+    @extend_schema(request=s.SkipSerializer, responses={200: s.AssignmentSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        assignment = access.assignment_get_for_user(user=request_user(request), id=pk)
+        data = s.SkipSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        assignment = assignment_skip(
+            assignment=assignment, reason=data.validated_data["reason"], user=request_user(request)
+        )
+        return Response(s.AssignmentSerializer(assignment).data)
+
+
+class ReleaseView(APIView):
+    @extend_schema(request=None, responses={200: s.AssignmentSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        assignment = access.assignment_get_for_user(user=request_user(request), id=pk)
+        return Response(
+            s.AssignmentSerializer(assignment_release(assignment=assignment, user=request_user(request))).data
+        )
+
+
+class MyAssignmentViewSet(viewsets.ReadOnlyModelViewSet):
+    """Your own assignments (filter by study and status); one of them with its task."""
+
+    filterset_fields = ["study", "status"]
+
+    def get_serializer_class(self) -> type[s.AssignmentSerializer]:
+        return s.TaskSerializer if self.action == "retrieve" else s.AssignmentSerializer
+
+    def get_queryset(self) -> QuerySet[Assignment]:
+        if getattr(self, "swagger_fake_view", False):
+            return Assignment.objects.none()
+        queryset = access.assignments_for_user(request_user(self.request)).order_by("-id")
+        if self.action == "retrieve":
+            queryset = queryset.select_related("study", "item", "annotator").prefetch_related("item__images")
+        return queryset

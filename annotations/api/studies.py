@@ -1,0 +1,373 @@
+"""REST API: viewsets for plain reads and edits, one view per workflow action (import, export)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, QuerySet
+from django.http import FileResponse
+from django_filters import rest_framework as filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotations import access
+from annotations.access import request_user
+from annotations.api import serializers as s
+from annotations.downloads import streaming_export
+from annotations.models import Annotation, Annotator, ExportJob, Item, Study, User
+from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
+from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
+from annotations.selectors.findings.report import metrics_report_cached
+from annotations.services import studies as study_services
+from annotations.services.annotation_writes import annotations_import
+from annotations.services.exports import (
+    FORMATS,
+    export_job_create,
+    export_size,
+)
+from annotations.services.item_import import items_import
+from common.errors import NotFoundError, ValidationFailed
+from common.uploads import ANNOTATION_SUFFIXES, ITEM_SUFFIXES, upload_to_temp
+
+
+class StudyViewSet(viewsets.ModelViewSet):
+    """Studies you own, that are shared with you, or (annotators) that you are enrolled in."""
+
+    serializer_class = s.StudySerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    filterset_fields = ["status", "preset"]
+
+    def get_queryset(self) -> QuerySet[Study]:
+        return (
+            access.studies_for_user(request_user(self.request))
+            .select_related("owner")
+            .prefetch_related("shared_with")
+            .annotate(item_count=Count("items", distinct=True))
+            .order_by("-created_at", "-id")
+        )
+
+    def get_object(self) -> Study:
+        write = self.request.method not in ("GET", "HEAD", "OPTIONS")
+        return access.study_get_for_user(
+            user=request_user(self.request), id=int(self.kwargs["pk"]), write=write
+        )
+
+    @extend_schema(request=s.StudyCreateSerializer, responses={201: s.StudySerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = s.StudyCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        protocol = study_services.protocol_resolve(
+            preset=values.get("preset") or None,
+            protocol_text=values.get("protocol_yaml"),
+            protocol=values.get("protocol"),
+            source="request",
+        )
+        study = study_services.study_create(
+            owner=request_user(request),
+            name=values["name"],
+            protocol=protocol,
+            preset=values.get("preset") or "",
+            overlap=values["overlap"],
+            lease_minutes=values["lease_minutes"],
+            description=values["description"],
+        )
+        return Response(s.StudySerializer(study).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.StudyUpdateSerializer, responses=s.StudySerializer)
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        study = self.get_object()
+        data = s.StudyUpdateSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        study = study_services.study_update(study=study, **data.validated_data)
+        return Response(s.StudySerializer(study).data)
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        study = access.study_get_for_owner(user=request_user(request), id=int(kwargs["pk"]))
+        study.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class StudyShareView(APIView):
+    @extend_schema(request=s.UsernameSerializer, responses={200: s.StudySerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_owner(user=request_user(request), id=pk)
+        data = s.UsernameSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        other = User.objects.filter(username=data.validated_data["username"]).first()
+        if other is None:
+            raise ValidationFailed(f"no user named {data.validated_data['username']!r}")
+        study_services.study_share(study=study, user=other)
+        return Response(s.StudySerializer(study).data)
+
+
+class StudyEnrollmentView(APIView):
+    @extend_schema(responses=s.EnrollmentSerializer(many=True))
+    def get(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
+        enrollments = study.enrollments.select_related("user").order_by("user__username")
+        return Response(s.EnrollmentSerializer(enrollments, many=True).data)
+
+    @extend_schema(request=s.EnrollmentCreateSerializer, responses={201: s.EnrollmentSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
+        data = s.EnrollmentCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = User.objects.filter(username=data.validated_data["username"]).first()
+        if user is None:
+            raise ValidationFailed(f"no user named {data.validated_data['username']!r}")
+        enrollment = study_services.enrollment_add(
+            study=study, user=user, pool=data.validated_data.get("pool")
+        )
+        return Response(s.EnrollmentSerializer(enrollment).data, status=status.HTTP_201_CREATED)
+
+
+class ItemImportView(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": s.UploadSerializer}, responses={201: s.ImportReportSerializer}
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
+        data = s.UploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        with upload_to_temp(data.validated_data["file"], suffixes=ITEM_SUFFIXES) as path:
+            report = items_import(study=study, path=path)
+        return Response(report.as_dict(), status=status.HTTP_201_CREATED)
+
+
+class AnnotationImportView(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": s.UploadSerializer}, responses={201: s.ImportReportSerializer}
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
+        data = s.UploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        with upload_to_temp(data.validated_data["file"], suffixes=ANNOTATION_SUFFIXES) as path:
+            report = annotations_import(study=study, path=path)
+        return Response(report.as_dict(), status=status.HTTP_201_CREATED)
+
+
+class StudyExportView(APIView):
+    """Small studies stream at once; large ones (or zip) become a background job (202)."""
+
+    @extend_schema(responses={200: OpenApiTypes.BINARY, 202: s.ExportJobSerializer})
+    def get(self, request: Request, pk: int, fmt: str) -> Any:
+        study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
+        if fmt not in FORMATS:
+            raise ValidationFailed(f"format must be one of {', '.join(FORMATS)}")
+        background = request.query_params.get("background") in ("1", "true")
+        if fmt == "zip" or background or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
+            job = export_job_create(study=study, user=request_user(request), fmt=fmt)
+            return Response(s.ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        return streaming_export(study, fmt)
+
+
+class ExportJobViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = s.ExportJobSerializer
+
+    def get_queryset(self) -> QuerySet[ExportJob]:
+        if getattr(self, "swagger_fake_view", False):
+            return ExportJob.objects.none()
+        return ExportJob.objects.filter(
+            requested_by=request_user(self.request),
+            study__in=access.studies_for_user(request_user(self.request)),
+        )
+
+
+class ExportDownloadView(APIView):
+    @extend_schema(responses={200: OpenApiTypes.BINARY})
+    def get(self, request: Request, pk: int) -> FileResponse:
+        job = ExportJob.objects.filter(
+            pk=pk,
+            requested_by=request_user(request),
+            study__in=access.studies_for_user(request_user(request)),
+        ).first()
+        if job is None:
+            raise NotFoundError(f"export {pk} does not exist")
+        if job.status != ExportJob.Status.DONE:
+            raise ValidationFailed(f"export {pk} is {job.status}, not ready")
+        response = FileResponse(
+            job.file.open("rb"), as_attachment=True, filename=f"study-{job.study_id}.{job.format}"
+        )
+        return response
+
+
+class ItemFilter(filters.FilterSet):
+    class Meta:
+        model = Item
+        fields = ["study", "condition", "model_name", "kind", "external_id", "is_reference", "control_kind"]
+
+
+class ItemViewSet(viewsets.ReadOnlyModelViewSet):
+    """Items of your studies (researchers)."""
+
+    serializer_class = s.ItemSerializer
+    filterset_class = ItemFilter
+
+    def get_queryset(self) -> QuerySet[Item]:
+        return access.items_for_user(request_user(self.request)).prefetch_related("images").order_by("id")
+
+
+class AnnotationFilter(filters.FilterSet):
+    annotator_kind = filters.CharFilter(field_name="annotator__kind")
+
+    class Meta:
+        model = Annotation
+        fields = ["study", "item", "question_key", "annotator", "annotator_kind", "source"]
+
+
+class AnnotationViewSet(viewsets.ReadOnlyModelViewSet):
+    """Researchers: annotations of their studies. Annotators: only their own."""
+
+    serializer_class = s.AnnotationSerializer
+    filterset_class = AnnotationFilter
+
+    def get_queryset(self) -> QuerySet[Annotation]:
+        return (
+            access.annotations_for_user(request_user(self.request))
+            .select_related("item", "annotator")
+            .order_by("id")
+        )
+
+
+class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Annotators who answered in your studies, and machine labellers (researchers)."""
+
+    serializer_class = s.AnnotatorSerializer
+    filterset_fields = ["kind", "pool"]
+
+    def get_queryset(self) -> QuerySet[Annotator]:
+        if getattr(self, "swagger_fake_view", False):
+            return Annotator.objects.none()
+        user = request_user(self.request)
+        if not user.is_researcher:
+            return Annotator.objects.filter(user=user)
+        studies = access.studies_for_user(user)
+        answered = Annotation.objects.filter(study__in=studies).values("annotator_id")
+        enrolled = Annotator.objects.filter(user__enrollments__study__in=studies).values("id")
+        return (
+            (
+                Annotator.objects.filter(pk__in=answered)
+                | Annotator.objects.filter(pk__in=enrolled)
+                | Annotator.objects.filter(kind=Annotator.Kind.MACHINE)
+            )
+            .distinct()
+            .order_by("kind", "name")
+        )
+
+
+class PresetListView(APIView):
+    @extend_schema(operation_id="presets_list", responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        presets = []
+        for key in list_presets():
+            protocol = load_preset(key)
+            presets.append(
+                {
+                    "key": key,
+                    "name": protocol.name,
+                    "paper": protocol.paper,
+                    "unit": protocol.unit,
+                    "questions": len(protocol.questions),
+                }
+            )
+        return Response(presets)
+
+
+class PresetDetailView(APIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, key: str) -> Response:
+        if key not in list_presets():
+            raise NotFoundError(f"no preset {key!r}")
+        return Response(load_preset(key).to_dict())
+
+
+class ProtocolValidateView(APIView):
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    @extend_schema(
+        request=s.ProtocolValidateSerializer,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="error")},
+    )
+    def post(self, request: Request) -> Response:
+        data = s.ProtocolValidateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        protocol = load_protocol_text(data.validated_data["protocol_yaml"], source="protocol")
+        return Response({"valid": True, "protocol": protocol.to_dict()})
+
+
+class MeView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=s.UserSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(s.UserSerializer(request_user(request)).data)
+
+
+class StudyMetricsView(APIView):
+    """Every metric that applies to the study's protocol (the same report as ``manage.py metrics --json``)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "source", str, description="consensus (default), judgements or LABELLER[@VERSION]"
+            )
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
+        return Response(
+            metrics_report_cached(study=study, source=request.query_params.get("source") or "consensus")
+        )
+
+
+class CompareView(APIView):
+    """Several studies' metrics aligned on the same groups, side by side with n and differences (the data of
+    the ``/compare/`` page; docs/metrics.md "Comparing studies"). Repeated parameters pair by position."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("study", int, many=True, required=True, description="2 to 6 study ids (repeat)"),
+            OpenApiParameter(
+                "source",
+                str,
+                many=True,
+                description="consensus (default) or LABELLER[@VERSION]: one for all, or one per study",
+            ),
+            OpenApiParameter("condition", str, many=True, description="narrow every study to one condition"),
+            OpenApiParameter("model", str, many=True, description="narrow every study to one model"),
+            OpenApiParameter(
+                "where",
+                str,
+                many=True,
+                description="narrow every study to column=value (e.g. group=nurse; several joined by ';')",
+            ),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request) -> Response:
+        get = request.query_params.getlist
+        queries = comparison_query_parse(
+            studies=get("study"),
+            sources=get("source"),
+            conditions=get("condition"),
+            models=get("model"),
+            wheres=get("where"),
+        )
+        studies = access.studies_get_for_user(
+            user=request_user(request), ids=[q.study_id for q in queries], researcher=True
+        )
+        return Response(comparison_report(sides=comparison_sides(studies=studies, queries=queries)))

@@ -1,0 +1,276 @@
+"""Validation of answers against their question: one format for humans, imports and machines.
+
+``clean_answer`` checks one answer; ``clean_submission`` checks a whole task (required answers,
+``show_if`` conditions, boxes linked to selected options). Errors name the question and say what
+is wrong; nothing is coerced into a different answer (box coordinates are rounded to pixels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from annotations.protocols.colours import BASIC_COLOURS, normalise_colour
+from annotations.protocols.schema import Protocol, Question
+
+MAX_TEXT_LENGTH = 2000
+MAX_BOXES = 200
+
+
+class AnswerError(ValueError):
+    def __init__(self, question_key: str, message: str) -> None:
+        self.question_key = question_key
+        self.message = message
+        super().__init__(f"{question_key}: {message}")
+
+
+class SubmissionError(ValueError):
+    """Several answers failed; ``errors`` maps question key to message (shown next to each question)."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{key}: {message}" for key, message in errors.items()))
+
+
+@dataclass(frozen=True)
+class CleanAnswer:
+    question_key: str
+    value: Any
+    shown: list[str] | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ItemContext:
+    """What validation needs to know about the item: metadata and image sizes (None if unknown)."""
+
+    metadata: Mapping[str, Any]
+    image_sizes: Sequence[tuple[int, int] | None] = ()
+
+
+def _choice(question: Question, value: Any, context: ItemContext) -> str:
+    keys = question.choice_keys(dict(context.metadata))
+    if not isinstance(value, str):
+        raise AnswerError(question.key, f"must be one option key, got {type(value).__name__}")
+    if value not in keys:
+        raise AnswerError(question.key, f"'{value}' is not one of {', '.join(keys)}")
+    return value
+
+
+def _multi(
+    question: Question, value: Any, shown: Any, context: ItemContext
+) -> tuple[list[str], list[str] | None]:
+    keys = question.choice_keys(dict(context.metadata))
+    if not isinstance(value, list) or not all(isinstance(key, str) for key in value):
+        raise AnswerError(question.key, "must be a list of option keys")
+    unknown = [key for key in value if key not in keys]
+    if unknown:
+        raise AnswerError(question.key, f"'{unknown[0]}' is not one of {', '.join(keys)}")
+    if len(set(value)) != len(value):
+        raise AnswerError(question.key, "an option is selected twice")
+    none_key = question.none_option.key if question.none_option else None
+    if none_key in value and len(value) > 1:
+        raise AnswerError(question.key, f"'{none_key}' excludes every other option")
+    shown_list: list[str] | None = None
+    if shown is not None:
+        if not isinstance(shown, list) or not all(isinstance(key, str) for key in shown):
+            raise AnswerError(question.key, "'shown' must be a list of option keys")
+        bad = [key for key in shown if key not in keys]
+        if bad:
+            raise AnswerError(question.key, f"shown option '{bad[0]}' is not one of {', '.join(keys)}")
+        not_shown = [key for key in value if key not in shown]
+        if not_shown:
+            raise AnswerError(question.key, f"'{not_shown[0]}' was selected but not shown")
+        shown_list = list(dict.fromkeys(shown))
+    return list(value), shown_list
+
+
+def _binary(question: Question, value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if value in (0, 1) and isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, str) and value.strip() in ("0", "1"):
+        return int(value.strip())
+    raise AnswerError(question.key, "must be 0 or 1")
+
+
+def _text(question: Question, value: Any) -> str:
+    if not isinstance(value, str):
+        raise AnswerError(question.key, "must be text")
+    text = value.strip()
+    if len(text) > MAX_TEXT_LENGTH:
+        raise AnswerError(question.key, f"is longer than {MAX_TEXT_LENGTH} characters")
+    if question.required and not text:
+        raise AnswerError(question.key, "is required")
+    if question.normaliser == "lowercase":
+        return text.lower()
+    if question.normaliser == "colour" and text:
+        colour = normalise_colour(text)
+        if colour is None:
+            raise AnswerError(
+                question.key, f"'{text}' is not a colour; use one of {', '.join(BASIC_COLOURS)}"
+            )
+        return colour
+    return text
+
+
+def _number(question: Question, box: Mapping[str, Any], name: str, index: int) -> int:
+    raw = box.get(name)
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw != raw:  # raw != raw: NaN
+        raise AnswerError(question.key, f"box {index + 1}: '{name}' must be a number of pixels")
+    return int(round(raw))
+
+
+def _boxes(
+    question: Question, value: Any, context: ItemContext, selected: Sequence[str] | None, linked: Question
+) -> list[dict[str, int | str]]:
+    if not isinstance(value, list):
+        raise AnswerError(question.key, "must be a list of boxes")
+    if len(value) > MAX_BOXES:
+        raise AnswerError(question.key, f"more than {MAX_BOXES} boxes")
+    allowed = [option.key for option in linked.options_for(dict(context.metadata))]
+    boxes: list[dict[str, int | str]] = []
+    for index, box in enumerate(value):
+        if not isinstance(box, Mapping):
+            raise AnswerError(question.key, f"box {index + 1} must be an object with option, x, y, w, h")
+        unknown = sorted(set(box) - {"option", "x", "y", "w", "h", "image"})
+        if unknown:
+            raise AnswerError(question.key, f"box {index + 1}: unknown field '{unknown[0]}'")
+        option = box.get("option")
+        if option not in allowed:
+            raise AnswerError(
+                question.key, f"box {index + 1}: option '{option}' is not one of {', '.join(allowed)}"
+            )
+        if selected is not None and option not in selected:
+            raise AnswerError(
+                question.key, f"box {index + 1}: option '{option}' is not selected in '{linked.key}'"
+            )
+        x, y, w, h = (_number(question, box, name, index) for name in ("x", "y", "w", "h"))
+        image = box.get("image", 0)
+        if isinstance(image, bool) or not isinstance(image, int) or image < 0:
+            raise AnswerError(question.key, f"box {index + 1}: 'image' must be an image index")
+        if context.image_sizes and image >= len(context.image_sizes):
+            raise AnswerError(question.key, f"box {index + 1}: the item has no image {image}")
+        if w < 1 or h < 1 or x < 0 or y < 0:
+            raise AnswerError(
+                question.key, f"box {index + 1}: needs x, y >= 0 and a width and height of at least 1"
+            )
+        size = context.image_sizes[image] if image < len(context.image_sizes) else None
+        if size is not None and (x + w > size[0] or y + h > size[1]):
+            raise AnswerError(
+                question.key, f"box {index + 1} ({x},{y},{w},{h}) is outside the {size[0]}x{size[1]} image"
+            )
+        clean: dict[str, int | str] = {"option": str(option), "x": x, "y": y, "w": w, "h": h}
+        if "image" in box:
+            clean["image"] = image
+        boxes.append(clean)
+    return boxes
+
+
+def clean_answer(
+    question: Question,
+    value: Any,
+    *,
+    context: ItemContext,
+    protocol: Protocol | None = None,
+    shown: Any = None,
+    reason: Any = "",
+    selected: Sequence[str] | None = None,
+) -> CleanAnswer:
+    """Validate one answer. ``selected``: for boxes, the options chosen in the linked multi question."""
+    reason_text = "" if reason is None else reason
+    if not isinstance(reason_text, str):
+        raise AnswerError(question.key, "the reason must be text")
+    reason_text = reason_text.strip()
+    if len(reason_text) > MAX_TEXT_LENGTH:
+        raise AnswerError(question.key, f"the reason is longer than {MAX_TEXT_LENGTH} characters")
+    if reason_text and not (question.kind == "binary" and question.reason != "none"):
+        raise AnswerError(question.key, "this question takes no reason")
+    if shown is not None and question.kind != "multi":
+        raise AnswerError(question.key, "'shown' applies only to multi questions")
+    shown_list = None
+    if question.kind in ("likert", "single"):
+        clean: Any = _choice(question, value, context)
+    elif question.kind == "multi":
+        clean, shown_list = _multi(question, value, shown, context)
+    elif question.kind == "binary":
+        clean = _binary(question, value)
+        if question.reason == "required" and not reason_text:
+            raise AnswerError(question.key, "a reason is required")
+    elif question.kind == "text":
+        clean = _text(question, value)
+    else:
+        if protocol is None or question.linked_question is None:
+            raise AnswerError(question.key, "boxes need their protocol to be checked")
+        clean = _boxes(question, value, context, selected, protocol.question(question.linked_question))
+    return CleanAnswer(question_key=question.key, value=clean, shown=shown_list, reason=reason_text)
+
+
+def questions_to_answer(protocol: Protocol, metadata: Mapping[str, Any], *, expert: bool) -> list[Question]:
+    """The questions an annotator of this pool sees for an item (``applies_if``, ``expert_only``)."""
+    return [
+        question for question in protocol.questions_for(dict(metadata)) if expert or not question.expert_only
+    ]
+
+
+def clean_submission(
+    protocol: Protocol,
+    answers: Mapping[str, Mapping[str, Any]],
+    *,
+    context: ItemContext,
+    expert: bool = False,
+) -> list[CleanAnswer]:
+    """Validate a whole task: ``answers`` maps question key to ``{"value", "shown"?, "reason"?}``.
+
+    Required questions that apply (and whose ``show_if`` holds) must be answered; answers to
+    questions that do not apply, or are hidden by ``show_if``, are refused rather than dropped.
+    Raises :class:`SubmissionError` with every problem at once.
+    """
+    errors: dict[str, str] = {}
+    cleaned: dict[str, CleanAnswer] = {}
+    visible = questions_to_answer(protocol, context.metadata, expert=expert)
+    visible_keys = {question.key for question in visible}
+    for key in answers:
+        if key not in visible_keys:
+            errors[key] = (
+                "is not a question of this protocol"
+                if not protocol.has_question(key)
+                else "does not apply to this item"
+            )
+    for question in visible:
+        if question.show_if is not None:
+            parent = cleaned.get(question.show_if["question"])
+            parent_value = None if parent is None else str(parent.value)
+            if parent_value not in question.show_if["in"]:
+                if question.key in answers:
+                    errors[question.key] = (
+                        f"is asked only when '{question.show_if['question']}' is one of "
+                        + ", ".join(question.show_if["in"])
+                    )
+                continue
+        answer = answers.get(question.key)
+        if answer is None or answer.get("value") is None:
+            if question.required and question.kind != "boxes":
+                errors[question.key] = "is required"
+            continue
+        selected = None
+        if question.kind == "boxes" and question.linked_question is not None:
+            linked = cleaned.get(question.linked_question)
+            selected = linked.value if linked is not None else []
+        try:
+            cleaned[question.key] = clean_answer(
+                question,
+                answer.get("value"),
+                context=context,
+                protocol=protocol,
+                shown=answer.get("shown"),
+                reason=answer.get("reason", ""),
+                selected=selected,
+            )
+        except AnswerError as exc:
+            errors[question.key] = exc.message
+    if errors:
+        raise SubmissionError(errors)
+    return list(cleaned.values())

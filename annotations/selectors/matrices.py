@@ -1,0 +1,247 @@
+"""Reliability matrices from the database, for ``metrics.agreement`` (selector layer).
+
+One matrix per question (coders x items, ``nan`` = no judgement), built with numpy from one
+``values_list`` query. Codes per question kind (SPEC 4): likert -> the option's rank on the
+scale, Unsure missing (ordinal); single, binary, text -> a nominal code per distinct value; each
+option of a multi question -> its own 0/1 matrix, counting a coder only where the option was
+shown to them (``shown``), or everywhere when ``shown`` was not recorded. Only counted annotations
+are read: none on control items, none by excluded annotators (``selectors.counted_annotations``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db import connection
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
+from annotations.models import Annotation, Study
+from annotations.protocols.schema import Question
+from annotations.selectors.studies import counted_annotations, uncounted_ids
+
+LEVELS = {
+    "likert": "ordinal",
+    "single": "nominal",
+    "binary": "nominal",
+    "text": "nominal",
+    "multi": "nominal",
+}
+
+
+@dataclass
+class Reliability:
+    """A coders x items matrix with the ids of its rows and columns."""
+
+    label: str  # the question key, or "key:option" for one option of a multi question
+    level: str
+    matrix: np.ndarray
+    annotator_ids: list[int]
+    item_ids: list[int]
+
+
+def _rows(
+    study: Study, question_key: str, annotator_ids: Iterable[int] | None
+) -> list[tuple[int, int, Any, Any]]:
+    queryset = counted_annotations(study).filter(question_key=question_key)
+    if annotator_ids is not None:
+        queryset = queryset.filter(annotator_id__in=list(annotator_ids))
+    return list(queryset.values_list("annotator_id", "item_id", "value", "shown"))
+
+
+def _index(values: list[int]) -> tuple[list[int], dict[int, int]]:
+    ordered = sorted(set(values))
+    return ordered, {value: position for position, value in enumerate(ordered)}
+
+
+def reliability_for(
+    study: Study,
+    question: Question,
+    *,
+    annotator_ids: Iterable[int] | None = None,
+    item_options: dict[int, list[str]] | None = None,
+) -> list[Reliability]:
+    """The reliability matrices of one question (several for a multi question, none for boxes)."""
+    if question.kind == "boxes":
+        return []
+    rows = _rows(study, question.key, annotator_ids)
+    if not rows:
+        return []
+    coders, coder_at = _index([row[0] for row in rows])
+    items, item_at = _index([row[1] for row in rows])
+    r = np.fromiter((coder_at[row[0]] for row in rows), dtype=np.int64, count=len(rows))
+    c = np.fromiter((item_at[row[1]] for row in rows), dtype=np.int64, count=len(rows))
+    level = LEVELS[question.kind]
+    if question.kind != "multi":
+        if question.kind == "likert":
+            rank = {option.key: float(position) for position, option in enumerate(question.options)}
+            codes = np.array([rank.get(row[2], np.nan) for row in rows], dtype=float)  # Unsure -> missing
+        else:
+            distinct: dict[Any, float] = {}
+            codes = np.array(
+                [distinct.setdefault(json_key(row[2]), float(len(distinct))) for row in rows], dtype=float
+            )
+        matrix = np.full((len(coders), len(items)), np.nan)
+        matrix[r, c] = codes
+        return [Reliability(question.key, level, matrix, coders, items)]
+    options = (
+        [option.key for option in question.options]
+        if question.options_from is None
+        else sorted({key for row in rows for key in (row[3] or row[2] or [])})
+    )
+    if question.none_option is not None:
+        options.append(question.none_option.key)
+    result = []
+    for option in options:
+        matrix = np.full((len(coders), len(items)), np.nan)
+        for position, row in enumerate(rows):
+            shown = row[3]
+            if shown is not None and option not in shown:
+                continue
+            if (
+                shown is None
+                and item_options is not None
+                and option not in item_options.get(row[1], [option])
+            ):
+                continue
+            matrix[r[position], c[position]] = 1.0 if option in (row[2] or []) else 0.0
+        result.append(Reliability(f"{question.key}:{option}", level, matrix, coders, items))
+    return result
+
+
+@dataclass
+class QuestionMatrix:
+    """Every coder's answer to one single-answer question as codes: ``matrix[coder, item]`` is the
+    code of the value (``nan``: no answer, or Unsure on a likert scale), ``values[code]`` the value."""
+
+    question_key: str
+    level: str
+    matrix: np.ndarray
+    annotator_ids: list[int]
+    item_ids: list[int]
+    values: list[Any]
+
+    def rows(self, annotator_ids: Iterable[int]) -> np.ndarray:
+        position = {annotator_id: row for row, annotator_id in enumerate(self.annotator_ids)}
+        return self.matrix[[position[a] for a in annotator_ids if a in position]]
+
+
+def question_rows(study: Study, question_key: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Every judgement of one question as (annotator ids, item ids, value JSON texts), in one order,
+    counted or not (``question_matrix`` drops what does not count).
+
+    The large-study path (100,000 items x 5 coders is 500,000 rows a question): on SQLite and
+    PostgreSQL the database joins the ids into one comma-separated string and the JSON texts into
+    another (separated by U+001F, which JSON text never holds unescaped), and numpy parses the ids,
+    instead of Python building a tuple per row. Other databases take the ORM path.
+    """
+    vendor = connection.vendor
+    if vendor not in ("sqlite", "postgresql"):
+        rows = list(
+            Annotation.objects.filter(study=study, question_key=question_key).values_list(
+                "annotator_id", "item_id", Cast("value", TextField())
+            )
+        )
+        return (
+            np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([r[1] for r in rows], dtype=np.int64),
+            [r[2] for r in rows],
+        )
+    table = connection.ops.quote_name(Annotation._meta.db_table)
+    if vendor == "sqlite":
+        sql = (
+            f"SELECT group_concat(annotator_id || ',' || item_id, ','), group_concat(value, char(31)) "
+            f"FROM {table} WHERE study_id = %s AND question_key = %s"
+        )
+    else:  # both aggregates in the same order, guaranteed by ORDER BY
+        sql = (
+            f"SELECT string_agg(annotator_id || ',' || item_id, ',' ORDER BY id), "
+            f"string_agg(value::text, chr(31) ORDER BY id) FROM {table} WHERE study_id = %s AND question_key = %s"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [study.pk, question_key])
+        ids_text, values_text = cursor.fetchone()
+    if not ids_text:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), []
+    ids = np.fromstring(ids_text, sep=",", dtype=np.int64)
+    texts = values_text.split("\x1f")
+    if ids.size != 2 * len(texts):
+        raise RuntimeError(f"question {question_key!r}: {ids.size // 2} id pairs but {len(texts)} values")
+    return ids[0::2], ids[1::2], texts
+
+
+def dense_codes(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``numpy.unique(ids, return_inverse=True)`` for database ids, in linear time: a lookup table
+    indexed by id (ids are positive and dense enough; above 50 million it sorts instead)."""
+    if ids.size == 0 or int(ids.max()) > 50_000_000 or int(ids.min()) < 0:
+        return np.unique(ids, return_inverse=True)
+    present = np.flatnonzero(np.bincount(ids))
+    position = np.empty(int(present[-1]) + 1, dtype=np.int64)
+    position[present] = np.arange(present.size)
+    return present, position[ids]
+
+
+def question_matrix(
+    study: Study, question: Question, *, annotator_ids: Iterable[int] | None = None
+) -> QuestionMatrix | None:
+    """One matrix for the whole question (likert, single, binary or text), values decoded once per
+    distinct JSON text rather than once per row. ``annotator_ids`` keeps only those coders."""
+    annotators, items, texts = question_rows(study, question.key)
+    # What counts (selectors.counted_annotations): no control items, no excluded annotators; both
+    # sets are small, so they are dropped here rather than joined row by row in the database.
+    excluded, controls = uncounted_ids(study)
+    keep = ~np.isin(annotators, excluded) & ~np.isin(items, controls)
+    if annotator_ids is not None:
+        keep &= np.isin(annotators, np.fromiter(annotator_ids, dtype=np.int64))
+    if not keep.all():
+        annotators, items = annotators[keep], items[keep]
+        texts = [text for text, kept in zip(texts, keep, strict=True) if kept]
+    if not texts:
+        return None
+    coders, r = dense_codes(annotators)
+    item_ids, c = dense_codes(items)
+    # Codes in the sorted order of the distinct JSON texts, whatever order the rows came in, so that
+    # a seeded bootstrap gives the same interval on any database.
+    code_of = {text: code for code, text in enumerate(sorted(dict.fromkeys(texts)))}
+    text_codes = np.fromiter(map(code_of.__getitem__, texts), dtype=np.int64, count=len(texts))
+    decoded = [json.loads(text) for text in code_of]
+    if question.kind == "likert":
+        rank = {option.key: float(position) for position, option in enumerate(question.options)}
+        per_text = np.array([rank.get(value, np.nan) for value in decoded])  # Unsure -> missing (ordinal)
+        values: list[Any] = [option.key for option in question.options]
+    else:
+        per_text = np.arange(len(decoded), dtype=float)
+        values = decoded
+    matrix = np.full((len(coders), len(item_ids)), np.nan)
+    matrix[r, c] = per_text[text_codes]
+    return QuestionMatrix(
+        question.key, LEVELS[question.kind], matrix, coders.tolist(), item_ids.tolist(), values
+    )
+
+
+def plurality(matrix: np.ndarray, n_values: int) -> np.ndarray:
+    """Per column the most frequent code (``nan`` where there is no answer or a tie for the top):
+    the vectorised form of ``metrics.consensus.majority`` without ``absolute``."""
+    if matrix.size == 0:
+        return np.full(matrix.shape[1], np.nan)
+    counts = np.zeros((n_values, matrix.shape[1]), dtype=np.int64)
+    for code in range(n_values):
+        counts[code] = (matrix == code).sum(axis=0)
+    top = counts.max(axis=0)
+    winner = counts.argmax(axis=0).astype(float)
+    tied = (counts == top).sum(axis=0) > 1
+    winner[(top == 0) | tied] = np.nan
+    return winner
+
+
+def json_key(value: Any) -> Any:
+    """A hashable stand-in for a JSON value (lists and objects by their JSON text)."""
+    if isinstance(value, list | dict):
+        import json
+
+        return json.dumps(value, sort_keys=True)
+    return value

@@ -1,0 +1,116 @@
+"""Reads for the researcher's batch pages: how far a study is, per item and per annotator."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from annotations.models import Assignment, Item, Study
+
+SUBMITTED = Q(assignments__status=Assignment.Status.SUBMITTED)
+SKIPPED = Q(assignments__status=Assignment.Status.SKIPPED)
+
+
+def _leased(now: Any) -> Q:
+    return Q(assignments__status=Assignment.Status.LEASED, assignments__lease_expires_at__gt=now)
+
+
+def item_progress(study: Study, now: Any = None) -> Iterator[dict[str, Any]]:
+    """One row per item: submitted judgements, live leases, skips and its state.
+
+    States: ``complete`` (submitted judgements >= overlap), ``in_progress`` (some judgement
+    submitted or a live lease), ``untouched`` (neither). Control items are left out: they need no
+    overlap (every annotator may see them; docs/crowd.md).
+    """
+    now = now or timezone.now()
+    rows = (
+        Item.objects.filter(study=study, control_kind="")
+        .order_by("id")
+        .annotate(
+            submitted=Count("assignments", filter=SUBMITTED),
+            leased=Count("assignments", filter=_leased(now)),
+            skipped=Count("assignments", filter=SKIPPED),
+        )
+        .values("id", "external_id", "condition", "expert_only", "submitted", "leased", "skipped")
+    )
+    for row in rows.iterator(chunk_size=2000):
+        if row["submitted"] >= study.overlap:
+            state = "complete"
+        elif row["submitted"] or row["leased"]:
+            state = "in_progress"
+        else:
+            state = "untouched"
+        yield {**row, "state": state}
+
+
+def annotator_progress(study: Study, now: Any = None) -> list[dict[str, Any]]:
+    """One row per person who was handed items: submitted, skipped, live leases, median seconds per item.
+
+    Time per item is the time the task page measured (``time_spent_ms``), or, when a client did
+    not send one, the time from lease to submit.
+    """
+    now = now or timezone.now()
+    rows: dict[int, dict[str, Any]] = {}
+    times: dict[int, list[float]] = defaultdict(list)
+    assignments = Assignment.objects.filter(study=study).values_list(
+        "annotator_id",
+        "annotator__name",
+        "annotator__pool",
+        "status",
+        "lease_expires_at",
+        "time_spent_ms",
+        "created_at",
+        "completed_at",
+    )
+    for annotator_id, name, pool, status, expires, spent, created, completed in assignments.iterator(
+        chunk_size=5000
+    ):
+        row = rows.setdefault(
+            annotator_id,
+            {
+                "annotator": name,
+                "pool": pool,
+                "submitted": 0,
+                "skipped": 0,
+                "leased": 0,
+                "median_seconds": None,
+            },
+        )
+        if status == Assignment.Status.SUBMITTED:
+            row["submitted"] += 1
+            if spent is not None:
+                times[annotator_id].append(spent / 1000)
+            elif completed is not None:
+                times[annotator_id].append((completed - created).total_seconds())
+        elif status == Assignment.Status.SKIPPED:
+            row["skipped"] += 1
+        elif status == Assignment.Status.LEASED and expires is not None and expires > now:
+            row["leased"] += 1
+    for annotator_id, values in times.items():
+        rows[annotator_id]["median_seconds"] = round(statistics.median(values), 1)
+    return sorted(rows.values(), key=lambda row: row["annotator"])
+
+
+def study_progress(study: Study, now: Any = None) -> dict[str, Any]:
+    """Totals for the progress bar: items by state and judgements submitted of those needed."""
+    counts = {"complete": 0, "in_progress": 0, "untouched": 0}
+    judgements = 0
+    items = 0
+    for row in item_progress(study, now):
+        counts[row["state"]] += 1
+        judgements += min(row["submitted"], study.overlap)
+        items += 1
+    needed = items * study.overlap
+    return {
+        "items": items,
+        **counts,
+        "judgements": judgements,
+        "judgements_needed": needed,
+        "percent": round(100 * judgements / needed, 1) if needed else 0.0,
+        "status": study.status,
+    }

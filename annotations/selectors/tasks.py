@@ -1,0 +1,284 @@
+"""Reads for the annotator's pages: the task page's view of one assignment, progress, reveals.
+
+Everything here reads only the annotator's own answers: other annotators' answers and machine
+labels are never part of a task (``reveal_machine_labels`` reads them only after a submit).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from django.http import QueryDict
+from django.urls import reverse
+
+from annotations.models import Annotation, Annotator, Assignment, Enrollment, Item, ItemImage, Study, User
+from annotations.protocols.answers import questions_to_answer
+from annotations.protocols.colours import BASIC_COLOURS
+from annotations.protocols.schema import Option, Question
+
+
+@dataclass
+class OptionView:
+    key: str
+    label: str
+    digit: str
+    checked: bool = False
+
+
+@dataclass
+class QuestionView:
+    """One question as the task page draws it, with the annotator's current (or just posted) answer."""
+
+    question: Question
+    number: int
+    prompt: str
+    options: list[OptionView] = field(default_factory=list)
+    pages: list[list[OptionView]] = field(default_factory=list)
+    apart: OptionView | None = None  # likert's Unsure or multi's None of the above
+    value: Any = None
+    shown: list[str] = field(default_factory=list)
+    reason: str = ""
+    error: str = ""
+    hint: str = ""
+    linked_options: list[OptionView] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return self.question.key
+
+    @property
+    def kind(self) -> str:
+        return self.question.kind
+
+    @property
+    def show_if_json(self) -> str:
+        return json.dumps(self.question.show_if) if self.question.show_if else ""
+
+    @property
+    def value_json(self) -> str:
+        return json.dumps(self.value if self.value is not None else [])
+
+    @property
+    def shown_csv(self) -> str:
+        return ",".join(self.shown)
+
+
+@dataclass
+class ImageView:
+    position: int
+    url: str
+    display_url: str
+    width: int | None
+    height: int | None
+
+
+def _option_views(options: tuple[Option, ...], selected: Any) -> list[OptionView]:
+    chosen = set(selected) if isinstance(selected, list) else {selected}
+    return [
+        OptionView(key=o.key, label=o.label, digit=str(i + 1) if i < 9 else "", checked=o.key in chosen)
+        for i, o in enumerate(options)
+    ]
+
+
+def question_views(
+    *,
+    study: Study,
+    item: Item,
+    annotator: Annotator,
+    answers: Mapping[str, Mapping[str, Any]],
+    errors: Mapping[str, str] | None = None,
+) -> list[QuestionView]:
+    """The item's questions for this annotator's pool, filled with ``answers`` (stored or posted)."""
+    protocol = study.protocol_obj
+    metadata = item.metadata
+    views: list[QuestionView] = []
+    by_key: dict[str, QuestionView] = {}
+    for number, question in enumerate(
+        questions_to_answer(protocol, metadata, expert=annotator.pool == Annotator.Pool.EXPERT), 1
+    ):
+        answer = answers.get(question.key) or {}
+        value = answer.get("value")
+        view = QuestionView(
+            question=question,
+            number=number,
+            prompt=question.render_prompt(text=item.text or None, metadata=metadata),
+            value=value,
+            reason=str(answer.get("reason") or ""),
+            error=(errors or {}).get(question.key, ""),
+        )
+        if question.kind in ("likert", "single", "multi"):
+            view.options = _option_views(question.options_for(metadata), value)
+            apart = question.unsure or question.none_option
+            if apart is not None:
+                chosen = value if isinstance(value, list) else [value]
+                view.apart = OptionView(
+                    key=apart.key, label=apart.label, digit="0", checked=apart.key in chosen
+                )
+            if question.kind == "multi":
+                size = question.page_size or len(view.options) or 1
+                view.pages = [view.options[i : i + size] for i in range(0, len(view.options), size)] or [[]]
+                all_keys = [o.key for o in view.options] + ([view.apart.key] if view.apart else [])
+                view.shown = list(answer.get("shown") or all_keys)
+        elif question.kind == "binary":
+            view.options = [
+                OptionView(key="1", label="Yes", digit="1", checked=str(value) == "1"),
+                OptionView(key="0", label="No", digit="0", checked=str(value) == "0"),
+            ]
+        elif question.kind == "text":
+            view.value = "" if value is None else str(value)
+            if question.normaliser == "colour":
+                view.hint = "A colour name, e.g. " + ", ".join(BASIC_COLOURS)
+            elif question.normaliser == "lowercase":
+                view.hint = "Free text (stored in lower case)"
+        elif question.kind == "boxes":
+            linked = by_key.get(question.linked_question or "")
+            if linked is not None:
+                view.linked_options = [OptionView(key=o.key, label=o.label, digit="") for o in linked.options]
+            view.value = value if isinstance(value, list) else []
+        views.append(view)
+        by_key[question.key] = view
+    return views
+
+
+def stored_answers(*, item: Item, annotator: Annotator) -> dict[str, dict[str, Any]]:
+    """The annotator's own stored answers to an item, as ``{key: {value, shown, reason}}``."""
+    return {
+        a.question_key: {"value": a.value, "shown": a.shown, "reason": a.reason}
+        for a in Annotation.objects.filter(item=item, annotator=annotator)
+    }
+
+
+def answers_from_form(
+    *, study: Study, item: Item, annotator: Annotator, data: QueryDict
+) -> dict[str, dict[str, Any]]:
+    """Turn the task page's form into ``clean_submission``'s input (shape only; no rules applied).
+
+    Field names: ``q-KEY`` (value; several for multi; JSON for boxes), ``shown-KEY`` (multi: the
+    comma-separated options this person was shown), ``reason-KEY`` (binary). Questions hidden by
+    ``show_if`` (the page disables their fields) are left out here the same way.
+    """
+    answers: dict[str, dict[str, Any]] = {}
+    for question in questions_to_answer(
+        study.protocol_obj, item.metadata, expert=annotator.pool == Annotator.Pool.EXPERT
+    ):
+        name = f"q-{question.key}"
+        if question.show_if is not None:
+            parent = answers.get(question.show_if["question"])
+            if parent is None or str(parent.get("value")) not in question.show_if["in"]:
+                continue
+        if question.kind == "multi":
+            values = data.getlist(name)
+            if not values:
+                continue
+            shown_raw = data.get(f"shown-{question.key}")
+            answer: dict[str, Any] = {"value": values}
+            if shown_raw is not None:
+                answer["shown"] = [key for key in shown_raw.split(",") if key]
+            answers[question.key] = answer
+        elif question.kind == "boxes":
+            raw = data.get(name, "").strip()
+            if not raw:
+                continue
+            try:
+                boxes = json.loads(raw)
+            except json.JSONDecodeError:
+                boxes = raw  # refused by validation with a message next to the question
+            if boxes == [] and not question.required:
+                continue
+            answers[question.key] = {"value": boxes}
+        else:
+            raw_value = data.get(name)
+            if raw_value is None or (
+                question.kind == "text" and not raw_value.strip() and not question.required
+            ):
+                continue
+            answer = {"value": raw_value}
+            reason = data.get(f"reason-{question.key}", "")
+            if reason.strip():
+                answer["reason"] = reason
+            answers[question.key] = answer
+    return answers
+
+
+def item_images(item: Item) -> list[ImageView]:
+    return [
+        ImageView(
+            position=image.position,
+            url=reverse("item-image", args=[item.pk, image.position]),
+            display_url=reverse("item-image-display", args=[item.pk, image.position]),
+            width=image.width,
+            height=image.height,
+        )
+        for image in item.images.all()
+        if image.file
+    ]
+
+
+def item_with_images(item_id: int) -> Item:
+    return Item.objects.prefetch_related("images").get(pk=item_id)
+
+
+# --- Progress --------------------------------------------------------------------------------------
+
+
+def enrolled_studies(user: User) -> list[dict[str, Any]]:
+    """The annotator's dashboard: each enrolled study with how many items they have done of those
+    they could do (done = submitted; of = done + what is still open to them). Control items count
+    once handed to the annotator (so a control raises both numbers, like any item, and none is
+    announced before it is served)."""
+    annotator = getattr(user, "annotator", None)
+    enrollments = Enrollment.objects.filter(user=user).select_related("study").order_by("study__name")
+    studies = [enrollment.study for enrollment in enrollments]
+    done: dict[int, int] = {}
+    skipped: dict[int, int] = {}
+    controls: dict[int, int] = {}
+    if annotator is not None:
+        rows = (
+            Assignment.objects.filter(annotator=annotator, study__in=studies)
+            .values("study_id")
+            .annotate(
+                done=Count("id", filter=Q(status="submitted")),
+                skipped=Count("id", filter=Q(status="skipped")),
+                controls=Count("id", filter=~Q(item__control_kind="")),
+            )
+        )
+        done = {row["study_id"]: row["done"] for row in rows}
+        skipped = {row["study_id"]: row["skipped"] for row in rows}
+        controls = {row["study_id"]: row["controls"] for row in rows}
+    expert = annotator is not None and annotator.pool == Annotator.Pool.EXPERT
+    items = Item.objects.filter(study__in=studies, control_kind="")
+    if not expert:
+        items = items.filter(expert_only=False)
+    totals = {row["study_id"]: row["n"] for row in items.values("study_id").annotate(n=Count("id"))}
+    result = []
+    for study in studies:
+        total = max(totals.get(study.pk, 0) + controls.get(study.pk, 0) - skipped.get(study.pk, 0), 0)
+        result.append({"study": study, "done": done.get(study.pk, 0), "total": total})
+    return result
+
+
+def my_assignments(*, study: Study, annotator: Annotator) -> QuerySet[Assignment]:
+    return (
+        Assignment.objects.filter(study=study, annotator=annotator)
+        .exclude(status=Assignment.Status.EXPIRED)
+        .select_related("item")
+        .order_by("-completed_at", "-id")
+    )
+
+
+def machine_labels(item: Item) -> list[dict[str, Any]]:
+    """Machine annotations of an item (read only for the reveal after a person has submitted)."""
+    return [
+        {"question": a.question_key, "labeller": str(a.annotator), "value": a.value}
+        for a in Annotation.objects.filter(item=item, annotator__kind=Annotator.Kind.MACHINE)
+        .select_related("annotator")
+        .order_by("question_key", "annotator__name")
+    ]
+
+
+def first_image(item_id: int) -> ItemImage | None:
+    return ItemImage.objects.filter(item_id=item_id).exclude(file="").order_by("position").first()

@@ -1,0 +1,261 @@
+"""Annotator pages: dashboard, task page (submit, skip, edit), own history, reveal after submit.
+
+Thin views: ``access`` finds what the user may touch, ``services.assignment`` does the work,
+``task_selectors`` shapes what the page shows. The page works without JavaScript (plain form
+posts); ``static/js/annotate.js`` adds boxes, paging, keyboard and ``show_if``.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.files.storage import default_storage
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotations import access
+from annotations.access import request_user
+from annotations.models import Annotation, Assignment, RevealLog, Study, User
+from annotations.protocols.answers import SubmissionError
+from annotations.protocols.colours import BASIC_COLOURS
+from annotations.selectors import tasks as task_selectors
+from annotations.services.assignment import (
+    assignment_claim_next,
+    assignment_skip,
+    assignment_submit,
+)
+from annotations.services.display_images import display_image_name
+from annotations.services.invitations import participant_complete
+from annotations.services.quality import claim_refusal
+from annotations.services.reveals import reveal_enabled, reveal_log_create, reveal_record_agreement
+from annotations.services.studies import annotator_for_user
+from annotations.views.pages import IMAGE_CSP
+from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, WorkbenchError
+
+MAX_TIME_MS = 24 * 3600 * 1000
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    annotator = getattr(request_user(request), "annotator", None)
+    return render(
+        request,
+        "annotate/dashboard.html",
+        {
+            "rows": task_selectors.enrolled_studies(request_user(request)),
+            "is_expert": annotator is not None and annotator.pool == "expert",
+        },
+    )
+
+
+@login_required
+def study_next(request: HttpRequest, pk: int) -> HttpResponse:
+    """Lease the annotator's next item in a study (or resume the one they hold) and show it."""
+    study = access.study_get_for_annotator(user=request_user(request), id=pk)
+    annotator = annotator_for_user(user=request_user(request))
+    try:
+        assignment = assignment_claim_next(study=study, annotator=annotator)
+    except QuotaReached:
+        return _participant_finished(request, study)
+    except (Conflict, NotAllowed) as exc:
+        return render(request, "annotate/done.html", {"study": study, "message": exc.message}, status=409)
+    if assignment is None:
+        refusal = claim_refusal(study=study, annotator=annotator)
+        if refusal is not None:  # the study's qualification: failed (for good), or waiting for gold items
+            return render(
+                request,
+                "annotate/done.html",
+                {"study": study, "message": refusal.message, "not_qualified": refusal.final},
+                status=403 if refusal.final else 200,
+            )
+        if access.participant_for_user(request_user(request)) is not None:
+            return _participant_finished(request, study)
+        return render(request, "annotate/done.html", {"study": study, "message": ""})
+    return redirect("annotate-task", pk=assignment.pk)
+
+
+def _participant_finished(request: HttpRequest, study: Study) -> HttpResponse:
+    """An invited participant reached their quota or there is nothing left: record it, show the code."""
+    participant = access.participant_for_user(request_user(request))
+    if participant is None:  # a quota belongs to an invitation, so this does not happen; be plain about it
+        return render(request, "annotate/done.html", {"study": study, "message": ""})
+    participant_complete(participant=participant)
+    return redirect("annotate-complete", pk=study.pk)
+
+
+def _assignment_or_404(request: HttpRequest, pk: int) -> Assignment:
+    return access.assignment_get_for_user(user=request_user(request), id=pk)
+
+
+def _time_spent(request: HttpRequest) -> int | None:
+    raw = request.POST.get("time_spent_ms", "")
+    if not raw.isdigit():
+        return None
+    return min(int(raw), MAX_TIME_MS)
+
+
+@login_required
+def task(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: the task page. POST: submit (or edit) the answers; errors come back next to each question."""
+    assignment = _assignment_or_404(request, pk)
+    if assignment.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
+        messages.info(request, "That item is no longer yours; here is your next one.")
+        return redirect("annotate-next", pk=assignment.study_id)
+    study, annotator = assignment.study, assignment.annotator
+    item = task_selectors.item_with_images(assignment.item_id)
+    errors: dict[str, str] = {}
+    status = 200
+    if request.method == "POST":
+        answers = task_selectors.answers_from_form(
+            study=study, item=item, annotator=annotator, data=request.POST
+        )
+        was_submitted = assignment.status == Assignment.Status.SUBMITTED
+        try:
+            assignment = assignment_submit(
+                assignment=assignment,
+                answers=answers,
+                source=Annotation.Source.UI,
+                time_spent_ms=_time_spent(request),
+                user=request_user(request),
+            )
+        except SubmissionError as exc:
+            errors, status = exc.errors, 400
+        except WorkbenchError as exc:
+            messages.error(request, exc.message)
+            return redirect("annotate-next", pk=study.pk)
+        else:
+            if reveal_enabled(assignment) and task_selectors.machine_labels(item):
+                return redirect("annotate-reveal", pk=assignment.pk)
+            if was_submitted:
+                messages.success(request, "Your changes are saved.")
+                return redirect("annotate-mine", pk=study.pk)
+            return redirect("annotate-next", pk=study.pk)
+    else:
+        answers = task_selectors.stored_answers(item=item, annotator=annotator)
+    next_assignment = None
+    if assignment.status == Assignment.Status.LEASED:
+        try:
+            next_assignment = assignment_claim_next(study=study, annotator=annotator, exclude=[assignment.pk])
+        except WorkbenchError:
+            next_assignment = None
+    next_image = task_selectors.first_image(next_assignment.item_id) if next_assignment else None
+    context = {
+        "assignment": assignment,
+        "study": study,
+        "protocol": study.protocol_obj,
+        "item": item,
+        "images": task_selectors.item_images(item),
+        "questions": task_selectors.question_views(
+            study=study, item=item, annotator=annotator, answers=answers, errors=errors
+        ),
+        "errors": errors,
+        "editing": assignment.status == Assignment.Status.SUBMITTED,
+        "next_image_url": reverse("item-image-display", args=[next_image.item_id, next_image.position])
+        if next_image
+        else "",
+        "progress": _progress(study_id=study.pk, user=request_user(request)),
+        "colours": BASIC_COLOURS,
+    }
+    return render(request, "annotate/task.html", context, status=status)
+
+
+def _progress(*, study_id: int, user: User) -> dict[str, int] | None:
+    for row in task_selectors.enrolled_studies(user):
+        if row["study"].pk == study_id:
+            quota = access.participant_quota(user=user, study_id=study_id)
+            total = row["total"] if quota is None else min(row["total"], quota)
+            return {"done": row["done"], "total": total}
+    return None
+
+
+@login_required
+@require_POST
+def skip(request: HttpRequest, pk: int) -> HttpResponse:
+    assignment = _assignment_or_404(request, pk)
+    try:
+        assignment_skip(
+            assignment=assignment, reason=request.POST.get("reason", ""), user=request_user(request)
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"Not skipped: {exc.message}")
+        return redirect("annotate-task", pk=assignment.pk)
+    messages.info(request, "Skipped.")
+    return redirect("annotate-next", pk=assignment.study_id)
+
+
+@login_required
+def mine(request: HttpRequest, pk: int) -> HttpResponse:
+    """The annotator's own items in a study: go back to any submitted one and change it."""
+    study = access.study_get_for_annotator(user=request_user(request), id=pk)
+    annotator = annotator_for_user(user=request_user(request))
+    return render(
+        request,
+        "annotate/mine.html",
+        {"study": study, "assignments": task_selectors.my_assignments(study=study, annotator=annotator)},
+    )
+
+
+@login_required
+def reveal(request: HttpRequest, pk: int) -> HttpResponse:
+    """After a submit: the machine labels for this item; each showing is logged; agree or disagree."""
+    assignment = _assignment_or_404(request, pk)
+    if request.method == "POST":
+        log = RevealLog.objects.filter(
+            pk=request.POST.get("reveal", "0") if request.POST.get("reveal", "").isdigit() else 0,
+            assignment=assignment,
+        ).first()
+        if log is None:
+            raise Http404("no such reveal")
+        agreement = {
+            key[len("agree-") :]: value
+            for key, value in request.POST.items()
+            if key.startswith("agree-") and value
+        }
+        try:
+            reveal_record_agreement(reveal=log, user=request_user(request), agreement=agreement)
+        except WorkbenchError as exc:
+            messages.error(request, exc.message)
+            return redirect("annotate-reveal", pk=assignment.pk)
+        return redirect("annotate-next", pk=assignment.study_id)
+    labels = task_selectors.machine_labels(assignment.item)
+    try:
+        log = reveal_log_create(assignment=assignment, shown=labels)
+    except (NotAllowed, Conflict) as exc:
+        messages.error(request, exc.message)
+        return redirect("annotate-task", pk=assignment.pk)
+    own = task_selectors.stored_answers(item=assignment.item, annotator=assignment.annotator)
+    questions = sorted({entry["question"] for entry in labels})
+    rows = [
+        {
+            "question": key,
+            "mine": own.get(key, {}).get("value"),
+            "labels": [entry for entry in labels if entry["question"] == key],
+        }
+        for key in questions
+    ]
+    return render(
+        request,
+        "annotate/reveal.html",
+        {"assignment": assignment, "study": assignment.study, "rows": rows, "log": log},
+    )
+
+
+@login_required
+def item_image_display(request: HttpRequest, pk: int, position: int) -> HttpResponse:
+    """The resized display version of an item image (same access rule as the original)."""
+    item = access.item_get_for_user(user=request_user(request), id=pk)
+    image = item.images.filter(position=position).first()
+    if image is None:
+        raise NotFoundError("this item has no image there")
+    name = display_image_name(image)
+    storage = image.file.storage if name == image.file.name else default_storage
+    content_type = (image.content_type if name == image.file.name else None) or mimetypes.guess_type(name)[0]
+    response = FileResponse(storage.open(name, "rb"), content_type=content_type or "application/octet-stream")
+    response["Content-Security-Policy"] = IMAGE_CSP
+    # Item files never change, so the URL's content never does: cache for a year, privately.
+    response["Cache-Control"] = "private, max-age=31536000, immutable"
+    return response

@@ -1,0 +1,239 @@
+"""Figures of the findings page, drawn server-side with matplotlib's object API (Agg, no pyplot state).
+
+``figure_render(report, table_key, params, fmt)`` returns PNG or SVG bytes for one report table, or None
+when that table has no figure. Each figure says in its title how many items are behind it.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from matplotlib.figure import Figure
+
+FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+MAX_BARS = 29  # the length of visage Table 1
+
+
+def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(zip(table["columns"], row, strict=True)) for row in table["rows"]]
+
+
+def _title(fig: Figure, table: dict[str, Any], text: str) -> None:
+    fig.suptitle(f"{text}\n(n = {table['n_items']} items)", fontsize=10)
+
+
+def _visage(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+    rows = [r for r in _rows(table) if r["eligible"]][:MAX_BARS]
+    ax = fig.add_subplot()
+    ys = range(len(rows))
+    ax.barh([y + 0.2 for y in ys], [r["l_stereo"] or 0 for r in rows], height=0.4, label="L(stereo)")
+    ax.barh([y - 0.2 for y in ys], [r["l_random"] or 0 for r in rows], height=0.4, label="L(random)")
+    ax.set_yticks(list(ys), [r["identity"] for r in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("likelihood")
+    ax.legend(fontsize=8)
+    _title(fig, table, "Stereotypical vs random attribute likelihood")
+
+
+def _visualness(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+    rows = _rows(table)
+    ax = fig.add_subplot()
+    ax.bar([r["label"].replace("_", " ") for r in rows], [100 * (r["share"] or 0) for r in rows])
+    for i, r in enumerate(rows):
+        ax.annotate(
+            f"{100 * (r['share'] or 0):.2f}%",
+            (i, 100 * (r["share"] or 0)),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    ax.set_ylabel("% of attributes (>= 2 of 3 raters)")
+    _title(fig, table, "Visual-ness consensus")
+
+
+def _ssi(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+    rows = _rows(table)
+    ax = fig.add_subplot()
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r["initial_mean"] or 0 for r in rows], width=0.4, label="initial")
+    ax.bar([x + 0.2 for x in xs], [r["refined_mean"] or 0 for r in rows], width=0.4, label="refined")
+    for x, r in zip(xs, rows, strict=True):
+        if r["significant"]:
+            top = max(r["initial_mean"] or 0, r["refined_mean"] or 0)
+            ax.annotate(f"* p={r['p_value']:.3f}", (x, top), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(list(xs), [f"{r['category']}\n{r['model']}" for r in rows], fontsize=7)
+    ax.set_ylabel("mean SSI")
+    ax.legend(fontsize=8)
+    _title(fig, table, "SSI before and after refinement (* paired t-test p < 0.05)")
+
+
+def _heatmap(
+    fig: Figure,
+    table: dict[str, Any],
+    rows: list[str],
+    cols: list[str],
+    cells: dict[tuple[str, str], float | None],
+    marks: dict[tuple[str, str], bool],
+    text: str,
+) -> None:
+    ax = fig.add_subplot()
+    values = [[cells.get((r, c)) for c in cols] for r in rows]
+    data = [[float("nan") if v is None else v for v in row] for row in values]
+    image = ax.imshow(data, cmap="coolwarm", aspect="auto")
+    fig.colorbar(image, ax=ax)
+    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    for i, row in enumerate(values):
+        for j, v in enumerate(row):
+            if v is not None:
+                star = "*" if marks.get((rows[i], cols[j])) else ""
+                ax.text(j, i, f"{v:.2f}{star}", ha="center", va="center", fontsize=6)
+    _title(fig, table, text)
+
+
+def _biasconnect(fig: Figure, table: dict[str, Any], params: dict[str, str]) -> None:
+    rows = _rows(table)
+    groups = sorted({r["group"] for r in rows})
+    group = params.get("group") if params.get("group") in groups else (groups[0] if groups else "")
+    chosen = [r for r in rows if r["group"] == group]
+    xs = list(dict.fromkeys(r["intervened_axis"] for r in chosen))
+    ys = list(dict.fromkeys(r["axis"] for r in chosen))
+    _heatmap(
+        fig,
+        table,
+        xs,
+        ys,
+        {(r["intervened_axis"], r["axis"]): r["is"] for r in chosen},
+        {},
+        f"Intersectional sensitivity: {group} (rows: axis intervened on)",
+    )
+
+
+def _soda(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+    rows = _rows(table)
+    names = list(dict.fromkeys(f"{r['model']} / {r['object']}" for r in rows))
+    conditions = sorted({r["condition"] for r in rows})
+    cells = {(f"{r['model']} / {r['object']}", r["condition"]): r["bds"] for r in rows}
+    marks = {(f"{r['model']} / {r['object']}", r["condition"]): bool(r["significant"]) for r in rows}
+    _heatmap(fig, table, names, conditions, cells, marks, "BDS vs base prompt (* permutation p < 0.05)")
+
+
+def _agent(fig: Figure, table: dict[str, Any], params: dict[str, str]) -> None:
+    rows = _rows(table)
+    ax = fig.add_subplot()
+    for labeller in dict.fromkeys(r["labeller"] for r in rows):
+        mine = [
+            r
+            for r in rows
+            if r["labeller"] == labeller and None not in (r["human_share"], r["machine_share"])
+        ]
+        ax.scatter([r["human_share"] for r in mine], [r["machine_share"] for r in mine], label=labeller, s=14)
+    ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("human consensus: target-subgroup share")
+    ax.set_ylabel("machine: target-subgroup share")
+    ax.legend(fontsize=8)
+    _title(fig, table, "Stereotype score, human vs machine")
+
+
+DRAW = {
+    "visage_tendency": _visage,
+    "visualness_shares": _visualness,
+    "ssi_comparisons": _ssi,
+    "biasconnect_is": _biasconnect,
+    "soda_bds": _soda,
+    "agent_pairs": _agent,
+}
+
+
+def figure_render(report: dict[str, Any], table_key: str, params: dict[str, str], fmt: str) -> bytes | None:
+    """PNG or SVG bytes of the figure of ``table_key`` in ``report``; None when there is none."""
+    table = next((t for t in report["tables"] if t["key"] == table_key), None)
+    if table is None or table_key not in DRAW or fmt not in FORMATS:
+        return None
+    tall = table_key in ("visage_tendency",)
+    fig = Figure(figsize=(7, 7 if tall else 4.5), layout="constrained")
+    DRAW[table_key](fig, table, params)
+    return _bytes(fig, fmt)
+
+
+def _bytes(fig: Figure, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+    return buffer.getvalue()
+
+
+def plain_text(text: str) -> str:
+    """Untrusted text as matplotlib shows it literally: '$' would start mathtext (and can fail to parse)."""
+    return text.replace("$", r"\$")
+
+
+def comparison_numeric_values(table: dict[str, Any]) -> list[str]:
+    """The value columns of an aligned comparison table that hold a number somewhere (they can be drawn)."""
+    index = {c: i for i, c in enumerate(table["columns"])}
+    return [
+        v
+        for v in table["value_columns"]
+        if any(
+            isinstance(row[index[f"{v} [{label}]"]], int | float)
+            and not isinstance(row[index[f"{v} [{label}]"]], bool)
+            for row in table["rows"]
+            for label in table["sides"]
+        )
+    ]
+
+
+def comparison_figure_render(
+    comparison: dict[str, Any], table_key: str, value: str | None, fmt: str
+) -> bytes | None:
+    """PNG or SVG bytes: per group, one horizontal bar per side for ``value`` (default: the first numeric
+    value column) of one aligned table of a comparison (``services.comparison``); None when there is none.
+
+    At most MAX_BARS groups (the first ones, in the table's order); the title says how many are left out, each
+    bar is labelled with the n behind it, and the legend gives each side's items behind the table.
+    """
+    table = next((t for t in comparison["tables"] if t["key"] == table_key), None)
+    if table is None or fmt not in FORMATS:
+        return None
+    numeric = comparison_numeric_values(table)
+    value = value if value in numeric else (numeric[0] if numeric else None)
+    if value is None:
+        return None
+    index = {c: i for i, c in enumerate(table["columns"])}
+    sides = {d["label"]: d for d in comparison["sides"]}
+    rows = table["rows"][:MAX_BARS]
+    n_keys = len(table["key_columns"])
+    groups = [plain_text(" / ".join(str(v) for v in row[:n_keys]) or "(all)") for row in rows]
+    fig = Figure(
+        figsize=(7.5, max(3.5, 1.2 + 0.28 * len(rows) * max(1, len(table["sides"])) / 2)),
+        layout="constrained",
+    )
+    ax = fig.add_subplot()
+    height = 0.8 / len(table["sides"])
+    for k, label in enumerate(table["sides"]):
+        ys = [y - 0.4 + height * (k + 0.5) for y in range(len(rows))]
+        xs = [row[index[f"{value} [{label}]"]] for row in rows]
+        xs = [
+            float(x) if isinstance(x, int | float) and not isinstance(x, bool) else float("nan") for x in xs
+        ]
+        side = sides[label]
+        name = plain_text(f"{label}: {side['name'][:40]} ({side['source']}), {table['n_items'][label]} items")
+        bars = ax.barh(ys, xs, height=height, label=name)
+        ns = [row[index[f"n [{label}]"]] for row in rows]
+        ax.bar_label(
+            bars,
+            labels=["" if n is None or x != x else f"n={n}" for n, x in zip(ns, xs, strict=True)],
+            fontsize=6,
+            padding=2,
+        )
+    ax.set_yticks(list(range(len(rows))), groups, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(plain_text(value))
+    ax.axvline(0, color="grey", linewidth=0.6)
+    fig.legend(fontsize=7, loc="outside lower center", ncols=min(2, len(table["sides"])))
+    left_out = len(table["rows"]) - len(rows)
+    more = f", first {len(rows)} of {len(table['rows'])} groups" if left_out else ""
+    fig.suptitle(plain_text(f"{table['title']}: {value} per group{more}"), fontsize=10)
+    return _bytes(fig, fmt)

@@ -1,0 +1,235 @@
+"""Joining a study through an invitation link, and the participant's completion page.
+
+``/join/<token>/`` (entry: reads the platform's ids from the URL, signs a returning participant back
+in) → ``consent/`` (when the link has consent text) → ``begin/`` (the demographic form, if any, and
+a Start button; its POST creates the scoped account) → the study's task pages. Nothing is written
+on a GET except the session (a link preview or prefetch never uses up the link). The half-done join
+lives in the anonymous session until the account exists. See docs/crowd.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from annotations import access
+from annotations.access import request_user
+from annotations.models import Assignment, Invitation, Participant
+from annotations.services.invitations import (
+    InvitationRefused,
+    PlatformIds,
+    PreviewOnly,
+    invitation_check,
+    participant_join,
+    participant_resume,
+    platform_ids_from_query,
+)
+from common.errors import ValidationFailed
+
+SESSION_JOIN = "join"
+# Set when a participant signs in through a link; the top bar then shows only their study.
+SESSION_PARTICIPANT_STUDY = "participant_study"
+REFUSAL_TITLES = {
+    "revoked": "This link has been withdrawn",
+    "expired": "This link has expired",
+    "used_up": "This link has been used up",
+    "inactive": "This study is not open",
+}
+
+
+def _invitation(token: str) -> Invitation | None:
+    if len(token) > 64:
+        return None
+    return Invitation.objects.select_related("study").filter(token=token).first()
+
+
+def _unknown(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "join/refused.html",
+        {
+            "title": "This link is not valid",
+            "reason": "unknown",
+            "message": "There is no invitation at this address. Check that the whole link was copied.",
+        },
+        status=404,
+    )
+
+
+def _refused(request: HttpRequest, exc: InvitationRefused) -> HttpResponse:
+    return render(
+        request,
+        "join/refused.html",
+        {
+            "title": REFUSAL_TITLES.get(exc.reason, "This link cannot be used"),
+            "message": exc.message,
+            "reason": exc.reason,
+        },
+        status=exc.status_code,
+    )
+
+
+def _bad_link(request: HttpRequest, message: str) -> HttpResponse:
+    return render(
+        request,
+        "join/refused.html",
+        {"title": "This link is incomplete", "message": message, "reason": "bad_parameters"},
+        status=400,
+    )
+
+
+def _enter(request: HttpRequest, participant: Participant) -> HttpResponse:
+    """Sign the participant's account in (a fresh session) and send them to their study's next item."""
+    if request_user(request).pk != participant.user_id:
+        login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
+    request.session.pop(SESSION_JOIN, None)
+    request.session[SESSION_PARTICIPANT_STUDY] = participant.study_id
+    return redirect("annotate-next", pk=participant.study_id)
+
+
+def _state(request: HttpRequest, token: str) -> dict[str, Any] | None:
+    state = request.session.get(SESSION_JOIN)
+    return state if isinstance(state, dict) and state.get("token") == token else None
+
+
+def _step(request: HttpRequest, token: str) -> tuple[Invitation, dict[str, Any]] | HttpResponse:
+    """The invitation and this browser's joining state for a step after the link; else where to go."""
+    invitation = _invitation(token)
+    if invitation is None:
+        return _unknown(request)
+    state = _state(request, token)
+    if state is None:
+        return redirect("join", token=token)  # the step was opened without the link: start at the link
+    return invitation, state
+
+
+def join(request: HttpRequest, token: str) -> HttpResponse:
+    """The link itself: check it, read the platform ids, resume a returning participant, or start joining."""
+    invitation = _invitation(token)
+    if invitation is None:
+        return _unknown(request)
+    try:
+        ids = platform_ids_from_query(platform=invitation.platform, query=request.GET)
+    except PreviewOnly as exc:
+        return render(request, "join/preview.html", {"invitation": invitation, "message": exc.message})
+    except ValidationFailed as exc:
+        return _bad_link(request, exc.message)
+    user = request_user(request)
+    try:
+        if user.is_authenticated:
+            own = access.participant_for_user(user)
+            if (
+                own is None
+                or own.study_id != invitation.study_id
+                or (ids.participant_id and own.participant_id != ids.participant_id)
+            ):
+                return render(request, "join/signed_in.html", {"invitation": invitation}, status=409)
+            invitation_check(invitation, joining=False)
+            return _enter(request, own)
+        existing = participant_resume(invitation=invitation, ids=ids)
+        if existing is not None:
+            return _enter(request, existing)
+        invitation_check(invitation)
+    except InvitationRefused as exc:
+        return _refused(request, exc)
+    request.session[SESSION_JOIN] = {"token": token, "ids": ids.as_dict(), "consented_at": None}
+    return redirect("join-consent" if invitation.consent_text else "join-begin", token=token)
+
+
+def join_consent(request: HttpRequest, token: str) -> HttpResponse:
+    """The study's consent text; agreeing moves on, declining ends here (no account is made)."""
+    step = _step(request, token)
+    if isinstance(step, HttpResponse):
+        return step
+    invitation, state = step
+    try:
+        invitation_check(invitation)
+    except InvitationRefused as exc:
+        return _refused(request, exc)
+    if not invitation.consent_text:
+        return redirect("join-begin", token=token)
+    if request.method == "POST":
+        if request.POST.get("consent") == "agree":
+            state["consented_at"] = timezone.now().isoformat()
+            request.session[SESSION_JOIN] = state
+            return redirect("join-begin", token=token)
+        if request.POST.get("consent") == "decline":
+            request.session.pop(SESSION_JOIN, None)
+            return render(request, "join/declined.html", {"invitation": invitation})
+    return render(request, "join/consent.html", {"invitation": invitation})
+
+
+def join_begin(request: HttpRequest, token: str) -> HttpResponse:
+    """The demographic form (if the link has one) and Start; the POST makes the account and signs it in."""
+    step = _step(request, token)
+    if isinstance(step, HttpResponse):
+        return step
+    invitation, state = step
+    consented_at = parse_datetime(state["consented_at"]) if state.get("consented_at") else None
+    if invitation.consent_text and consented_at is None:
+        return redirect("join-consent", token=token)
+    errors: dict[str, str] = {}
+    answers: dict[str, str] = {}
+    status = 200
+    if request.method == "POST":
+        answers = {
+            field["key"]: request.POST.get(f"d-{field['key']}", "") for field in invitation.demographics
+        }
+        try:
+            participant, _created = participant_join(
+                invitation=invitation,
+                ids=PlatformIds(**state["ids"]),
+                answers=answers,
+                consented_at=consented_at,
+            )
+        except InvitationRefused as exc:
+            request.session.pop(SESSION_JOIN, None)
+            return _refused(request, exc)
+        except ValidationFailed as exc:
+            errors, status = exc.details or {"": exc.message}, 400
+        else:
+            return _enter(request, participant)
+    else:
+        try:
+            invitation_check(invitation)
+        except InvitationRefused as exc:
+            return _refused(request, exc)
+    fields = [
+        {**field, "value": answers.get(field["key"], ""), "error": errors.get(field["key"], "")}
+        for field in invitation.demographics
+    ]
+    return render(
+        request,
+        "join/begin.html",
+        {"invitation": invitation, "fields": fields, "errors": errors},
+        status=status,
+    )
+
+
+@login_required
+def complete(request: HttpRequest, pk: int) -> HttpResponse:
+    """The participant's last page: the completion code and the platform's completion link.
+
+    Shown only once the task pages recorded completion (quota reached or nothing left); before that
+    it sends the participant back to work, so the code cannot be had by typing this URL.
+    """
+    study = access.study_get_for_annotator(user=request_user(request), id=pk)
+    participant = access.participant_for_user(request_user(request))
+    if participant is None or participant.study_id != study.pk:
+        raise Http404("this page is for participants who joined through an invitation")
+    if participant.completed_at is None:
+        return redirect("annotate-next", pk=study.pk)
+    done = Assignment.objects.filter(
+        study=study, annotator__user=participant.user_id, status=Assignment.Status.SUBMITTED
+    ).count()
+    return render(
+        request,
+        "annotate/complete.html",
+        {"study": study, "participant": participant, "invitation": participant.invitation, "done": done},
+    )

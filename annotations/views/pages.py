@@ -1,0 +1,23 @@
+"""What every page module shares: the study a page is about and the image sandbox header.
+
+Domain errors raised here (``NotFoundError``, ``NotAllowed``) become 404 and 403 pages in
+``workbench.middleware.DomainErrorMiddleware``, so a page module calls ``study_for_page`` and
+never wraps access checks itself.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+from annotations import access
+from annotations.models import Study
+
+# Uploaded images are served under a sandbox so a crafted file cannot run script in our origin.
+IMAGE_CSP = "default-src 'none'; sandbox"
+# A report table longer than this is cut on the page (its CSV has every row).
+MAX_ROWS_SHOWN = 200
+
+
+def study_for_page(request: HttpRequest, pk: int, **kwargs: bool) -> Study:
+    """``access.study_get_for_user`` for the signed-in user: not found -> 404, not allowed -> 403."""
+    return access.study_get_for_user(user=access.request_user(request), id=pk, **kwargs)

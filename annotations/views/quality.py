@@ -1,0 +1,217 @@
+"""Researcher pages for quality control: settings and control items, marking one item, excluding people.
+
+Thin views: ``access`` decides who may look or change, ``services.controls`` and ``services.quality``
+do the work. The per-annotator quality table is on the progress page (``batch_views.progress``).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotations import access
+from annotations.access import request_user
+from annotations.models import Annotator, Item, Study
+from annotations.protocols.colours import BASIC_COLOURS
+from annotations.selectors import tasks as task_selectors
+from annotations.services import controls as control_services
+from annotations.services import quality as quality_services
+from annotations.views.forms import ControlForm, ExcludeForm, QualitySettingsForm, ReinstateForm, UploadForm
+from annotations.views.pages import study_for_page
+from common.errors import ValidationFailed, WorkbenchError
+from common.uploads import upload_to_temp
+
+CONTROL_SUFFIXES = (".csv", ".jsonl", ".ndjson")
+
+
+def _item(request: HttpRequest, study: Study, item_id: int) -> Item:
+    item = Item.objects.filter(pk=item_id, study=study).prefetch_related("images").first()
+    if item is None:
+        raise Http404("no such item in this study")
+    return item
+
+
+def _annotator(annotator_id: int) -> Annotator:
+    """A human annotator by id (the services check they have work in the study)."""
+    annotator = Annotator.objects.filter(pk=annotator_id, kind=Annotator.Kind.HUMAN).first()
+    if annotator is None:
+        raise Http404("no such annotator")
+    return annotator
+
+
+@login_required
+def study_quality(request: HttpRequest, pk: int) -> HttpResponse:
+    """Settings, control items, gold import and the exclusion history (GET); save settings (POST)."""
+    study = study_for_page(request, pk, researcher=True, write=request.method == "POST")
+    settings = control_services.quality_settings(study)
+    form = QualitySettingsForm(request.POST or None, initial=settings.to_dict())
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                control_services.quality_settings_update(study=study, changes=form.cleaned_data)
+            except WorkbenchError as exc:
+                messages.error(request, f"Settings not saved: {exc.message}")
+            else:
+                messages.success(request, "Quality settings saved.")
+                return redirect("study-quality", pk=pk)
+        else:
+            messages.error(request, "Settings not saved: see the messages next to the fields.")
+    controls = (
+        Item.objects.filter(study=study).exclude(control_kind="").order_by("control_kind", "external_id")
+    )
+    return render(
+        request,
+        "studies/quality.html",
+        {
+            "study": study,
+            "form": form,
+            "controls": controls,
+            "upload_form": UploadForm(),
+            "exclusions": quality_services.exclusion_history(study),
+            "can_write": access.study_can_write(request_user(request), study),
+        },
+    )
+
+
+@login_required
+def study_quality_json(request: HttpRequest, pk: int) -> JsonResponse:
+    """The per-annotator quality report as JSON (the same as ``manage.py quality STUDY --json``)."""
+    study = study_for_page(request, pk, researcher=True)
+    response = JsonResponse(quality_services.quality_report(study=study))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def controls_upload(request: HttpRequest, pk: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True, write=True)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, "Nothing was marked: choose a CSV or JSONL file.")
+        return redirect("study-quality", pk=pk)
+    try:
+        with upload_to_temp(form.cleaned_data["file"], suffixes=CONTROL_SUFFIXES) as path:
+            report = control_services.controls_import(study=study, path=path)
+    except WorkbenchError as exc:
+        messages.error(request, f"Nothing was marked. {exc.message}")
+    else:
+        messages.success(
+            request, f"Marked {report.marked} new control items, replaced the answers of {report.replaced}."
+        )
+    return redirect("study-quality", pk=pk)
+
+
+def _dummy_expert() -> Annotator:
+    # The researcher sees every question (expert-only ones too); nothing is saved for this annotator.
+    return Annotator(kind=Annotator.Kind.HUMAN, pool=Annotator.Pool.EXPERT)
+
+
+@login_required
+def item_control(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
+    """One item as a control: answer the questions whose answer is known, choose gold or attention check."""
+    study = study_for_page(request, pk, researcher=True, write=request.method == "POST")
+    item = _item(request, study, item_id)
+    reader = _dummy_expert()
+    errors: dict[str, str] = {}
+    status = 200
+    form = ControlForm(request.POST or None, initial={"kind": item.control_kind or "gold", "note": item.note})
+    if request.method == "POST":
+        raw = task_selectors.answers_from_form(study=study, item=item, annotator=reader, data=request.POST)
+        answers = {key: answer["value"] for key, answer in raw.items()}
+        if form.is_valid():
+            try:
+                control_services.control_mark(
+                    study=study,
+                    item=item,
+                    kind=form.cleaned_data["kind"],
+                    answers=answers,
+                    note=form.cleaned_data["note"],
+                )
+            except ValidationFailed as exc:
+                errors, status = dict(exc.details), 400
+                messages.error(request, f"Not saved: {exc.message}")
+            else:
+                messages.success(request, f"Item {item.external_id} is a control item.")
+                return redirect("study-item-control", pk=pk, item_id=item.pk)
+        else:
+            status = 400
+        shown = {key: {"value": value} for key, value in answers.items()}
+    else:
+        shown = {key: {"value": value} for key, value in item.control_answers.items()}
+    questions = [
+        view
+        for view in task_selectors.question_views(
+            study=study, item=item, annotator=reader, answers=shown, errors=errors
+        )
+        if view.kind != "boxes"
+    ]
+    return render(
+        request,
+        "studies/control.html",
+        {
+            "study": study,
+            "item": item,
+            "form": form,
+            "questions": questions,
+            "errors": errors,
+            "images": task_selectors.item_images(item),
+            "colours": BASIC_COLOURS,
+            "can_write": access.study_can_write(request_user(request), study),
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_POST
+def item_control_remove(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True, write=True)
+    item = _item(request, study, item_id)
+    control_services.control_unmark(study=study, item=item)
+    messages.success(request, f"Item {item.external_id} is a real item again.")
+    return redirect("study-items" if request.POST.get("next") == "items" else "study-quality", pk=pk)
+
+
+@login_required
+@require_POST
+def annotator_exclude(request: HttpRequest, pk: int, annotator_id: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True, write=True)
+    annotator = _annotator(annotator_id)
+    form = ExcludeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Not excluded: say why (a reason is required).")
+        return redirect("study-progress", pk=pk)
+    try:
+        quality_services.annotator_exclude(
+            study=study, annotator=annotator, user=request_user(request), reason=form.cleaned_data["reason"]
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"Not excluded: {exc.message}")
+    else:
+        messages.success(
+            request,
+            f"{annotator.name} is excluded: their answers no longer count and the consensus was recomputed.",
+        )
+    return redirect("study-progress", pk=pk)
+
+
+@login_required
+@require_POST
+def annotator_reinstate(request: HttpRequest, pk: int, annotator_id: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True, write=True)
+    annotator = _annotator(annotator_id)
+    form = ReinstateForm(request.POST)
+    note = form.cleaned_data["note"] if form.is_valid() else ""
+    try:
+        quality_services.annotator_reinstate(
+            study=study, annotator=annotator, user=request_user(request), note=note
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"Not reinstated: {exc.message}")
+    else:
+        messages.success(request, f"{annotator.name} is reinstated: their answers count again.")
+    return redirect("study-progress", pk=pk)

@@ -1,0 +1,269 @@
+"""Researcher pages for studies: create, look at, import into, export, share, enrol.
+
+Views are thin: forms check shape, services do the work, ``access`` decides who may do it.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotations import access
+from annotations.access import request_user
+from annotations.downloads import streaming_export
+from annotations.models import User
+from annotations.protocols.schema import ProtocolError
+from annotations.selectors import studies as selectors
+from annotations.services import studies as study_services
+from annotations.services.annotation_writes import annotations_import
+from annotations.services.exports import FORMATS, export_job_create, export_size
+from annotations.services.item_import import items_import
+from annotations.views.forms import EnrollForm, ShareForm, StudyCreateForm, StudySettingsForm, UploadForm
+from annotations.views.pages import IMAGE_CSP, study_for_page
+from common.errors import WorkbenchError
+from common.uploads import ANNOTATION_SUFFIXES, ITEM_SUFFIXES, upload_to_temp
+
+
+@login_required
+def study_create(request: HttpRequest) -> HttpResponse:
+    if not request_user(request).is_researcher:
+        return render(
+            request, "errors/forbidden.html", {"message": "Only researchers create studies."}, status=403
+        )
+    form = StudyCreateForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            if data["preset"]:
+                protocol = study_services.protocol_resolve(preset=data["preset"])
+            else:
+                upload = data["protocol_file"]
+                text = upload.read().decode("utf-8", errors="strict")
+                protocol = study_services.protocol_resolve(protocol_text=text, source=upload.name)
+            study = study_services.study_create(
+                owner=request_user(request),
+                name=data["name"],
+                description=data["description"],
+                protocol=protocol,
+                preset=data["preset"] or "",
+                overlap=data["overlap"],
+                lease_minutes=data["lease_minutes"],
+            )
+        except UnicodeDecodeError:
+            form.add_error("protocol_file", "The protocol file is not UTF-8 text.")
+        except (WorkbenchError, ProtocolError) as exc:
+            form.add_error("protocol_file" if not data["preset"] else None, str(getattr(exc, "message", exc)))
+        else:
+            messages.success(request, f"Study “{study.name}” created.")
+            return redirect("study-detail", pk=study.pk)
+    return render(request, "studies/create.html", {"form": form})
+
+
+@login_required
+def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True)
+    context = {
+        "study": study,
+        "protocol": study.protocol_obj,
+        "summary": selectors.study_summary(study),
+        "can_write": access.study_can_write(request_user(request), study),
+        "is_owner": request_user(request).is_admin or study.owner_id == request_user(request).pk,
+        "enrollments": study.enrollments.select_related("user", "user__annotator").order_by("user__username"),
+        "export_jobs": study.export_jobs.filter(requested_by=request_user(request))[:5],
+        "upload_form": UploadForm(),
+        "enroll_form": EnrollForm(),
+        "share_form": ShareForm(),
+        "settings_form": StudySettingsForm(
+            initial={
+                "name": study.name,
+                "description": study.description,
+                "overlap": study.overlap,
+                "lease_minutes": study.lease_minutes,
+                "status": study.status,
+            }
+        ),
+        "formats": FORMATS,
+    }
+    return render(request, "studies/detail.html", context)
+
+
+@login_required
+@require_POST
+def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True)
+    form = StudySettingsForm(request.POST)
+    if not form.is_valid():
+        messages.error(
+            request,
+            "Settings not saved: "
+            + "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()),
+        )
+        return redirect("study-detail", pk=pk)
+    try:
+        if not access.study_can_write(request_user(request), study):
+            raise WorkbenchError("you may read this study but not change it")
+        study_services.study_update(study=study, **form.cleaned_data)
+    except WorkbenchError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Settings saved.")
+    return redirect("study-detail", pk=pk)
+
+
+def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        problem = " ".join(form.errors.get("file", ["Choose a file to import."]))
+        messages.error(request, f"Nothing was imported. {problem}")
+        return redirect("study-detail", pk=pk)
+    try:
+        if not access.study_can_write(request_user(request), study):
+            raise WorkbenchError("you may read this study but not change it")
+        suffixes = ANNOTATION_SUFFIXES if annotations else ITEM_SUFFIXES
+        with upload_to_temp(form.cleaned_data["file"], suffixes=suffixes) as path:
+            if annotations:
+                report = annotations_import(study=study, path=path)
+                messages.success(
+                    request,
+                    f"Imported annotations: {report.created} new, {report.updated} changed, "
+                    f"{report.unchanged} unchanged.",
+                )
+            else:
+                item_report = items_import(study=study, path=path)
+                text = f"Imported {item_report.created} items ({item_report.references} without image files)."
+                if item_report.duplicates:
+                    text += f" Skipped {len(item_report.duplicates)} duplicates: " + ", ".join(
+                        f"{entry['external_id']} ({entry['reason']})" for entry in item_report.duplicates[:10]
+                    )
+                messages.success(request, text)
+    except WorkbenchError as exc:
+        messages.error(request, f"Nothing was imported. {exc.message}")
+    return redirect("study-detail", pk=pk)
+
+
+@login_required
+@require_POST
+def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
+    return _import(request, pk, annotations=False)
+
+
+@login_required
+@require_POST
+def study_import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
+    return _import(request, pk, annotations=True)
+
+
+@login_required
+def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    from django.conf import settings
+
+    study = study_for_page(request, pk, researcher=True)
+    if fmt not in FORMATS:
+        raise Http404("unknown export format")
+    if fmt == "zip" or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
+        export_job_create(study=study, user=request_user(request), fmt=fmt)
+        messages.info(request, "The export is being prepared in the background; its link appears below.")
+        return redirect("study-detail", pk=pk)
+    return streaming_export(study, fmt)
+
+
+@login_required
+def export_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True)
+    job = study.export_jobs.filter(pk=job_id, requested_by=request_user(request), status="done").first()
+    if job is None:
+        raise Http404("no such finished export")
+    return FileResponse(job.file.open("rb"), as_attachment=True, filename=f"study-{study.pk}.{job.format}")
+
+
+@login_required
+@require_POST
+def study_enroll(request: HttpRequest, pk: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True)
+    form = EnrollForm(request.POST)
+    if form.is_valid():
+        user = User.objects.filter(username=form.cleaned_data["username"]).first()
+        if user is None:
+            messages.error(request, f"No account named “{form.cleaned_data['username']}”.")
+        elif not access.study_can_write(request_user(request), study):
+            messages.error(request, "You may read this study but not change it.")
+        else:
+            try:
+                study_services.enrollment_add(study=study, user=user, pool=form.cleaned_data["pool"])
+            except WorkbenchError as exc:
+                messages.error(request, exc.message)
+            else:
+                messages.success(request, f"{user.username} is enrolled.")
+    return redirect("study-detail", pk=pk)
+
+
+@login_required
+@require_POST
+def study_share(request: HttpRequest, pk: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True)
+    form = ShareForm(request.POST)
+    if form.is_valid():
+        other = User.objects.filter(username=form.cleaned_data["username"]).first()
+        try:
+            if other is None:
+                raise WorkbenchError(f"No account named “{form.cleaned_data['username']}”.")
+            access.study_get_for_owner(user=request_user(request), id=study.pk)
+            study_services.study_share(study=study, user=other)
+        except WorkbenchError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"Shared with {other.username}.")
+    return redirect("study-detail", pk=pk)
+
+
+@login_required
+def study_items(request: HttpRequest, pk: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True)
+    queryset = selectors.items_page(study)
+    condition = request.GET.get("condition")
+    if condition:
+        queryset = queryset.filter(condition=condition)
+    page = Paginator(queryset, 48).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "studies/items.html",
+        {
+            "study": study,
+            "page": page,
+            "condition": condition or "",
+            "can_write": access.study_can_write(request_user(request), study),
+        },
+    )
+
+
+@login_required
+def item_image(request: HttpRequest, pk: int, position: int) -> HttpResponse:
+    """An item's image file, to users who may see the item; sandboxed and cached privately."""
+    item = access.item_get_for_user(user=request_user(request), id=pk)
+    image = item.images.filter(position=position).first()
+    if image is None or not image.file:
+        raise Http404("this item has no image there")
+    response = FileResponse(
+        image.file.open("rb"),
+        content_type=image.content_type
+        or mimetypes.guess_type(image.file.name)[0]
+        or "application/octet-stream",
+    )
+    response["Content-Disposition"] = (
+        f'inline; filename="item-{item.pk}-{position}{_suffix(image.file.name)}"'
+    )
+    response["Content-Security-Policy"] = IMAGE_CSP
+    response["Cache-Control"] = "private, max-age=31536000, immutable"
+    return response
+
+
+def _suffix(name: str) -> str:
+    dot = name.rfind(".")
+    return name[dot:] if dot >= 0 else ""

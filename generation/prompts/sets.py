@@ -1,0 +1,137 @@
+"""Choosing a prompt set by name (the papers' designs) or from a researcher's file, and storing it.
+
+Builders live in ``generation/prompts/builders.py``; this module turns a user's choice into a
+``PromptSet`` and a ``PromptSet`` into the JSON a generation job keeps.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from generation.prompts import builders
+from generation.prompts.builders import PromptSet, PromptSpec
+
+DESIGNS = ("ssi", "visage", "biasconnect", "biasconnect-mitigation", "soda", "agent", "file")
+
+
+class PromptSetError(ValueError):
+    """A prompt set that cannot be built; the message says why."""
+
+
+def prompt_set_build(
+    design: str,
+    *,
+    path: Path | None = None,
+    images_per_prompt: int | None = None,
+    limit: int | None = None,
+    name: str | None = None,
+    subject: str | None = None,
+    mitigate: list[str] | None = None,
+    total_images: int = 48,
+) -> PromptSet:
+    """The prompt set of a paper's design (``ssi``, ``visage``, ``biasconnect``, ``soda``), of an
+    agent instruction-pair CSV (``agent`` with ``path``), or of a prompt file (``file``: CSV or
+    JSONL with ``text`` and optional ``condition``, ``images_per_prompt`` and metadata columns),
+    or BiasConnect's prompt-modification mitigation of ``subject`` along the ``mitigate`` axes
+    (``biasconnect-mitigation``, A.7: every combination of their phrases, ``total_images`` split
+    equally, plus the other axes' counterfactuals so the next IS matrix can be measured).
+    ``limit`` keeps the first N prompts (for trying a design on a few prompts first)."""
+    try:
+        if design == "ssi":
+            built = builders.ssi_prompt_set(images_per_prompt=images_per_prompt)
+        elif design == "visage":
+            built = builders.visage_prompt_set(images_per_prompt=images_per_prompt)
+        elif design == "biasconnect":
+            built = builders.biasconnect_prompt_set(images_per_prompt=images_per_prompt)
+        elif design == "biasconnect-mitigation":
+            if not subject or not mitigate:
+                raise PromptSetError("a mitigation set needs a subject (e.g. nurse) and the axes to mitigate")
+            built = builders.biasconnect_mitigation_set(
+                subject, mitigate, total_images=total_images, with_counterfactuals=True, name=name
+            )
+        elif design == "soda":
+            built = builders.soda_prompt_set(images_per_prompt=images_per_prompt)
+        elif design == "agent":
+            if path is None:
+                raise PromptSetError(
+                    "the agent design needs a CSV of instruction pairs (description, subgroup, dimension)"
+                )
+            pairs = builders.read_instruction_pairs(path)
+            built = builders.agent_prompt_set(
+                pairs, **({"images_per_prompt": images_per_prompt} if images_per_prompt else {})
+            )
+        elif design == "file":
+            if path is None:
+                raise PromptSetError("a prompt file is needed (CSV or JSONL with a 'text' column)")
+            built = prompt_set_from_file(path, images_per_prompt=images_per_prompt)
+        else:
+            raise PromptSetError(f"unknown prompt set {design!r}; choose one of {', '.join(DESIGNS)}")
+    except (ValueError, KeyError, OSError) as exc:
+        if isinstance(exc, PromptSetError):
+            raise
+        raise PromptSetError(str(exc)) from exc
+    prompts = built.prompts[:limit] if limit else built.prompts
+    return PromptSet(
+        name=name or built.name,
+        paper=built.paper,
+        prompts=tuple(prompts),
+        parent=built.parent,
+        description=built.description,
+    )
+
+
+def prompt_set_from_file(path: Path, *, images_per_prompt: int | None = None) -> PromptSet:
+    """Prompts from CSV or JSONL: ``text`` (required), ``condition``, ``images_per_prompt``; other
+    fields become metadata. Errors name the row."""
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() == ".csv":
+        rows = [
+            (f"row {number}", dict(row))
+            for number, row in enumerate(csv.DictReader(io.StringIO(text)), start=2)
+        ]
+    else:
+        rows = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append((f"line {number}", json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise PromptSetError(f"{path.name} line {number}: not valid JSON ({exc.msg})") from exc
+    prompts = []
+    for where, row in rows:
+        if not isinstance(row, dict) or not str(row.get("text") or "").strip():
+            raise PromptSetError(f"{path.name} {where}: needs a 'text'")
+        per = row.pop("images_per_prompt", None) or images_per_prompt or 1
+        try:
+            prompts.append(
+                PromptSpec(
+                    text=str(row.pop("text")).strip(),
+                    condition=str(row.pop("condition", "") or "base").strip(),
+                    metadata={key: value for key, value in row.items() if value not in (None, "")},
+                    images_per_prompt=int(per),
+                )
+            )
+        except ValueError as exc:
+            raise PromptSetError(f"{path.name} {where}: {exc}") from exc
+    if not prompts:
+        raise PromptSetError(f"{path.name}: has no prompts")
+    try:
+        return PromptSet(name=path.stem, paper="", prompts=tuple(prompts))
+    except ValueError as exc:
+        raise PromptSetError(f"{path.name}: {exc}") from exc
+
+
+def prompt_set_to_json(prompt_set: PromptSet) -> list[dict[str, Any]]:
+    return [
+        {
+            "text": p.text,
+            "condition": p.condition,
+            "metadata": dict(p.metadata),
+            "images_per_prompt": p.images_per_prompt,
+        }
+        for p in prompt_set.prompts
+    ]

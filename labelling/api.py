@@ -1,0 +1,119 @@
+"""REST API for machine labelling jobs: list/read, create for a registered labeller, cancel, failed attempts."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotations import access
+from annotations.models import Annotator
+from common.errors import ValidationFailed
+from labelling.models import LabelAttempt, LabellingJob
+from labelling.services import labelling_job_cancel, labelling_job_create
+
+
+class LabellingJobSerializer(serializers.ModelSerializer):
+    labeller = serializers.CharField(source="annotator.__str__", read_only=True)
+    progress_percent = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = LabellingJob
+        fields = [
+            "id",
+            "study",
+            "annotator",
+            "labeller",
+            "sample_size",
+            "seed",
+            "status",
+            "cancel_requested",
+            "total_items",
+            "done_items",
+            "answered",
+            "failed",
+            "cached",
+            "skipped",
+            "cost_usd",
+            "progress_percent",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+
+class LabellingJobCreateSerializer(serializers.Serializer):
+    study = serializers.IntegerField()
+    annotator = serializers.IntegerField(help_text="The machine annotator (a registered labeller)")
+    sample_size = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    seed = serializers.IntegerField(required=False, default=0)
+
+
+class LabelAttemptSerializer(serializers.ModelSerializer):
+    item_external_id = serializers.CharField(source="item.external_id", read_only=True)
+
+    class Meta:
+        model = LabelAttempt
+        fields = [
+            "item",
+            "item_external_id",
+            "question_key",
+            "attempt",
+            "raw",
+            "error",
+            "latency_s",
+            "created_at",
+        ]
+
+
+class LabellingJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Machine labelling jobs of your studies (researchers). Labellers are registered by an admin
+    (``manage.py register_labeller`` or the admin), so no user-given endpoint is ever called."""
+
+    serializer_class = LabellingJobSerializer
+    filterset_fields = ["study", "status", "annotator"]
+
+    def get_queryset(self) -> QuerySet[LabellingJob]:
+        if getattr(self, "swagger_fake_view", False):
+            return LabellingJob.objects.none()
+        user = self.request.user
+        if not user.is_researcher:  # type: ignore[union-attr]
+            return LabellingJob.objects.none()
+        return LabellingJob.objects.filter(study__in=access.studies_for_user(user)).select_related(
+            "annotator"
+        )  # type: ignore[arg-type]
+
+    @extend_schema(request=LabellingJobCreateSerializer, responses={201: LabellingJobSerializer})
+    def create(self, request: Request, format: str | None = None) -> Response:
+        data = LabellingJobCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        study = access.study_get_for_user(user=request.user, id=values["study"], write=True)  # type: ignore[arg-type]
+        annotator = Annotator.objects.filter(pk=values["annotator"], kind=Annotator.Kind.MACHINE).first()
+        if annotator is None:
+            raise ValidationFailed(f"no machine labeller {values['annotator']}")
+        job = labelling_job_create(
+            study=study,
+            annotator=annotator,
+            user=request.user,  # type: ignore[arg-type]
+            sample_size=values.get("sample_size"),
+            seed=values["seed"],
+        )
+        return Response(LabellingJobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=LabellingJobSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str, format: str | None = None) -> Response:
+        job = self.get_object()
+        access.study_get_for_user(user=request.user, id=job.study_id, write=True)  # type: ignore[arg-type]
+        return Response(LabellingJobSerializer(labelling_job_cancel(job=job)).data)
+
+    @extend_schema(responses=LabelAttemptSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def attempts(self, request: Request, pk: str, format: str | None = None) -> Response:
+        attempts = self.get_object().attempts.select_related("item")[:1000]
+        return Response(LabelAttemptSerializer(attempts, many=True).data)

@@ -1,0 +1,105 @@
+"""Machine labelling: jobs running a labeller over a study, failed attempts, the answer cache, and
+what labellers compute besides answers (embeddings, captions).
+
+These models lived in ``generation`` before; their tables keep those names (``db_table``), moved by a
+state-only migration, so an existing database keeps its rows.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from common.jobs import BackgroundJob
+
+
+class LabellingJob(BackgroundJob):
+    """A machine labeller (a machine ``Annotator``) run over a study's items, or a seeded sample."""
+
+    study = models.ForeignKey("annotations.Study", on_delete=models.CASCADE, related_name="labelling_jobs")
+    annotator = models.ForeignKey(
+        "annotations.Annotator", on_delete=models.PROTECT, related_name="labelling_jobs"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    sample_size = models.PositiveIntegerField(null=True, blank=True, help_text="None: every item")
+    seed = models.BigIntegerField(default=0)
+    total_items = models.PositiveIntegerField(default=0)
+    done_items = models.PositiveIntegerField(default=0)
+    answered = models.PositiveIntegerField(default=0, help_text="Answers stored")
+    failed = models.PositiveIntegerField(default=0, help_text="Answers that failed every attempt")
+    cached = models.PositiveIntegerField(default=0, help_text="Answers served from the cache")
+    skipped = models.PositiveIntegerField(default=0, help_text="Items already answered by this labeller")
+    cost_usd = models.FloatField(default=0.0)
+
+    class Meta(BackgroundJob.Meta):
+        db_table = "generation_labellingjob"
+
+    def __str__(self) -> str:
+        return f"{self.annotator} on study {self.study_id} ({self.status})"
+
+    @property
+    def progress_percent(self) -> int:
+        return 100 if not self.total_items else min(100, round(100 * self.done_items / self.total_items))
+
+
+class LabelAttempt(models.Model):
+    """An answer a machine gave that was not stored: invalid, unparseable, or an error, with the raw text."""
+
+    job = models.ForeignKey(LabellingJob, on_delete=models.CASCADE, related_name="attempts")
+    item = models.ForeignKey("annotations.Item", on_delete=models.CASCADE, related_name="+")
+    question_key = models.CharField(max_length=64)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    raw = models.TextField(blank=True)
+    error = models.TextField()
+    latency_s = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "generation_labelattempt"
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.question_key} on item {self.item_id}: {self.error[:60]}"
+
+
+class LabelCacheEntry(models.Model):
+    """A model's raw answer for (image hashes, rendered prompt, model, settings): a re-run costs nothing."""
+
+    key = models.CharField(max_length=64, unique=True)
+    raw = models.TextField()
+    usage = models.JSONField(default=dict, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "generation_labelcacheentry"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class ItemFeature(models.Model):
+    """What a machine computed about an item besides answers: CLIP image embeddings (stereotypical
+    pull) and captions (salience)."""
+
+    class Kind(models.TextChoices):
+        EMBEDDING = "embedding", "Image embedding"
+        CAPTIONS = "captions", "Captions"
+
+    item = models.ForeignKey("annotations.Item", on_delete=models.CASCADE, related_name="features")
+    annotator = models.ForeignKey("annotations.Annotator", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    vector = models.BinaryField(null=True, blank=True, help_text="float32 little-endian, one row per image")
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "generation_itemfeature"
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator", "kind"], name="item_feature_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of item {self.item_id}"

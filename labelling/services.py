@@ -1,0 +1,474 @@
+"""Machine labellers in the workbench: registering them, and running them over a study's items.
+
+A labeller is a machine ``Annotator`` whose ``config`` holds its ``kind`` (vlm, clip, blip_vqa,
+captioner, colour, faces, ocr, or a dotted path) and settings. Its version is, unless given, a
+digest of kind and config, so a change of prompt, model or settings is a new version and old
+answers keep pointing at the labeller that gave them.
+
+A labelling job asks the labeller every question of the protocol that applies to each item (options
+resolved for the item, prompts filled in), validates every answer exactly as a human answer is
+validated (``annotations.protocols.answers.clean_answer``), stores valid ones as annotations
+(source ``labeller``), and stores everything else as a ``LabelAttempt`` with the raw output and the
+reason, re-asking failed questions with backoff up to ``max_attempts``. Nothing is coerced or
+dropped silently. Items this labeller has already fully answered are skipped, and VLM answers are
+cached by (image hashes, prompt, model, settings), so a re-run costs nothing for what is answered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from PIL import Image
+
+from annotations.models import Annotation, Annotator, Item, Study, User
+from annotations.protocols.answers import AnswerError, ItemContext, clean_answer
+from annotations.protocols.schema import Question
+from annotations.services.annotation_writes import annotation_save
+from common.errors import ValidationFailed
+from labelling.cache import CachedAnswer
+from labelling.labellers.base import LabelItem, Labeller, LabellerError, LabelOutcome
+from labelling.labellers.registry import LABELLER_CLASSES, get_labeller_class
+from labelling.models import ItemFeature, LabelAttempt, LabelCacheEntry, LabellingJob
+
+Progress = Callable[[LabellingJob], None]
+DEFAULT_BATCH = 8
+LOCAL_MODEL_KINDS = ("clip", "blip_vqa", "captioner")
+
+
+class DbLabelCache:
+    """The label cache in the database (``LabelCacheEntry``), shared by every worker.
+
+    Labellers call it from their own threads; new entries are kept in memory and written by the
+    job's thread (:meth:`flush`, after each batch), so threads never hold database writes."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, CachedAnswer] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> CachedAnswer | None:
+        with self._lock:
+            if key in self._pending:
+                return self._pending[key]
+        entry = LabelCacheEntry.objects.filter(key=key).first()
+        return None if entry is None else CachedAnswer(raw=entry.raw, usage=entry.usage, model=entry.model)
+
+    def set(self, key: str, answer: CachedAnswer) -> None:
+        with self._lock:
+            self._pending[key] = answer
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for key, answer in pending.items():
+            LabelCacheEntry.objects.update_or_create(
+                key=key, defaults={"raw": answer.raw, "usage": dict(answer.usage), "model": answer.model}
+            )
+
+
+def config_version(kind: str, config: dict[str, Any]) -> str:
+    payload = json.dumps({"kind": kind, "config": config}, sort_keys=True, default=str)
+    return "c" + hashlib.sha256(payload.encode()).hexdigest()[:10]
+
+
+@transaction.atomic
+def labeller_register(
+    *, name: str, kind: str, config: dict[str, Any], version: str | None = None
+) -> Annotator:
+    """Register (or find) the machine annotator ``name`` at ``version`` (default: a config digest).
+    The same name and version with a different configuration is refused: that is a new version."""
+    name = name.strip()
+    if not name or len(name) > 150:
+        raise ValidationFailed("a labeller needs a name of 1 to 150 characters")
+    if not isinstance(config, dict):
+        raise ValidationFailed("the labeller configuration must be a JSON object")
+    try:
+        get_labeller_class(kind)
+    except LabellerError as exc:
+        raise ValidationFailed(str(exc)) from exc
+    stored = {**config, "kind": kind}
+    version = version or config_version(kind, config)
+    annotator, created = Annotator.objects.get_or_create(
+        kind=Annotator.Kind.MACHINE, name=name, version=version, defaults={"config": stored}
+    )
+    if not created and annotator.config != stored:
+        raise ValidationFailed(
+            f"labeller {name} {version} exists with another configuration; give a new version"
+        )
+    return annotator
+
+
+def labeller_build(annotator: Annotator) -> Labeller:
+    """The labeller object for a registered machine annotator (VLMs get the database cache)."""
+    config = dict(annotator.config)
+    kind = config.pop("kind", None)
+    if not kind:
+        raise ValidationFailed(f"{annotator} has no labeller kind in its configuration")
+    for key in ("max_attempts", "retry_backoff_s", "job_batch_size", "store_features"):
+        config.pop(key, None)
+    try:
+        cls = get_labeller_class(kind)
+        if kind == "vlm" or LABELLER_CLASSES.get("vlm") == kind:
+            return cls(name=annotator.name, version=annotator.version, config=config, cache=DbLabelCache())  # type: ignore[call-arg]
+        return cls(name=annotator.name, version=annotator.version, config=config)
+    except (LabellerError, OSError, ValueError) as exc:
+        raise ValidationFailed(f"cannot build labeller {annotator}: {exc}") from exc
+
+
+def question_for_labeller(question: Question, item: Item) -> dict[str, Any]:
+    """The question as labellers take it: options resolved and the prompt filled for this item."""
+    return {
+        "key": question.key,
+        "kind": question.kind,
+        "prompt": question.render_prompt(text=item.text or None, metadata=item.metadata),
+        "options": [asdict(option) for option in question.options_for(item.metadata)],
+        "unsure": asdict(question.unsure) if question.unsure else None,
+        "none_option": asdict(question.none_option) if question.none_option else None,
+        "reason": question.reason,
+        "normaliser": question.normaliser,
+        "linked_question": question.linked_question,
+    }
+
+
+@transaction.atomic
+def labelling_job_create(
+    *,
+    study: Study,
+    annotator: Annotator,
+    user: User | None,
+    sample_size: int | None = None,
+    seed: int = 0,
+    enqueue: bool = True,
+) -> LabellingJob:
+    """Queue a labeller over every item of ``study`` or a seeded random sample of ``sample_size``."""
+    if annotator.kind != Annotator.Kind.MACHINE:
+        raise ValidationFailed(f"{annotator} is not a machine labeller")
+    if sample_size is not None and sample_size < 1:
+        raise ValidationFailed("the sample size must be at least 1")
+    job = LabellingJob.objects.create(
+        study=study, annotator=annotator, created_by=user, sample_size=sample_size, seed=seed
+    )
+    if enqueue:
+        from labelling.tasks import label_items_task
+
+        # Local models want a GPU worker; API labellers and rules run anywhere.
+        queue = "gpu" if annotator.config.get("kind") in LOCAL_MODEL_KINDS else "celery"
+        transaction.on_commit(lambda: label_items_task.apply_async((job.pk,), queue=queue))
+    return job
+
+
+def labelling_job_cancel(*, job: LabellingJob) -> LabellingJob:
+    LabellingJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+    LabellingJob.objects.filter(pk=job.pk, status=LabellingJob.Status.PENDING).update(
+        status=LabellingJob.Status.CANCELLED, finished_at=timezone.now()
+    )
+    job.refresh_from_db()
+    return job
+
+
+def job_items(job: LabellingJob) -> list[int]:
+    """The job's item ids: all, or a sample drawn with ``random.Random(seed)`` from the sorted ids."""
+    ids = list(Item.objects.filter(study=job.study).order_by("id").values_list("id", flat=True))
+    if job.sample_size is not None and job.sample_size < len(ids):
+        ids = sorted(random.Random(job.seed).sample(ids, job.sample_size))
+    return ids
+
+
+def _label_item(item: Item) -> tuple[LabelItem | None, str | None]:
+    images: list[Image.Image] = []
+    hashes: list[str] = []
+    for image in item.images.all():
+        if not image.file:
+            continue
+        with image.file.open("rb") as handle:
+            images.append(Image.open(handle).convert("RGB"))
+        hashes.append(image.sha256)
+    if item.kind != Item.Kind.TEXT and not images:
+        return None, "the item has no image file (a reference item): nothing to look at"
+    return LabelItem(
+        item_id=item.pk,
+        images=images,
+        text=item.text or None,
+        metadata=dict(item.metadata),
+        image_sha256=hashes,
+    ), None
+
+
+def _finish(job_id: int, status: str, error: str = "") -> LabellingJob:
+    LabellingJob.objects.filter(pk=job_id).update(status=status, error=error, finished_at=timezone.now())
+    return LabellingJob.objects.get(pk=job_id)
+
+
+def labelling_job_run(
+    *, job_id: int, progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep
+) -> LabellingJob:
+    """Run a pending labelling job (claimed compare-and-set); see the module docstring."""
+    claimed = LabellingJob.objects.filter(pk=job_id, status=LabellingJob.Status.PENDING).update(
+        status=LabellingJob.Status.RUNNING, started_at=timezone.now()
+    )
+    job = LabellingJob.objects.select_related("study", "annotator").get(pk=job_id)
+    if not claimed:
+        return job
+    try:
+        labeller = labeller_build(job.annotator)
+    except ValidationFailed as exc:
+        return _finish(job.pk, LabellingJob.Status.FAILED, exc.message)
+    config = job.annotator.config
+    max_attempts = int(config.get("max_attempts", 3 if config.get("kind") == "vlm" else 1))
+    backoff = float(config.get("retry_backoff_s", 2.0))
+    batch_size = int(config.get("job_batch_size", DEFAULT_BATCH))
+    protocol = job.study.protocol_obj
+    ids = job_items(job)
+    LabellingJob.objects.filter(pk=job.pk).update(total_items=len(ids))
+    answered_before = set(
+        Annotation.objects.filter(annotator=job.annotator, item_id__in=ids).values_list(
+            "item_id", "question_key"
+        )
+    )
+    try:
+        for start in range(0, len(ids), batch_size):
+            if LabellingJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
+                return _finish(job.pk, LabellingJob.Status.CANCELLED)
+            items = list(
+                Item.objects.filter(pk__in=ids[start : start + batch_size])
+                .prefetch_related("images")
+                .order_by("id")
+            )
+            _label_batch(job, labeller, protocol, items, answered_before, max_attempts, backoff, sleep)
+            cache = getattr(labeller, "cache", None)
+            if isinstance(cache, DbLabelCache):
+                cache.flush()
+            if progress is not None:
+                progress(LabellingJob.objects.get(pk=job.pk))
+    finally:
+        close = getattr(labeller, "close", None)
+        if callable(close):
+            close()
+    return _finish(job.pk, LabellingJob.Status.DONE)
+
+
+def _label_batch(
+    job: LabellingJob,
+    labeller: Labeller,
+    protocol: Any,
+    items: Sequence[Item],
+    answered_before: set[tuple[int, str]],
+    max_attempts: int,
+    backoff: float,
+    sleep: Callable[[float], None],
+) -> None:
+    # Items that need the same resolved questions go to the labeller together (batched models).
+    groups: dict[str, tuple[list[Item], list[dict[str, Any]]]] = {}
+    for item in items:
+        questions = [
+            q
+            for q in protocol.questions_for(item.metadata)
+            if labeller.supports(question_for_labeller(q, item))
+        ]
+        if questions and all((item.pk, q.key) in answered_before for q in questions):
+            LabellingJob.objects.filter(pk=job.pk).update(
+                skipped=F("skipped") + 1, done_items=F("done_items") + 1
+            )
+            continue
+        resolved = [question_for_labeller(q, item) for q in questions]
+        key = json.dumps(resolved, sort_keys=True)
+        groups.setdefault(key, ([], resolved))[0].append(item)
+    for group_items, resolved in groups.values():
+        label_items: list[LabelItem] = []
+        by_id: dict[int, Item] = {}
+        for item in group_items:
+            label_item, problem = _label_item(item)
+            if problem is not None:
+                for question in resolved:
+                    LabelAttempt.objects.create(
+                        job=job, item=item, question_key=question["key"], error=problem
+                    )
+                LabellingJob.objects.filter(pk=job.pk).update(
+                    failed=F("failed") + len(resolved), done_items=F("done_items") + 1
+                )
+                continue
+            label_items.append(label_item)
+            by_id[item.pk] = item
+        if not label_items:
+            continue
+        retry: dict[int, list[dict[str, Any]]] = {}
+        for item_id, item_outcomes in _by_item(labeller.label(label_items, resolved)).items():
+            failed_keys = _store(job, by_id[item_id], protocol, item_outcomes, 1, final=max_attempts == 1)
+            retry[item_id] = [q for q in resolved if q["key"] in failed_keys]
+        for attempt in range(2, max_attempts + 1):
+            retry = {item_id: questions for item_id, questions in retry.items() if questions}
+            if not retry:
+                break
+            sleep(min(backoff * 2 ** (attempt - 2), 60.0))
+            for label_item in label_items:
+                questions = retry.get(label_item.item_id)
+                if not questions:
+                    continue
+                failed_keys = _store(
+                    job,
+                    by_id[label_item.item_id],
+                    protocol,
+                    labeller.label([label_item], questions),
+                    attempt,
+                    final=attempt == max_attempts,
+                )
+                retry[label_item.item_id] = [q for q in questions if q["key"] in failed_keys]
+        _store_features(job, labeller, label_items)
+        LabellingJob.objects.filter(pk=job.pk).update(done_items=F("done_items") + len(label_items))
+
+
+def _by_item(outcomes: Sequence[LabelOutcome]) -> dict[Any, list[LabelOutcome]]:
+    grouped: dict[Any, list[LabelOutcome]] = {}
+    for outcome in outcomes:
+        grouped.setdefault(outcome.item_id, []).append(outcome)
+    return grouped
+
+
+def _store(
+    job: LabellingJob,
+    item: Item,
+    protocol: Any,
+    outcomes: Sequence[LabelOutcome],
+    attempt: int,
+    *,
+    final: bool,
+) -> set[str]:
+    """Validate and store one item's outcomes; returns the keys that failed (to re-ask)."""
+    context = ItemContext(
+        metadata=item.metadata,
+        image_sizes=[
+            (image.width, image.height) if image.width and image.height else None
+            for image in item.images.all()
+        ],
+    )
+    values = {outcome.question_key: outcome.value for outcome in outcomes if outcome.ok}
+    failed: set[str] = set()
+    answered = cached = 0
+    cost = 0.0
+    # Boxes after the multi questions they are linked to.
+    for outcome in sorted(
+        outcomes,
+        key=lambda o: (
+            protocol.has_question(o.question_key) and protocol.question(o.question_key).kind == "boxes"
+        ),
+    ):
+        cost += outcome.cost_usd or 0.0
+        question = (
+            protocol.question(outcome.question_key) if protocol.has_question(outcome.question_key) else None
+        )
+        error = outcome.error
+        answer = None
+        if error is None and question is None:
+            error = f"'{outcome.question_key}' is not a question of this protocol"
+        if error is None and question is not None:
+            if question.show_if is not None:
+                parent = values.get(question.show_if["question"])
+                if parent is None or str(parent) not in question.show_if["in"]:
+                    LabelAttempt.objects.create(
+                        job=job,
+                        item=item,
+                        question_key=outcome.question_key,
+                        attempt=attempt,
+                        raw=outcome.raw,
+                        error=f"not asked: '{question.show_if['question']}' is not one of "
+                        f"{', '.join(question.show_if['in'])}",
+                        latency_s=outcome.latency_s,
+                    )
+                    continue
+            selected = None
+            if question.kind == "boxes" and question.linked_question:
+                selected = values.get(question.linked_question)
+                if selected is None:
+                    stored = Annotation.objects.filter(
+                        item=item, annotator=job.annotator, question_key=question.linked_question
+                    ).first()
+                    selected = stored.value if stored is not None else []
+            try:
+                answer = clean_answer(
+                    question,
+                    outcome.value,
+                    context=context,
+                    protocol=protocol,
+                    reason=outcome.reason or "",
+                    selected=selected,
+                )
+            except AnswerError as exc:
+                error = f"invalid answer: {exc.message}"
+        if error is not None or answer is None:
+            LabelAttempt.objects.create(
+                job=job,
+                item=item,
+                question_key=outcome.question_key,
+                attempt=attempt,
+                raw=outcome.raw[:20000],
+                error=error or "no answer",
+                latency_s=outcome.latency_s,
+            )
+            failed.add(outcome.question_key)
+            values.pop(outcome.question_key, None)
+            continue
+        annotation_save(
+            item=item,
+            annotator=job.annotator,
+            answer=answer,
+            source=Annotation.Source.LABELLER,
+            time_spent_ms=int(outcome.latency_s * 1000),
+        )
+        answered += 1
+        cached += int(outcome.cached)
+    LabellingJob.objects.filter(pk=job.pk).update(
+        answered=F("answered") + answered,
+        cached=F("cached") + cached,
+        cost_usd=F("cost_usd") + cost,
+        failed=F("failed") + (len(failed) if final else 0),
+    )
+    return failed
+
+
+def _store_features(job: LabellingJob, labeller: Labeller, items: Sequence[LabelItem]) -> None:
+    """CLIP embeddings (stereotypical pull) and captions (salience), when the labeller makes them."""
+    if job.annotator.config.get("store_features") is False:
+        return
+    with_images = [item for item in items if item.images]
+    if not with_images:
+        return
+    embed = getattr(labeller, "embed_images", None)
+    if callable(embed):
+        for item in with_images:
+            vectors = np.asarray(embed(item.images), dtype="<f4")
+            ItemFeature.objects.update_or_create(
+                item_id=item.item_id,
+                annotator=job.annotator,
+                kind=ItemFeature.Kind.EMBEDDING,
+                defaults={"vector": vectors.tobytes(), "data": {"shape": list(vectors.shape)}},
+            )
+    caption = getattr(labeller, "caption_images", None)
+    if callable(caption):
+        for item in with_images:
+            ItemFeature.objects.update_or_create(
+                item_id=item.item_id,
+                annotator=job.annotator,
+                kind=ItemFeature.Kind.CAPTIONS,
+                defaults={"data": {"captions": caption(item.images)}},
+            )
+
+
+def item_embeddings(*, study: Study, annotator: Annotator) -> dict[int, np.ndarray]:
+    """Stored embeddings by item id (rows: the item's images)."""
+    result = {}
+    for feature in ItemFeature.objects.filter(
+        item__study=study, annotator=annotator, kind=ItemFeature.Kind.EMBEDDING
+    ):
+        shape = tuple(feature.data.get("shape", (-1,)))
+        result[feature.item_id] = np.frombuffer(bytes(feature.vector), dtype="<f4").reshape(shape)
+    return result

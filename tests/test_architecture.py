@@ -1,0 +1,190 @@
+"""The layout's rules, checked on the source (docs/architecture.md says why each rule exists).
+
+Every import counts, including the ones inside functions: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("workbench", "common", "metrics", "annotations", "generation", "labelling")
+# Which top-level packages each package may import (besides itself and third-party libraries).
+MAY_IMPORT = {
+    "metrics": set(),
+    "common": set(),
+    "annotations": {"common", "metrics"},
+    "generation": {"annotations", "common", "metrics"},
+    "labelling": {"annotations", "common", "metrics"},
+    "workbench": {"annotations", "generation", "labelling", "common", "metrics"},
+}
+# Modules that compose apps the way ``workbench`` does, named in docs/architecture.md.
+COMPOSITION_POINTS = {
+    "annotations.management.commands.setup_demo": {"labelling"},
+}
+PAGE_MODULES = {
+    "annotations.views.studies",
+    "annotations.views.annotate",
+    "annotations.views.agreement",
+    "annotations.views.compare",
+    "annotations.views.findings",
+    "annotations.views.invitations",
+    "annotations.views.join",
+    "annotations.views.progress",
+    "annotations.views.quality",
+    "generation.views",
+    "labelling.views",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if "migrations" not in path.parts:
+                found[_module_name(path)] = path
+    return found
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            out.add(base)
+            out.update(f"{base}.{alias.name}" for alias in node.names)
+    return {m for m in out if m.split(".")[0] in PACKAGES}
+
+
+MODULES = _modules()
+GRAPH = {
+    name: {m for m in _imports(path, name) if m in MODULES and m != name} for name, path in MODULES.items()
+}
+
+
+def test_packages_import_only_the_layers_below_them() -> None:
+    wrong = []
+    for name, targets in GRAPH.items():
+        top = name.split(".")[0]
+        allowed = MAY_IMPORT[top] | {top} | COMPOSITION_POINTS.get(name, set())
+        wrong += [f"{name} imports {t}" for t in sorted(targets) if t.split(".")[0] not in allowed]
+    assert wrong == []
+
+
+def test_no_page_imports_another_page_or_the_api_and_no_command_is_imported() -> None:
+    wrong = []
+    for name, targets in GRAPH.items():
+        for target in targets:
+            if name in PAGE_MODULES and target in PAGE_MODULES:
+                wrong.append(f"page {name} imports page {target}")
+            if ".api." in f".{target}." and ".api." not in f".{name}." and not name.endswith("urls"):
+                wrong.append(f"{name} imports the API module {target}")
+            if ".views" in target and not (
+                name.endswith("urls") or ".views" in name or name.startswith("workbench")
+            ):
+                wrong.append(f"{name} imports the page module {target}")
+            if ".management.commands." in target and not target.endswith("._common"):
+                wrong.append(f"{name} imports the command {target}")
+    assert wrong == []
+
+
+def test_services_and_selectors_stay_below_pages_and_tasks() -> None:
+    wrong = []
+    for name, targets in GRAPH.items():
+        if ".services" in name or ".selectors" in name or name.endswith(("access", "models")):
+            wrong += [
+                f"{name} imports {t}"
+                for t in targets
+                if any(part in t.split(".") for part in ("views", "api", "tasks", "urls", "management"))
+            ]
+        if ".selectors" in name:
+            wrong += [f"selector {name} imports the service {t}" for t in targets if ".services" in t]
+    assert wrong == []
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in GRAPH[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(GRAPH):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle() -> None:
+    # A package's __init__ importing its own modules is not a circle worth reporting.
+    assert [
+        c for c in _cycles() if not all(m.startswith(c[0].split(".")[0]) and m.count(".") == 0 for m in c)
+    ] == []
+
+
+@pytest.mark.parametrize("doc", ["docs/architecture.md"])
+def test_every_path_the_map_names_exists(doc: str) -> None:
+    text = (ROOT / doc).read_text()
+    named = set(
+        re.findall(
+            r"`((?:workbench|common|metrics|annotations|generation|labelling|templates|tests|static|docs)"
+            r"/[\w/.-]*)`",
+            text,
+        )
+    )
+    assert named, "the map names no path"
+    missing = sorted(p for p in named if "*" not in p and "<" not in p and not (ROOT / p).exists())
+    assert missing == []
+
+
+def test_the_map_names_every_package() -> None:
+    text = (ROOT / "docs/architecture.md").read_text()
+    packages = defaultdict(list)
+    for name, path in MODULES.items():
+        if path.name == "__init__.py" and name.count(".") <= 2:
+            packages[name.split(".")[0]].append(name)
+    unnamed = [
+        name for names in packages.values() for name in names if f"`{name.replace('.', '/')}/`" not in text
+    ]
+    assert unnamed == []
