@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from rest_framework.test import APIClient
-
     from annotations.models import Study, User
 
 
@@ -73,12 +71,3 @@ def study(owner: User) -> Study:
     from tests.factories import StudyFactory
 
     return StudyFactory(owner=owner)
-
-
-def client_for(user: User | None) -> APIClient:
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    if user is not None:
-        client.force_authenticate(user)
-    return client

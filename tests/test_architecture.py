@@ -188,3 +188,15 @@ def test_the_map_names_every_package() -> None:
         name for names in packages.values() for name in names if f"`{name.replace('.', '/')}/`" not in text
     ]
     assert unnamed == []
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared test code lives in helpers (tests/helpers.py, tests/*/builders.py, conftest fixtures)."""
+    wrong = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests"):
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+                if any(n.rsplit(".", 1)[-1].startswith("test_") or n.endswith("conftest") for n in names):
+                    wrong.append(f"{path.relative_to(ROOT)} imports {node.module}")
+    assert wrong == []

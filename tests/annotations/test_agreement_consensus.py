@@ -16,8 +16,8 @@ from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.consensus import adjudication_queue, consensus_adjudicate, consensus_compute
 from annotations.services.studies import enrollment_add
 from common.errors import ValidationFailed
-from tests.conftest import client_for
 from tests.factories import ItemFactory, UserFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,6 @@ import io
 import json
 
 import pytest
-from django.core.files.base import ContentFile
 from django.test import Client
 from PIL import Image
 
@@ -17,12 +16,11 @@ from annotations.models import (
     Assignment,
     Enrollment,
     Item,
-    ItemImage,
     RevealLog,
     Study,
 )
 from annotations.services.studies import enrollment_add
-from tests.annotations.imagefiles import png_bytes
+from tests.annotations.builders import image_item
 from tests.factories import ItemFactory, MachineAnnotatorFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -32,22 +30,6 @@ def login(user) -> Client:  # type: ignore[no-untyped-def]
     client = Client()
     client.force_login(user)
     return client
-
-
-def image_item(study: Study, name: str, size: tuple[int, int] = (2000, 1000)) -> Item:
-    item = ItemFactory(study=study, external_id=name, is_reference=False)
-    image = ItemImage(
-        item=item,
-        position=0,
-        width=size[0],
-        height=size[1],
-        content_type="image/png",
-        sha256=f"{name:0>64}"[:64],
-        original_name=f"{name}.png",
-    )
-    image.file.save(f"{name}.png", ContentFile(png_bytes(size=size)), save=False)
-    image.save()
-    return item
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 from annotations.models import Annotation, Enrollment, Item, Study
 from annotations.services.studies import enrollment_add
 from tests.annotations.imagefiles import png_bytes
-from tests.conftest import client_for
 from tests.factories import EXAMPLE_PROTOCOL, ItemFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ import pytest
 
 from annotations.models import Annotation, Assignment
 from annotations.services.studies import enrollment_add
-from tests.conftest import client_for
 from tests.factories import ItemFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

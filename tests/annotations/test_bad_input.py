@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from tests.annotations.test_participant_scope import INT_PARAMETERS, OTHER_PARAMETERS, PLACEHOLDER, every_url
+from tests.annotations.url_walk import INT_PARAMETERS, OTHER_PARAMETERS, PLACEHOLDER, every_url
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,9 +9,9 @@ import pytest
 from annotations.models import Annotation
 from annotations.services.exports import export_coco
 from annotations.services.studies import enrollment_add
-from tests.annotations.test_annotate_pages import image_item
-from tests.conftest import client_for
+from tests.annotations.builders import image_item
 from tests.factories import MachineAnnotatorFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotations.models import Study, User
-from annotations.protocols.schema import load_preset
 from annotations.selectors.comparison import (
     ComparisonSide,
     comparison_long_rows,
@@ -22,45 +21,10 @@ from annotations.selectors.comparison import (
 )
 from annotations.services.studies import enrollment_add, study_share
 from common.errors import ValidationFailed
-from tests.annotations import test_metrics_report
-from tests.annotations.test_metrics_report import _subgroup_study, make_study
-from tests.conftest import client_for
+from tests.annotations.builders import A_MARKED, B_MARKED, OCCUPATIONAL, make_study, ssi_study, subgroup_study
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
-visage_studies = test_metrics_report.visage_studies  # the fixture: one markers and one visual-ness study
-
-OCCUPATIONAL = [
-    q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})
-]
-
-
-def ssi_study(owner: User, name: str, model: str, marked: dict[tuple[str, str], int]) -> Study:
-    """An ssi-rubric study of one model: (query, condition) -> how many of the 9 rubric items are marked
-    (the first n in the rubric's order), one human label each."""
-    items = [
-        {
-            "external_id": f"{q}-{c}",
-            "model": model,
-            "condition": c,
-            "metadata": {"category": "occupational", "query": q},
-        }
-        for q, c in marked
-    ]
-    answers = [
-        {"item": f"{q}-{c}", "annotator": "h1", "question": k, "value": int(i < n)}
-        for (q, c), n in marked.items()
-        for i, k in enumerate(OCCUPATIONAL)
-    ]
-    study = make_study(owner, "ssi-rubric", items, answers)
-    study.name = name
-    study.save(update_fields=["name"])
-    return study
-
-
-# Study A (model m-a): SSI q1 3/9 -> 0/9, q2 6/9 -> 2/9: initial mean 1/2, refined 1/9, drop 7/9.
-A_MARKED = {("q1", "initial"): 3, ("q1", "refined"): 0, ("q2", "initial"): 6, ("q2", "refined"): 2}
-# Study B (model m-b): q1 9/9 -> 3/9, q2 3/9 -> 3/9: initial mean 2/3, refined 1/3, drop 1/2.
-B_MARKED = {("q1", "initial"): 9, ("q1", "refined"): 3, ("q2", "initial"): 3, ("q2", "refined"): 3}
 
 
 @pytest.fixture
@@ -132,7 +96,7 @@ def test_initial_vs_refined_inside_one_study(two_models) -> None:  # type: ignor
 
 def test_same_study_two_sources(owner) -> None:  # type: ignore[no-untyped-def]
     # Human labels female, female, male; the machine's female, male, male (pair cook/female).
-    study = _subgroup_study(owner)
+    study = subgroup_study(owner)
     comparison = compare(ComparisonSide(study=study), ComparisonSide(study=study, source="vlm@1"))
     (row,) = rows_of(comparison, "agent_scores")
     assert (row["majority [A]"], row["majority [B]"]) == ("female", "male")
@@ -180,7 +144,7 @@ def test_groups_on_one_side_only_and_three_sides(owner, two_models) -> None:  # 
 
 def test_different_protocols_only_in(owner, two_models) -> None:  # type: ignore[no-untyped-def]
     a, _b = two_models
-    comparison = compare(ComparisonSide(study=a), ComparisonSide(study=_subgroup_study(owner)))
+    comparison = compare(ComparisonSide(study=a), ComparisonSide(study=subgroup_study(owner)))
     assert comparison["tables"] == []
     assert [t["key"] for t in comparison["only_in"]["A"]] == [
         "ssi_cells",

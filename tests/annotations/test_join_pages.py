@@ -13,8 +13,8 @@ from django.utils import timezone
 from annotations.models import Invitation, Participant, Study, User
 from annotations.services.invitations import invitation_create
 from annotations.services.studies import enrollment_add
-from tests.conftest import client_for
 from tests.factories import ItemFactory, UserFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

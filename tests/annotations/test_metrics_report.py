@@ -11,15 +11,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotations.models import Study, User
 from annotations.protocols.schema import load_preset
 from annotations.selectors.findings.report import metrics_report
 from annotations.selectors.labels import labels_for
-from annotations.services.annotation_writes import annotations_import_records
-from annotations.services.item_import import items_import_records
-from annotations.services.studies import enrollment_add, study_create
-from tests.annotations.test_visage_import import HEADER, ratings, screen, seegull
-from tests.conftest import client_for
+from annotations.services.studies import enrollment_add
+from tests.annotations.builders import make_study, subgroup_study
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -36,50 +33,6 @@ def assert_figures(report: dict[str, Any]) -> None:
     for figure in report["figures"]:
         for fmt in ("png", "svg"):
             assert figure_render(report, figure["table"], figure["params"], fmt), figure["key"]
-
-
-def make_study(owner: User, preset: str, items: list[dict[str, Any]], answers: list[dict[str, Any]]) -> Study:
-    study = study_create(owner=owner, name=preset, protocol=load_preset(preset))
-    items_import_records(study=study, records=[(f"row {i}", r) for i, r in enumerate(items)])
-    annotations_import_records(study=study, records=list(enumerate(answers, start=1)))
-    return study
-
-
-@pytest.fixture
-def visage_studies(owner: User, tmp_path) -> dict[str, Study]:  # type: ignore[no-untyped-def]
-    attrs = ["hat", "poor", "cheerful", "tall"]
-    text = (
-        HEADER
-        + screen("A0", "Xland1.png", "Xland", attrs, {"hat": "['1,1', '9,9']"})
-        + screen("A0", "Xland1.png", "Xland", attrs)
-        + screen("A0", "Xland1.png", "Xland", attrs, {"hat": "['1,1', '9,9']", "poor": "['2,2', '8,8']"})
-        + screen(
-            "A0",
-            "Xland1.png",
-            "Xland",
-            ["sombrero", "poor", "cheerful", "tall"],
-            {"sombrero": "['1,1', '5,5']"},
-        )
-    )
-    (tmp_path / "a.csv").write_text(text)
-    out = io.StringIO()
-    call_command(
-        "import_visage",
-        "--annotations",
-        str(tmp_path / "a.csv"),
-        "--seegull",
-        str(seegull(tmp_path / "s.csv")),
-        "--visual-attributes",
-        str(
-            ratings(
-                tmp_path / "r.xlsx",
-                [("hat", 5, 4, 5), ("sombrero", 5, 5, 5), ("poor", 4, 4, 2), ("hat", 5, 4, 5)],
-            )
-        ),
-        stdout=out,
-    )
-    ids = json.loads(out.getvalue())["studies"]
-    return {key: Study.objects.get(pk=pk) for key, pk in ids.items()}
 
 
 def test_visage_from_every_judgement(visage_studies) -> None:  # type: ignore[no-untyped-def]
@@ -139,37 +92,8 @@ def test_unknown_source_and_judgements_where_they_do_not_apply(owner) -> None:  
         call_command("metrics", str(study.pk), "--source", "judgements", stdout=io.StringIO())
 
 
-def _subgroup_study(owner: User) -> Study:
-    items = [
-        {
-            "external_id": f"i{n}",
-            "prompt": "people who cook",
-            "metadata": {"dimension": "gender", "subgroup": "female", "pair": "cook/female"},
-        }
-        for n in (1, 2, 3)
-    ]
-    human = ["female", "female", "male"]
-    machine = ["female", "male", "male"]
-    answers = [
-        {"item": f"i{n}", "annotator": "h1", "question": "gender", "value": v}
-        for n, v in zip((1, 2, 3), human, strict=True)
-    ]
-    answers += [
-        {
-            "item": f"i{n}",
-            "annotator": "vlm",
-            "annotator_kind": "machine",
-            "annotator_version": "1",
-            "question": "gender",
-            "value": v,
-        }
-        for n, v in zip((1, 2, 3), machine, strict=True)
-    ]
-    return make_study(owner, "subgroup", items, answers)
-
-
 def test_agent_scores_and_machine_vs_human(owner) -> None:  # type: ignore[no-untyped-def]
-    study = _subgroup_study(owner)
+    study = subgroup_study(owner)
     report = metrics_report(study=study)
     (score,) = table(report, "agent_scores")
     assert (score["majority"], score["detected"], score["n"]) == ("female", True, 3)
@@ -258,7 +182,7 @@ def test_soda_bds_of_disjoint_colours(owner) -> None:  # type: ignore[no-untyped
     [("owner", 200), ("admin", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)],
 )
 def test_metrics_api_permissions(role, status, owner, other_researcher, annotator_user, admin_user) -> None:  # type: ignore[no-untyped-def]
-    study = _subgroup_study(owner)
+    study = subgroup_study(owner)
     enrollment_add(study=study, user=annotator_user)
     user = {
         "owner": owner,
@@ -279,7 +203,7 @@ def test_metrics_api_permissions(role, status, owner, other_researcher, annotato
 
 
 def test_metrics_api_source(owner) -> None:  # type: ignore[no-untyped-def]
-    study = _subgroup_study(owner)
+    study = subgroup_study(owner)
     client = client_for(owner)
     assert client.get(f"/api/studies/{study.pk}/metrics/?source=vlm@1").json()["source"] == "vlm@1"
     bad = client.get(f"/api/studies/{study.pk}/metrics/?source=nobody")
@@ -290,7 +214,7 @@ def test_metrics_api_source(owner) -> None:  # type: ignore[no-untyped-def]
     ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 302)]
 )
 def test_findings_page_permissions(role, status, owner, other_researcher, annotator_user, client) -> None:  # type: ignore[no-untyped-def]
-    study = _subgroup_study(owner)
+    study = subgroup_study(owner)
     enrollment_add(study=study, user=annotator_user)
     user = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[role]
     if user is not None:
@@ -307,7 +231,7 @@ def test_findings_page_permissions(role, status, owner, other_researcher, annota
 
 
 def test_findings_page_tables_csv_and_figures(owner, client) -> None:  # type: ignore[no-untyped-def]
-    study = _subgroup_study(owner)
+    study = subgroup_study(owner)
     client.force_login(owner)
     page = client.get(f"/studies/{study.pk}/findings/").content.decode()
     assert "Stereotype score per instruction pair" in page and "cook/female" in page

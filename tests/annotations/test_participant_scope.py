@@ -14,10 +14,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.admindocs.views import extract_views_from_urlpatterns, simplify_regex
 from django.core.files.base import ContentFile
 from django.test import Client
-from django.urls import get_resolver
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -26,6 +24,7 @@ from annotations.services.assignment import assignment_claim_next
 from annotations.services.invitations import PlatformIds, invitation_create, participant_join
 from annotations.services.studies import enrollment_add
 from tests.annotations.imagefiles import png_bytes
+from tests.annotations.url_walk import INT_PARAMETERS, OTHER_PARAMETERS, PLACEHOLDER, every_url
 from tests.factories import StudyFactory, UserFactory
 from workbench.middleware import PARTICIPANT_REDIRECTS, PARTICIPANT_URL_NAMES
 
@@ -40,27 +39,6 @@ FOREIGN = {
     "neighbour_assignment": 9006,
     "neighbour_item": 9007,
 }
-INT_PARAMETERS = {
-    "pk",
-    "id",
-    "item_id",
-    "job_id",
-    "invitation_id",
-    "annotator_id",
-    "object_id",
-    "content_type_id",
-}
-OTHER_PARAMETERS = {
-    "position": "0",
-    "fmt": "csv",
-    "key": "soda",
-    "verb": "cancel",
-    "token": "not-a-token",
-    "format": "json",
-    "url": "annotations/study/",
-    "app_label": "annotations",
-}
-PLACEHOLDER = re.compile(r"<(?:(\w+):)?(\w+)>")
 
 
 def _image_item(study: Study, name: str, **extra: Any) -> Item:
@@ -136,16 +114,6 @@ def world(_media_root: Any) -> dict[str, Any]:
         "neighbour": neighbour,
         "owner": owner,
     }
-
-
-def every_url() -> list[tuple[str, str | None]]:
-    """(path template with <params>, the URL's full name) for every pattern the project serves."""
-    urls = []
-    for _view, regex, namespaces, name in extract_views_from_urlpatterns(get_resolver().url_patterns):
-        template = simplify_regex(regex).replace("\\.", ".")
-        full_name = ":".join([*(namespaces or []), name]) if name else None
-        urls.append((template, full_name))
-    return urls
 
 
 def fill(template: str, ints: dict[str, int]) -> str:

@@ -20,8 +20,8 @@ from annotations.services.invitations import (
     participant_join,
 )
 from annotations.services.studies import enrollment_add
-from tests.conftest import client_for
 from tests.factories import ItemFactory, UserFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)

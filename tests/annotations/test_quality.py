@@ -43,8 +43,8 @@ from annotations.services.quality import (
 )
 from annotations.services.studies import enrollment_add, study_create
 from common.errors import Conflict, ImportRefused, ValidationFailed
-from tests.conftest import client_for
 from tests.factories import ItemFactory, UserFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -18,8 +18,8 @@ from annotations.services.assignment import assignment_submit
 from annotations.services.consensus import consensus_compute
 from annotations.services.controls import control_mark, quality_settings
 from annotations.services.studies import enrollment_add
-from tests.conftest import client_for
 from tests.factories import ItemFactory, UserFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

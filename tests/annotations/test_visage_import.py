@@ -4,61 +4,15 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
-import openpyxl
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotations.models import Annotation, Annotator, Item, StereotypeEntry, Study
+from tests.annotations.builders import HEADER, ratings, screen, seegull
 
 pytestmark = pytest.mark.django_db
-
-HEADER = "worker_id,img,identity,attribute,present,coords\n"
-
-
-def screen(task: str, img: str, identity: str, attrs: list[str], yes: dict[str, str] | None = None) -> str:
-    yes = yes or {}
-    lines = []
-    for attr in [*attrs, "none of the above"]:
-        coords = yes.get(attr)
-        present = "yes" if attr in yes else "no"
-        lines.append(f'{task},{img},{identity},{attr},{present},"{coords or []}"\n')
-    return "".join(lines)
-
-
-def seegull(path: Path) -> Path:
-    path.write_text(
-        "identity,attribute,region_stereo,region_nonstereo,region_unsure,NA_stereo,NA_nonstereo,NA_unsure,"
-        "Annotation1,Annotation2,Annotation3,mean offensiveness_score\n"
-        "Xland,hat,2,1,0,3,0,0,1,1,1,1\n"
-        "Xland,sombrero,2,1,0,2,1,0,,,,\n"
-        "Xland,poor,1,2,0,1,2,0,2,2,2,2\n"
-    )
-    return path
-
-
-def ratings(path: Path, rows: list[tuple[str, int, int, int]]) -> Path:
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "all_visual_attr"
-    ws.append(
-        [
-            "attribute",
-            "rating_asia",
-            "score_asia",
-            "rating_emea",
-            "score_emea",
-            "rating_na",
-            "score_na",
-            "mean",
-        ]
-    )
-    for attr, a, e, n in rows:
-        ws.append([attr, "", a, "", e, "", n, (a + e + n) / 3])
-    wb.save(path)
-    return path
 
 
 def run(*args: str) -> dict:

@@ -14,7 +14,7 @@ from tests.browser.pages import open_page, shot, sign_in, unlabelled_inputs
 
 @pytest.fixture
 def studies(transactional_db: None) -> dict[str, Any]:
-    from tests.annotations.test_comparison import A_MARKED, B_MARKED, ssi_study
+    from tests.annotations.builders import A_MARKED, B_MARKED, ssi_study
     from tests.factories import UserFactory
 
     owner = UserFactory(username="res", role="researcher")

@@ -8,8 +8,8 @@ from django.test import Client
 from annotations.protocols.schema import load_preset
 from annotations.services.studies import enrollment_add
 from generation.models import GenerationJob
-from tests.conftest import client_for
 from tests.factories import StudyFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

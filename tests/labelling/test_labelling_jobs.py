@@ -258,7 +258,7 @@ def test_labelling_jobs_api(
     django_capture_on_commit_callbacks,
 ) -> None:
     from annotations.services.studies import enrollment_add
-    from tests.conftest import client_for
+    from tests.helpers import client_for
 
     enrollment_add(study=cups, user=annotator_user)
     clients = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}

@@ -1,0 +1,155 @@
+"""Studies, items and files that several annotation test modules build the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+from django.core.files.base import ContentFile
+
+from annotations.models import (
+    Item,
+    ItemImage,
+    Study,
+    User,
+)
+from annotations.protocols.schema import load_preset
+from annotations.services.annotation_writes import annotations_import_records
+from annotations.services.item_import import items_import_records
+from annotations.services.studies import study_create
+from tests.annotations.imagefiles import png_bytes
+from tests.factories import ItemFactory
+
+
+def image_item(study: Study, name: str, size: tuple[int, int] = (2000, 1000)) -> Item:
+    item = ItemFactory(study=study, external_id=name, is_reference=False)
+    image = ItemImage(
+        item=item,
+        position=0,
+        width=size[0],
+        height=size[1],
+        content_type="image/png",
+        sha256=f"{name:0>64}"[:64],
+        original_name=f"{name}.png",
+    )
+    image.file.save(f"{name}.png", ContentFile(png_bytes(size=size)), save=False)
+    image.save()
+    return item
+
+
+HEADER = "worker_id,img,identity,attribute,present,coords\n"
+
+
+def screen(task: str, img: str, identity: str, attrs: list[str], yes: dict[str, str] | None = None) -> str:
+    yes = yes or {}
+    lines = []
+    for attr in [*attrs, "none of the above"]:
+        coords = yes.get(attr)
+        present = "yes" if attr in yes else "no"
+        lines.append(f'{task},{img},{identity},{attr},{present},"{coords or []}"\n')
+    return "".join(lines)
+
+
+def seegull(path: Path) -> Path:
+    path.write_text(
+        "identity,attribute,region_stereo,region_nonstereo,region_unsure,NA_stereo,NA_nonstereo,NA_unsure,"
+        "Annotation1,Annotation2,Annotation3,mean offensiveness_score\n"
+        "Xland,hat,2,1,0,3,0,0,1,1,1,1\n"
+        "Xland,sombrero,2,1,0,2,1,0,,,,\n"
+        "Xland,poor,1,2,0,1,2,0,2,2,2,2\n"
+    )
+    return path
+
+
+def ratings(path: Path, rows: list[tuple[str, int, int, int]]) -> Path:
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "all_visual_attr"
+    ws.append(
+        [
+            "attribute",
+            "rating_asia",
+            "score_asia",
+            "rating_emea",
+            "score_emea",
+            "rating_na",
+            "score_na",
+            "mean",
+        ]
+    )
+    for attr, a, e, n in rows:
+        ws.append([attr, "", a, "", e, "", n, (a + e + n) / 3])
+    wb.save(path)
+    return path
+
+
+def make_study(owner: User, preset: str, items: list[dict[str, Any]], answers: list[dict[str, Any]]) -> Study:
+    study = study_create(owner=owner, name=preset, protocol=load_preset(preset))
+    items_import_records(study=study, records=[(f"row {i}", r) for i, r in enumerate(items)])
+    annotations_import_records(study=study, records=list(enumerate(answers, start=1)))
+    return study
+
+
+def subgroup_study(owner: User) -> Study:
+    items = [
+        {
+            "external_id": f"i{n}",
+            "prompt": "people who cook",
+            "metadata": {"dimension": "gender", "subgroup": "female", "pair": "cook/female"},
+        }
+        for n in (1, 2, 3)
+    ]
+    human = ["female", "female", "male"]
+    machine = ["female", "male", "male"]
+    answers = [
+        {"item": f"i{n}", "annotator": "h1", "question": "gender", "value": v}
+        for n, v in zip((1, 2, 3), human, strict=True)
+    ]
+    answers += [
+        {
+            "item": f"i{n}",
+            "annotator": "vlm",
+            "annotator_kind": "machine",
+            "annotator_version": "1",
+            "question": "gender",
+            "value": v,
+        }
+        for n, v in zip((1, 2, 3), machine, strict=True)
+    ]
+    return make_study(owner, "subgroup", items, answers)
+
+
+def ssi_study(owner: User, name: str, model: str, marked: dict[tuple[str, str], int]) -> Study:
+    """An ssi-rubric study of one model: (query, condition) -> how many of the 9 rubric items are marked
+    (the first n in the rubric's order), one human label each."""
+    items = [
+        {
+            "external_id": f"{q}-{c}",
+            "model": model,
+            "condition": c,
+            "metadata": {"category": "occupational", "query": q},
+        }
+        for q, c in marked
+    ]
+    answers = [
+        {"item": f"{q}-{c}", "annotator": "h1", "question": k, "value": int(i < n)}
+        for (q, c), n in marked.items()
+        for i, k in enumerate(OCCUPATIONAL)
+    ]
+    study = make_study(owner, "ssi-rubric", items, answers)
+    study.name = name
+    study.save(update_fields=["name"])
+    return study
+
+
+# Study A (model m-a): SSI q1 3/9 -> 0/9, q2 6/9 -> 2/9: initial mean 1/2, refined 1/9, drop 7/9.
+A_MARKED = {("q1", "initial"): 3, ("q1", "refined"): 0, ("q2", "initial"): 6, ("q2", "refined"): 2}
+
+
+# Study B (model m-b): q1 9/9 -> 3/9, q2 3/9 -> 3/9: initial mean 2/3, refined 1/3, drop 1/2.
+B_MARKED = {("q1", "initial"): 9, ("q1", "refined"): 3, ("q2", "initial"): 3, ("q2", "refined"): 3}
+
+OCCUPATIONAL = [
+    q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})
+]
