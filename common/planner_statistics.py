@@ -5,8 +5,8 @@ rows change (by default: a minute's nap, then only once a tenth of the table cha
 thousands of items were just imported is not in those statistics yet: the planner believes the
 study has about one item, and the claim query (services/assignment.md) then sorts the whole study
 and joins it against the annotator's assignments row by row instead of walking the
-``item_claim_order`` index to its first free item. Measured on 6,000 fresh items: 160 ms a claim
-before ``ANALYZE``, 0.5 ms after it (docs/benchmarks.md). So every path that adds many rows at
+``item_claim_order`` index to its first free item, a few hundred times slower (figures in
+docs/benchmarks.md). So every path that adds many rows at
 once (item imports, generation jobs, annotation imports) ends with ``statistics_refresh``, as bulk
 loaders do. ``ANALYZE`` reads a fixed-size sample (300 x ``default_statistics_target`` rows), so it
 costs milliseconds to a few tenths of a second whatever the table size, and it may run inside the

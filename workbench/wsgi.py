@@ -2,10 +2,10 @@
 
 After Django is set up, every view is imported (the URL resolver loads them lazily otherwise) and
 everything loaded so far is frozen out of the garbage collector's reach (``gc.freeze``). A worker
-holds some 200,000 objects once the app and its libraries are loaded (400,000 while torch was
-imported at start-up); a full collection scanned them all and stopped every thread of the worker
-for 100-260 ms, which was the tail of the annotation latency (docs/benchmarks.md). Frozen objects
-are never scanned; objects made while serving requests are collected as usual.
+holds some 200,000 objects once the app and its libraries are loaded; a full collection scans them
+all and stops every thread of the worker meanwhile, which made the tail of the annotation latency
+(docs/benchmarks.md). Frozen objects are never scanned; objects made while serving requests are
+collected as usual.
 """
 
 import gc
