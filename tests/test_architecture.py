@@ -182,7 +182,7 @@ def test_the_map_names_every_package() -> None:
     text = (ROOT / "docs/architecture.md").read_text()
     packages = defaultdict(list)
     for name, path in MODULES.items():
-        if path.name == "__init__.py" and name.count(".") <= 2:
+        if path.name == "__init__.py" and name.count(".") <= 1 and not name.endswith("management"):
             packages[name.split(".")[0]].append(name)
     unnamed = [
         name for names in packages.values() for name in names if f"`{name.replace('.', '/')}/`" not in text
@@ -199,4 +199,16 @@ def test_no_test_module_imports_another() -> None:
                 names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
                 if any(n.rsplit(".", 1)[-1].startswith("test_") or n.endswith("conftest") for n in names):
                     wrong.append(f"{path.relative_to(ROOT)} imports {node.module}")
+    assert wrong == []
+
+
+def test_templates_mirror_the_page_modules() -> None:
+    """A page module renders templates from ``templates/<its area>/`` (shared ones: errors/, registration/)."""
+    wrong = []
+    for name in sorted(PAGE_MODULES | {"workbench.views"}):
+        area = name.rsplit(".", 1)[-1] if ".views." in name else name.split(".")[0]
+        for template in re.findall(r"\"([\w/]+)\.html\"", MODULES[name].read_text()):
+            folder = template.split("/")[0]
+            if folder not in (area, "errors") or not (ROOT / "templates" / f"{template}.html").exists():
+                wrong.append(f"{name} renders {template}.html")
     assert wrong == []

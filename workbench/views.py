@@ -20,7 +20,7 @@ def home(request: HttpRequest) -> HttpResponse:
             item_count=Count("items", distinct=True)
         )
     )
-    return render(request, "home.html", {"studies": studies})
+    return render(request, "workbench/home.html", {"studies": studies})
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -45,7 +45,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
     except ValidationFailed as exc:
         return render(
             request,
-            "studies/findings.html",
+            "findings/study.html",
             {"study": study, "error": exc.message, "report": None, "source": source},
             status=400,
         )
@@ -76,7 +76,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
         )
     return render(
         request,
-        "studies/findings.html",
+        "findings/study.html",
         {
             "study": study,
             "report": report,

@@ -81,7 +81,7 @@ def study_invitations(request: HttpRequest, pk: int) -> HttpResponse:
         for invitation in invitations
     ]
     return render(
-        request, "studies/invitations.html", {"study": study, "form": form, "rows": rows}, status=status
+        request, "invitations/study.html", {"study": study, "form": form, "rows": rows}, status=status
     )
 
 

@@ -230,6 +230,6 @@ def complete(request: HttpRequest, pk: int) -> HttpResponse:
     ).count()
     return render(
         request,
-        "annotate/complete.html",
+        "join/complete.html",
         {"study": study, "participant": participant, "invitation": participant.invitation, "done": done},
     )

@@ -27,7 +27,7 @@ def progress(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     return render(
         request,
-        "studies/progress.html",
+        "progress/study.html",
         {
             "study": study,
             "totals": batch_selectors.study_progress(study),

@@ -64,7 +64,7 @@ def study_quality(request: HttpRequest, pk: int) -> HttpResponse:
     )
     return render(
         request,
-        "studies/quality.html",
+        "quality/study.html",
         {
             "study": study,
             "form": form,
@@ -151,7 +151,7 @@ def item_control(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
     ]
     return render(
         request,
-        "studies/control.html",
+        "quality/control.html",
         {
             "study": study,
             "item": item,
