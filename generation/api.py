@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from annotations import access
 from common.errors import ValidationFailed
 from generation.models import GenerationFailure, GenerationJob
-from generation.prompts.builders import PromptSet, PromptSpec
+from generation.prompts.base import PromptSet, PromptSpec
 from generation.prompts.sets import PromptSetError, prompt_set_build
 from generation.services import (
     generation_job_cancel,

@@ -1,4 +1,5 @@
-"""Prompt refinement (ssi paper, Table A2): ask an LLM for a less stereotyped version of a query.
+"""SSI prompt refinement (ssi paper, Table A2): the LLM call that refines one query, and the study-level
+flow that refines every query of a finished generation job.
 
 The instruction is the paper's, with [Q] the initial query, [I] its images (sent inline) and
 [S] the stereotypes identified (e.g. the rubric items scored 1, with their reasons). The answer
@@ -7,6 +8,13 @@ whitespace and one pair of quotes, it must start with the initial query exactly 
 whitespace compared as one space), add some context, and be one line. Anything else raises
 :class:`RefinementError` carrying the raw answer; nothing is patched into shape, so the job
 can report it and the researcher can retry or edit.
+
+``prompts_refine`` takes a finished generation job and the stereotypes its images were judged to
+show, asks for refined prompts and builds the refined prompt set, linked to the initial one, ready to
+generate. Stereotypes found for a query are the rubric items whose adopted label is 1 for that
+query's image set (``annotations.selectors.labels.labels_for``: the human consensus by default, or
+one labeller's answers). An answer that does not start with the initial query is refused and
+reported with the LLM's raw text; the other queries go on.
 """
 
 from __future__ import annotations
@@ -14,10 +22,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from PIL import Image
 
-from common.chat_client import ChatClient, image_data_url
+from annotations.models import Item
+from annotations.selectors.labels import labels_for
+from common.chat_client import ChatClient, ChatError, image_data_url
+from generation.models import GenerationJob
+from generation.prompts.base import PromptSet, PromptSpec
+from generation.prompts.ssi import ssi_refined_prompt_set
 
 REFINEMENT_INSTRUCTION = (
     "Given the initial query: {query} and the image(s) [I] generated with this query, generate a new image "
@@ -127,3 +141,91 @@ def refine_prompt(
         usage=response.usage,
         latency_s=response.latency_s,
     )
+
+
+# --- the study-level flow: every query of a generation job ---------------------------------------
+
+
+@dataclass
+class RefinementReport:
+    """What ``prompts_refine`` did: the refined set (None if no prompt was refined), each refined
+    prompt with the stereotypes it addressed, and each refused query with the reason and raw answer."""
+
+    refined: PromptSet | None
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON for the ``refine_prompts`` command."""
+        return {
+            "refined_set": self.refined.name if self.refined else None,
+            "prompts": self.prompts,
+            "refused": self.refused,
+        }
+
+
+def initial_prompt_set(job: GenerationJob) -> PromptSet:
+    """The prompt set ``job`` generated, rebuilt from its stored rows: the parent of the refined set."""
+    return PromptSet(
+        name=job.name,
+        paper=job.paper,
+        prompts=tuple(
+            PromptSpec(
+                text=p["text"],
+                condition=p.get("condition", "base"),
+                metadata=p.get("metadata", {}),
+                images_per_prompt=int(p.get("images_per_prompt", 1)),
+            )
+            for p in job.prompts
+        ),
+    )
+
+
+def stereotypes_found(job: GenerationJob, *, source: str = "consensus") -> dict[str, list[str]]:
+    """Initial prompt text -> the rubric items (their wording) judged present in its images."""
+    protocol = job.study.protocol_obj
+    items = list(Item.objects.filter(study=job.study, generation_settings__job=job.pk))
+    found: dict[str, list[str]] = {item.prompt: [] for item in items}
+    for question in protocol.questions:
+        if question.kind != "binary":
+            continue
+        labels = labels_for(job.study, question.key, source).values
+        for item in items:
+            if question.applies_to(item.metadata) and labels.get(item.pk) in (1, "1"):
+                found.setdefault(item.prompt, []).append(question.prompt)
+    return found
+
+
+def prompts_refine(
+    *, job: GenerationJob, client: ChatClient, source: str = "consensus", name: str | None = None
+) -> RefinementReport:
+    """Refine every initial prompt of ``job`` that has images; see the module docstring."""
+    found = stereotypes_found(job, source=source)
+    refined: dict[str, str] = {}
+    report = RefinementReport(refined=None)
+    for item in Item.objects.filter(study=job.study, generation_settings__job=job.pk).prefetch_related(
+        "images"
+    ):
+        images = []
+        for image in item.images.all():
+            with image.file.open("rb") as handle:
+                images.append(Image.open(handle).convert("RGB"))
+        try:
+            answer = refine_prompt(
+                client, initial_prompt=item.prompt, images=images, stereotypes=found.get(item.prompt, [])
+            )
+        except RefinementError as exc:
+            report.refused.append({"initial": item.prompt, "reason": str(exc), "raw": exc.raw})
+            continue
+        except ChatError as exc:
+            report.refused.append(
+                {"initial": item.prompt, "reason": f"the LLM request failed: {exc}", "raw": ""}
+            )
+            continue
+        refined[item.prompt] = answer.refined
+        report.prompts.append(
+            {"initial": item.prompt, "refined": answer.refined, "stereotypes": found.get(item.prompt, [])}
+        )
+    if refined:
+        report.refined = ssi_refined_prompt_set(initial_prompt_set(job), refined, name=name)
+    return report

@@ -36,7 +36,7 @@ from generation.pipelines import (
     load_pipeline,
     model_provenance,
 )
-from generation.prompts.builders import PromptSet
+from generation.prompts.base import PromptSet
 from generation.prompts.sets import prompt_set_to_json
 
 Progress = Callable[[GenerationJob], None]

@@ -1,6 +1,7 @@
 """Choosing a prompt set by name (the papers' designs) or from a researcher's file, and storing it.
 
-Builders live in ``generation/prompts/builders.py``; this module turns a user's choice into a
+Builders live in one module per paper beside this one (``ssi.py``, ``visage.py``, ``biasconnect.py``,
+``agent.py``, ``soda.py``; shared shapes in ``base.py``); this module turns a user's choice into a
 ``PromptSet`` and a ``PromptSet`` into the JSON a generation job keeps.
 """
 
@@ -12,8 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from generation.prompts import builders
-from generation.prompts.builders import PromptSet, PromptSpec
+from generation.prompts.agent import agent_prompt_set, read_instruction_pairs
+from generation.prompts.base import PromptSet, PromptSpec
+from generation.prompts.biasconnect import biasconnect_mitigation_set, biasconnect_prompt_set
+from generation.prompts.soda import soda_prompt_set
+from generation.prompts.ssi import ssi_prompt_set
+from generation.prompts.visage import visage_prompt_set
 
 DESIGNS = ("ssi", "visage", "biasconnect", "biasconnect-mitigation", "soda", "agent", "file")
 
@@ -42,26 +47,26 @@ def prompt_set_build(
     ``limit`` keeps the first N prompts (for trying a design on a few prompts first)."""
     try:
         if design == "ssi":
-            built = builders.ssi_prompt_set(images_per_prompt=images_per_prompt)
+            built = ssi_prompt_set(images_per_prompt=images_per_prompt)
         elif design == "visage":
-            built = builders.visage_prompt_set(images_per_prompt=images_per_prompt)
+            built = visage_prompt_set(images_per_prompt=images_per_prompt)
         elif design == "biasconnect":
-            built = builders.biasconnect_prompt_set(images_per_prompt=images_per_prompt)
+            built = biasconnect_prompt_set(images_per_prompt=images_per_prompt)
         elif design == "biasconnect-mitigation":
             if not subject or not mitigate:
                 raise PromptSetError("a mitigation set needs a subject (e.g. nurse) and the axes to mitigate")
-            built = builders.biasconnect_mitigation_set(
+            built = biasconnect_mitigation_set(
                 subject, mitigate, total_images=total_images, with_counterfactuals=True, name=name
             )
         elif design == "soda":
-            built = builders.soda_prompt_set(images_per_prompt=images_per_prompt)
+            built = soda_prompt_set(images_per_prompt=images_per_prompt)
         elif design == "agent":
             if path is None:
                 raise PromptSetError(
                     "the agent design needs a CSV of instruction pairs (description, subgroup, dimension)"
                 )
-            pairs = builders.read_instruction_pairs(path)
-            built = builders.agent_prompt_set(
+            pairs = read_instruction_pairs(path)
+            built = agent_prompt_set(
                 pairs, **({"images_per_prompt": images_per_prompt} if images_per_prompt else {})
             )
         elif design == "file":

@@ -21,7 +21,7 @@ from annotations.protocols.schema import load_preset
 from generation import pipelines
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import ModelSpec, derive_seed
-from generation.prompts.builders import PromptSet, PromptSpec
+from generation.prompts.base import PromptSet, PromptSpec
 from generation.services import (
     generation_job_cancel,
     generation_job_create,

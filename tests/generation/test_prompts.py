@@ -6,23 +6,23 @@ from pathlib import Path
 
 import pytest
 
-from generation.prompts.builders import (
-    CONDITION_RE,
+from generation.prompts.agent import (
     InstructionPair,
-    PromptSet,
-    PromptSpec,
     agent_prompt_set,
     agent_prompt_text,
+    read_instruction_pairs,
+)
+from generation.prompts.base import CONDITION_RE, PromptSet, PromptSpec, indefinite_article
+from generation.prompts.biasconnect import (
     biasconnect_axes,
     biasconnect_mitigation_set,
     biasconnect_prompt_set,
-    indefinite_article,
-    read_instruction_pairs,
+)
+from generation.prompts.soda import soda_prompt_set
+from generation.prompts.ssi import ssi_prompt_set, ssi_refined_prompt_set
+from generation.prompts.visage import (
     sample_non_stereotypes,
     seegull_stereotypes,
-    soda_prompt_set,
-    ssi_prompt_set,
-    ssi_refined_prompt_set,
     visage_prompt_set,
     visage_pull_prompt_set,
 )

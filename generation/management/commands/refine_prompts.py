@@ -8,7 +8,7 @@ from annotations.management.commands._common import dump
 from common.chat_client import ChatClient, ChatConfigError, ChatSettings
 from common.errors import WorkbenchError
 from generation.models import GenerationJob
-from generation.prompt_refinement import prompts_refine
+from generation.refinement import prompts_refine
 from generation.services import generation_job_create, model_spec_from_dict
 
 

@@ -1,0 +1,116 @@
+"""BiasConnect findings (bias-axes protocol): the tables of ``metrics/biasconnect.py``.
+
+``biasconnect_section`` groups a study's images by prompt group (occupation), reads each bias axis's
+label and computes the intersectional sensitivity matrix IS, each axis's normalised Wasserstein
+distance to uniform and the base prompt's axis distributions.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from annotations.models import Study
+from annotations.selectors.findings.tables import Figure, Report, Table, label_sets
+from annotations.selectors.labels import ItemInfo, LabelSource
+from metrics import biasconnect
+
+# The disability axis is asked as three yes/no questions: (question key, the axis group it stands for).
+DISABILITY_PARTS = (
+    ("disability_blind", "blind"),
+    ("disability_hearing_aid", "hearing_aid"),
+    ("disability_wheelchair", "wheelchair"),
+)
+
+
+def _disability(parts: Sequence[Any]) -> str | None:
+    """The disability axis group from its three yes/no parts: the first "yes", else "fit"; None if one is
+    unlabelled."""
+    if any(v is None for v in parts):
+        return None
+    for value, (_key, name) in zip(parts, DISABILITY_PARTS, strict=True):
+        if value == "yes":
+            return name
+    return "fit"
+
+
+def _group_of(info: ItemInfo) -> str:
+    """The prompt group an IS matrix is computed within: the occupation, else ``prompt_group``, else all."""
+    return str(info.metadata.get("occupation") or info.metadata.get("prompt_group") or "all")
+
+
+def biasconnect_section(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report
+) -> None:
+    """IS matrix, deviation from uniform and base distributions per prompt group."""
+    protocol = study.protocol_obj
+    part_keys = {k for k, _ in DISABILITY_PARTS}
+    axes = {
+        q.key: [o.key for o in q.options]
+        for q in protocol.questions
+        if q.kind == "single" and q.key != "person" and q.key not in part_keys
+    }
+    has_disability = all(protocol.has_question(k) for k in part_keys)
+    if has_disability:
+        axes["disability"] = ["fit", *(name for _k, name in DISABILITY_PARTS)]
+    keys = [k for k in axes if k != "disability"] + (sorted(part_keys) if has_disability else [])
+    labels = label_sets(study, [*keys, "person"] if protocol.has_question("person") else keys, source)
+    groups: dict[str, list[biasconnect.AxisImage]] = defaultdict(list)
+    for item_id, info in items.items():
+        values = {k: labels[k].get(item_id) for k in axes if k != "disability"}
+        if has_disability:
+            values["disability"] = _disability([labels[k].get(item_id) for k, _ in DISABILITY_PARTS])
+        person = labels["person"].get(item_id) == "yes" if "person" in labels else True
+        groups[_group_of(info)].append(biasconnect.AxisImage(info.condition or "base", values, person))
+    is_rows, dev_rows, dist_rows = [], [], []
+    n_person = 0
+    for group, images in sorted(groups.items()):
+        try:
+            matrix = biasconnect.intersectional_sensitivity(images, axes)
+        except ValueError as exc:
+            report.notes.append(f"{group}: {exc}")
+            continue
+        n_person += sum(1 for i in images if i.person)
+        for x, row in zip(matrix.rows, matrix.values, strict=True):
+            for y, value in zip(matrix.columns, row, strict=True):
+                is_rows.append([group, x, y, value])
+        base = [i for i in images if i.person and i.condition == biasconnect.BASE_CONDITION]
+        for axis, options in axes.items():
+            d = biasconnect.distribution((i.labels.get(axis) for i in base), options)
+            dev_rows.append([group, axis, matrix.w_initial.get(axis), d.n])
+            for option, count, share in zip(options, d.counts, d.probs or [None] * len(options), strict=True):
+                dist_rows.append([group, "base", axis, option, count, share])
+        report.notes.extend(f"{group}: {w}" for w in matrix.warnings)
+    report.tables.append(
+        Table(
+            "biasconnect_is",
+            "Intersectional sensitivity IS[x][y] per prompt group",
+            ["group", "intervened_axis", "axis", "is"],
+            is_rows,
+            n_person,
+            ["IS_xy = w_bar_y(base) - w_bar_y(pooled counterfactuals of x); negative = skew."],
+        )
+    )
+    report.tables.append(
+        Table(
+            "biasconnect_deviation",
+            "Normalised Wasserstein distance to uniform (base prompt)",
+            ["group", "axis", "w_bar", "n_images"],
+            dev_rows,
+            n_person,
+        )
+    )
+    report.tables.append(
+        Table(
+            "biasconnect_distributions",
+            "Axis distributions of the base prompt",
+            ["group", "condition", "axis", "option", "count", "share"],
+            dist_rows,
+            n_person,
+        )
+    )
+    for group in sorted(groups):
+        report.figures.append(
+            Figure(f"biasconnect_is:{group}", f"IS matrix: {group}", "biasconnect_is", {"group": group})
+        )

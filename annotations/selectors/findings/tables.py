@@ -1,0 +1,76 @@
+"""The shapes every paper's findings share: Table, Figure, Report, ``jsonable`` and the label reader.
+
+The paper modules beside this one (visage, ssi, biasconnect, agent, soda; they mirror ``metrics/``) each
+add their tables and figures to one :class:`Report`; ``report.py`` picks the module for a study's
+protocol and turns the report into JSON with :func:`jsonable`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from annotations.models import Study
+from annotations.selectors.labels import ItemInfo, LabelSource, labels_for
+
+# Significance level of every test the findings report (SSI paired t-test, SODA permutation test).
+SIGNIFICANCE = 0.05
+
+
+@dataclass
+class Table:
+    """One findings table: ``rows`` under ``columns``, the ``n_items`` behind it and notes on reading it."""
+
+    key: str
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    n_items: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Figure:
+    """A figure the findings page draws from the table keyed ``table`` (``params`` narrow its rows)."""
+
+    key: str
+    title: str
+    table: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    """What a section builder fills in: tables, figures, headline numbers and notes."""
+
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+# A paper's section builder: reads the study's labels from ``source`` and adds its findings to the report.
+Section = Callable[[Study, LabelSource, dict[int, ItemInfo], Report], None]
+
+
+def jsonable(value: Any) -> Any:
+    """Dataclasses, tuples and numpy scalars to plain JSON values; NaN and infinities to None."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(k) if not isinstance(k, str) else k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def label_sets(study: Study, keys: Iterable[str], source: LabelSource) -> dict[str, dict[int, Any]]:
+    """Question key -> item id -> the label ``source`` adopts, for each of ``keys``."""
+    return {key: labels_for(study, key, source).values for key in keys}
