@@ -19,6 +19,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from annotations.protocols.schema import Protocol, protocol_from_dict
+from common.jobs import BackgroundJob
 
 
 class User(AbstractUser):
@@ -382,23 +383,14 @@ class RevealLog(models.Model):
         return f"reveal of item {self.item_id} to annotator {self.annotator_id}"
 
 
-class ExportJob(models.Model):
-    """A study export written to a file by a background task (large studies)."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+class ExportJob(BackgroundJob):
+    """A study export written to a file by a background task (large studies); its lifecycle is
+    ``common.jobs``'s."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     format = models.CharField(max_length=8)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     file = models.FileField(upload_to="exports/", max_length=255, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

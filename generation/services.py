@@ -26,6 +26,7 @@ from annotations.models import Item, ItemImage, Study, User
 from annotations.services.item_import import items_add_files
 from common.errors import ImportRefused, NotAllowed, ValidationFailed
 from common.files import CheckedImage, image_check
+from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
 from common.planner_statistics import statistics_refresh
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import (
@@ -40,6 +41,7 @@ from generation.prompts.base import PromptSet
 from generation.prompts.sets import prompt_set_to_json
 
 Progress = Callable[[GenerationJob], None]
+GENERATION_TASK = "generation.tasks.generate_images_task"
 _LABEL_RE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -103,9 +105,7 @@ def generation_job_create(
         total_images=prompt_set.total_images,
     )
     if enqueue:
-        from generation.tasks import generate_images_task
-
-        transaction.on_commit(lambda: generate_images_task.delay(job.pk))
+        job_enqueue(task_name=GENERATION_TASK, job_id=job.pk)  # CELERY_TASK_ROUTES: the gpu queue
     return job
 
 
@@ -130,9 +130,7 @@ def generation_job_rerun(*, job: GenerationJob, enqueue: bool = True) -> Generat
     if not updated:
         raise ValidationFailed("the job is already queued or running")
     if enqueue:
-        from generation.tasks import generate_images_task
-
-        transaction.on_commit(lambda: generate_images_task.delay(job.pk))
+        job_enqueue(task_name=GENERATION_TASK, job_id=job.pk)
     job.refresh_from_db()
     return job
 
@@ -212,11 +210,192 @@ def _file_name(item_id: str, index: int) -> str:
     return f"{item_id.replace('/', '_')}_{index:02d}.png"
 
 
-def _finish(job_id: int, status: str, error: str = "", **fields: Any) -> GenerationJob:
-    GenerationJob.objects.filter(pk=job_id).update(
-        status=status, error=error, finished_at=timezone.now(), **fields
-    )
-    return GenerationJob.objects.get(pk=job_id)
+# An item whose images are all made: its PNGs (encoding, or done) and the request of its last image.
+ReadyItem = tuple[PlannedImage, dict[int, Future[EncodedImage]], ImageRequest]
+EncodedItem = tuple[PlannedImage, dict[int, EncodedImage], ImageRequest]
+
+
+class GenerationRun:
+    """One run of a claimed job over its missing images, once its pipeline is loaded: the state
+    the pipeline's callbacks share, and one method per callback (see ``generate_images``).
+
+    On a GPU, PNG encoding and the image check run in worker threads (Pillow releases the GIL while
+    it compresses), so a batch's images are encoded while the pipeline makes the next one: a
+    512 x 512 PNG costs ~45 ms of CPU, as much as generating the image on a fast GPU. Complete items
+    wait in ``ready`` and are stored in order, a batch's worth in one transaction."""
+
+    def __init__(
+        self,
+        *,
+        job: GenerationJob,
+        spec: ModelSpec,
+        pipe: Any,
+        missing: list[PlannedImage],
+        image_sets: bool,
+        provenance: dict[str, Any],
+        failed_before: set[str],
+        encoder: Executor,
+        progress: Progress | None = None,
+    ) -> None:
+        self.job = job
+        self.spec = spec
+        self.pipe = pipe
+        self.missing = missing
+        self.image_sets = image_sets
+        self.provenance = provenance
+        self.failed_before = failed_before  # external ids that failed in an earlier run
+        self.encoder = encoder
+        self.progress = progress
+        self.by_key = {p.external_id: p for p in missing}
+        self.seeds_of: dict[str, dict[int, int]] = defaultdict(dict)  # item id -> image index -> seed
+        for p in missing:
+            self.seeds_of[p.item_id][p.image_index] = p.seed
+        self.made: dict[str, dict[int, Future[EncodedImage]]] = {}  # item id -> index -> PNG, until complete
+        self.ready: list[ReadyItem] = []  # complete, not stored
+
+    def run(self) -> GenerationJob:
+        """Generate, store and count; finish the job DONE, or CANCELLED when asked to stop."""
+        requests = [
+            ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id) for p in self.missing
+        ]
+        try:
+            report = generate_images(
+                self.pipe,
+                self.spec,
+                requests,
+                on_image=self.on_image,
+                on_failure=self.on_failure,
+                should_cancel=self.should_cancel,
+                on_batch_end=self.on_batch_end,
+            )
+        finally:  # finished images are stored even when the run stops early
+            try:
+                self.store_ready(wait=True)
+            finally:
+                self.encoder.shutdown(wait=True, cancel_futures=True)
+        status = GenerationJob.Status.CANCELLED if report.cancelled else GenerationJob.Status.DONE
+        statistics_refresh(Item, ItemImage, rows=report.generated)  # items arrive a batch at a time
+        job = job_finish(GenerationJob, self.job.pk, status=status)
+        if self.progress is not None:
+            self.progress(job)
+        return job
+
+    def on_image(self, request: ImageRequest, image: Any) -> None:
+        """An image is made: encode it (in the background) and queue its item once complete."""
+        planned = self.by_key[str(request.key)]
+        name = _file_name(planned.item_id, planned.image_index)
+        made = self.made.setdefault(planned.item_id, {})
+        made[planned.image_index] = self.encoder.submit(encode_png, image, name)
+        if planned.external_id in self.failed_before:  # a retry that worked: the old failure is gone
+            GenerationFailure.objects.filter(job=self.job, external_id=planned.external_id).delete()
+        if len(made) == len(self.seeds_of[planned.item_id]):
+            self.ready.append((planned, self.made.pop(planned.item_id), request))
+
+    def store_ready(self, *, wait: bool) -> None:
+        """Store the complete items in order: all of them (``wait``), or those whose PNGs are done."""
+        count = len(self.ready)
+        if not wait:
+            count = next(
+                (
+                    n
+                    for n, (_p, futures, _r) in enumerate(self.ready)
+                    if not all(future.done() for future in futures.values())
+                ),
+                len(self.ready),
+            )
+        if not count:
+            return
+        items = self.ready[:count]
+        del self.ready[:count]
+        encoded: list[EncodedItem] = []
+        for planned, futures, request in items:
+            try:
+                encoded.append(
+                    (planned, {index: future.result() for index, future in futures.items()}, request)
+                )
+            except Exception as exc:  # noqa: BLE001 - any encoding error is this image's failure
+                self.on_failure(request, f"could not store the image: {getattr(exc, 'message', exc)}")
+        if encoded:
+            self.store(encoded)
+
+    def on_batch_end(self, images: int) -> None:
+        """After each pipeline call: the complete items encoded by now (mostly the previous batch's)
+        in one transaction, the counter once."""
+        self.store_ready(wait=False)
+        if images:
+            GenerationJob.objects.filter(pk=self.job.pk).update(generated=F("generated") + images)
+        if self.progress is not None:
+            self.progress(GenerationJob.objects.get(pk=self.job.pk))
+
+    def record_for(
+        self, planned: PlannedImage, images: dict[int, EncodedImage]
+    ) -> tuple[dict[str, Any], dict[str, EncodedImage]]:
+        """The import record of a complete item, and its files by name."""
+        job = self.job
+        names = {index: _file_name(planned.item_id, index) for index in sorted(images)}
+        seeds = self.seeds_of[planned.item_id]
+        record = {
+            "external_id": planned.item_id,
+            "files": list(names.values()),
+            "prompt": planned.prompt["text"],
+            "model": job.model_label,
+            "condition": planned.prompt.get("condition", "base"),
+            "seed": seeds[min(seeds)],
+            "settings": {
+                **self.provenance,
+                "job": job.pk,
+                "prompt_set": job.name,
+                "paper": job.paper,
+                "base_seed": job.base_seed,
+                "prompt_index": planned.prompt_index,
+                "image_index": planned.image_index if not self.image_sets else None,
+                "seeds": [seeds[index] for index in sorted(seeds)],
+            },
+            "metadata": {**planned.prompt.get("metadata", {}), "prompt_set": job.name},
+        }
+        return record, {names[index]: data for index, data in images.items()}
+
+    def store(self, items: list[EncodedItem]) -> None:
+        """Import complete items in one go; when the import refuses, one by one, so only the item
+        it refuses fails."""
+        records = [self.record_for(planned, images) for planned, images, _request in items]
+        files = {name: image for _record, item_files in records for name, image in item_files.items()}
+        if len(files) < sum(len(item_files) for _record, item_files in records):  # two items, one file name
+            for item in items:
+                self.store([item])
+            return
+        try:
+            items_add_files(
+                study=self.job.study,
+                records=[record for record, _files in records],
+                files={name: image.data for name, image in files.items()},
+                checked={name: image.checked for name, image in files.items()},
+            )
+        except ImportRefused as exc:
+            if len(items) > 1:  # find the one the import refuses; store the others
+                for item in items:
+                    self.store([item])
+                return
+            self.on_failure(items[0][2], f"could not store the image: {exc.message}")
+
+    def on_failure(self, request: ImageRequest, reason: str) -> None:
+        """Record (or update) the image's failure and count it."""
+        planned = self.by_key[str(request.key)]
+        GenerationFailure.objects.update_or_create(
+            job=self.job,
+            external_id=planned.external_id,
+            defaults={
+                "prompt": planned.prompt["text"],
+                "condition": planned.prompt.get("condition", "base"),
+                "seed": planned.seed,
+                "reason": reason[:4000],
+            },
+        )
+        GenerationJob.objects.filter(pk=self.job.pk).update(failed=F("failed") + 1)
+
+    def should_cancel(self) -> bool:
+        """Before every batch: stamp the heartbeat and stop if cancellation was requested (one query)."""
+        return job_heartbeat(GenerationJob, self.job.pk)
 
 
 def generation_job_run(
@@ -231,16 +410,14 @@ def generation_job_run(
     batches when cancelled. Terminal problems (bad settings, a model that cannot load) mark the
     job FAILED with the reason. ``encoder_threads``: PNG encoder threads beside the pipeline
     (default: two on a GPU, none on the CPU; see ``_encoder_for``)."""
-    claimed = GenerationJob.objects.filter(pk=job_id, status=GenerationJob.Status.PENDING).update(
-        status=GenerationJob.Status.RUNNING, started_at=timezone.now(), error=""
-    )
+    claimed = job_claim(GenerationJob, job_id)
     job = GenerationJob.objects.select_related("study").get(pk=job_id)
     if not claimed:
         return job
     try:
         spec = model_spec_from_dict(job.model_spec)
     except ValidationFailed as exc:
-        return _finish(job.pk, GenerationJob.Status.FAILED, exc.message)
+        return job_finish(GenerationJob, job.pk, status=GenerationJob.Status.FAILED, error=exc.message)
     image_sets = job.study.protocol_obj.unit == "image_set"
     plan = job_plan(job, image_sets=image_sets)
     existing = set(
@@ -256,154 +433,27 @@ def generation_job_run(
     if progress is not None:
         progress(job)
     if not missing:
-        return _finish(job.pk, GenerationJob.Status.DONE)
+        return job_finish(GenerationJob, job.pk, status=GenerationJob.Status.DONE)
     try:
         pipe = load_pipeline(spec, device)
     except (OSError, ValueError, RuntimeError, ImportError) as exc:
-        return _finish(job.pk, GenerationJob.Status.FAILED, f"cannot load the model {spec.source!r}: {exc}")
+        return job_finish(
+            GenerationJob,
+            job.pk,
+            status=GenerationJob.Status.FAILED,
+            error=f"cannot load the model {spec.source!r}: {exc}",
+        )
     provenance = model_provenance(spec, pipe)
     GenerationJob.objects.filter(pk=job.pk).update(provenance=provenance)
-    by_key = {p.external_id: p for p in missing}
-    seeds_of: dict[str, dict[int, int]] = defaultdict(dict)  # item id -> image index -> seed
-    for p in missing:
-        seeds_of[p.item_id][p.image_index] = p.seed
-    # On a GPU, PNG encoding and the image check run in worker threads (Pillow releases the GIL
-    # while it compresses), so a batch's images are encoded while the pipeline makes the next one:
-    # a 512 x 512 PNG costs ~45 ms of CPU, as much as generating the image on a fast GPU.
-    made: dict[str, dict[int, Future[EncodedImage]]] = {}  # item id -> image index -> PNG, until complete
-    ready: list[
-        tuple[PlannedImage, dict[int, Future[EncodedImage]], ImageRequest]
-    ] = []  # complete, not stored
     failed_before = set(GenerationFailure.objects.filter(job=job).values_list("external_id", flat=True))
-    encoder = _encoder_for(pipe, encoder_threads)
-
-    def on_image(request: ImageRequest, image: Any) -> None:
-        planned = by_key[str(request.key)]
-        name = _file_name(planned.item_id, planned.image_index)
-        made.setdefault(planned.item_id, {})[planned.image_index] = encoder.submit(encode_png, image, name)
-        if planned.external_id in failed_before:  # a retry that worked: the old failure is gone
-            GenerationFailure.objects.filter(job=job, external_id=planned.external_id).delete()
-        if len(made[planned.item_id]) == len(seeds_of[planned.item_id]):
-            ready.append((planned, made.pop(planned.item_id), request))
-
-    def store_ready(*, wait: bool) -> None:
-        """Store the complete items in order: all of them (``wait``), or those whose PNGs are done."""
-        count = len(ready)
-        if not wait:
-            count = next(
-                (
-                    n
-                    for n, (_p, futures, _r) in enumerate(ready)
-                    if not all(future.done() for future in futures.values())
-                ),
-                len(ready),
-            )
-        if count:
-            items = ready[:count]
-            del ready[:count]
-            encoded = []
-            for planned, futures, request in items:
-                try:
-                    encoded.append(
-                        (planned, {index: future.result() for index, future in futures.items()}, request)
-                    )
-                except Exception as exc:  # noqa: BLE001 - any encoding error is this image's failure
-                    on_failure(request, f"could not store the image: {getattr(exc, 'message', exc)}")
-            if encoded:
-                store(encoded)
-
-    def on_batch_end(images: int) -> None:
-        """After each pipeline call: the complete items encoded by now (mostly the previous batch's)
-        in one transaction, the counter once."""
-        store_ready(wait=False)
-        if images:
-            GenerationJob.objects.filter(pk=job.pk).update(generated=F("generated") + images)
-        if progress is not None:
-            progress(GenerationJob.objects.get(pk=job.pk))
-
-    def record_for(
-        planned: PlannedImage, images: dict[int, EncodedImage]
-    ) -> tuple[dict[str, Any], dict[str, EncodedImage]]:
-        names = {index: _file_name(planned.item_id, index) for index in sorted(images)}
-        seeds = seeds_of[planned.item_id]
-        record = {
-            "external_id": planned.item_id,
-            "files": list(names.values()),
-            "prompt": planned.prompt["text"],
-            "model": job.model_label,
-            "condition": planned.prompt.get("condition", "base"),
-            "seed": seeds[min(seeds)],
-            "settings": {
-                **provenance,
-                "job": job.pk,
-                "prompt_set": job.name,
-                "paper": job.paper,
-                "base_seed": job.base_seed,
-                "prompt_index": planned.prompt_index,
-                "image_index": planned.image_index if not image_sets else None,
-                "seeds": [seeds[index] for index in sorted(seeds)],
-            },
-            "metadata": {**planned.prompt.get("metadata", {}), "prompt_set": job.name},
-        }
-        return record, {names[index]: data for index, data in images.items()}
-
-    def store(items: list[tuple[PlannedImage, dict[int, EncodedImage], ImageRequest]]) -> None:
-        records = [record_for(planned, images) for planned, images, _request in items]
-        files = {name: image for _record, item_files in records for name, image in item_files.items()}
-        if len(files) < sum(len(item_files) for _record, item_files in records):  # two items, one file name
-            for item in items:
-                store([item])
-            return
-        try:
-            items_add_files(
-                study=job.study,
-                records=[record for record, _files in records],
-                files={name: image.data for name, image in files.items()},
-                checked={name: image.checked for name, image in files.items()},
-            )
-        except ImportRefused as exc:
-            if len(items) > 1:  # find the one the import refuses; store the others
-                for item in items:
-                    store([item])
-                return
-            on_failure(items[0][2], f"could not store the image: {exc.message}")
-
-    def on_failure(request: ImageRequest, reason: str) -> None:
-        planned = by_key[str(request.key)]
-        GenerationFailure.objects.update_or_create(
-            job=job,
-            external_id=planned.external_id,
-            defaults={
-                "prompt": planned.prompt["text"],
-                "condition": planned.prompt.get("condition", "base"),
-                "seed": planned.seed,
-                "reason": reason[:4000],
-            },
-        )
-        GenerationJob.objects.filter(pk=job.pk).update(failed=F("failed") + 1)
-
-    def should_cancel() -> bool:
-        return GenerationJob.objects.filter(pk=job.pk, cancel_requested=True).exists()
-
-    requests = [ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id) for p in missing]
-    try:
-        report = generate_images(
-            pipe,
-            spec,
-            requests,
-            on_image=on_image,
-            on_failure=on_failure,
-            should_cancel=should_cancel,
-            on_batch_end=on_batch_end,
-        )
-    finally:  # finished images are stored even when the run stops early
-        try:
-            store_ready(wait=True)
-        finally:
-            encoder.shutdown(wait=True, cancel_futures=True)
-    status = GenerationJob.Status.CANCELLED if report.cancelled else GenerationJob.Status.DONE
-    statistics_refresh(Item, ItemImage, rows=report.generated)  # items arrive a batch at a time
-    job = _finish(job.pk, status)
-    if progress is not None:
-        progress(job)
-    return job
+    return GenerationRun(
+        job=job,
+        spec=spec,
+        pipe=pipe,
+        missing=missing,
+        image_sets=image_sets,
+        provenance=provenance,
+        failed_before=failed_before,
+        encoder=_encoder_for(pipe, encoder_threads),
+        progress=progress,
+    ).run()

@@ -36,6 +36,7 @@ from annotations.protocols.answers import AnswerError, ItemContext, clean_answer
 from annotations.protocols.schema import Question
 from annotations.services.annotation_writes import annotation_save
 from common.errors import ValidationFailed
+from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
 from labelling.cache import CachedAnswer
 from labelling.labellers.base import LabelItem, Labeller, LabellerError, LabelOutcome
 from labelling.labellers.registry import LABELLER_CLASSES, get_labeller_class
@@ -44,6 +45,7 @@ from labelling.models import ItemFeature, LabelAttempt, LabelCacheEntry, Labelli
 Progress = Callable[[LabellingJob], None]
 DEFAULT_BATCH = 8
 LOCAL_MODEL_KINDS = ("clip", "blip_vqa", "captioner")
+LABELLING_TASK = "labelling.tasks.label_items_task"
 
 
 class DbLabelCache:
@@ -159,11 +161,9 @@ def labelling_job_create(
         study=study, annotator=annotator, created_by=user, sample_size=sample_size, seed=seed
     )
     if enqueue:
-        from labelling.tasks import label_items_task
-
         # Local models want a GPU worker; API labellers and rules run anywhere.
         queue = "gpu" if annotator.config.get("kind") in LOCAL_MODEL_KINDS else "celery"
-        transaction.on_commit(lambda: label_items_task.apply_async((job.pk,), queue=queue))
+        job_enqueue(task_name=LABELLING_TASK, job_id=job.pk, queue=queue)
     return job
 
 
@@ -204,25 +204,18 @@ def _label_item(item: Item) -> tuple[LabelItem | None, str | None]:
     ), None
 
 
-def _finish(job_id: int, status: str, error: str = "") -> LabellingJob:
-    LabellingJob.objects.filter(pk=job_id).update(status=status, error=error, finished_at=timezone.now())
-    return LabellingJob.objects.get(pk=job_id)
-
-
 def labelling_job_run(
     *, job_id: int, progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep
 ) -> LabellingJob:
     """Run a pending labelling job (claimed compare-and-set); see the module docstring."""
-    claimed = LabellingJob.objects.filter(pk=job_id, status=LabellingJob.Status.PENDING).update(
-        status=LabellingJob.Status.RUNNING, started_at=timezone.now()
-    )
+    claimed = job_claim(LabellingJob, job_id)
     job = LabellingJob.objects.select_related("study", "annotator").get(pk=job_id)
     if not claimed:
         return job
     try:
         labeller = labeller_build(job.annotator)
     except ValidationFailed as exc:
-        return _finish(job.pk, LabellingJob.Status.FAILED, exc.message)
+        return job_finish(LabellingJob, job.pk, status=LabellingJob.Status.FAILED, error=exc.message)
     config = job.annotator.config
     max_attempts = int(config.get("max_attempts", 3 if config.get("kind") == "vlm" else 1))
     backoff = float(config.get("retry_backoff_s", 2.0))
@@ -237,8 +230,8 @@ def labelling_job_run(
     )
     try:
         for start in range(0, len(ids), batch_size):
-            if LabellingJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
-                return _finish(job.pk, LabellingJob.Status.CANCELLED)
+            if job_heartbeat(LabellingJob, job.pk):  # stamps the heartbeat; True: cancelled
+                return job_finish(LabellingJob, job.pk, status=LabellingJob.Status.CANCELLED)
             items = list(
                 Item.objects.filter(pk__in=ids[start : start + batch_size])
                 .prefetch_related("images")
@@ -254,7 +247,7 @@ def labelling_job_run(
         close = getattr(labeller, "close", None)
         if callable(close):
             close()
-    return _finish(job.pk, LabellingJob.Status.DONE)
+    return job_finish(LabellingJob, job.pk, status=LabellingJob.Status.DONE)
 
 
 def _label_batch(

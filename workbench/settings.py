@@ -186,7 +186,6 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "StudyStatusEnum": "annotations.models.Study.Status",
-        "ExportJobStatusEnum": "annotations.models.ExportJob.Status",
         "ControlKindEnum": "annotations.models.ControlKind",
         "JobStatusEnum": "common.jobs.BackgroundJob.Status",  # every background job shares these choices
     },

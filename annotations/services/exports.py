@@ -35,6 +35,7 @@ from annotations.models import (
     ItemImage,
     Study,
 )
+from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
 
 FORMAT_VERSION = 1
 FORMATS = ("jsonl", "csv", "zip", "coco")
@@ -440,34 +441,32 @@ def export_size(study: Study) -> int:
     return Annotation.objects.filter(study=study).count() + Item.objects.filter(study=study).count()
 
 
+EXPORT_TASK = "annotations.tasks.run_export_job_task"
+
+
 @transaction.atomic
 def export_job_create(*, study: Study, user: Any, fmt: str) -> ExportJob:
     """Queue a background export; the task runs after this transaction commits."""
-    from annotations.tasks import run_export_job_task
-
     job = ExportJob.objects.create(study=study, requested_by=user, format=fmt)
-    transaction.on_commit(lambda: run_export_job_task.delay(job.pk))
+    job_enqueue(task_name=EXPORT_TASK, job_id=job.pk)
     return job
 
 
 def export_job_run(*, job_id: int) -> ExportJob:
-    """Claim a pending export job (compare-and-set) and write its file; idempotent."""
-    claimed = ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.PENDING).update(
-        status=ExportJob.Status.RUNNING
-    )
+    """Claim a pending export job (compare-and-set) and write its file; idempotent. A job whose
+    cancellation is requested before the writing starts ends cancelled."""
+    claimed = job_claim(ExportJob, job_id)
     job = ExportJob.objects.select_related("study").get(pk=job_id)
     if not claimed:
         return job
+    if job_heartbeat(ExportJob, job.pk):
+        return job_finish(ExportJob, job.pk, status=ExportJob.Status.CANCELLED)
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / f"study-{job.study_id}.{job.format}"
         try:
             export_to_file(job.study, job.format, out)
         except OSError as exc:
-            job.status, job.error, job.finished_at = ExportJob.Status.FAILED, str(exc), timezone.now()
-            job.save(update_fields=["status", "error", "finished_at"])
-            return job
+            return job_finish(ExportJob, job.pk, status=ExportJob.Status.FAILED, error=str(exc))
         with out.open("rb") as handle:
             job.file.save(out.name, File(handle), save=False)
-    job.status, job.finished_at = ExportJob.Status.DONE, timezone.now()
-    job.save(update_fields=["file", "status", "finished_at"])
-    return job
+    return job_finish(ExportJob, job.pk, status=ExportJob.Status.DONE, file=job.file.name)

@@ -188,6 +188,25 @@ def test_cancelling_stops_between_batches_and_keeps_finished_images(
 
 
 @pytest.mark.django_db
+def test_the_heartbeat_is_stamped_before_every_batch(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
+    job = generation_job_create(
+        study=image_study,
+        prompt_set=PROMPTS,
+        spec=spec_for(tiny_model, batch_size=1),
+        user=owner,
+        enqueue=False,
+    )
+    beats = []
+    job = generation_job_run(
+        job_id=job.pk, progress=lambda current: beats.append(current.heartbeat_at), device="cpu"
+    )
+    assert job.status == "done" and job.generated == 4
+    # the claim's stamp, then one before each of the four batches (each seen after its batch)
+    assert len(beats) == 6 and None not in beats
+    assert beats[:5] == sorted(set(beats[:5])) and beats[5] == beats[4]
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
 def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_model, threads: int) -> None:  # type: ignore[no-untyped-def]
     job = generation_job_create(

@@ -297,3 +297,28 @@ def test_the_labelling_page(cups, owner, annotator_user, django_capture_on_commi
     other = Client()
     other.force_login(annotator_user)
     assert other.get(f"/studies/{cups.pk}/labelling/").status_code in (403, 404)
+
+
+@pytest.mark.parametrize(("kind", "queue"), [("colour", "celery"), ("clip", "gpu")])
+def test_a_job_is_sent_after_commit_to_the_queue_its_labeller_needs(  # type: ignore[no-untyped-def]
+    cups, kind, queue, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    from celery import current_app
+
+    sent = []
+    task = current_app.tasks["labelling.tasks.label_items_task"]
+    monkeypatch.setattr(task, "apply_async", lambda args, **options: sent.append((args, options)))
+    labeller = labeller_register(name=f"{kind}-labeller", kind=kind, config={})
+    with django_capture_on_commit_callbacks(execute=True):
+        job = labelling_job_create(study=cups, annotator=labeller, user=None)
+        assert sent == []
+    assert sent == [((job.pk,), {"queue": queue})]
+
+
+def test_a_run_stamps_the_heartbeat_and_stops_when_cancelled(cups) -> None:  # type: ignore[no-untyped-def]
+    colour = labeller_register(name="colour-rule", kind="colour", config={})
+    job = labelling_job_create(study=cups, annotator=colour, user=None, enqueue=False)
+    LabellingJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+    job = labelling_job_run(job_id=job.pk)
+    assert job.status == LabellingJob.Status.CANCELLED and job.heartbeat_at is not None
+    assert job.done_items == 0
