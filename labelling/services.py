@@ -34,7 +34,7 @@ from PIL import Image
 from annotations.models import Annotation, Annotator, Item, Study, User
 from annotations.protocols.answers import AnswerError, ItemContext, clean_answer
 from annotations.protocols.schema import Question
-from annotations.services.annotation_writes import annotation_save
+from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from common.errors import ValidationFailed
 from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
 from labelling.cache import CachedAnswer
@@ -410,12 +410,17 @@ def _store(
             failed.add(outcome.question_key)
             values.pop(outcome.question_key, None)
             continue
-        annotation_save(
-            item=item,
-            annotator=job.annotator,
-            answer=answer,
+        annotations_save(
+            study_id=item.study_id,
+            answers=[
+                AnswerToSave(
+                    item_id=item.pk,
+                    annotator=job.annotator,
+                    answer=answer,
+                    time_spent_ms=int(outcome.latency_s * 1000),
+                )
+            ],
             source=Annotation.Source.LABELLER,
-            time_spent_ms=int(outcome.latency_s * 1000),
         )
         answered += 1
         cached += int(outcome.cached)

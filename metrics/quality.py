@@ -1,6 +1,6 @@
 """Per-annotator quality figures for crowd work (docs/crowd.md, "Quality control"). Pure: no Django.
 
-The study side (``annotations/services/quality.py``) reads the rows; these functions compute:
+The study side (``annotations/selectors/quality.py``) reads the rows; these functions compute:
 
 - ``answers_match``: is an annotator's answer the expected (gold or attention) answer?
 - ``control_score``: gold accuracy, correct / n over the gold answers an annotator was asked.

@@ -8,9 +8,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotations.models import Annotator, Assignment
+from annotations.presenters import image_views
 from annotations.protocols.answers import questions_to_answer
 from annotations.protocols.schema import Question
-from annotations.selectors.tasks import item_images, stored_answers
+from annotations.selectors.tasks import stored_answers
 
 
 def _question(question: Question, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +77,7 @@ class TaskSerializer(AssignmentSerializer):
                         "width": image.width,
                         "height": image.height,
                     }
-                    for image in item_images(item)
+                    for image in image_views(item)
                 ],
             },
             "instructions": protocol.instructions,

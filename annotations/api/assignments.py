@@ -17,13 +17,13 @@ from annotations import access
 from annotations.access import request_user
 from annotations.api import assignment_serializers as s
 from annotations.models import Annotation, Assignment
+from annotations.selectors.quality import claim_refusal
 from annotations.services.assignment import (
     assignment_claim_next,
     assignment_release,
     assignment_skip,
     assignment_submit,
 )
-from annotations.services.quality import claim_refusal
 from annotations.services.studies import annotator_for_user
 from common.errors import NotAllowed
 

@@ -20,6 +20,8 @@ from annotations import access
 from annotations.access import request_user
 from annotations.api.serializers import ItemSerializer, UploadSerializer
 from annotations.models import Annotator, AnnotatorExclusion, ControlKind
+from annotations.selectors import controls as control_selectors
+from annotations.selectors import quality as quality_selectors
 from annotations.services import controls as control_services
 from annotations.services import quality as quality_services
 from common.errors import NotFoundError, ValidationFailed
@@ -123,7 +125,7 @@ class QualityReportView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
-        return Response(quality_services.quality_report(study=study))
+        return Response(quality_selectors.quality_report(study=study))
 
 
 class QualitySettingsView(APIView):
@@ -132,7 +134,7 @@ class QualitySettingsView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
-        return Response(control_services.quality_settings(study).to_dict())
+        return Response(control_selectors.quality_settings(study).to_dict())
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT})
     def patch(self, request: Request, pk: int) -> Response:
@@ -149,7 +151,7 @@ class ExclusionListView(APIView):
     @extend_schema(responses={200: ExclusionSerializer(many=True)})
     def get(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
-        return Response(ExclusionSerializer(quality_services.exclusion_history(study), many=True).data)
+        return Response(ExclusionSerializer(quality_selectors.exclusion_history(study), many=True).data)
 
     @extend_schema(request=ExcludeSerializer, responses={201: ExclusionSerializer})
     def post(self, request: Request, pk: int) -> Response:

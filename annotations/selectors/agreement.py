@@ -8,7 +8,7 @@ per-option precision/recall/F1, confusion matrix), overall and per item conditio
 metadata field when asked). Boxes: match rate at IoU >= threshold and mean IoU, between every two
 humans and between each labeller and each human. The study line is the mean of the defined
 per-question alphas (alphas of different levels are not pooled into one matrix). Control items and
-annotators excluded from the study are left out (``selectors.counted_annotations``; the report's
+annotators excluded from the study are left out (``selectors.counted.counted_annotations``; the report's
 ``left_out`` says how many).
 """
 
@@ -24,9 +24,9 @@ from django.db.models import Exists, OuterRef
 
 from annotations.models import Annotator, ConsensusLabel, Item, Study
 from annotations.protocols.schema import Question
+from annotations.selectors.counted import active_exclusions, counted_annotations, counted_items
 from annotations.selectors.labels import labels_for
 from annotations.selectors.matrices import LEVELS, json_key, plurality, question_matrix, reliability_for
-from annotations.selectors.studies import active_exclusions, counted_annotations, counted_items
 from metrics.agreement import alpha_with_bootstrap, krippendorff_alpha
 from metrics.boxes import box_agreement
 from metrics.classification import classification_from_codes, classification_report

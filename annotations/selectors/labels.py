@@ -11,7 +11,7 @@ A *label source* says whose labels a metric reads (SPEC 6):
 - ``judgements``: every individual human judgement (visage's likelihoods count them all);
   ``judgements_for`` returns them as flat rows.
 
-Only counted annotations are read (``selectors.counted_annotations``): none on control items, none by
+Only counted annotations are read (``selectors.counted.counted_annotations``): none on control items, none by
 annotators excluded from the study; ``items_info`` lists the real items only.
 
 Reads are flat ``values_list`` queries (one per question), so 100k annotations cost one query and a
@@ -28,7 +28,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
-from annotations.selectors.studies import counted_annotations, counted_items
+from annotations.selectors.counted import counted_annotations, counted_items
 from common.errors import ValidationFailed
 from metrics.consensus import majority, per_option
 

@@ -5,7 +5,7 @@ One matrix per question (coders x items, ``nan`` = no judgement), built with num
 scale, Unsure missing (ordinal); single, binary, text -> a nominal code per distinct value; each
 option of a multi question -> its own 0/1 matrix, counting a coder only where the option was
 shown to them (``shown``), or everywhere when ``shown`` was not recorded. Only counted annotations
-are read: none on control items, none by excluded annotators (``selectors.counted_annotations``).
+are read: none on control items, none by excluded annotators (``selectors.counted.counted_annotations``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from django.db.models.functions import Cast
 
 from annotations.models import Annotation, Study
 from annotations.protocols.schema import Question
-from annotations.selectors.studies import counted_annotations, uncounted_ids
+from annotations.selectors.counted import counted_annotations, uncounted_ids
 
 LEVELS = {
     "likert": "ordinal",
@@ -191,7 +191,7 @@ def question_matrix(
     """One matrix for the whole question (likert, single, binary or text), values decoded once per
     distinct JSON text rather than once per row. ``annotator_ids`` keeps only those coders."""
     annotators, items, texts = question_rows(study, question.key)
-    # What counts (selectors.counted_annotations): no control items, no excluded annotators; both
+    # What counts (selectors.counted.counted_annotations): no control items, no excluded annotators; both
     # sets are small, so they are dropped here rather than joined row by row in the database.
     excluded, controls = uncounted_ids(study)
     keep = ~np.isin(annotators, excluded) & ~np.isin(items, controls)

@@ -1,4 +1,6 @@
-"""Reads shaped for pages and APIs (select_related/prefetch_related, aggregate counts)."""
+"""Reads shaped for pages and APIs (select_related/prefetch_related, aggregate counts).
+
+Which annotations count in consensus, agreement and metrics is decided in ``selectors/counted.py``."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any
 
 from django.db.models import Count, Prefetch, QuerySet
 
-from annotations.models import Annotation, AnnotatorExclusion, Item, ItemImage, Study
+from annotations.models import Annotation, Item, ItemImage, Study
 
 
 def study_summary(study: Study) -> dict[str, Any]:
@@ -44,37 +46,3 @@ def studies_conditions_and_models(study_ids: Iterable[int]) -> tuple[list[str], 
     conditions = sorted({c for c in items.values_list("condition", flat=True).distinct() if c})
     models = sorted({m or "model" for m in items.values_list("model_name", flat=True).distinct()})
     return conditions, models
-
-
-# --- What counts in consensus, agreement and metrics (docs/crowd.md, "Quality control") ----------------
-
-
-def active_exclusions(study: Study) -> QuerySet[AnnotatorExclusion]:
-    """The study's exclusions in force (not reinstated)."""
-    return AnnotatorExclusion.objects.filter(study=study, reinstated_at__isnull=True)
-
-
-def counted_annotations(study: Study) -> QuerySet[Annotation]:
-    """Annotations that count: not on a control item, not by an annotator excluded from the study.
-
-    Consensus, the agreement report and every metric read annotations through this (one query, the
-    two conditions as a join and a subquery), so excluding someone or marking a control changes all of
-    them at the next computation.
-    """
-    return Annotation.objects.filter(study=study, item__control_kind="").exclude(
-        annotator_id__in=active_exclusions(study).values("annotator_id")
-    )
-
-
-def uncounted_ids(study: Study) -> tuple[list[int], list[int]]:
-    """The ids of the study's excluded annotators and of its control items: what ``counted_annotations``
-    leaves out, for code that filters large arrays itself (``agreement_data.question_matrix``)."""
-    return (
-        list(active_exclusions(study).values_list("annotator_id", flat=True)),
-        list(Item.objects.filter(study=study).exclude(control_kind="").values_list("id", flat=True)),
-    )
-
-
-def counted_items(study: Study) -> QuerySet[Item]:
-    """The study's real items (control items left out)."""
-    return Item.objects.filter(study=study, control_kind="")

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
-from django.http import QueryDict
-from django.urls import reverse
 
 from annotations.models import Annotation, Annotator, Assignment, Enrollment, Item, ItemImage, Study, User
 from annotations.protocols.answers import questions_to_answer
@@ -65,15 +63,6 @@ class QuestionView:
     @property
     def shown_csv(self) -> str:
         return ",".join(self.shown)
-
-
-@dataclass
-class ImageView:
-    position: int
-    url: str
-    display_url: str
-    width: int | None
-    height: int | None
 
 
 def _option_views(options: tuple[Option, ...], selected: Any) -> list[OptionView]:
@@ -152,67 +141,20 @@ def stored_answers(*, item: Item, annotator: Annotator) -> dict[str, dict[str, A
     }
 
 
-def answers_from_form(
-    *, study: Study, item: Item, annotator: Annotator, data: QueryDict
-) -> dict[str, dict[str, Any]]:
-    """Turn the task page's form into ``clean_submission``'s input (shape only; no rules applied).
+@dataclass(frozen=True)
+class ImagePlace:
+    """One image of an item a page or the API can show: where it is in the item, and its size."""
 
-    Field names: ``q-KEY`` (value; several for multi; JSON for boxes), ``shown-KEY`` (multi: the
-    comma-separated options this person was shown), ``reason-KEY`` (binary). Questions hidden by
-    ``show_if`` (the page disables their fields) are left out here the same way.
-    """
-    answers: dict[str, dict[str, Any]] = {}
-    for question in questions_to_answer(
-        study.protocol_obj, item.metadata, expert=annotator.pool == Annotator.Pool.EXPERT
-    ):
-        name = f"q-{question.key}"
-        if question.show_if is not None:
-            parent = answers.get(question.show_if["question"])
-            if parent is None or str(parent.get("value")) not in question.show_if["in"]:
-                continue
-        if question.kind == "multi":
-            values = data.getlist(name)
-            if not values:
-                continue
-            shown_raw = data.get(f"shown-{question.key}")
-            answer: dict[str, Any] = {"value": values}
-            if shown_raw is not None:
-                answer["shown"] = [key for key in shown_raw.split(",") if key]
-            answers[question.key] = answer
-        elif question.kind == "boxes":
-            raw = data.get(name, "").strip()
-            if not raw:
-                continue
-            try:
-                boxes = json.loads(raw)
-            except json.JSONDecodeError:
-                boxes = raw  # refused by validation with a message next to the question
-            if boxes == [] and not question.required:
-                continue
-            answers[question.key] = {"value": boxes}
-        else:
-            raw_value = data.get(name)
-            if raw_value is None or (
-                question.kind == "text" and not raw_value.strip() and not question.required
-            ):
-                continue
-            answer = {"value": raw_value}
-            reason = data.get(f"reason-{question.key}", "")
-            if reason.strip():
-                answer["reason"] = reason
-            answers[question.key] = answer
-    return answers
+    item_id: int
+    position: int
+    width: int | None
+    height: int | None
 
 
-def item_images(item: Item) -> list[ImageView]:
+def item_images(item: Item) -> list[ImagePlace]:
+    """The item's images that have a file, in order (reads ``item.images``; prefetch it)."""
     return [
-        ImageView(
-            position=image.position,
-            url=reverse("item-image", args=[item.pk, image.position]),
-            display_url=reverse("item-image-display", args=[item.pk, image.position]),
-            width=image.width,
-            height=image.height,
-        )
+        ImagePlace(item_id=item.pk, position=image.position, width=image.width, height=image.height)
         for image in item.images.all()
         if image.file
     ]

@@ -1,13 +1,15 @@
-"""Saving annotations (one at a time from the task page or API, or in bulk from a file).
+"""Saving annotations: the one write used by task submits (page and API), machine labellers and every
+import (JSONL files, study archives, VisAGe datasets).
 
-Every value is checked by ``annotations.protocols.answers`` against its question, whoever gave it. An edit
-keeps the previous state as an ``AnnotationRevision``.
+Every value is checked by ``annotations.protocols.answers`` against its question before it gets here,
+whoever gave it; ``annotations_save`` stores already-cleaned answers and keeps the previous state of an
+edited annotation as an ``AnnotationRevision``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotations.models import Annotation, AnnotationRevision, Annotator, Item, ItemImage, Study, User
+from annotations.models import Annotation, AnnotationRevision, Annotator, Item, ItemImage, Study
 from annotations.protocols.answers import AnswerError, CleanAnswer, ItemContext, clean_answer
 from common.errors import ImportRefused
 from common.planner_statistics import statistics_refresh
@@ -34,49 +36,142 @@ def item_context(item: Item, images: Iterable[ItemImage] | None = None) -> ItemC
     )
 
 
-@transaction.atomic
-def annotation_save(
+@dataclass(frozen=True)
+class AnswerToSave:
+    """One cleaned answer of ``annotator`` to a question on item ``item_id``, with its measured time."""
+
+    item_id: int
+    annotator: Annotator
+    answer: CleanAnswer
+    time_spent_ms: int | None = None
+
+
+@dataclass
+class SaveCounts:
+    """What ``annotations_save`` did: rows created, changed (each with a revision), left as they were,
+    and deleted (answers missing from a whole set)."""
+
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+
+
+def annotations_save(
     *,
-    item: Item,
-    annotator: Annotator,
-    answer: CleanAnswer,
+    study_id: int,
+    answers: Sequence[AnswerToSave],
     source: str,
-    time_spent_ms: int | None = None,
-    edited_by: User | None = None,
-) -> Annotation:
-    """Create or change one annotation; a change keeps a revision. Locks the existing row."""
-    existing = (
-        Annotation.objects.select_for_update()
-        .filter(item=item, annotator=annotator, question_key=answer.question_key)
-        .first()
-    )
-    if existing is None:
-        return Annotation.objects.create(
-            study_id=item.study_id,
-            item=item,
-            annotator=annotator,
-            question_key=answer.question_key,
-            value=answer.value,
-            shown=answer.shown,
-            reason=answer.reason,
-            source=source,
-            time_spent_ms=time_spent_ms,
+    whole_sets: Collection[tuple[int, int]] = (),
+) -> SaveCounts:
+    """Create or change the annotations of ``answers`` (all in study ``study_id``), in bulk.
+
+    The rule, the same for a task submit, a labeller and an import:
+
+    - A new (item, annotator, question) is created with the answer's value, shown, reason and
+      ``time_spent_ms``, and ``source``.
+    - An answer equal to the stored one (value, shown and reason) writes nothing: the stored row,
+      its ``time_spent_ms`` and ``source`` stand (a double submit or a re-run changes nothing).
+    - A changed answer first keeps the stored value, shown and reason as an ``AnnotationRevision``
+      whose ``replaced_by`` is the account that gave the new answer, which is always the annotator's
+      own (``Annotator.user``): people with an account change only their own answers, and machine
+      labellers and imported raters have no account, so theirs is None. The row then takes the new
+      value, shown, reason, ``source``, and ``time_spent_ms``: the time of the latest answer, None
+      when that answer was not timed (the old time belonged to the old value).
+    - ``whole_sets``: (item id, annotator id) pairs whose answers in this batch are everything they
+      now say about that item (a task submit): their other stored answers (e.g. to questions hidden
+      by ``show_if`` after an edit) are deleted, so the stored set equals the last submission.
+
+    Queries do not grow with the batch beyond ``BULK_BATCH`` rows each: one read of the stored
+    rows per chunk of items, then bulk inserts of new rows and revisions, one bulk update and at
+    most one delete. Transaction: the caller's, or its own (no savepoint, so a submit keeps its
+    query count); the stored rows are read ``SELECT ... FOR UPDATE``, so two writers of the same
+    annotation take turns and each edit keeps the value it replaced. Raises ValueError when the
+    batch holds one (item, annotator, question) twice (callers refuse repeats with a message first).
+    """
+    wanted: dict[tuple[int, int, str], AnswerToSave] = {}
+    for entry in answers:
+        key = (entry.item_id, entry.annotator.pk, entry.answer.question_key)
+        if key in wanted:
+            raise ValueError(f"answer to {key[2]!r} on item {key[0]} by annotator {key[1]} given twice")
+        wanted[key] = entry
+    # No savepoint: inside a caller's transaction (a submit) this adds no query; checked before it
+    # starts, so a refused batch never marks the caller's transaction for rollback.
+    with transaction.atomic(savepoint=False):
+        return _save(study_id=study_id, wanted=wanted, source=source, whole=set(whole_sets))
+
+
+def _save(
+    *,
+    study_id: int,
+    wanted: dict[tuple[int, int, str], AnswerToSave],
+    source: str,
+    whole: set[tuple[int, int]],
+) -> SaveCounts:
+    counts = SaveCounts()
+    item_ids = sorted({item_id for item_id, _a, _q in wanted} | {item_id for item_id, _a in whole})
+    annotator_ids = sorted({a for _i, a, _q in wanted} | {a for _i, a in whole})
+    question_keys = sorted({q for _i, _a, q in wanted})
+    stored: dict[tuple[int, int, str], Annotation] = {}
+    for start in range(0, len(item_ids), BULK_BATCH):
+        rows = Annotation.objects.select_for_update().filter(
+            item_id__in=item_ids[start : start + BULK_BATCH], annotator_id__in=annotator_ids
         )
-    if existing.snapshot() == {"value": answer.value, "shown": answer.shown, "reason": answer.reason}:
-        return existing
-    AnnotationRevision.objects.create(
-        annotation=existing,
-        value=existing.value,
-        shown=existing.shown,
-        reason=existing.reason,
-        replaced_by=edited_by,
-    )
-    existing.value, existing.shown, existing.reason = answer.value, answer.shown, answer.reason
-    existing.source = source
-    if time_spent_ms is not None:
-        existing.time_spent_ms = time_spent_ms
-    existing.save(update_fields=["value", "shown", "reason", "source", "time_spent_ms", "updated_at"])
-    return existing
+        if not whole:  # a whole set also needs the answers that are no longer given
+            rows = rows.filter(question_key__in=question_keys)
+        for annotation in rows:
+            stored[(annotation.item_id, annotation.annotator_id, annotation.question_key)] = annotation
+    now = timezone.now()
+    to_create: list[Annotation] = []
+    to_update: list[Annotation] = []
+    revisions: list[AnnotationRevision] = []
+    for key, entry in wanted.items():
+        answer, current = entry.answer, stored.get(key)
+        if current is None:
+            to_create.append(
+                Annotation(
+                    study_id=study_id,
+                    item_id=entry.item_id,
+                    annotator=entry.annotator,
+                    question_key=answer.question_key,
+                    value=answer.value,
+                    shown=answer.shown,
+                    reason=answer.reason,
+                    time_spent_ms=entry.time_spent_ms,
+                    source=source,
+                )
+            )
+        elif current.snapshot() == {"value": answer.value, "shown": answer.shown, "reason": answer.reason}:
+            counts.unchanged += 1
+        else:
+            revisions.append(
+                AnnotationRevision(
+                    annotation=current,
+                    value=current.value,
+                    shown=current.shown,
+                    reason=current.reason,
+                    replaced_by_id=entry.annotator.user_id,
+                )
+            )
+            current.value, current.shown, current.reason = answer.value, answer.shown, answer.reason
+            current.time_spent_ms, current.source, current.updated_at = entry.time_spent_ms, source, now
+            to_update.append(current)
+    gone = [
+        annotation.pk for key, annotation in stored.items() if key not in wanted and (key[0], key[1]) in whole
+    ]
+    if to_create:
+        Annotation.objects.bulk_create(to_create, batch_size=BULK_BATCH)
+    if revisions:
+        AnnotationRevision.objects.bulk_create(revisions, batch_size=BULK_BATCH)
+        Annotation.objects.bulk_update(
+            to_update,
+            ["value", "shown", "reason", "time_spent_ms", "source", "updated_at"],
+            batch_size=BULK_BATCH,
+        )
+    if gone:
+        Annotation.objects.filter(pk__in=gone).delete()
+    counts.created, counts.updated, counts.removed = len(to_create), len(to_update), len(gone)
+    return counts
 
 
 # --- Import from JSONL --------------------------------------------------------------------------
@@ -272,6 +367,8 @@ def _is_boxes(protocol: Any, record: dict[str, Any]) -> bool:
 def _write_imported(
     study: Study, lines: list[_Line], annotator_specs: dict[tuple[str, str, str], dict[str, Any]]
 ) -> AnnotationImportReport:
+    """Find or create the file's annotators, then store its answers with ``annotations_save``; one
+    transaction, so a failed import leaves nothing behind."""
     report = AnnotationImportReport()
     annotators: dict[tuple[str, str, str], Annotator] = {}
     # Study-scoped humans in bulk (a published dataset can name thousands of anonymous raters).
@@ -304,52 +401,19 @@ def _write_imported(
         if created:
             report.annotators_created.append(name if not version else f"{name} {version}")
         annotators[(kind, name, version)] = annotator
-    existing: dict[tuple[int, int, str], Annotation] = {}
-    annotator_ids = [annotator.pk for annotator in annotators.values()]
-    item_ids = sorted({line.item_id for line in lines})
-    for start in range(0, len(item_ids), BULK_BATCH):
-        chunk = item_ids[start : start + BULK_BATCH]
-        for annotation in Annotation.objects.filter(item_id__in=chunk, annotator_id__in=annotator_ids):
-            existing[(annotation.item_id, annotation.annotator_id, annotation.question_key)] = annotation
-    to_create: list[Annotation] = []
-    to_update: list[Annotation] = []
-    revisions: list[AnnotationRevision] = []
-    for line in lines:
-        annotator = annotators[line.annotator_key]
-        answer = line.answer
-        current = existing.get((line.item_id, annotator.pk, answer.question_key))
-        if current is None:
-            to_create.append(
-                Annotation(
-                    study=study,
-                    item_id=line.item_id,
-                    annotator=annotator,
-                    question_key=answer.question_key,
-                    value=answer.value,
-                    shown=answer.shown,
-                    reason=answer.reason,
-                    time_spent_ms=line.time_spent_ms,
-                    source=Annotation.Source.IMPORT,
-                )
+    counts = annotations_save(
+        study_id=study.pk,
+        answers=[
+            AnswerToSave(
+                item_id=line.item_id,
+                annotator=annotators[line.annotator_key],
+                answer=line.answer,
+                time_spent_ms=line.time_spent_ms,
             )
-        elif current.snapshot() == {"value": answer.value, "shown": answer.shown, "reason": answer.reason}:
-            report.unchanged += 1
-        else:
-            revisions.append(
-                AnnotationRevision(
-                    annotation=current, value=current.value, shown=current.shown, reason=current.reason
-                )
-            )
-            current.value, current.shown, current.reason = answer.value, answer.shown, answer.reason
-            current.source = Annotation.Source.IMPORT
-            current.updated_at = timezone.now()
-            to_update.append(current)
-    Annotation.objects.bulk_create(to_create, batch_size=BULK_BATCH)
-    AnnotationRevision.objects.bulk_create(revisions, batch_size=BULK_BATCH)
-    Annotation.objects.bulk_update(
-        to_update, ["value", "shown", "reason", "source", "updated_at"], batch_size=BULK_BATCH
+            for line in lines
+        ],
+        source=Annotation.Source.IMPORT,
     )
-    report.created = len(to_create)
-    report.updated = len(to_update)
-    statistics_refresh(Annotation, Annotator, rows=len(to_create) + len(new_humans))
+    report.created, report.updated, report.unchanged = counts.created, counts.updated, counts.unchanged
+    statistics_refresh(Annotation, Annotator, rows=counts.created + len(new_humans))
     return report

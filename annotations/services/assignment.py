@@ -27,7 +27,6 @@ from django.utils import timezone
 
 from annotations.models import (
     Annotation,
-    AnnotationRevision,
     Annotator,
     Assignment,
     Enrollment,
@@ -35,9 +34,9 @@ from annotations.models import (
     Study,
     User,
 )
-from annotations.protocols.answers import CleanAnswer, clean_submission
-from annotations.selectors.studies import active_exclusions
-from annotations.services.annotation_writes import item_context
+from annotations.protocols.answers import clean_submission
+from annotations.selectors.counted import active_exclusions
+from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
 from annotations.services.controls import control_candidate, control_plan
 from common.errors import Conflict, NotAllowed, QuotaReached, ValidationFailed
 
@@ -297,8 +296,10 @@ def assignment_submit(
     """Validate and store an annotator's answers to one item; also used to edit a submitted item.
 
     Idempotent: the assignment row is locked first, so a double-clicked submit waits for the first
-    and then finds the same answers already stored (no second annotation, no revision). A changed
-    answer on an already submitted item keeps the old one as a revision. A lease that expired is
+    and then finds the same answers already stored (no second annotation, no revision). Answers are
+    stored by ``annotation_writes.annotations_save`` as this item's whole set: a changed answer keeps
+    the old one as a revision and takes this submit's ``time_spent_ms``; answers no longer given are
+    removed. ``Assignment.time_spent_ms`` stays the first submit's. A lease that expired is
     accepted only while the item still has a free slot (counted under the item's lock).
     Raises ``SubmissionError`` (errors per question) when an answer is not valid; nothing is written.
     """
@@ -335,13 +336,15 @@ def assignment_submit(
         context=item_context(item),
         expert=assignment.annotator.pool == Annotator.Pool.EXPERT,
     )
-    _save_answers(
-        item=item,
-        annotator=assignment.annotator,
-        answers=cleaned,
+    annotator = assignment.annotator
+    annotations_save(
+        study_id=item.study_id,
+        answers=[
+            AnswerToSave(item_id=item.pk, annotator=annotator, answer=answer, time_spent_ms=time_spent_ms)
+            for answer in cleaned
+        ],
         source=source,
-        time_spent_ms=time_spent_ms,
-        edited_by=user,
+        whole_sets=[(item.pk, annotator.pk)],
     )
     fields = []
     if assignment.status != Status.SUBMITTED:
@@ -355,63 +358,6 @@ def assignment_submit(
         # The claim order reads this count; only a first submit changes it.
         Item.objects.filter(pk=item.pk).update(judgements=F("judgements") + 1)
     return assignment
-
-
-def _save_answers(
-    *,
-    item: Item,
-    annotator: Annotator,
-    answers: list[CleanAnswer],
-    source: str,
-    time_spent_ms: int | None,
-    edited_by: User | None,
-) -> None:
-    """Write a whole task's answers in a constant number of queries; changes keep revisions.
-
-    Answers this annotator gave earlier to questions that are no longer answered (e.g. hidden by
-    ``show_if`` after an edit) are removed, so the stored set always equals the last submission.
-    """
-    existing = {
-        annotation.question_key: annotation
-        for annotation in Annotation.objects.select_for_update().filter(item=item, annotator=annotator)
-    }
-    to_create, to_update, revisions = [], [], []
-    for answer in answers:
-        current = existing.pop(answer.question_key, None)
-        if current is None:
-            to_create.append(
-                Annotation(
-                    study_id=item.study_id,
-                    item=item,
-                    annotator=annotator,
-                    question_key=answer.question_key,
-                    value=answer.value,
-                    shown=answer.shown,
-                    reason=answer.reason,
-                    source=source,
-                    time_spent_ms=time_spent_ms,
-                )
-            )
-        elif current.snapshot() != {"value": answer.value, "shown": answer.shown, "reason": answer.reason}:
-            revisions.append(
-                AnnotationRevision(
-                    annotation=current,
-                    value=current.value,
-                    shown=current.shown,
-                    reason=current.reason,
-                    replaced_by=edited_by,
-                )
-            )
-            current.value, current.shown, current.reason = answer.value, answer.shown, answer.reason
-            current.source, current.updated_at = source, timezone.now()
-            to_update.append(current)
-    if to_create:
-        Annotation.objects.bulk_create(to_create)
-    if revisions:
-        AnnotationRevision.objects.bulk_create(revisions)
-        Annotation.objects.bulk_update(to_update, ["value", "shown", "reason", "source", "updated_at"])
-    if existing:
-        Annotation.objects.filter(pk__in=[annotation.pk for annotation in existing.values()]).delete()
 
 
 @transaction.atomic

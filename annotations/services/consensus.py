@@ -22,7 +22,7 @@ from django.utils import timezone
 from annotations.models import Annotator, ConsensusLabel, Item, Study, User
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Question
-from annotations.selectors.studies import counted_annotations
+from annotations.selectors.counted import counted_annotations
 from annotations.services.annotation_writes import item_context
 from common.errors import ValidationFailed
 from metrics import consensus as rules

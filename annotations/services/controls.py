@@ -1,11 +1,12 @@
-"""Control items: gold items and attention checks, the study's quality settings, and how claims mix
-controls into an annotator's queue (docs/crowd.md, "Quality control").
+"""Control items: gold items and attention checks, changing the study's quality settings, and how claims
+mix controls into an annotator's queue (docs/crowd.md, "Quality control").
 
 - A control is an ``Item`` with ``control_kind`` ``gold`` (known answers) or ``attention`` (an
   instruction in the item, e.g. its ``note`` "Select 'Agree' for this item", and the expected
   answer). Its ``control_answers`` are ``{question_key: value}``, each checked by the same
   validators as an annotation (``annotations.protocols.answers.clean_answer``).
-- Settings live in ``Study.options["quality"]``; ``quality_settings`` reads them with defaults.
+- Settings live in ``Study.options["quality"]``; ``selectors.controls.quality_settings`` reads them
+  with defaults, ``quality_settings_update`` changes them.
 - Mixing (``control_plan`` and ``control_candidate``, called by ``assignment_claim_next``): claim
   number *n* of an annotator (0-based, counting every item they were ever leased in the study) is
   a control slot when ``control_slot(seed, n, rate)`` says so: the claims are cut into stretches of
@@ -16,14 +17,12 @@ controls into an annotator's queue (docs/crowd.md, "Quality control").
 - Qualification: with ``qualification_items`` = N > 0, an annotator is served only gold items until
   they have submitted N of them; the first N are then scored and, below
   ``qualification_min_accuracy``, the annotator gets no more items.
-- Scoring (``control_outcomes``) uses each answer as first submitted (the oldest revision when it
-  was edited since), so going back to change an answer never changes a score.
+- Scoring (``control_outcomes``, ``qualification_state``) reads, so it is in ``selectors.controls``.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -31,91 +30,26 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from annotations.models import (
-    Annotation,
-    AnnotationRevision,
-    Annotator,
-    Assignment,
-    ControlKind,
-    Item,
-    Study,
-)
+from annotations.models import Annotator, Assignment, ControlKind, Item, Study
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Protocol
-from annotations.selectors.studies import active_exclusions
+from annotations.selectors.controls import (
+    QUALITY_OPTION,
+    SETTINGS,
+    QualitySettings,
+    qualification_state,
+    quality_setting_value,
+    quality_settings,
+)
+from annotations.selectors.counted import active_exclusions
 from annotations.services.annotation_writes import item_context
 from common.errors import ImportRefused, ValidationFailed
-from metrics.quality import DEFAULT_THRESHOLDS, answers_match, control_score
 
-QUALITY_OPTION = "quality"
 DEFAULT_CONTROL_RATE = 0.1
-MAX_CONTROL_RATE = 0.5
 MAX_NOTE = 2000
-
-# name: (default, lowest, highest, whole number)
-SETTINGS: dict[str, tuple[float, float, float, bool]] = {
-    "control_rate": (0.0, 0.0, MAX_CONTROL_RATE, False),
-    "qualification_items": (0, 0, 100, True),
-    "qualification_min_accuracy": (0.7, 0.0, 1.0, False),
-    "min_gold_accuracy": (DEFAULT_THRESHOLDS["min_gold_accuracy"], 0.0, 1.0, False),
-    "max_attention_failures": (DEFAULT_THRESHOLDS["max_attention_failures"], 0, 1000, True),
-    "loo_margin": (DEFAULT_THRESHOLDS["loo_margin"], 0.0, 1.0, False),
-    "loo_min_n": (DEFAULT_THRESHOLDS["loo_min_n"], 1, 100000, True),
-    "min_median_seconds": (DEFAULT_THRESHOLDS["min_median_seconds"], 0.0, 3600.0, False),
-    "max_straight_run": (DEFAULT_THRESHOLDS["max_straight_run"], 0, 100000, True),
-}
-THRESHOLD_NAMES = tuple(DEFAULT_THRESHOLDS)
-
-
-@dataclass(frozen=True)
-class QualitySettings:
-    control_rate: float
-    qualification_items: int
-    qualification_min_accuracy: float
-    thresholds: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        thresholds = {
-            name: int(value) if SETTINGS[name][3] else value for name, value in self.thresholds.items()
-        }
-        return {
-            "control_rate": self.control_rate,
-            "qualification_items": self.qualification_items,
-            "qualification_min_accuracy": self.qualification_min_accuracy,
-            **thresholds,
-        }
-
-
-def _number(name: str, value: Any) -> float | int:
-    default, low, high, whole = SETTINGS[name]
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise ValidationFailed(f"{name} must be a number", {name: "not a number"})
-    if whole and int(value) != value:
-        raise ValidationFailed(f"{name} must be a whole number", {name: "not whole"})
-    if not low <= value <= high:
-        raise ValidationFailed(f"{name} must be between {low:g} and {high:g}", {name: "out of range"})
-    return int(value) if whole else float(value)
-
-
-def quality_settings(study: Study) -> QualitySettings:
-    """The study's quality settings with defaults (a value out of range, e.g. written by hand into
-    ``options``, is read as the default; ``quality_settings_update`` refuses it)."""
-    raw = study.options.get(QUALITY_OPTION) or {}
-    values: dict[str, Any] = {}
-    for name, (default, _low, _high, whole) in SETTINGS.items():
-        try:
-            values[name] = _number(name, raw[name]) if name in raw else (int(default) if whole else default)
-        except ValidationFailed:
-            values[name] = int(default) if whole else default
-    return QualitySettings(
-        control_rate=values["control_rate"],
-        qualification_items=values["qualification_items"],
-        qualification_min_accuracy=values["qualification_min_accuracy"],
-        thresholds={name: float(values[name]) for name in THRESHOLD_NAMES},
-    )
 
 
 @transaction.atomic
@@ -124,7 +58,7 @@ def quality_settings_update(*, study: Study, changes: Mapping[str, Any]) -> Qual
     unknown = sorted(set(changes) - set(SETTINGS))
     if unknown:
         raise ValidationFailed(f"unknown quality setting {unknown[0]!r} (known: {', '.join(SETTINGS)})")
-    clean = {name: _number(name, value) for name, value in changes.items()}
+    clean = {name: quality_setting_value(name, value) for name, value in changes.items()}
     locked = Study.objects.select_for_update().get(pk=study.pk)
     locked.options = {
         **locked.options,
@@ -375,167 +309,3 @@ def control_candidate(*, study: Study, annotator: Annotator, kinds: Iterable[str
         return None
     seed = control_seed(study_id=study.pk, annotator_id=annotator.pk)
     return candidates[_hash("pick", seed, index) % len(candidates)]
-
-
-# --- Scoring ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ControlOutcome:
-    """One annotator on one control item: a check per expected answer they were asked."""
-
-    item_id: int
-    kind: str
-    submitted_at: datetime | None
-    checks: tuple[bool, ...]
-
-    @property
-    def passed(self) -> bool | None:
-        return all(self.checks) if self.checks else None
-
-
-def _asked(protocol: Protocol, key: str, pool: str, given: Mapping[str, Any]) -> bool:
-    """Was the annotator asked this question? (not expert-only for a crowd annotator; its show_if held)."""
-    if not protocol.has_question(key):
-        return False
-    question = protocol.question(key)
-    if question.expert_only and pool != Annotator.Pool.EXPERT:
-        return False
-    if key in given or question.show_if is None:
-        return True
-    parent = given.get(question.show_if["question"])
-    return parent is not None and str(parent) in question.show_if["in"]
-
-
-def control_outcomes(
-    study: Study, *, annotator_ids: Iterable[int] | None = None, item_ids: Iterable[int] | None = None
-) -> dict[int, list[ControlOutcome]]:
-    """Every human's results on the study's control items, per annotator id, in submission order.
-
-    A control counts for an annotator once they submitted it (or, imported humans, once they have
-    answers to it). An expected answer they were not asked is not a check; one they were asked but
-    left unanswered is a failed check. Answers are taken as first submitted.
-    """
-    controls = Item.objects.filter(study=study).exclude(control_kind="")
-    if item_ids is not None:
-        controls = controls.filter(pk__in=list(item_ids))
-    expected = {
-        pk: (kind, answers)
-        for pk, kind, answers in controls.values_list("id", "control_kind", "control_answers")
-    }
-    if not expected:
-        return {}
-    who = Q() if annotator_ids is None else Q(annotator_id__in=list(annotator_ids))
-    submitted: dict[tuple[int, int], datetime | None] = {}
-    pools: dict[int, str] = {}
-    for annotator_id, item_id, completed, pool in Assignment.objects.filter(
-        who, study=study, item_id__in=list(expected), status=Assignment.Status.SUBMITTED
-    ).values_list("annotator_id", "item_id", "completed_at", "annotator__pool"):
-        submitted[(annotator_id, item_id)] = completed
-        pools[annotator_id] = pool
-    given: dict[tuple[int, int], dict[str, Any]] = defaultdict(dict)
-    first_at: dict[tuple[int, int], datetime] = {}
-    annotations = list(
-        Annotation.objects.filter(
-            who, study=study, item_id__in=list(expected), annotator__kind=Annotator.Kind.HUMAN
-        ).values_list(
-            "id", "annotator_id", "item_id", "question_key", "value", "created_at", "annotator__pool"
-        )
-    )
-    originals: dict[int, Any] = {}
-    for annotation_id, value in (
-        AnnotationRevision.objects.filter(annotation_id__in=[a[0] for a in annotations])
-        .order_by("annotation_id", "id")
-        .values_list("annotation_id", "value")
-    ):
-        originals.setdefault(annotation_id, value)
-    for annotation_id, annotator_id, item_id, key, value, created, pool in annotations:
-        given[(annotator_id, item_id)][key] = originals.get(annotation_id, value)
-        pools.setdefault(annotator_id, pool)
-        first_at[(annotator_id, item_id)] = min(created, first_at.get((annotator_id, item_id), created))
-    protocol = study.protocol_obj
-    result: dict[int, list[ControlOutcome]] = defaultdict(list)
-    for annotator_id, item_id in sorted(set(submitted) | set(given)):
-        kind, answers = expected[item_id]
-        mine = given.get((annotator_id, item_id), {})
-        checks = tuple(
-            answers_match(value, mine.get(key))
-            for key, value in answers.items()
-            if _asked(protocol, key, pools.get(annotator_id, ""), mine)
-        )
-        when = submitted.get((annotator_id, item_id)) or first_at.get((annotator_id, item_id))
-        result[annotator_id].append(ControlOutcome(item_id, kind, when, checks))
-    for outcomes in result.values():
-        outcomes.sort(key=lambda o: (o.submitted_at is None, o.submitted_at or timezone.now(), o.item_id))
-    return dict(result)
-
-
-@dataclass(frozen=True)
-class Qualification:
-    """Where an annotator stands with the study's qualification.
-
-    ``state``: ``none`` (the study has none), ``pending`` (fewer than ``required`` gold items
-    submitted), ``passed`` or ``failed`` (scored on the first ``required`` gold items submitted).
-    """
-
-    state: str
-    required: int
-    answered: int = 0
-    live: int = 0
-    correct: int = 0
-    n: int = 0
-    accuracy: float | None = None
-    min_accuracy: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def qualification_of(
-    gold: list[ControlOutcome], settings: QualitySettings, *, live: int = 0
-) -> Qualification:
-    """The qualification state from an annotator's gold outcomes in submission order (first N scored)."""
-    required = settings.qualification_items
-    if required <= 0:
-        return Qualification("none", 0)
-    base: dict[str, Any] = {
-        "required": required,
-        "answered": len(gold),
-        "live": live,
-        "min_accuracy": settings.qualification_min_accuracy,
-    }
-    if len(gold) < required:
-        return Qualification("pending", **base)
-    score = control_score(check for outcome in gold[:required] for check in outcome.checks)
-    # Gold items whose questions this annotator was never asked (e.g. expert-only) give no checks.
-    passed = score.rate is None or score.rate >= settings.qualification_min_accuracy
-    return Qualification(
-        "passed" if passed else "failed", correct=score.correct, n=score.n, accuracy=score.rate, **base
-    )
-
-
-def qualification_state(
-    *,
-    study: Study,
-    annotator: Annotator,
-    now: datetime | None = None,
-    settings: QualitySettings | None = None,
-) -> Qualification:
-    """Where ``annotator`` stands with the study's qualification (a few queries; none without one)."""
-    settings = settings or quality_settings(study)
-    if settings.qualification_items <= 0:
-        return Qualification("none", 0)
-    now = now or timezone.now()
-    gold = [
-        outcome
-        for outcome in control_outcomes(study, annotator_ids=[annotator.pk]).get(annotator.pk, [])
-        if outcome.kind == ControlKind.GOLD
-    ]
-    live = Assignment.objects.filter(
-        study=study,
-        annotator=annotator,
-        item__control_kind=ControlKind.GOLD,
-        status=Assignment.Status.LEASED,
-        lease_expires_at__gt=now,
-    ).count()
-    return qualification_of(gold, settings, live=live)

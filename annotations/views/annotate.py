@@ -14,15 +14,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
 from annotations.models import Annotation, Assignment, RevealLog, Study, User
+from annotations.presenters import image_display_url, image_views
 from annotations.protocols.answers import SubmissionError
 from annotations.protocols.colours import BASIC_COLOURS
 from annotations.selectors import tasks as task_selectors
+from annotations.selectors.quality import claim_refusal
 from annotations.services.assignment import (
     assignment_claim_next,
     assignment_skip,
@@ -30,10 +31,10 @@ from annotations.services.assignment import (
 )
 from annotations.services.display_images import display_image_name
 from annotations.services.invitations import participant_complete
-from annotations.services.quality import claim_refusal
 from annotations.services.reveals import reveal_enabled, reveal_log_create, reveal_record_agreement
 from annotations.services.studies import annotator_for_user
 from annotations.views.pages import IMAGE_CSP
+from annotations.views.task_form import answers_from_form
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, WorkbenchError
 
 MAX_TIME_MS = 24 * 3600 * 1000
@@ -110,9 +111,7 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
     errors: dict[str, str] = {}
     status = 200
     if request.method == "POST":
-        answers = task_selectors.answers_from_form(
-            study=study, item=item, annotator=annotator, data=request.POST
-        )
+        answers = answers_from_form(study=study, item=item, annotator=annotator, data=request.POST)
         was_submitted = assignment.status == Assignment.Status.SUBMITTED
         try:
             assignment = assignment_submit(
@@ -148,15 +147,13 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
         "study": study,
         "protocol": study.protocol_obj,
         "item": item,
-        "images": task_selectors.item_images(item),
+        "images": image_views(item),
         "questions": task_selectors.question_views(
             study=study, item=item, annotator=annotator, answers=answers, errors=errors
         ),
         "errors": errors,
         "editing": assignment.status == Assignment.Status.SUBMITTED,
-        "next_image_url": reverse("item-image-display", args=[next_image.item_id, next_image.position])
-        if next_image
-        else "",
+        "next_image_url": image_display_url(next_image.item_id, next_image.position) if next_image else "",
         "progress": _progress(study_id=study.pk, user=request_user(request)),
         "colours": BASIC_COLOURS,
     }

@@ -6,7 +6,7 @@ from django import forms
 
 from annotations.models import Annotator, ControlKind, Invitation, Study
 from annotations.protocols.schema import list_presets, load_preset
-from annotations.services.controls import SETTINGS as QUALITY_SETTINGS
+from annotations.selectors.controls import SETTINGS as QUALITY_SETTINGS
 
 
 def _preset_choices() -> list[tuple[str, str]]:
@@ -95,7 +95,7 @@ class InvitationForm(forms.Form):
     )
 
 
-# Label and help text of each quality setting; types and ranges come from ``services.controls.SETTINGS``.
+# Label and help text of each quality setting; types and ranges come from ``selectors.controls.SETTINGS``.
 QUALITY_SETTING_TEXT = {
     "control_rate": ("Control rate", "Share of claims that are control items (0.1 = one in ten)"),
     "qualification_items": (
@@ -119,7 +119,7 @@ QUALITY_SETTING_TEXT = {
 
 
 class QualitySettingsForm(forms.Form):
-    """The study's quality settings: one field per name of ``services.controls.SETTINGS``, whole or
+    """The study's quality settings: one field per name of ``selectors.controls.SETTINGS``, whole or
     decimal and within the range given there (the service checks them again)."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:

@@ -14,8 +14,8 @@ from annotations.access import request_user
 from annotations.models import Annotator
 from annotations.selectors import progress as batch_selectors
 from annotations.selectors.payments import payment_rows
+from annotations.selectors.quality import quality_report_cached
 from annotations.services import studies as study_services
-from annotations.services.quality import quality_report_cached
 from annotations.views.forms import ExcludeForm
 from annotations.views.pages import study_for_page
 from common.errors import WorkbenchError

@@ -1,7 +1,8 @@
 """Researcher pages for quality control: settings and control items, marking one item, excluding people.
 
 Thin views: ``access`` decides who may look or change, ``services.controls`` and ``services.quality``
-do the work. The per-annotator quality table is on the progress page (``batch_views.progress``).
+do the work, ``selectors.controls`` and ``selectors.quality`` read. The per-annotator quality table
+is on the progress page (``batch_views.progress``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.access import request_user
 from annotations.models import Annotator, Item, Study
+from annotations.presenters import image_views
 from annotations.protocols.colours import BASIC_COLOURS
+from annotations.selectors import controls as control_selectors
+from annotations.selectors import quality as quality_selectors
 from annotations.selectors import tasks as task_selectors
 from annotations.services import controls as control_services
 from annotations.services import quality as quality_services
 from annotations.views.forms import ControlForm, ExcludeForm, QualitySettingsForm, ReinstateForm, UploadForm
 from annotations.views.pages import study_for_page
+from annotations.views.task_form import answers_from_form
 from common.errors import ValidationFailed, WorkbenchError
 from common.uploads import upload_to_temp
 
@@ -46,7 +51,7 @@ def _annotator(annotator_id: int) -> Annotator:
 def study_quality(request: HttpRequest, pk: int) -> HttpResponse:
     """Settings, control items, gold import and the exclusion history (GET); save settings (POST)."""
     study = study_for_page(request, pk, researcher=True, write=request.method == "POST")
-    settings = control_services.quality_settings(study)
+    settings = control_selectors.quality_settings(study)
     form = QualitySettingsForm(request.POST or None, initial=settings.to_dict())
     if request.method == "POST":
         if form.is_valid():
@@ -70,7 +75,7 @@ def study_quality(request: HttpRequest, pk: int) -> HttpResponse:
             "form": form,
             "controls": controls,
             "upload_form": UploadForm(),
-            "exclusions": quality_services.exclusion_history(study),
+            "exclusions": quality_selectors.exclusion_history(study),
             "can_write": access.study_can_write(request_user(request), study),
         },
     )
@@ -80,7 +85,7 @@ def study_quality(request: HttpRequest, pk: int) -> HttpResponse:
 def study_quality_json(request: HttpRequest, pk: int) -> JsonResponse:
     """The per-annotator quality report as JSON (the same as ``manage.py quality STUDY --json``)."""
     study = study_for_page(request, pk, researcher=True)
-    response = JsonResponse(quality_services.quality_report(study=study))
+    response = JsonResponse(quality_selectors.quality_report(study=study))
     response["Cache-Control"] = "no-store"
     return response
 
@@ -120,7 +125,7 @@ def item_control(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
     status = 200
     form = ControlForm(request.POST or None, initial={"kind": item.control_kind or "gold", "note": item.note})
     if request.method == "POST":
-        raw = task_selectors.answers_from_form(study=study, item=item, annotator=reader, data=request.POST)
+        raw = answers_from_form(study=study, item=item, annotator=reader, data=request.POST)
         answers = {key: answer["value"] for key, answer in raw.items()}
         if form.is_valid():
             try:
@@ -158,7 +163,7 @@ def item_control(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
             "form": form,
             "questions": questions,
             "errors": errors,
-            "images": task_selectors.item_images(item),
+            "images": image_views(item),
             "colours": BASIC_COLOURS,
             "can_write": access.study_can_write(request_user(request), study),
         },

@@ -22,7 +22,9 @@ from annotations.models import (
 )
 from annotations.protocols.schema import load_preset
 from annotations.selectors.agreement import agreement_report
+from annotations.selectors.controls import qualification_state, quality_settings
 from annotations.selectors.labels import labels_for
+from annotations.selectors.quality import claim_refusal, quality_report
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.consensus import consensus_compute
 from annotations.services.controls import (
@@ -31,16 +33,9 @@ from annotations.services.controls import (
     control_slot,
     control_unmark,
     controls_import,
-    qualification_state,
-    quality_settings,
     quality_settings_update,
 )
-from annotations.services.quality import (
-    annotator_exclude,
-    annotator_reinstate,
-    claim_refusal,
-    quality_report,
-)
+from annotations.services.quality import annotator_exclude, annotator_reinstate
 from annotations.services.studies import enrollment_add, study_create
 from common.errors import Conflict, ImportRefused, ValidationFailed
 from tests.factories import ItemFactory, UserFactory
@@ -576,7 +571,7 @@ def test_the_same_person_racing_for_one_control_shares_the_lease(study) -> None:
 def test_the_pages_quality_report_is_kept_a_minute_but_not_past_an_exclusion(study, owner) -> None:  # type: ignore[no-untyped-def]
     from django.core.cache import cache
 
-    from annotations.services.quality import quality_report_cached
+    from annotations.selectors.quality import quality_report_cached
 
     cache.clear()
     real = items(study, 2)

@@ -14,9 +14,10 @@ from django.test import Client
 from django.utils import timezone
 
 from annotations.models import Annotator, AnnotatorExclusion, Assignment, ConsensusLabel, Item, Study
+from annotations.selectors.controls import quality_settings
 from annotations.services.assignment import assignment_submit
 from annotations.services.consensus import consensus_compute
-from annotations.services.controls import control_mark, quality_settings
+from annotations.services.controls import control_mark
 from annotations.services.studies import enrollment_add
 from tests.factories import ItemFactory, UserFactory
 from tests.helpers import client_for

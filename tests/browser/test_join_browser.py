@@ -205,8 +205,8 @@ def test_participant_meets_a_gold_item_and_an_attention_check_then_gets_the_code
 ) -> None:  # noqa: F811
     """Issue 8's whole path: platform link, consent, form, ordinary-looking controls, completion code."""
     from annotations.models import Assignment, Invitation, Item
+    from annotations.selectors.quality import quality_report
     from annotations.services.controls import control_mark, quality_settings_update
-    from annotations.services.quality import quality_report
 
     study = crowd["study"]
     Invitation.objects.filter(pk=crowd["invitation"].pk).update(items_per_participant=None)

@@ -6,7 +6,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.commands._common import dump, study_arg, user_arg
 from annotations.models import Annotator, Study
-from annotations.services.quality import annotator_exclude, annotator_reinstate, quality_report
+from annotations.selectors.quality import quality_report
+from annotations.services.quality import annotator_exclude, annotator_reinstate
 from common.errors import WorkbenchError
 
 
