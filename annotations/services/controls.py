@@ -5,7 +5,8 @@ controls into an annotator's queue (docs/crowd.md, "Quality control").
   instruction in the item, e.g. its ``note`` "Select 'Agree' for this item", and the expected
   answer). Its ``control_answers`` are ``{question_key: value}``, each checked by the same
   validators as an annotation (``annotations.protocols.answers.clean_answer``).
-- Settings live in ``Study.options["quality"]``; ``quality_settings`` reads them with defaults.
+- Settings live in ``StudyQualitySettings`` (one row per study, a column per name of ``SETTINGS``, empty
+  when never chosen); ``quality_settings`` reads them with defaults.
 - Mixing (``control_plan`` and ``control_candidate``, called by ``assignment_claim_next``): claim
   number *n* of an annotator (0-based, counting every item they were ever leased in the study) is
   a control slot when ``control_slot(seed, n, rate)`` says so: the claims are cut into stretches of
@@ -35,6 +36,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotations.models import (
+    QUALITY_SETTINGS,
     Annotation,
     AnnotationRevision,
     Annotator,
@@ -42,6 +44,7 @@ from annotations.models import (
     ControlKind,
     Item,
     Study,
+    StudyQualitySettings,
 )
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Protocol
@@ -50,23 +53,12 @@ from annotations.services.annotation_writes import item_context
 from common.errors import ImportRefused, ValidationFailed
 from metrics.quality import DEFAULT_THRESHOLDS, answers_match, control_score
 
-QUALITY_OPTION = "quality"
 DEFAULT_CONTROL_RATE = 0.1
-MAX_CONTROL_RATE = 0.5
 MAX_NOTE = 2000
 
-# name: (default, lowest, highest, whole number)
-SETTINGS: dict[str, tuple[float, float, float, bool]] = {
-    "control_rate": (0.0, 0.0, MAX_CONTROL_RATE, False),
-    "qualification_items": (0, 0, 100, True),
-    "qualification_min_accuracy": (0.7, 0.0, 1.0, False),
-    "min_gold_accuracy": (DEFAULT_THRESHOLDS["min_gold_accuracy"], 0.0, 1.0, False),
-    "max_attention_failures": (DEFAULT_THRESHOLDS["max_attention_failures"], 0, 1000, True),
-    "loo_margin": (DEFAULT_THRESHOLDS["loo_margin"], 0.0, 1.0, False),
-    "loo_min_n": (DEFAULT_THRESHOLDS["loo_min_n"], 1, 100000, True),
-    "min_median_seconds": (DEFAULT_THRESHOLDS["min_median_seconds"], 0.0, 3600.0, False),
-    "max_straight_run": (DEFAULT_THRESHOLDS["max_straight_run"], 0, 100000, True),
-}
+# name: (default, lowest, highest, whole number); stated once, in annotations.models (the table's columns
+# and constraints are built from it too).
+SETTINGS: dict[str, tuple[float, float, float, bool]] = QUALITY_SETTINGS
 THRESHOLD_NAMES = tuple(DEFAULT_THRESHOLDS)
 
 
@@ -89,27 +81,40 @@ class QualitySettings:
         }
 
 
-def _number(name: str, value: Any) -> float | int:
-    default, low, high, whole = SETTINGS[name]
+def quality_setting_clean(name: str, value: Any) -> float | int:
+    """One setting's value checked against ``SETTINGS`` (a number, whole where it must be, in range)."""
+    _default, low, high, whole = SETTINGS[name]
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         raise ValidationFailed(f"{name} must be a number", {name: "not a number"})
-    if whole and int(value) != value:
-        raise ValidationFailed(f"{name} must be a whole number", {name: "not whole"})
     if not low <= value <= high:
         raise ValidationFailed(f"{name} must be between {low:g} and {high:g}", {name: "out of range"})
+    if whole and int(value) != value:
+        raise ValidationFailed(f"{name} must be a whole number", {name: "not whole"})
     return int(value) if whole else float(value)
 
 
+def _quality_row(study: Study) -> StudyQualitySettings | None:
+    """The study's settings row, or None; read once per study object (``select_related("quality")`` reads
+    it with the study), like the study's other fields."""
+    try:
+        return study.quality  # type: ignore[no-any-return]
+    except StudyQualitySettings.DoesNotExist:
+        return None
+
+
+def quality_settings_chosen(study: Study) -> dict[str, float | int]:
+    """The settings a researcher chose (the others read as their defaults), by name."""
+    row = _quality_row(study)
+    return row.chosen() if row is not None else {}
+
+
 def quality_settings(study: Study) -> QualitySettings:
-    """The study's quality settings with defaults (a value out of range, e.g. written by hand into
-    ``options``, is read as the default; ``quality_settings_update`` refuses it)."""
-    raw = study.options.get(QUALITY_OPTION) or {}
-    values: dict[str, Any] = {}
-    for name, (default, _low, _high, whole) in SETTINGS.items():
-        try:
-            values[name] = _number(name, raw[name]) if name in raw else (int(default) if whole else default)
-        except ValidationFailed:
-            values[name] = int(default) if whole else default
+    """The study's quality settings with defaults for those never chosen."""
+    chosen = quality_settings_chosen(study)
+    values: dict[str, Any] = {
+        name: chosen[name] if name in chosen else (int(default) if whole else default)
+        for name, (default, _low, _high, whole) in SETTINGS.items()
+    }
     return QualitySettings(
         control_rate=values["control_rate"],
         qualification_items=values["qualification_items"],
@@ -118,21 +123,28 @@ def quality_settings(study: Study) -> QualitySettings:
     )
 
 
+def _quality_write(study: Study, changes: Mapping[str, float | int | None]) -> None:
+    """Write checked settings (None: back to the default) in the locked study's row; touch the study
+    (cached reports key on its ``updated_at``) and refresh ``study``'s cached row."""
+    row, _created = StudyQualitySettings.objects.select_for_update().get_or_create(study_id=study.pk)
+    for name, value in changes.items():
+        setattr(row, name, value)
+    row.save(update_fields=list(changes))  # checked by quality_setting_clean; constraints say it again
+    _touch(study)
+    study.quality = row
+
+
 @transaction.atomic
 def quality_settings_update(*, study: Study, changes: Mapping[str, Any]) -> QualitySettings:
     """Change some quality settings (names of ``SETTINGS``); every value is checked, nothing half-saved."""
     unknown = sorted(set(changes) - set(SETTINGS))
     if unknown:
         raise ValidationFailed(f"unknown quality setting {unknown[0]!r} (known: {', '.join(SETTINGS)})")
-    clean = {name: _number(name, value) for name, value in changes.items()}
-    locked = Study.objects.select_for_update().get(pk=study.pk)
-    locked.options = {
-        **locked.options,
-        QUALITY_OPTION: {**(locked.options.get(QUALITY_OPTION) or {}), **clean},
-    }
-    locked.save(update_fields=["options", "updated_at"])
-    study.options = locked.options
-    return quality_settings(locked)
+    clean = {name: quality_setting_clean(name, value) for name, value in changes.items()}
+    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk").get()
+    if clean:
+        _quality_write(study, clean)
+    return quality_settings(study)
 
 
 # --- Marking controls ------------------------------------------------------------------------------
@@ -177,13 +189,12 @@ def _touch(study: Study) -> None:
 
 def _turn_mixing_on(study: Study) -> None:
     """Marking a study's first control sets the control rate to 10% unless one was chosen (even 0)."""
-    locked = Study.objects.select_for_update().get(pk=study.pk)
-    quality = dict(locked.options.get(QUALITY_OPTION) or {})
-    if "control_rate" not in quality:
-        quality["control_rate"] = DEFAULT_CONTROL_RATE
-        locked.options = {**locked.options, QUALITY_OPTION: quality}
-        locked.save(update_fields=["options", "updated_at"])
-        study.options = locked.options
+    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk").get()
+    chosen = (
+        StudyQualitySettings.objects.filter(study_id=study.pk).values_list("control_rate", flat=True).first()
+    )
+    if chosen is None:
+        _quality_write(study, {"control_rate": DEFAULT_CONTROL_RATE})
 
 
 @transaction.atomic
@@ -343,7 +354,8 @@ NO_PLAN = ControlPlan()
 
 
 def control_plan(*, study: Study, annotator: Annotator, now: datetime) -> ControlPlan:
-    """The control part of the next claim. No query unless the study mixes controls or qualifies people."""
+    """The control part of the next claim. No query unless the study mixes controls or qualifies people
+    (besides reading its settings, which ``select_related("quality")`` on the study saves)."""
     settings = quality_settings(study)
     if settings.control_rate <= 0 and settings.qualification_items <= 0:
         return NO_PLAN
