@@ -137,6 +137,7 @@ def study_get_for_annotator(*, user: User, id: int) -> Study:
     participant = Participant.objects.filter(user=user)
     study = (
         Study.objects.filter(pk=id, enrollments__user=user)
+        .select_related("quality")  # read by every claim (services.controls.control_plan)
         # A participant's account reaches its own study only (one query either way).
         .filter(Exists(participant.filter(study=OuterRef("pk"))) | ~Exists(participant))
         .first()
@@ -172,7 +173,8 @@ def assignment_get_for_user(*, user: User, id: int) -> Assignment:
     assignment = None
     if user.is_authenticated:
         assignment = (
-            Assignment.objects.select_related("study", "item", "annotator")
+            # The study's quality settings too: leasing the next item ahead reads them (control_plan).
+            Assignment.objects.select_related("study__quality", "item", "annotator")
             .filter(pk=id, annotator__user=user)
             .first()
         )

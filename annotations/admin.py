@@ -12,13 +12,52 @@ class WorkbenchUserAdmin(UserAdmin):
     list_filter = ("role", "is_staff", "is_active")
 
 
+class StudyQualitySettingsInline(admin.StackedInline):
+    """The quality settings chosen (empty: the default); changed on the study's quality page."""
+
+    model = models.StudyQualitySettings
+    can_delete = False
+    extra = 0
+
+
+class ConsensusRuleChoiceInline(admin.TabularInline):
+    """The consensus rule chosen per question (changed with ``manage.py consensus --rule``)."""
+
+    model = models.ConsensusRuleChoice
+    extra = 0
+
+
+class ValidationSampleInline(admin.StackedInline):
+    """Read-only: drawn and cleared with ``manage.py sample_for_validation``."""
+
+    model = models.ValidationSample
+    fields = ("labeller", "labeller_name", "seed", "stratify_by", "size", "created_at")
+    readonly_fields = fields
+    can_delete = False
+    extra = 0
+
+    @admin.display(description="items")
+    def size(self, sample: models.ValidationSample) -> int:
+        return sample.items.count()
+
+    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+
 @admin.register(models.Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "preset", "overlap", "status", "created_at")
-    list_filter = ("status", "preset")
+    list_display = ("name", "owner", "preset", "overlap", "status", "reveal_after_submit", "created_at")
+    list_filter = ("status", "preset", "reveal_after_submit")
     search_fields = ("name",)
     filter_horizontal = ("shared_with",)
     readonly_fields = ("protocol",)
+    raw_id_fields = ("visualness_study",)
+    fieldsets = (
+        (None, {"fields": ("name", "description", "owner", "shared_with", "status")}),
+        ("Protocol", {"fields": ("preset", "protocol", "overlap", "lease_minutes")}),
+        ("Settings", {"fields": ("reveal_after_submit", "seed", "imported_from", "visualness_study")}),
+    )
+    inlines = (StudyQualitySettingsInline, ConsensusRuleChoiceInline, ValidationSampleInline)
 
 
 @admin.register(models.Item)

@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotations.models import Annotation, Annotator, Enrollment, ExportJob, Item, ItemImage, Study, User
+from annotations.selectors.study_options import study_options
 
 
 class UserSerializer(serializers.ModelSerializer):
@@ -20,6 +21,9 @@ class StudySerializer(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
     shared_with = serializers.SlugRelatedField(many=True, read_only=True, slug_field="username")
     item_count = serializers.IntegerField(read_only=True, required=False)
+    options = serializers.SerializerMethodField(
+        help_text="The study's settings as one object (see annotations/selectors/study_options.py)"
+    )
 
     class Meta:
         model = Study
@@ -41,18 +45,12 @@ class StudySerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["owner", "shared_with", "preset", "protocol", "created_at", "updated_at"]
 
-    def to_representation(self, instance: Study) -> dict[str, Any]:
-        data = super().to_representation(instance)
+    @extend_schema_field(serializers.DictField())
+    def get_options(self, instance: Study) -> dict[str, Any]:
         request = self.context.get("request")
         user = getattr(request, "user", None)
-        if (
-            user is not None
-            and isinstance(data.get("options"), dict)
-            and not getattr(user, "is_researcher", False)
-        ):
-            # Annotators must not learn the control rate or qualification (docs/crowd.md).
-            data["options"] = {k: v for k, v in data["options"].items() if k != "quality"}
-        return data
+        # Annotators must not learn the control rate or qualification (docs/crowd.md).
+        return study_options(instance, researcher=user is None or getattr(user, "is_researcher", False))
 
 
 class StudyCreateSerializer(serializers.Serializer):
@@ -71,7 +69,9 @@ class StudyUpdateSerializer(serializers.Serializer):
     overlap = serializers.IntegerField(required=False, min_value=1, max_value=100)
     lease_minutes = serializers.IntegerField(required=False, min_value=1, max_value=10080)
     status = serializers.ChoiceField(choices=Study.Status.choices, required=False)
-    options = serializers.JSONField(required=False)
+    options = serializers.JSONField(
+        required=False, help_text="The settings as one object; it replaces them all (keys left out: defaults)"
+    )
 
     def validate_options(self, value: Any) -> Any:
         if not isinstance(value, dict):

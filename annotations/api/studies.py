@@ -25,6 +25,7 @@ from annotations.models import Annotation, Annotator, ExportJob, Item, Study, Us
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
 from annotations.selectors.findings.report import metrics_report_cached
+from annotations.selectors.study_options import with_study_options
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
 from annotations.services.exports import (
@@ -46,7 +47,7 @@ class StudyViewSet(viewsets.ModelViewSet):
 
     def get_queryset(self) -> QuerySet[Study]:
         return (
-            access.studies_for_user(request_user(self.request))
+            with_study_options(access.studies_for_user(request_user(self.request)))
             .select_related("owner")
             .prefetch_related("shared_with")
             .annotate(item_count=Count("items", distinct=True))
@@ -86,8 +87,10 @@ class StudyViewSet(viewsets.ModelViewSet):
         study = self.get_object()
         data = s.StudyUpdateSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        study = study_services.study_update(study=study, **data.validated_data)
-        return Response(s.StudySerializer(study).data)
+        study = study_services.study_update(
+            study=study, linkable=access.studies_for_user(request_user(request)), **data.validated_data
+        )
+        return Response(s.StudySerializer(study, context={"request": request}).data)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         study = access.study_get_for_owner(user=request_user(request), id=int(kwargs["pk"]))

@@ -4,8 +4,9 @@ control items, and where they stand with the qualification (docs/crowd.md, "Qual
 The writes (settings changes, marking controls) and the mixing of controls into claims are in
 ``annotations/services/controls.py``; the per-annotator report is ``selectors/quality.py``.
 
-- Settings live in ``Study.options["quality"]``; ``quality_settings`` reads them with defaults and
-  ``quality_setting_value`` is the check of one value (the update service uses it too).
+- Settings live in ``StudyQualitySettings`` (one row per study, a column per name of ``SETTINGS``, empty
+  when never chosen); ``quality_settings`` reads them with defaults and ``quality_setting_value`` is the
+  check of one value (the update service and the study import use it too).
 - Scoring (``control_outcomes``) uses each answer as first submitted (the oldest revision when it
   was edited since), so going back to change an answer never changes a score.
 """
@@ -21,26 +22,24 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from annotations.models import Annotation, AnnotationRevision, Annotator, Assignment, ControlKind, Item, Study
+from annotations.models import (
+    QUALITY_SETTINGS,
+    Annotation,
+    AnnotationRevision,
+    Annotator,
+    Assignment,
+    ControlKind,
+    Item,
+    Study,
+    StudyQualitySettings,
+)
 from annotations.protocols.schema import Protocol
 from common.errors import ValidationFailed
 from metrics.quality import DEFAULT_THRESHOLDS, answers_match, control_score
 
-QUALITY_OPTION = "quality"
-MAX_CONTROL_RATE = 0.5
-
-# name: (default, lowest, highest, whole number)
-SETTINGS: dict[str, tuple[float, float, float, bool]] = {
-    "control_rate": (0.0, 0.0, MAX_CONTROL_RATE, False),
-    "qualification_items": (0, 0, 100, True),
-    "qualification_min_accuracy": (0.7, 0.0, 1.0, False),
-    "min_gold_accuracy": (DEFAULT_THRESHOLDS["min_gold_accuracy"], 0.0, 1.0, False),
-    "max_attention_failures": (DEFAULT_THRESHOLDS["max_attention_failures"], 0, 1000, True),
-    "loo_margin": (DEFAULT_THRESHOLDS["loo_margin"], 0.0, 1.0, False),
-    "loo_min_n": (DEFAULT_THRESHOLDS["loo_min_n"], 1, 100000, True),
-    "min_median_seconds": (DEFAULT_THRESHOLDS["min_median_seconds"], 0.0, 3600.0, False),
-    "max_straight_run": (DEFAULT_THRESHOLDS["max_straight_run"], 0, 100000, True),
-}
+# name: (default, lowest, highest, whole number); stated once, in annotations.models (the table's columns
+# and constraints are built from it too).
+SETTINGS: dict[str, tuple[float, float, float, bool]] = QUALITY_SETTINGS
 THRESHOLD_NAMES = tuple(DEFAULT_THRESHOLDS)
 
 
@@ -64,31 +63,39 @@ class QualitySettings:
 
 
 def quality_setting_value(name: str, value: Any) -> float | int:
-    """One setting's value checked against its type and range in ``SETTINGS``; raises ValidationFailed."""
-    default, low, high, whole = SETTINGS[name]
+    """One setting's value checked against ``SETTINGS`` (a number, whole where it must be, in range)."""
+    _default, low, high, whole = SETTINGS[name]
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         raise ValidationFailed(f"{name} must be a number", {name: "not a number"})
-    if whole and int(value) != value:
-        raise ValidationFailed(f"{name} must be a whole number", {name: "not whole"})
     if not low <= value <= high:
         raise ValidationFailed(f"{name} must be between {low:g} and {high:g}", {name: "out of range"})
+    if whole and int(value) != value:
+        raise ValidationFailed(f"{name} must be a whole number", {name: "not whole"})
     return int(value) if whole else float(value)
 
 
+def _quality_row(study: Study) -> StudyQualitySettings | None:
+    """The study's settings row, or None; read once per study object (``select_related("quality")`` reads
+    it with the study), like the study's other fields."""
+    try:
+        return study.quality  # type: ignore[no-any-return]
+    except StudyQualitySettings.DoesNotExist:
+        return None
+
+
+def quality_settings_chosen(study: Study) -> dict[str, float | int]:
+    """The settings a researcher chose (the others read as their defaults), by name."""
+    row = _quality_row(study)
+    return row.chosen() if row is not None else {}
+
+
 def quality_settings(study: Study) -> QualitySettings:
-    """The study's quality settings with defaults (a value out of range, e.g. written by hand into
-    ``options``, is read as the default; ``quality_settings_update`` refuses it)."""
-    raw = study.options.get(QUALITY_OPTION) or {}
-    values: dict[str, Any] = {}
-    for name, (default, _low, _high, whole) in SETTINGS.items():
-        try:
-            values[name] = (
-                quality_setting_value(name, raw[name])
-                if name in raw
-                else (int(default) if whole else default)
-            )
-        except ValidationFailed:
-            values[name] = int(default) if whole else default
+    """The study's quality settings with defaults for those never chosen."""
+    chosen = quality_settings_chosen(study)
+    values: dict[str, Any] = {
+        name: chosen[name] if name in chosen else (int(default) if whole else default)
+        for name, (default, _low, _high, whole) in SETTINGS.items()
+    }
     return QualitySettings(
         control_rate=values["control_rate"],
         qualification_items=values["qualification_items"],

@@ -33,6 +33,8 @@ from annotations.models import (
     Item,
     Study,
     User,
+    ValidationSample,
+    ValidationSampleItem,
 )
 from annotations.protocols.answers import clean_submission
 from annotations.selectors.counted import active_exclusions
@@ -97,9 +99,12 @@ def _candidates(
     items = items.filter(shuffle_key__lt=seed) if wrapped else items.filter(shuffle_key__gte=seed)
     if annotator.pool != Annotator.Pool.EXPERT:
         items = items.filter(expert_only=False)
-    sample = study.options.get("validation_sample")
-    if sample:  # humans validate a labeller on a drawn sample only (services/validation_sample.py)
-        items = items.filter(pk__in=sample["item_ids"])
+    # Humans validate a labeller on a drawn sample only (services/validation_sample.py): while the study
+    # has a sample, only its items (two EXISTS in the same query; without a sample the first is true).
+    items = items.filter(
+        ~Exists(ValidationSample.objects.filter(study_id=study.pk))
+        | Exists(ValidationSampleItem.objects.filter(sample_id=study.pk, item=OuterRef("pk")))
+    )
     excluded = list(exclude)
     if excluded:
         items = items.exclude(pk__in=excluded)

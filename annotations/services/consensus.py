@@ -1,7 +1,7 @@
 """Consensus labels (SPEC 5) over the rules in ``metrics/consensus.py``, and adjudication.
 
-A study chooses a rule per question in ``Study.options["consensus"]`` (``{"visual": {"rule":
-"all-agree-set", "agree_values": ["agree", "strongly_agree"]}}``); the default is ``majority``
+A study chooses a rule per question: a ``ConsensusRuleChoice`` row (rule ``all-agree-set``, params
+``{"agree_values": ["agree", "strongly_agree"]}`` for question ``visual``); the default is ``majority``
 (ties stay unresolved). Only human judgements count. Recomputing gives the same rows; adjudicated
 rows (an expert's decision) are never overwritten. Unresolved labels, and resolved ones that a
 machine labeller contradicts, form the adjudication queue. Annotations on control items and by
@@ -19,7 +19,15 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotations.models import Annotator, ConsensusLabel, Item, Study, User
+from annotations.models import (
+    Annotator,
+    ConsensusLabel,
+    ConsensusRule,
+    ConsensusRuleChoice,
+    Item,
+    Study,
+    User,
+)
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Question
 from annotations.selectors.counted import counted_annotations
@@ -27,21 +35,30 @@ from annotations.services.annotation_writes import item_context
 from common.errors import ValidationFailed
 from metrics import consensus as rules
 
-RULES = ("majority", "unanimous", "at-least-k", "all-agree-set", "dawid-skene")
+RULES: tuple[str, ...] = tuple(ConsensusRule.values)
 PRESET_RULES: dict[str, dict[str, dict[str, Any]]] = {
     # visage: an attribute is "visual" when every rater chose Agree or Strongly Agree.
     "visualness": {"visual": {"rule": "all-agree-set", "agree_values": ["agree", "strongly_agree"]}},
 }
 
 
+def rules_chosen(study: Study) -> dict[str, dict[str, Any]]:
+    """The rules the study chose, by question key (``{"rule": name, **params}``), in the order chosen."""
+    return {choice.question_key: choice.as_dict() for choice in study.consensus_rules.all()}
+
+
 def rule_for(study: Study, question_key: str) -> dict[str, Any]:
-    chosen = (study.options.get("consensus") or {}).get(question_key)
-    if chosen:
-        return dict(chosen)
+    """The rule of one question: the study's choice, else the preset's default, else majority."""
+    chosen = ConsensusRuleChoice.objects.filter(study=study, question_key=question_key).first()
+    if chosen is not None:
+        return chosen.as_dict()
     return dict(PRESET_RULES.get(study.preset, {}).get(question_key, {"rule": "majority"}))
 
 
 def rule_check(rule: dict[str, Any]) -> dict[str, Any]:
+    """The rule if it names a known rule with the parameters it needs; else ValidationFailed."""
+    if not isinstance(rule, dict):
+        raise ValidationFailed("a rule must be an object with a 'rule' name")
     name = rule.get("rule")
     if name not in RULES:
         raise ValidationFailed(f"rule must be one of {', '.join(RULES)}")
@@ -85,17 +102,24 @@ def consensus_compute(
                 f"'{key}' holds boxes: agreement on boxes is measured by IoU, not a consensus"
             )
     if rule is not None:
-        rule = rule_check(rule)
-        study = Study.objects.select_for_update().get(pk=study.pk)
-        chosen = dict(study.options.get("consensus") or {})
-        for key in keys:
-            chosen[key] = rule
-        study.options = {**study.options, "consensus": chosen}
-        study.save(update_fields=["options", "updated_at"])
+        consensus_rule_choose(study=study, question_keys=keys, rule=rule)
     summary = {}
     for key in keys:
         summary[key] = _compute_question(study, protocol.question(key), rule_check(rule_for(study, key)))
     return summary
+
+
+@transaction.atomic
+def consensus_rule_choose(*, study: Study, question_keys: list[str], rule: dict[str, Any]) -> None:
+    """Make ``rule`` (checked) the study's rule for each of ``question_keys``, replacing earlier choices."""
+    rule = rule_check(rule)
+    params = {key: value for key, value in rule.items() if key != "rule"}
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    for key in question_keys:
+        ConsensusRuleChoice.objects.update_or_create(
+            study=locked, question_key=key, defaults={"rule": rule["rule"], "params": params}
+        )
+    locked.save(update_fields=["updated_at"])
 
 
 def _compute_question(study: Study, question: Question, rule: dict[str, Any]) -> dict[str, int]:

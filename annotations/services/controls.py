@@ -5,8 +5,9 @@ mix controls into an annotator's queue (docs/crowd.md, "Quality control").
   instruction in the item, e.g. its ``note`` "Select 'Agree' for this item", and the expected
   answer). Its ``control_answers`` are ``{question_key: value}``, each checked by the same
   validators as an annotation (``annotations.protocols.answers.clean_answer``).
-- Settings live in ``Study.options["quality"]``; ``selectors.controls.quality_settings`` reads them
-  with defaults, ``quality_settings_update`` changes them.
+- Settings live in ``StudyQualitySettings`` (one row per study, a column per name of ``SETTINGS``, empty
+  when never chosen); ``selectors.controls.quality_settings`` reads them with defaults,
+  ``quality_settings_update`` changes them.
 - Mixing (``control_plan`` and ``control_candidate``, called by ``assignment_claim_next``): claim
   number *n* of an annotator (0-based, counting every item they were ever leased in the study) is
   a control slot when ``control_slot(seed, n, rate)`` says so: the claims are cut into stretches of
@@ -33,11 +34,10 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from annotations.models import Annotator, Assignment, ControlKind, Item, Study
+from annotations.models import Annotator, Assignment, ControlKind, Item, Study, StudyQualitySettings
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Protocol
 from annotations.selectors.controls import (
-    QUALITY_OPTION,
     SETTINGS,
     QualitySettings,
     qualification_state,
@@ -52,6 +52,17 @@ DEFAULT_CONTROL_RATE = 0.1
 MAX_NOTE = 2000
 
 
+def _quality_write(study: Study, changes: Mapping[str, float | int | None]) -> None:
+    """Write checked settings (None: back to the default) in the locked study's row; touch the study
+    (cached reports key on its ``updated_at``) and refresh ``study``'s cached row."""
+    row, _created = StudyQualitySettings.objects.select_for_update().get_or_create(study_id=study.pk)
+    for name, value in changes.items():
+        setattr(row, name, value)
+    row.save(update_fields=list(changes))  # checked by quality_setting_value; constraints say it again
+    _touch(study)
+    study.quality = row
+
+
 @transaction.atomic
 def quality_settings_update(*, study: Study, changes: Mapping[str, Any]) -> QualitySettings:
     """Change some quality settings (names of ``SETTINGS``); every value is checked, nothing half-saved."""
@@ -59,14 +70,10 @@ def quality_settings_update(*, study: Study, changes: Mapping[str, Any]) -> Qual
     if unknown:
         raise ValidationFailed(f"unknown quality setting {unknown[0]!r} (known: {', '.join(SETTINGS)})")
     clean = {name: quality_setting_value(name, value) for name, value in changes.items()}
-    locked = Study.objects.select_for_update().get(pk=study.pk)
-    locked.options = {
-        **locked.options,
-        QUALITY_OPTION: {**(locked.options.get(QUALITY_OPTION) or {}), **clean},
-    }
-    locked.save(update_fields=["options", "updated_at"])
-    study.options = locked.options
-    return quality_settings(locked)
+    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk").get()
+    if clean:
+        _quality_write(study, clean)
+    return quality_settings(study)
 
 
 # --- Marking controls ------------------------------------------------------------------------------
@@ -111,13 +118,12 @@ def _touch(study: Study) -> None:
 
 def _turn_mixing_on(study: Study) -> None:
     """Marking a study's first control sets the control rate to 10% unless one was chosen (even 0)."""
-    locked = Study.objects.select_for_update().get(pk=study.pk)
-    quality = dict(locked.options.get(QUALITY_OPTION) or {})
-    if "control_rate" not in quality:
-        quality["control_rate"] = DEFAULT_CONTROL_RATE
-        locked.options = {**locked.options, QUALITY_OPTION: quality}
-        locked.save(update_fields=["options", "updated_at"])
-        study.options = locked.options
+    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk").get()
+    chosen = (
+        StudyQualitySettings.objects.filter(study_id=study.pk).values_list("control_rate", flat=True).first()
+    )
+    if chosen is None:
+        _quality_write(study, {"control_rate": DEFAULT_CONTROL_RATE})
 
 
 @transaction.atomic
@@ -277,7 +283,8 @@ NO_PLAN = ControlPlan()
 
 
 def control_plan(*, study: Study, annotator: Annotator, now: datetime) -> ControlPlan:
-    """The control part of the next claim. No query unless the study mixes controls or qualifies people."""
+    """The control part of the next claim. No query unless the study mixes controls or qualifies people
+    (besides reading its settings, which ``select_related("quality")`` on the study saves)."""
     settings = quality_settings(study)
     if settings.control_rate <= 0 and settings.qualification_items <= 0:
         return NO_PLAN

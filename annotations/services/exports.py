@@ -35,6 +35,7 @@ from annotations.models import (
     ItemImage,
     Study,
 )
+from annotations.selectors.study_options import study_options
 from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
 
 FORMAT_VERSION = 1
@@ -95,7 +96,7 @@ def export_jsonl(study: Study) -> Iterator[str]:
             "overlap": study.overlap,
             "lease_minutes": study.lease_minutes,
             "status": study.status,
-            "options": study.options,
+            "options": study_options(study),
         }
     )
     for annotator in _annotators(study):

@@ -20,7 +20,7 @@ AGREEMENT_VALUES = ("agree", "disagree")
 
 
 def reveal_enabled(assignment: Assignment) -> bool:
-    return bool(assignment.study.options.get("reveal_after_submit"))
+    return assignment.study.reveal_after_submit
 
 
 @transaction.atomic

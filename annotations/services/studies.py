@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from annotations.models import Annotator, Enrollment, Participant, Study, User
 from annotations.protocols.schema import (
@@ -15,6 +16,7 @@ from annotations.protocols.schema import (
     load_protocol_text,
     protocol_from_dict,
 )
+from annotations.services.study_options import study_options_replace
 from common.errors import NotAllowed, ValidationFailed
 
 MAX_OVERLAP = 100
@@ -58,9 +60,9 @@ def study_create(
     overlap: int = 3,
     lease_minutes: int = 30,
     description: str = "",
-    options: dict[str, Any] | None = None,
+    imported_from: str = "",
 ) -> Study:
-    """Create a study owned by a researcher (or admin)."""
+    """Create a study owned by a researcher (or admin); ``imported_from``: the file it came from, if any."""
     if not owner.is_researcher:
         raise NotAllowed("only researchers and admins create studies")
     name = name.strip()
@@ -75,22 +77,38 @@ def study_create(
         protocol=protocol.to_dict(),
         overlap=overlap,
         lease_minutes=lease_minutes,
-        options=options or {},
+        imported_from=imported_from[:255],
     )
     study.full_clean()
     study.save()
     return study
 
 
-UPDATABLE_FIELDS = ("name", "description", "overlap", "lease_minutes", "status", "options")
+UPDATABLE_FIELDS = ("name", "description", "overlap", "lease_minutes", "status")
 
 
 @transaction.atomic
-def study_update(*, study: Study, **changes: Any) -> Study:
-    """Change a study's editable fields (not its protocol once annotations exist)."""
+def study_update(
+    *,
+    study: Study,
+    options: Mapping[str, Any] | None = None,
+    linkable: QuerySet[Study] | None = None,
+    **changes: Any,
+) -> Study:
+    """Change a study's editable fields (not its protocol once annotations exist).
+
+    ``options``, the settings as one object (the API's shape, see ``services/study_options.py``), replaces
+    them all; ``linkable`` are the studies the caller may read (a visual-ness study must be one).
+    """
     unknown = sorted(set(changes) - set(UPDATABLE_FIELDS))
     if unknown:
         raise ValidationFailed(f"'{unknown[0]}' cannot be changed here")
+    if options is not None:
+        study = study_options_replace(
+            study=study, options=options, linkable=linkable if linkable is not None else Study.objects.none()
+        )
+    if not changes:
+        return study
     study = Study.objects.select_for_update().get(pk=study.pk)
     for field, value in changes.items():
         setattr(study, field, value)
@@ -171,13 +189,13 @@ def study_set_running(*, study: Study, running: bool) -> Study:
     return study_update(study=study, status=Study.Status.ACTIVE if running else Study.Status.PAUSED)
 
 
-def study_set_option(*, study: Study, name: str, value: Any) -> Study:
-    """Set one study option (``reveal_after_submit``: show machine labels after a person has answered)."""
-    if name not in STUDY_OPTIONS:
-        raise ValidationFailed(f"unknown study option {name!r}")
-    if not isinstance(value, STUDY_OPTIONS[name]):
-        raise ValidationFailed(f"{name} must be {STUDY_OPTIONS[name].__name__}")
-    return study_update(study=study, options={**study.options, name: value})
-
-
-STUDY_OPTIONS: dict[str, type] = {"reveal_after_submit": bool}
+@transaction.atomic
+def study_set_reveal(*, study: Study, reveal: bool) -> Study:
+    """Switch reveal after submit: show machine labels to a person once they have answered (and log it)."""
+    if not isinstance(reveal, bool):
+        raise ValidationFailed("reveal_after_submit must be true or false")
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    locked.reveal_after_submit = reveal
+    locked.save(update_fields=["reveal_after_submit", "updated_at"])
+    study.reveal_after_submit = reveal
+    return locked

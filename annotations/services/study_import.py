@@ -10,6 +10,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
+from annotations.access import studies_for_user
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -24,6 +25,7 @@ from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.controls import control_answers_clean
 from annotations.services.item_import import items_import_records
 from annotations.services.studies import protocol_resolve, study_create
+from annotations.services.study_options import study_options_parse, study_options_restore
 from common.errors import ImportRefused, ValidationFailed
 from common.files import FileSource, ZipSource
 
@@ -86,6 +88,10 @@ def _study_import(
 ) -> Study:
     head = records[0][1]
     protocol = protocol_resolve(protocol=head.get("protocol"), source="export")
+    try:
+        options = study_options_parse(head.get("options"), protocol=protocol)
+    except ValidationFailed as exc:
+        raise ImportRefused(f"line {records[0][0]}: {exc.message}") from exc
     study = study_create(
         owner=owner,
         name=name or str(head.get("name", "Imported study")),
@@ -94,8 +100,8 @@ def _study_import(
         overlap=int(head.get("overlap", 3)),
         lease_minutes=int(head.get("lease_minutes", 30)),
         description=str(head.get("description", "")),
-        options=head.get("options") or {},
     )
+    study = study_options_restore(study=study, options=options, linkable=studies_for_user(owner))
     item_records: list[tuple[str, dict[str, Any]]] = []
     annotation_records: list[tuple[int, dict[str, Any]]] = []
     revisions: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = {}

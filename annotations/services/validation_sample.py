@@ -1,8 +1,8 @@
 """Choosing what humans validate: a seeded, stratified sample of a labeller's items.
 
-The sample is stored in ``Study.options["validation_sample"]``; while it is there, the assignment
-service hands out only the sampled items (humans' time goes where it measures the labeller), and
-each sampled item still needs the study's overlap of human judgements. The report says how wide
+The sample is a ``ValidationSample`` row with a ``ValidationSampleItem`` per item; while a study has
+one, the assignment service hands out only the sampled items (humans' time goes where it measures the
+labeller), and each sampled item still needs the study's overlap of human judgements. The report says how wide
 the 95% Wilson interval on the labeller's accuracy will be for that size, and the smallest size
 that reaches a requested width.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from annotations.models import Annotation, Annotator, Item, Study
+from annotations.models import Annotation, Annotator, Item, Study, ValidationSample, ValidationSampleItem
 from common.errors import ValidationFailed
 from metrics.validation_sampling import sample_size_for_width, stratified_sample, wilson_width
 
@@ -51,16 +51,14 @@ def validation_sample_create(
         needed = sample_size_for_width(width, expected_accuracy=expected_accuracy) if width else None
     except ValueError as exc:
         raise ValidationFailed(str(exc)) from exc
-    locked = Study.objects.select_for_update().get(pk=study.pk)
-    record = {
-        "labeller": labeller.pk,
-        "labeller_name": labeller.name,
-        "item_ids": sorted(sample.ids),
-        "seed": seed,
-        "stratify_by": stratify_by,
-    }
-    locked.options = {**locked.options, "validation_sample": record}
-    locked.save(update_fields=["options", "updated_at"])
+    validation_sample_store(
+        study=study,
+        labeller=labeller,
+        labeller_name=labeller.name,
+        item_ids=sorted(sample.ids),
+        seed=seed,
+        stratify_by=stratify_by,
+    )
     return {
         "study": study.pk,
         "labeller": f"{labeller.name} {labeller.version}".strip(),
@@ -79,7 +77,45 @@ def validation_sample_create(
 
 
 @transaction.atomic
-def validation_sample_clear(*, study: Study) -> None:
+def validation_sample_store(
+    *,
+    study: Study,
+    labeller: Annotator | None,
+    labeller_name: str,
+    item_ids: list[int],
+    seed: int,
+    stratify_by: str,
+) -> ValidationSample:
+    """Make these items the study's validation sample, replacing any earlier one. The items must be the
+    study's (claims hand out only them); ``labeller`` a machine labeller or None (it was deleted)."""
+    if labeller is not None and labeller.kind != Annotator.Kind.MACHINE:
+        raise ValidationFailed(f"{labeller} is not a machine labeller")
+    wanted = set(item_ids)
+    found = set(Item.objects.filter(study=study, pk__in=wanted).values_list("pk", flat=True))
+    if found != wanted:
+        missing = sorted(wanted - found)
+        raise ValidationFailed(
+            f"item {missing[0]} is not an item of this study", {"item_ids": "unknown item"}
+        )
     locked = Study.objects.select_for_update().get(pk=study.pk)
-    locked.options = {k: v for k, v in locked.options.items() if k != "validation_sample"}
-    locked.save(update_fields=["options", "updated_at"])
+    ValidationSample.objects.filter(study=locked).delete()
+    record = ValidationSample.objects.create(
+        study=locked,
+        labeller=labeller,
+        labeller_name=labeller_name[:150],
+        seed=seed,
+        stratify_by=stratify_by[:200],
+    )
+    ValidationSampleItem.objects.bulk_create(
+        (ValidationSampleItem(sample=record, item_id=item_id) for item_id in sorted(wanted)), batch_size=2000
+    )
+    locked.save(update_fields=["updated_at"])
+    return record
+
+
+@transaction.atomic
+def validation_sample_clear(*, study: Study) -> None:
+    """Drop the study's validation sample: humans are given every item again."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    if ValidationSample.objects.filter(study=locked).delete()[0]:
+        locked.save(update_fields=["updated_at"])

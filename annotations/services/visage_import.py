@@ -411,7 +411,7 @@ def visage_import(
             f"Imported from {annotations_path.name} (every row one showing; items are references, "
             "the images were not released) and " + seegull_path.name + "."
         ),
-        options={"imported_from": annotations_path.name},
+        imported_from=annotations_path.name,
     )
     report.studies["stereotype-markers"] = markers.pk
     report.items["stereotype-markers"] = items_import_records(study=markers, records=item_records).created
@@ -431,7 +431,7 @@ def visage_import(
             name=f"{name}: visual-ness of attributes",
             protocol=load_preset("visualness"),
             description=f"Imported from {visual_attributes_path.name}: one rater per region (asia, emea, na).",
-            options={"imported_from": visual_attributes_path.name},
+            imported_from=visual_attributes_path.name,
         )
         item_rows, likert_rows, duplicates = _visualness_records(ratings)
         report.studies["visualness"] = visualness.pk
@@ -441,6 +441,6 @@ def visage_import(
         ).created
         report.annotators["visualness"] = len(REGIONS)
         report.duplicate_terms = duplicates
-        markers.options = {**markers.options, "visualness_study": visualness.pk}
-        markers.save(update_fields=["options", "updated_at"])
+        markers.visualness_study = visualness
+        markers.save(update_fields=["visualness_study", "updated_at"])
     return report

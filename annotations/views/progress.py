@@ -34,7 +34,7 @@ def progress(request: HttpRequest, pk: int) -> HttpResponse:
             "annotators": batch_selectors.annotator_progress(study),
             "can_write": access.study_can_write(request_user(request), study),
             "pools": Annotator.Pool.choices,
-            "reveal": bool(study.options.get("reveal_after_submit")),
+            "reveal": study.reveal_after_submit,
             "payments": payment_rows(study),
             "quality": quality_report_cached(study=study, fresh=request.GET.get("fresh") == "1"),
             "exclude_form": ExcludeForm(),
@@ -83,7 +83,7 @@ def study_run(request: HttpRequest, pk: int) -> HttpResponse:
             )
         elif action == "reveal":
             on = request.POST.get("reveal") == "on"
-            study_services.study_set_option(study=study, name="reveal_after_submit", value=on)
+            study_services.study_set_reveal(study=study, reveal=on)
             messages.success(request, f"Reveal after submit is {'on' if on else 'off'}.")
         else:
             messages.error(request, "Unknown action.")

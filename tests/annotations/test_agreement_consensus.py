@@ -9,11 +9,16 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from annotations.models import Annotator, ConsensusLabel, Item, Study
+from annotations.models import Annotator, ConsensusLabel, Item, Study, ValidationSampleItem
 from annotations.selectors.agreement import agreement_report
 from annotations.selectors.labels import labels_for
 from annotations.services.annotation_writes import annotations_import_records
-from annotations.services.consensus import adjudication_queue, consensus_adjudicate, consensus_compute
+from annotations.services.consensus import (
+    adjudication_queue,
+    consensus_adjudicate,
+    consensus_compute,
+    rules_chosen,
+)
 from annotations.services.studies import enrollment_add
 from common.errors import ValidationFailed
 from tests.factories import ItemFactory, UserFactory
@@ -131,7 +136,7 @@ def test_consensus_rules_and_idempotent_recomputation(judged) -> None:  # type: 
         "i2": "female",
         "i3": None,
     }
-    assert Study.objects.get(pk=judged.pk).options["consensus"]["gender"] == {"rule": "unanimous"}
+    assert rules_chosen(judged) == {"gender": {"rule": "unanimous"}}
     consensus_compute(study=judged, question="gender", rule={"rule": "at-least-k", "k": 2})
     assert dict(ConsensusLabel.objects.values_list("item__external_id", "value")) == {
         "i1": "male",
@@ -195,7 +200,7 @@ def test_commands(judged) -> None:  # type: ignore[no-untyped-def]
     sample = json.loads(out.getvalue())
     assert sample["size"] == 2 and sample["allocation"] == {"base": 1, "gender:women": 1}
     assert sample["smallest_size_for_width"] > 2 and 0 < sample["interval_width_95"] < 1
-    assert len(Study.objects.get(pk=judged.pk).options["validation_sample"]["item_ids"]) == 2
+    assert ValidationSampleItem.objects.filter(sample__study=judged).count() == 2
 
 
 def test_a_validation_sample_restricts_what_humans_are_given(judged) -> None:  # type: ignore[no-untyped-def]
@@ -206,7 +211,7 @@ def test_a_validation_sample_restricts_what_humans_are_given(judged) -> None:  #
     judged.overlap = 10
     judged.save()
     validation_sample_create(study=judged, labeller=Annotator.objects.get(name="bot"), size=1, seed=3)
-    sampled = Study.objects.get(pk=judged.pk).options["validation_sample"]["item_ids"]
+    sampled = set(ValidationSampleItem.objects.filter(sample__study=judged).values_list("item_id", flat=True))
     user = UserFactory(username="validator", role="annotator")
     enrollment_add(study=judged, user=user)
     annotator = annotator_for_user(user=user)

@@ -193,8 +193,8 @@ def test_no_one_else_sees_an_assignment_or_machine_labels(setup, other_researche
 
 def test_reveal_after_submit_is_logged_with_agreement(setup) -> None:  # type: ignore[no-untyped-def]
     study, items, client = setup
-    study.options = {"reveal_after_submit": True}
-    study.save()
+    study.reveal_after_submit = True
+    study.save(update_fields=["reveal_after_submit"])
     machine = MachineAnnotatorFactory(name="gpt-judge")
     for item in items:
         Annotation.objects.create(
@@ -342,4 +342,4 @@ def test_enrol_a_pool_and_toggle_reveal(study, owner) -> None:  # type: ignore[n
     client.post(f"/studies/{study.pk}/enroll-pool/", {"pool": "crowd"})
     assert Enrollment.objects.filter(study=study).count() == 1 + len(crowd)
     client.post(f"/studies/{study.pk}/run/", {"action": "reveal", "reveal": "on"})
-    assert Study.objects.get(pk=study.pk).options == {"reveal_after_submit": True}
+    assert Study.objects.get(pk=study.pk).reveal_after_submit is True

@@ -19,6 +19,7 @@ from annotations.models import (
     ConsensusLabel,
     Item,
     Study,
+    StudyQualitySettings,
 )
 from annotations.protocols.schema import load_preset
 from annotations.selectors.agreement import agreement_report
@@ -111,7 +112,7 @@ class TestMarking:
         item.refresh_from_db()
         assert item.control_kind == "" and item.control_answers == {}
         study.refresh_from_db()
-        assert "quality" not in study.options
+        assert not StudyQualitySettings.objects.filter(study=study).exists()
 
     def test_kind_and_study_are_checked_and_unmark_restores(self, study, owner) -> None:  # type: ignore[no-untyped-def]
         (item,) = items(study, 1)
@@ -142,7 +143,7 @@ class TestMarking:
             with pytest.raises(ValidationFailed):
                 quality_settings_update(study=study, changes=bad)
         study.refresh_from_db()
-        assert "quality" not in study.options
+        assert not StudyQualitySettings.objects.filter(study=study).exists()
         settings = quality_settings_update(study=study, changes={"qualification_items": 3, "loo_margin": 0.1})
         assert settings.qualification_items == 3 and settings.thresholds["loo_margin"] == 0.1
 

@@ -63,7 +63,8 @@ def test_screens_become_annotations_of_task_raters(owner, tmp_path) -> None:  # 
     assert flags == {"hat": True, "sombrero": True, "poor": False}
     assert StereotypeEntry.objects.get(study=markers, attribute="sombrero").offensiveness is None
     visualness = Study.objects.get(pk=out["studies"]["visualness"])
-    assert markers.options["visualness_study"] == visualness.pk
+    assert markers.visualness_study_id == visualness.pk and markers.imported_from == "ann.csv"
+    assert visualness.imported_from == "r.xlsx"
     assert sorted(Item.objects.filter(study=visualness).values_list("external_id", flat=True)) == [
         "hat",
         "hat #2",

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.commands._common import dump, study_arg
-from annotations.services.consensus import RULES, adjudication_queue, consensus_compute
+from annotations.services.consensus import RULES, adjudication_queue, consensus_compute, rules_chosen
 from common.errors import WorkbenchError
 
 
@@ -49,7 +48,7 @@ class Command(BaseCommand):
                     "study": study.pk,
                     "questions": summary,
                     "to_adjudicate": len(queue),
-                    "rules": json.loads(json.dumps(study.options.get("consensus", {}))),
+                    "rules": rules_chosen(study),
                 }
             )
         )

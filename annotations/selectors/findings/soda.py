@@ -31,8 +31,7 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
                 attrs[q.key.removeprefix(f"{obj}_")] = None if value is None else str(value)
         if any(v is not None for v in attrs.values()):
             images.append(soda.SodaImage(info.model_name or "model", obj, info.condition or "base", attrs))
-    seed = int(study.options.get("seed", 0)) if str(study.options.get("seed", 0)).lstrip("-").isdigit() else 0
-    reports = soda.soda_report(images, n_permutations=1000, seed=seed)
+    reports = soda.soda_report(images, n_permutations=1000, seed=study.seed or 0)
     bds_rows, vac_rows, thr_rows, conc_rows, shift_rows = [], [], [], [], []
     for r in reports:
         for cond, d in r.bds.items():

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0007_quality'),
+        ('annotations', '0010_remove_study_options'),
     ]
 
     operations = [
