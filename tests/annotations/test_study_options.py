@@ -27,8 +27,8 @@ from annotations.services.studies import study_set_reveal, study_share
 from annotations.services.study_import import study_import
 from annotations.services.validation_sample import validation_sample_store
 from common.errors import ImportRefused
-from tests.conftest import client_for
 from tests.factories import ItemFactory, MachineAnnotatorFactory, StudyFactory
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 
