@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ def tiny_spec(folder: Path, **changes: Any) -> ModelSpec:
 
 
 def run(
-    pipe: Any, spec: ModelSpec, requests: list[ImageRequest], **kwargs: Any
+    pipe: Any, spec: ModelSpec, requests: Sequence[ImageRequest | tuple[str, int]], **kwargs: Any
 ) -> tuple[dict[Any, np.ndarray], GenerationReport]:
     images: dict[Any, np.ndarray] = {}
 
@@ -100,7 +100,7 @@ def test_derive_seed_changes_with_each_input_and_stays_in_range() -> None:
     with pytest.raises(ValueError, match="index"):
         derive_seed(1, "a", -1)
     with pytest.raises(ValueError, match="base_seed"):
-        derive_seed("1", "a", 0)  # type: ignore[arg-type]
+        derive_seed("1", "a", 0)  # type: ignore[arg-type]  # on purpose
     with pytest.raises(ValueError, match="seed"):
         ImageRequest(prompt="a", seed=2**63)
 
@@ -265,7 +265,8 @@ class MemoryLimitedPipeline:
     error CUDA raises when a batch does not fit (CPU has no such limit to hit in a test)."""
 
     def __init__(self, pipe: Any, max_images: int) -> None:
-        self.pipe, self.max_images, self.calls = pipe, max_images, []
+        self.pipe, self.max_images = pipe, max_images
+        self.calls: list[int] = []
 
     def __call__(self, **kwargs: Any) -> Any:
         self.calls.append(len(kwargs["prompt"]))

@@ -44,10 +44,10 @@ QUERIES = PromptSet(
 
 
 @pytest.fixture
-def ssi_job(owner, tmp_path):  # type: ignore[no-untyped-def]
+def ssi_job(owner, tmp_path):
     pipelines.clear_pipeline_cache()
     model = save_tiny_sd(tmp_path / "tiny-sd")
-    study = StudyFactory(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
+    study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
     spec = ModelSpec(source=str(model), steps=2, width=64, height=64, batch_size=2, guidance=1.0)
     job = generation_job_run(
         job_id=generation_job_create(
@@ -68,7 +68,7 @@ def ssi_job(owner, tmp_path):  # type: ignore[no-untyped-def]
     pipelines.clear_pipeline_cache()
 
 
-def test_refined_prompts_are_linked_and_bad_answers_refused(ssi_job) -> None:  # type: ignore[no-untyped-def]
+def test_refined_prompts_are_linked_and_bad_answers_refused(ssi_job) -> None:
     job, stereotype = ssi_job
     with ChatServer() as server:
 
@@ -121,7 +121,7 @@ def test_refined_prompts_are_linked_and_bad_answers_refused(ssi_job) -> None:  #
     ]
 
 
-def test_nothing_refined_is_an_error(ssi_job) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_refined_is_an_error(ssi_job) -> None:
     job, _ = ssi_job
     with ChatServer() as server:
         server.responder = lambda body: Reply(content="something else entirely")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -21,8 +22,8 @@ def server() -> Iterator[ChatServer]:
         yield running
 
 
-def client_for(server: ChatServer, **overrides: object) -> ChatClient:
-    settings = {
+def client_for(server: ChatServer, **overrides: Any) -> ChatClient:
+    settings: dict[str, Any] = {
         "base_url": server.base_url,
         "model": "test-llm",
         "api_key_env": None,
@@ -30,7 +31,7 @@ def client_for(server: ChatServer, **overrides: object) -> ChatClient:
         "read_timeout_s": 5.0,
         **overrides,
     }
-    return ChatClient(ChatSettings(**settings))  # type: ignore[arg-type]
+    return ChatClient(ChatSettings(**settings))
 
 
 def test_refined_prompt_keeps_the_initial_query(server: ChatServer) -> None:
