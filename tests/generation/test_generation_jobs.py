@@ -87,6 +87,7 @@ def pixels(item: Item) -> bytes:
         return handle.read()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_a_job_makes_items_with_full_provenance(image_study, owner, tiny_model) -> None:
     job = generation_job_create(
@@ -110,6 +111,7 @@ def test_a_job_makes_items_with_full_provenance(image_study, owner, tiny_model) 
     assert (item.images.get().width, item.images.get().height) == (64, 64)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_study, owner, tiny_model) -> None:
     first = generation_job_run(
@@ -158,6 +160,7 @@ def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_stud
         assert np.abs(a - b).max() <= 1
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
 def test_cancelling_stops_between_batches_and_keeps_finished_images(
@@ -187,6 +190,7 @@ def test_cancelling_stops_between_batches_and_keeps_finished_images(
     assert generation_job_run(job_id=pending.pk).generated == 0  # a cancelled job is not claimed
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
 def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_model, threads: int) -> None:
@@ -232,6 +236,7 @@ class FailsForOnePrompt:
         return getattr(self.pipe, name)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_a_failing_prompt_is_recorded_and_the_rest_survive(image_study, owner, tiny_model) -> None:
     spec = spec_for(tiny_model)
@@ -252,6 +257,7 @@ def test_a_failing_prompt_is_recorded_and_the_rest_survive(image_study, owner, t
     assert (job.generated, job.skipped, job.failed) == (2, 2, 0) and not GenerationFailure.objects.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
 def test_an_image_the_check_refuses_while_encoding_is_that_images_failure(
@@ -290,6 +296,7 @@ def test_bad_settings_and_unloadable_models_fail_the_job_with_the_reason(
     assert Item.objects.count() == 0 and ItemImage.objects.count() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_the_generate_command_runs_with_a_progress_bar(image_study, tiny_model, tmp_path) -> None:
     prompts = tmp_path / "prompts.csv"
@@ -349,6 +356,7 @@ def test_the_generate_command_runs_with_a_progress_bar(image_study, tiny_model, 
         )
 
 
+@pytest.mark.slow
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_a_gpu_queue_worker_runs_a_job(owner, tiny_model, settings) -> None:
@@ -368,6 +376,7 @@ def test_a_gpu_queue_worker_runs_a_job(owner, tiny_model, settings) -> None:
     assert Item.objects.filter(study=study).count() == 4
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_an_image_set_study_gets_one_item_per_prompt(owner, tiny_model) -> None:
     study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())

@@ -68,6 +68,7 @@ def ssi_job(owner, tmp_path):
     pipelines.clear_pipeline_cache()
 
 
+@pytest.mark.slow
 def test_refined_prompts_are_linked_and_bad_answers_refused(ssi_job) -> None:
     job, stereotype = ssi_job
     with ChatServer() as server:
@@ -121,6 +122,7 @@ def test_refined_prompts_are_linked_and_bad_answers_refused(ssi_job) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_nothing_refined_is_an_error(ssi_job) -> None:
     job, _ = ssi_job
     with ChatServer() as server:
