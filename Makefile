@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test test-fast lint worker bench
+.PHONY: install run test test-fast lint typecheck worker bench
 
 $(STAMP): requirements.txt requirements-dev.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,11 +24,16 @@ run: install
 test: install
 	scripts/test.sh
 
+# Everything but the real browser, the real Celery worker and the tests marked slow (diffusers pipelines).
 test-fast: install
-	scripts/test.sh -m "not browser and not celery_worker"
+	scripts/test.sh -m "not browser and not celery_worker and not slow"
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
 
 worker: install
 	$(BIN)/celery -A workbench worker -Q celery,gpu --loglevel INFO

@@ -1,18 +1,21 @@
+from __future__ import annotations
+
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
+from django.http import HttpRequest
 
 from annotations import models
 
 
 @admin.register(models.User)
-class WorkbenchUserAdmin(UserAdmin):
-    fieldsets = (*UserAdmin.fieldsets, ("Workbench", {"fields": ("role",)}))
+class WorkbenchUserAdmin(UserAdmin[models.User]):
+    fieldsets = (*(UserAdmin.fieldsets or ()), ("Workbench", {"fields": ("role",)}))
     add_fieldsets = (*UserAdmin.add_fieldsets, ("Workbench", {"fields": ("role",)}))
     list_display = ("username", "role", "is_staff", "is_active", "last_login")
     list_filter = ("role", "is_staff", "is_active")
 
 
-class StudyQualitySettingsInline(admin.StackedInline):
+class StudyQualitySettingsInline(admin.StackedInline[models.StudyQualitySettings, models.Study]):
     """The quality settings chosen (empty: the default); changed on the study's quality page."""
 
     model = models.StudyQualitySettings
@@ -20,14 +23,14 @@ class StudyQualitySettingsInline(admin.StackedInline):
     extra = 0
 
 
-class ConsensusRuleChoiceInline(admin.TabularInline):
+class ConsensusRuleChoiceInline(admin.TabularInline[models.ConsensusRuleChoice, models.Study]):
     """The consensus rule chosen per question (changed with ``manage.py consensus --rule``)."""
 
     model = models.ConsensusRuleChoice
     extra = 0
 
 
-class ValidationSampleInline(admin.StackedInline):
+class ValidationSampleInline(admin.StackedInline[models.ValidationSample, models.Study]):
     """Read-only: drawn and cleared with ``manage.py sample_for_validation``."""
 
     model = models.ValidationSample
@@ -45,7 +48,7 @@ class ValidationSampleInline(admin.StackedInline):
 
 
 @admin.register(models.Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(admin.ModelAdmin[models.Study]):
     list_display = ("name", "owner", "preset", "overlap", "status", "reveal_after_submit", "created_at")
     list_filter = ("status", "preset", "reveal_after_submit")
     search_fields = ("name",)
@@ -61,7 +64,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Item)
-class ItemAdmin(admin.ModelAdmin):
+class ItemAdmin(admin.ModelAdmin[models.Item]):
     list_display = ("external_id", "study", "kind", "condition", "model_name", "is_reference", "control_kind")
     list_filter = ("kind", "is_reference", "control_kind")
     search_fields = ("external_id", "prompt")
@@ -69,14 +72,14 @@ class ItemAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Annotator)
-class AnnotatorAdmin(admin.ModelAdmin):
+class AnnotatorAdmin(admin.ModelAdmin[models.Annotator]):
     list_display = ("name", "version", "kind", "pool", "user", "study")
     list_filter = ("kind", "pool")
     search_fields = ("name",)
 
 
 @admin.register(models.Annotation)
-class AnnotationAdmin(admin.ModelAdmin):
+class AnnotationAdmin(admin.ModelAdmin[models.Annotation]):
     list_display = ("item", "annotator", "question_key", "source", "updated_at")
     list_filter = ("source",)
     list_select_related = ("item", "annotator")
@@ -84,37 +87,37 @@ class AnnotationAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(admin.ModelAdmin[models.Assignment]):
     list_display = ("item", "annotator", "status", "lease_expires_at")
     list_filter = ("status",)
     raw_id_fields = ("item", "annotator", "study")
 
 
 @admin.register(models.Enrollment)
-class EnrollmentAdmin(admin.ModelAdmin):
+class EnrollmentAdmin(admin.ModelAdmin[models.Enrollment]):
     list_display = ("study", "user", "created_at")
     raw_id_fields = ("study", "user")
 
 
 @admin.register(models.ExportJob)
-class ExportJobAdmin(admin.ModelAdmin):
+class ExportJobAdmin(admin.ModelAdmin[models.ExportJob]):
     list_display = ("study", "format", "status", "requested_by", "created_at")
 
 
 @admin.register(models.RevealLog)
-class RevealLogAdmin(admin.ModelAdmin):
+class RevealLogAdmin(admin.ModelAdmin[models.RevealLog]):
     """Read-only: each row is one showing of machine labels after a submit (anchoring records)."""
 
     list_display = ("item", "annotator", "created_at", "answered_at")
     list_select_related = ("item", "annotator")
     raw_id_fields = ("item", "annotator", "study", "assignment")
 
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: models.RevealLog | None = None) -> bool:
         return False
 
 
 @admin.register(models.Invitation)
-class InvitationAdmin(admin.ModelAdmin):
+class InvitationAdmin(admin.ModelAdmin[models.Invitation]):
     """Links are made and revoked on the study's invitation page (docs/crowd.md); the admin reads them."""
 
     list_display = ("__str__", "study", "platform", "pool", "uses", "max_uses", "expires_at", "revoked_at")
@@ -125,7 +128,7 @@ class InvitationAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Participant)
-class ParticipantAdmin(admin.ModelAdmin):
+class ParticipantAdmin(admin.ModelAdmin[models.Participant]):
     list_display = ("user", "study", "platform", "participant_id", "created_at", "completed_at")
     list_filter = ("platform",)
     search_fields = ("participant_id", "user__username")
@@ -134,7 +137,7 @@ class ParticipantAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.AnnotatorExclusion)
-class AnnotatorExclusionAdmin(admin.ModelAdmin):
+class AnnotatorExclusionAdmin(admin.ModelAdmin[models.AnnotatorExclusion]):
     """Read-only: exclusions are made and undone on the progress page, which recomputes the consensus."""
 
     list_display = (
@@ -149,8 +152,10 @@ class AnnotatorExclusionAdmin(admin.ModelAdmin):
     list_select_related = ("annotator", "study", "excluded_by", "reinstated_by")
     raw_id_fields = ("annotator", "study", "excluded_by", "reinstated_by")
 
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_change_permission(
+        self, request: HttpRequest, obj: models.AnnotatorExclusion | None = None
+    ) -> bool:
         return False
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False

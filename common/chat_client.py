@@ -230,7 +230,7 @@ class ChatClient:
         """Wait before retry number ``attempt + 1`` (see the module docstring)."""
         if retry_after is not None:
             return min(retry_after, self.settings.retry_after_max_s)
-        delay = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2**attempt)
+        delay = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2.0**attempt)
         return delay + delay * self.settings.jitter * self._rng.random()
 
     def complete(

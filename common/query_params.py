@@ -6,7 +6,8 @@ from common.errors import ValidationFailed
 
 
 def bounded_int(value: str | None, default: int, *, low: int = 0, high: int = 10_000) -> int:
-    """``value`` as an int clamped to [low, high]; ``default`` when absent; ValidationFailed when not a number."""
+    """``value`` as an int clamped to [low, high]; ``default`` when absent; ValidationFailed when not a
+    number."""
     if value is None or value == "":
         return default
     try:

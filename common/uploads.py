@@ -18,7 +18,7 @@ STUDY_SUFFIXES = (".jsonl", ".zip")
 
 
 @contextlib.contextmanager
-def upload_to_temp(upload: UploadedFile, *, suffixes: tuple[str, ...]) -> Iterator[Path]:
+def upload_to_temp(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) -> Iterator[Path]:
     """Write an upload to a temporary file with a checked suffix; removed afterwards."""
     suffix = PurePosixPath(upload.name or "").suffix.lower()
     if suffix not in suffixes:

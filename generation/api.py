@@ -25,13 +25,13 @@ from generation.services import (
 )
 
 
-class GenerationFailureSerializer(serializers.ModelSerializer):
+class GenerationFailureSerializer(serializers.ModelSerializer[GenerationFailure]):
     class Meta:
         model = GenerationFailure
         fields = ["external_id", "prompt", "condition", "seed", "reason", "created_at"]
 
 
-class GenerationJobSerializer(serializers.ModelSerializer):
+class GenerationJobSerializer(serializers.ModelSerializer[GenerationJob]):
     progress_percent = serializers.IntegerField(read_only=True)
     prompt_count = serializers.SerializerMethodField()
 
@@ -65,14 +65,14 @@ class GenerationJobSerializer(serializers.ModelSerializer):
         return len(job.prompts)
 
 
-class PromptInputSerializer(serializers.Serializer):
+class PromptInputSerializer(serializers.Serializer[Any]):
     text = serializers.CharField(max_length=2000)
     condition = serializers.CharField(max_length=128, required=False, default="base")
     metadata = serializers.DictField(required=False, default=dict)
     images_per_prompt = serializers.IntegerField(min_value=1, max_value=1000, required=False, default=1)
 
 
-class GenerationJobCreateSerializer(serializers.Serializer):
+class GenerationJobCreateSerializer(serializers.Serializer[Any]):
     study = serializers.IntegerField()
     design = serializers.ChoiceField(
         choices=["ssi", "visage", "biasconnect", "soda"],
@@ -116,7 +116,9 @@ def _prompt_set(data: dict[str, Any]) -> PromptSet:
         raise ValidationFailed(str(exc)) from exc
 
 
-class GenerationJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class GenerationJobViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[GenerationJob]
+):
     """Generation jobs of your studies (researchers)."""
 
     serializer_class = GenerationJobSerializer
@@ -125,24 +127,25 @@ class GenerationJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
     def get_queryset(self) -> QuerySet[GenerationJob]:
         if getattr(self, "swagger_fake_view", False):
             return GenerationJob.objects.none()
-        user = self.request.user
-        if not user.is_researcher:  # type: ignore[union-attr]
+        user = access.request_user(self.request)
+        if not user.is_researcher:
             return GenerationJob.objects.none()
-        return GenerationJob.objects.filter(study__in=access.studies_for_user(user))  # type: ignore[arg-type]
+        return GenerationJob.objects.filter(study__in=access.studies_for_user(user))
 
     @extend_schema(request=GenerationJobCreateSerializer, responses={201: GenerationJobSerializer})
     def create(self, request: Request, format: str | None = None) -> Response:
         data = GenerationJobCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        study = access.study_get_for_user(user=request.user, id=values["study"], write=True)  # type: ignore[arg-type]
+        user = access.request_user(request)
+        study = access.study_get_for_user(user=user, id=values["study"], write=True)
         spec = model_spec_from_dict(values["model"])
         model_source_check(spec.source)
         job = generation_job_create(
             study=study,
             prompt_set=_prompt_set(values),
             spec=spec,
-            user=request.user,  # type: ignore[arg-type]
+            user=user,
             base_seed=values["base_seed"],
             model_label=values.get("model_label"),
         )
@@ -150,7 +153,7 @@ class GenerationJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
 
     def _writable(self, request: Request, pk: str) -> GenerationJob:
         job = self.get_object()
-        access.study_get_for_user(user=request.user, id=job.study_id, write=True)  # type: ignore[arg-type]
+        access.study_get_for_user(user=access.request_user(request), id=job.study_id, write=True)
         return job
 
     @extend_schema(request=None, responses=GenerationJobSerializer)

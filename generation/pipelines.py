@@ -14,6 +14,7 @@ than for a batch of 1 (about 1e-6 in float, at most one grey level in 8-bit pixe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -30,6 +31,7 @@ from PIL import Image
 
 if TYPE_CHECKING:
     import torch
+    from diffusers import SchedulerMixin
 
 # torch is imported inside the functions that run a model: the web app imports this module (for
 # ModelSpec and seeds) and would otherwise load torch in every worker at start-up.
@@ -112,7 +114,7 @@ class ModelSpec:
         }
 
 
-def scheduler_class(name: str) -> type:
+def scheduler_class(name: str) -> type[SchedulerMixin]:
     """The diffusers scheduler class called ``name``; ValueError when there is none."""
     import diffusers
     from diffusers import SchedulerMixin
@@ -388,7 +390,7 @@ def folder_fingerprint(folder: Path | str) -> dict[str, Any]:
         for path in files:
             digest = hashlib.sha256()
             with path.open("rb") as handle:
-                for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
+                for chunk in iter(functools.partial(handle.read, 1 << 20), b""):
                     digest.update(chunk)
             total.update(f"{path.relative_to(root).as_posix()}\t{digest.hexdigest()}\n".encode())
         _FOLDER_HASHES[key] = {

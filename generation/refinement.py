@@ -39,7 +39,8 @@ REFINEMENT_INSTRUCTION = (
     "- Make sure your final prompt: 1) Eliminates or minimizes specific stereotypes identified in your "
     "analysis., 2) Maintains a single, cohesive scene without fragmented or collage-like elements., and "
     "3) Retains the core idea and purpose of the initial prompt.\n"
-    "- Format the final prompt as: {query} [additional refined context to reduce negative social stereotypes]\n"
+    "- Format the final prompt as: {query} "
+    "[additional refined context to reduce negative social stereotypes]\n"
     "- Answer with the final prompt only, on one line."
 )
 _QUOTES = ('"', "'", "`")
@@ -124,7 +125,8 @@ def refine_prompt(
     image_format: str = "png",
     max_image_side: int | None = 1024,
 ) -> RefinedPrompt:
-    """Ask for a refined prompt; raise :class:`RefinementError` (bad form) or ``ChatError`` (request failed)."""
+    """Ask for a refined prompt; raise :class:`RefinementError` (bad form) or ``ChatError`` (request
+    failed)."""
     if not initial_prompt.strip():
         raise ValueError("the initial prompt is empty")
     messages = build_refinement_messages(

@@ -1,6 +1,9 @@
-"""REST API for machine labelling jobs: list/read, create for a registered labeller, cancel, failed attempts."""
+"""REST API for machine labelling jobs: list/read, create for a registered labeller, cancel, failed
+attempts."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
@@ -16,7 +19,7 @@ from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import labelling_job_cancel, labelling_job_create
 
 
-class LabellingJobSerializer(serializers.ModelSerializer):
+class LabellingJobSerializer(serializers.ModelSerializer[LabellingJob]):
     labeller = serializers.CharField(source="annotator.__str__", read_only=True)
     progress_percent = serializers.IntegerField(read_only=True)
 
@@ -46,14 +49,14 @@ class LabellingJobSerializer(serializers.ModelSerializer):
         ]
 
 
-class LabellingJobCreateSerializer(serializers.Serializer):
+class LabellingJobCreateSerializer(serializers.Serializer[Any]):
     study = serializers.IntegerField()
     annotator = serializers.IntegerField(help_text="The machine annotator (a registered labeller)")
     sample_size = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     seed = serializers.IntegerField(required=False, default=0)
 
 
-class LabelAttemptSerializer(serializers.ModelSerializer):
+class LabelAttemptSerializer(serializers.ModelSerializer[LabelAttempt]):
     item_external_id = serializers.CharField(source="item.external_id", read_only=True)
 
     class Meta:
@@ -70,7 +73,9 @@ class LabelAttemptSerializer(serializers.ModelSerializer):
         ]
 
 
-class LabellingJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class LabellingJobViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[LabellingJob]
+):
     """Machine labelling jobs of your studies (researchers). Labellers are registered by an admin
     (``manage.py register_labeller`` or the admin), so no user-given endpoint is ever called."""
 
@@ -80,26 +85,27 @@ class LabellingJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     def get_queryset(self) -> QuerySet[LabellingJob]:
         if getattr(self, "swagger_fake_view", False):
             return LabellingJob.objects.none()
-        user = self.request.user
-        if not user.is_researcher:  # type: ignore[union-attr]
+        user = access.request_user(self.request)
+        if not user.is_researcher:
             return LabellingJob.objects.none()
         return LabellingJob.objects.filter(study__in=access.studies_for_user(user)).select_related(
             "annotator"
-        )  # type: ignore[arg-type]
+        )
 
     @extend_schema(request=LabellingJobCreateSerializer, responses={201: LabellingJobSerializer})
     def create(self, request: Request, format: str | None = None) -> Response:
         data = LabellingJobCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        study = access.study_get_for_user(user=request.user, id=values["study"], write=True)  # type: ignore[arg-type]
+        user = access.request_user(request)
+        study = access.study_get_for_user(user=user, id=values["study"], write=True)
         annotator = Annotator.objects.filter(pk=values["annotator"], kind=Annotator.Kind.MACHINE).first()
         if annotator is None:
             raise ValidationFailed(f"no machine labeller {values['annotator']}")
         job = labelling_job_create(
             study=study,
             annotator=annotator,
-            user=request.user,  # type: ignore[arg-type]
+            user=user,
             sample_size=values.get("sample_size"),
             seed=values["seed"],
         )
@@ -109,7 +115,7 @@ class LabellingJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str, format: str | None = None) -> Response:
         job = self.get_object()
-        access.study_get_for_user(user=request.user, id=job.study_id, write=True)  # type: ignore[arg-type]
+        access.study_get_for_user(user=access.request_user(request), id=job.study_id, write=True)
         return Response(LabellingJobSerializer(labelling_job_cancel(job=job)).data)
 
     @extend_schema(responses=LabelAttemptSerializer(many=True))

@@ -290,6 +290,7 @@ def _label_batch(
                     failed=F("failed") + len(resolved), done_items=F("done_items") + 1
                 )
                 continue
+            assert label_item is not None  # _label_item gives an item or a problem
             label_items.append(label_item)
             by_id[item.pk] = item
         if not label_items:
@@ -304,18 +305,18 @@ def _label_batch(
                 break
             sleep(min(backoff * 2 ** (attempt - 2), 60.0))
             for label_item in label_items:
-                questions = retry.get(label_item.item_id)
-                if not questions:
+                retry_questions = retry.get(label_item.item_id)
+                if not retry_questions:
                     continue
                 failed_keys = _store(
                     job,
                     by_id[label_item.item_id],
                     protocol,
-                    labeller.label([label_item], questions),
+                    labeller.label([label_item], retry_questions),
                     attempt,
                     final=attempt == max_attempts,
                 )
-                retry[label_item.item_id] = [q for q in questions if q["key"] in failed_keys]
+                retry[label_item.item_id] = [q for q in retry_questions if q["key"] in failed_keys]
         _store_features(job, labeller, label_items)
         LabellingJob.objects.filter(pk=job.pk).update(done_items=F("done_items") + len(label_items))
 
@@ -468,5 +469,5 @@ def item_embeddings(*, study: Study, annotator: Annotator) -> dict[int, np.ndarr
         item__study=study, annotator=annotator, kind=ItemFeature.Kind.EMBEDDING
     ):
         shape = tuple(feature.data.get("shape", (-1,)))
-        result[feature.item_id] = np.frombuffer(bytes(feature.vector), dtype="<f4").reshape(shape)
+        result[feature.item_id] = np.frombuffer(bytes(feature.vector or b""), dtype="<f4").reshape(shape)
     return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -26,11 +28,12 @@ class LabellingJobForm(forms.Form):
     sample_size = forms.IntegerField(min_value=1, required=False, help_text="Empty: every item")
     seed = forms.IntegerField(initial=0)
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.fields["annotator"].queryset = Annotator.objects.filter(  # type: ignore[attr-defined]
-            kind=Annotator.Kind.MACHINE
-        ).order_by("name", "-created_at")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        annotator = cast("forms.ModelChoiceField[Annotator]", self.fields["annotator"])
+        annotator.queryset = Annotator.objects.filter(kind=Annotator.Kind.MACHINE).order_by(
+            "name", "-created_at"
+        )
 
 
 @login_required

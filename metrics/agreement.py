@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
-LEVELS: tuple[str, ...] = get_args(Level)
+LEVELS: tuple[Level, ...] = get_args(Level)
 
 REASON_EMPTY = "the matrix is empty"
 REASON_NO_PAIRS = "no item has two or more judgements"
@@ -175,7 +175,7 @@ def alpha_from_weighted_counts(
         observed_sum = w @ per_pattern_obs
         expected_sum = np.einsum("bc,ck,bk->b", n_v, delta, n_v) - n_v @ np.diag(delta)
     with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = 1.0 - (n - 1.0) * observed_sum / expected_sum
+        alpha: npt.NDArray[np.float64] = 1.0 - (n - 1.0) * observed_sum / expected_sum
     # Every term of expected_sum is >= 0 and exactly 0 when a weighting holds one value only.
     alpha[expected_sum <= 0.0] = np.nan
     return alpha
@@ -280,13 +280,15 @@ def _patterns(counts: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt
     is ten times faster than sorting rows."""
     base = int(counts.max()) + 1
     if counts.shape[1] * np.log2(base) >= 62:
-        return np.unique(counts, axis=0, return_counts=True)  # type: ignore[return-value]
+        return np.unique(counts, axis=0, return_counts=True)
     digits = base ** np.arange(counts.shape[1] - 1, -1, -1, dtype=np.int64)
     _keys, first, frequency = np.unique(counts @ digits, return_index=True, return_counts=True)
     return counts[first], frequency
 
 
-def _alpha_result(counts: npt.NDArray[np.int64], domain: npt.NDArray[np.float64], level: str) -> AlphaResult:
+def _alpha_result(
+    counts: npt.NDArray[np.int64], domain: npt.NDArray[np.float64], level: Level
+) -> AlphaResult:
     """The krippendorff package's alpha on already-checked pairable value counts."""
     value = float(krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level))
     return AlphaResult(value=value, level=level, n_items=int(counts.shape[0]), n_judgements=int(counts.sum()))
@@ -341,9 +343,10 @@ def _pairable(
 
 def _fixed_delta(values: npt.NDArray[np.float64], level: str) -> npt.NDArray[np.float64]:
     """Squared-difference matrix of the metrics that do not depend on the marginals."""
-    c, k = values[:, None], values[None, :]
+    c: npt.NDArray[np.float64] = values[:, None]
+    k: npt.NDArray[np.float64] = values[None, :]
     if level == "nominal":
-        return (c != k).astype(np.float64)
+        return np.not_equal(c, k).astype(np.float64)
     if level == "interval":
         return (c - k) ** 2
     if level == "ratio":

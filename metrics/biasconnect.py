@@ -130,10 +130,11 @@ def uniform_target(k: int) -> list[float]:
 
 
 def _check_target(target: Sequence[float], k: int) -> npt.NDArray[np.float64]:
-    t = np.asarray(target, dtype=float)
+    t: npt.NDArray[np.float64] = np.asarray(target, dtype=np.float64)
     if t.shape != (k,) or (t < 0).any() or t.sum() <= 0:
         raise ValueError(f"target must be {k} non-negative weights with a positive sum")
-    return t / t.sum()
+    normalised: npt.NDArray[np.float64] = t / t.sum()
+    return normalised
 
 
 def _w1(p: npt.NDArray[np.float64], q: npt.NDArray[np.float64], ground: Ground) -> float:
@@ -230,7 +231,8 @@ def intersectional_sensitivity(
                     dists.append(d.probs)
             after = w_bar(list(np.mean(dists, axis=0)) if dists else None, y)
             w_after[x][y] = after
-            cell = None if after is None or w_initial[y] is None else w_initial[y] - after
+            initial = w_initial[y]
+            cell = None if after is None or initial is None else initial - after
             if cell is not None and cell < 0:
                 warnings.append(
                     f"IS[{x}][{y}] = {cell:.3f} < 0: mitigating {x} moves {y} away from its target"
@@ -251,9 +253,13 @@ def _normalised_priority(priority: Mapping[str, float]) -> dict[str, float]:
 def intermit_tau(w_bar: Mapping[str, float | None], priority: Mapping[str, float]) -> float | None:
     """tau = <w_bar(B*), p> with p normalised to sum 1; None when an axis of B* has no w_bar."""
     p = _normalised_priority(priority)
-    if any(w_bar.get(a) is None for a in p):
-        return None
-    return float(sum(p[a] * float(w_bar[a]) for a in p))  # type: ignore[arg-type]
+    terms = []
+    for a, weight in p.items():
+        value = w_bar.get(a)
+        if value is None:
+            return None
+        terms.append(weight * float(value))
+    return float(sum(terms))
 
 
 def intermit_next_axis(

@@ -86,7 +86,10 @@ def iou_matrix(boxes_a: Sequence[Box], boxes_b: Sequence[Box]) -> npt.NDArray[np
     height = np.clip(np.minimum(ay2, by2) - np.maximum(ay1, by1), 0.0, None)
     intersection = width * height
     union = (a[:, 2:3] * a[:, 3:4]) + (b[:, 2] * b[:, 3]) - intersection
-    return np.divide(intersection, union, out=np.zeros_like(intersection), where=union > 0)
+    iou: npt.NDArray[np.float64] = np.divide(
+        intersection, union, out=np.zeros_like(intersection), where=union > 0
+    )
+    return iou
 
 
 def match_boxes(boxes_a: Sequence[Box], boxes_b: Sequence[Box], *, threshold: float = 0.5) -> BoxMatching:

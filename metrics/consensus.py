@@ -13,12 +13,14 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 Vote = tuple[Hashable, Hashable]
 Rule = Callable[[Sequence[Vote]], "ConsensusResult"]
+AnnotatorT = TypeVar("AnnotatorT", bound=Hashable)
+OptionT = TypeVar("OptionT", bound=Hashable)
 
 REASON_NO_VOTES = "no votes"
 
@@ -195,12 +197,12 @@ def adjudicated(votes: Sequence[Vote], *, expert_id: Hashable, expert_value: Has
 
 
 def per_option(
-    selections: Sequence[tuple[Hashable, Collection[Hashable]]],
+    selections: Sequence[tuple[AnnotatorT, Collection[Hashable]]],
     *,
-    options: Sequence[Hashable],
+    options: Sequence[OptionT],
     rule: Rule,
-    shown: Mapping[Hashable, Collection[Hashable]] | None = None,
-) -> dict[Hashable, ConsensusResult]:
+    shown: Mapping[AnnotatorT, Collection[Hashable]] | None = None,
+) -> dict[OptionT, ConsensusResult]:
     """Consensus of a multi question, one 0/1 decision per option.
 
     ``selections`` holds (annotator_id, options that annotator ticked). For each option an annotator
@@ -209,7 +211,7 @@ def per_option(
     every option counts as shown. ``rule`` is any per-item rule, e.g.
     ``functools.partial(at_least_k, k=2)``.
     """
-    results: dict[Hashable, ConsensusResult] = {}
+    results: dict[OptionT, ConsensusResult] = {}
     for option in options:
         votes: list[Vote] = []
         for annotator, ticked in selections:
@@ -246,11 +248,13 @@ def dawid_skene(
         # crowd-kit 1.4.2 still passes pandas' deprecated inplace=/copy= keywords; not ours to act on.
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"crowdkit(\.|$)")
         model = DawidSkene(n_iter=n_iter, tol=tol).fit(data)
-    probas = model.probas_
+    if model.probas_ is None or model.errors_ is None or model.priors_ is None:
+        raise RuntimeError("crowd-kit's Dawid-Skene fit left no estimates")
     errors = model.errors_
-    labels = _sorted(probas.columns.tolist())  # tolist: plain Python labels, not numpy scalars
-    probas = probas[labels]
-    priors = {label: float(model.priors_[label]) for label in labels}
+    labels = _sorted(model.probas_.columns.tolist())  # tolist: plain Python labels, not numpy scalars
+    probas = model.probas_[labels]
+    prior_by_label = model.priors_.to_dict()
+    priors = {label: float(prior_by_label[label]) for label in labels}
 
     items: dict[Hashable, ConsensusResult] = {}
     posteriors: dict[Hashable, dict[Hashable, float]] = {}
@@ -345,6 +349,6 @@ def _describe(tally: Counter[Hashable]) -> str:
 def _sorted(values: Iterable[Hashable]) -> list[Hashable]:
     items = list(values)
     try:
-        return sorted(items)  # type: ignore[type-var]
+        return sorted(items)  # type: ignore[type-var]  # labels of one kind sort; mixed ones fall back below
     except TypeError:
         return sorted(items, key=lambda v: (type(v).__name__, repr(v)))

@@ -19,7 +19,9 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+AnnotatorT = TypeVar("AnnotatorT", bound=Hashable)
 
 EPSILON = 1e-9  # so that a rate exactly at median - margin (0.8 - 0.2 in floating point) is not flagged
 DEFAULT_THRESHOLDS: dict[str, float] = {
@@ -38,7 +40,8 @@ def answer_key(value: Any) -> Hashable:
         return json.dumps(sorted(value, key=lambda v: json.dumps(v, sort_keys=True)), sort_keys=True)
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=True)
-    return value
+    key: Hashable = value  # JSON scalars (str, int, float, bool, None) are hashable
+    return key
 
 
 def answers_match(expected: Any, given: Any) -> bool:
@@ -68,10 +71,10 @@ def control_score(checks: Iterable[bool]) -> Score:
 
 
 def leave_one_out_agreement(
-    rows: Iterable[tuple[Hashable, Hashable, Any]],
+    rows: Iterable[tuple[Hashable, AnnotatorT, Any]],
     *,
-    voters: Collection[Hashable] | None = None,
-) -> dict[Hashable, Score]:
+    voters: Collection[AnnotatorT] | None = None,
+) -> dict[AnnotatorT, Score]:
     """Agreement of each annotator with the consensus of the others, per unit (an item and question).
 
     ``rows`` are ``(unit, annotator, value)``, one per annotator and unit. For annotator *a* on unit *u*
@@ -80,12 +83,12 @@ def leave_one_out_agreement(
     voter, or a tie for the top value, is not comparable and is left out of *a*'s n. Returns
     ``Score(n, agreements, rate)`` per annotator that answered any unit.
     """
-    by_unit: dict[Hashable, list[tuple[Hashable, Hashable]]] = defaultdict(list)
+    by_unit: dict[Hashable, list[tuple[AnnotatorT, Hashable]]] = defaultdict(list)
     for unit, annotator, value in rows:
         by_unit[unit].append((annotator, answer_key(value)))
-    n: Counter[Hashable] = Counter()
-    agree: Counter[Hashable] = Counter()
-    seen: set[Hashable] = set()
+    n: Counter[AnnotatorT] = Counter()
+    agree: Counter[AnnotatorT] = Counter()
+    seen: set[AnnotatorT] = set()
     for answers in by_unit.values():
         counts = Counter(value for annotator, value in answers if voters is None or annotator in voters)
         for annotator, value in answers:
@@ -199,7 +202,7 @@ def thresholds_with_defaults(given: Mapping[str, Any] | None) -> dict[str, float
 def loo_median(scores: Iterable[Score], *, min_n: float) -> float | None:
     """Median LOO agreement rate over the annotators with at least ``min_n`` comparisons."""
     rates = [s.rate for s in scores if s.rate is not None and s.n >= min_n]
-    return median_or_none(rates)  # type: ignore[arg-type]
+    return median_or_none(rates)
 
 
 def quality_flags(

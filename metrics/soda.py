@@ -183,8 +183,9 @@ def _attributes(*image_sets: Sequence[Mapping[str, str | None]]) -> list[str]:
 
 def _floored(p: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     # Released code: floor at 1e-10 then renormalise, so a value absent on one side is not log(0).
-    q = np.maximum(p, FLOOR)
-    return q / q.sum(axis=-1, keepdims=True)
+    q: npt.NDArray[np.float64] = np.maximum(p, FLOOR)
+    renormalised: npt.NDArray[np.float64] = q / q.sum(axis=-1, keepdims=True)
+    return renormalised
 
 
 def _js(p: npt.NDArray[np.float64], q: npt.NDArray[np.float64], js: JsMode) -> npt.NDArray[np.float64]:

@@ -145,7 +145,10 @@ def _as_showing(record: Showing | Sequence[object] | Mapping[str, object]) -> Sh
             bool(record["selected"]),
             bool(record.get("shown", True)),
         )
-    return Showing(*record)  # type: ignore[arg-type]
+    if len(record) not in (3, 4):
+        raise TypeError(f"a showing is (identity, attribute, selected[, shown]), not {record!r}")
+    identity, attribute, selected, *shown = record
+    return Showing(str(identity), str(attribute), bool(selected), bool(shown[0]) if shown else True)
 
 
 def attribute_likelihoods(
@@ -185,17 +188,15 @@ def stereotype_tendency(
     ``min_stereotypes`` stereotypical attributes were shown.
     """
     pairs = set(stereotypes)
-    by_identity: dict[str, list[Likelihood]] = {}
+    by_identity: dict[str, list[tuple[str, float, int]]] = {}  # identity -> (attribute, value, n)
     for lk in likelihoods.values():
         if lk.value is not None:
-            by_identity.setdefault(lk.identity, []).append(lk)
+            by_identity.setdefault(lk.identity, []).append((lk.attribute, lk.value, lk.n))
     rows = []
-    for identity, lks in sorted(by_identity.items()):
-        stereo = [lk.value for lk in lks if (identity, lk.attribute) in pairs and lk.attribute != none_label]
-        random = [
-            lk.value for lk in lks if (identity, lk.attribute) not in pairs or lk.attribute == none_label
-        ]
-        n_showings = sum(lk.n for lk in lks)
+    for identity, shown in sorted(by_identity.items()):
+        stereo = [v for attr, v, _ in shown if (identity, attr) in pairs and attr != none_label]
+        random = [v for attr, v, _ in shown if (identity, attr) not in pairs or attr == none_label]
+        n_showings = sum(n for _, _, n in shown)
         l_stereo = float(np.mean(stereo)) if stereo else None
         l_random = float(np.mean(random)) if random else None
         eligible = len(stereo) >= min_stereotypes
@@ -329,10 +330,16 @@ def stereotypical_pull(default: npt.ArrayLike, stereo: npt.ArrayLike, nonstereo:
     sets = [np.atleast_2d(np.asarray(x, dtype=float)) for x in (default, stereo, nonstereo)]
     counts = [0 if s.size == 0 else s.shape[0] for s in sets]
     d, s, ns = sets
-    sims = [mean_cosine_similarity(d, s), mean_cosine_similarity(d, ns), mean_cosine_similarity(s, ns)]
-    if any(v is None for v in sims):
-        return Pull(*sims, None, *counts, reason="an embedding set is empty or holds a zero vector")
-    return Pull(*sims, float(np.mean(sims)), *counts)
+    d_s, d_ns, s_ns = (
+        mean_cosine_similarity(d, s),
+        mean_cosine_similarity(d, ns),
+        mean_cosine_similarity(s, ns),
+    )
+    n_d, n_s, n_ns = counts
+    if d_s is None or d_ns is None or s_ns is None:
+        reason = "an embedding set is empty or holds a zero vector"
+        return Pull(d_s, d_ns, s_ns, None, n_d, n_s, n_ns, reason=reason)
+    return Pull(d_s, d_ns, s_ns, float(np.mean([d_s, d_ns, s_ns])), n_d, n_s, n_ns)
 
 
 def likert_consensus_shares(

@@ -8,6 +8,8 @@ export WORKBENCH_DATA_DIR="${WORKBENCH_TEST_DATA_DIR:-$PWD/var/test}"
 mkdir -p "$WORKBENCH_DATA_DIR" test-output
 scripts/browser-deps.sh
 $BIN/ruff check .
+$BIN/ruff format --check .
+$BIN/mypy
 $BIN/python manage.py makemigrations --check --dry-run >/dev/null || {
   echo "Models changed without a migration: run manage.py makemigrations"; exit 1; }
 exec $BIN/python -m pytest "$@"

@@ -43,7 +43,7 @@ def _media_root(_workbench_test_settings: Path) -> Path:
 def _user(username: str, role: str, **extra: Any) -> User:
     from tests.factories import UserFactory
 
-    return UserFactory(username=username, role=role, **extra)
+    return UserFactory.create(username=username, role=role, **extra)
 
 
 @pytest.fixture
@@ -70,4 +70,4 @@ def admin_user(db: None) -> User:
 def study(owner: User) -> Study:
     from tests.factories import StudyFactory
 
-    return StudyFactory(owner=owner)
+    return StudyFactory.create(owner=owner)

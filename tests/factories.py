@@ -42,7 +42,7 @@ def example_protocol_dict() -> dict:
     return load_protocol_text(EXAMPLE_PROTOCOL).to_dict()
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(factory.django.DjangoModelFactory[User]):
     class Meta:
         model = User
         django_get_or_create = ("username",)
@@ -52,7 +52,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.django.Password("correct horse battery")
 
 
-class StudyFactory(factory.django.DjangoModelFactory):
+class StudyFactory(factory.django.DjangoModelFactory[Study]):
     class Meta:
         model = Study
 
@@ -62,7 +62,7 @@ class StudyFactory(factory.django.DjangoModelFactory):
     overlap = 3
 
 
-class ItemFactory(factory.django.DjangoModelFactory):
+class ItemFactory(factory.django.DjangoModelFactory[Item]):
     class Meta:
         model = Item
 
@@ -72,7 +72,7 @@ class ItemFactory(factory.django.DjangoModelFactory):
     is_reference = True
 
 
-class MachineAnnotatorFactory(factory.django.DjangoModelFactory):
+class MachineAnnotatorFactory(factory.django.DjangoModelFactory[Annotator]):
     class Meta:
         model = Annotator
 

@@ -203,7 +203,7 @@ def test_no_test_module_imports_another() -> None:
 
 
 def test_templates_mirror_the_page_modules() -> None:
-    """A page module renders templates from ``templates/<its area>/`` (shared ones: errors/, registration/)."""
+    """A page module renders templates from ``templates/<its area>/`` (shared: errors/, registration/)."""
     wrong = []
     for name in sorted(PAGE_MODULES | {"workbench.views"}):
         area = name.rsplit(".", 1)[-1] if ".views." in name else name.split(".")[0]

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBE = """
 import gc, sys
 import workbench.wsgi
+heavy = {"torch", "diffusers", "transformers", "crowdkit", "pandas"}
 print(gc.get_freeze_count(), callable(workbench.wsgi.application),
-      ",".join(sorted({"torch", "diffusers", "transformers", "crowdkit", "pandas"} & set(sys.modules))) or "-")
+      ",".join(sorted(heavy & set(sys.modules))) or "-")
 """
 
 

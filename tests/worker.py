@@ -77,7 +77,7 @@ def celery_worker(
             process.kill()
 
 
-def wait_for(predicate, *, timeout: float = 90, every: float = 0.25) -> bool:  # type: ignore[no-untyped-def]
+def wait_for(predicate, *, timeout: float = 90, every: float = 0.25) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -11,8 +11,12 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 
 from workbench.env import env_bool, env_int, env_list, env_str
+
+# Lets generic Django classes be subscripted at run time (``admin.ModelAdmin[Study]``) for mypy.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("WORKBENCH_DATA_DIR", str(BASE_DIR / "var"))).resolve()

@@ -8,17 +8,15 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from annotations.access import studies_for_user
+from annotations.access import request_user, studies_for_user
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     studies = (
-        studies_for_user(request.user)
+        studies_for_user(request_user(request))
         .select_related("owner")
-        .annotate(  # type: ignore[arg-type]
-            item_count=Count("items", distinct=True)
-        )
+        .annotate(item_count=Count("items", distinct=True))
     )
     return render(request, "workbench/home.html", {"studies": studies})
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -22,7 +24,7 @@ def _study(request: Request, pk: int, *, write: bool = False) -> Study:
     return access.study_get_for_user(user=request_user(request), id=pk, researcher=True, write=write)
 
 
-class ConsensusComputeSerializer(serializers.Serializer):
+class ConsensusComputeSerializer(serializers.Serializer[Any]):
     question = serializers.CharField(required=False)
     rule = serializers.ChoiceField(choices=RULES, required=False)
     k = serializers.IntegerField(required=False, min_value=1)
@@ -30,14 +32,14 @@ class ConsensusComputeSerializer(serializers.Serializer):
     absolute = serializers.BooleanField(required=False)
 
 
-class AdjudicationSerializer(serializers.Serializer):
+class AdjudicationSerializer(serializers.Serializer[Any]):
     item = serializers.IntegerField()
     question = serializers.CharField()
     value = serializers.JSONField()
     note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class ConsensusLabelSerializer(serializers.ModelSerializer):
+class ConsensusLabelSerializer(serializers.ModelSerializer[ConsensusLabel]):
     item_external_id = serializers.CharField(source="item.external_id", read_only=True)
     adjudicated_by = serializers.CharField(source="adjudicated_by.username", read_only=True, default=None)
 

@@ -23,7 +23,7 @@ def _question(question: Question, metadata: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-class AssignmentSerializer(serializers.ModelSerializer):
+class AssignmentSerializer(serializers.ModelSerializer[Assignment]):
     # Plain text in the schema: a second enum named "status" (besides the study's) would collide.
     status = serializers.CharField(read_only=True, help_text="leased, submitted, skipped or expired")
 
@@ -92,7 +92,7 @@ class TaskSerializer(AssignmentSerializer):
         }
 
 
-class SubmitSerializer(serializers.Serializer):
+class SubmitSerializer(serializers.Serializer[Any]):
     answers = serializers.DictField(
         child=serializers.DictField(),
         help_text='{"QUESTION_KEY": {"value": ..., "shown": [...], "reason": "..."}}',
@@ -100,5 +100,5 @@ class SubmitSerializer(serializers.Serializer):
     time_spent_ms = serializers.IntegerField(required=False, min_value=0, max_value=24 * 3600 * 1000)
 
 
-class SkipSerializer(serializers.Serializer):
+class SkipSerializer(serializers.Serializer[Any]):
     reason = serializers.CharField(max_length=500)

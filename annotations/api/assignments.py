@@ -92,7 +92,7 @@ class ReleaseView(APIView):
         )
 
 
-class MyAssignmentViewSet(viewsets.ReadOnlyModelViewSet):
+class MyAssignmentViewSet(viewsets.ReadOnlyModelViewSet[Assignment]):
     """Your own assignments (filter by study and status); one of them with its task."""
 
     filterset_fields = ["study", "status"]

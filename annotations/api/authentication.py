@@ -8,10 +8,13 @@ for tokens is here, joined to the token lookup DRF makes anyway (no extra query 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
+
+if TYPE_CHECKING:
+    from rest_framework.authtoken.models import Token
 
 PARTICIPANT_REFUSED = "This account was made for one study's tasks; it cannot open this page."
 
@@ -20,7 +23,7 @@ class WorkbenchTokenAuthentication(TokenAuthentication):
     """DRF's ``TokenAuthentication`` (``Authorization: Token KEY``), participants refused with 403."""
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
-        model = self.get_model()
+        model = cast("type[Token]", self.get_model())
         # The annotator comes along too: the claim and submit endpoints need it (one query fewer each).
         token = (
             model.objects.select_related("user", "user__participant", "user__annotator")

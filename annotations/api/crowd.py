@@ -27,7 +27,7 @@ from annotations.services.invitations import (
 )
 
 
-class InvitationSerializer(serializers.ModelSerializer):
+class InvitationSerializer(serializers.ModelSerializer[Invitation]):
     url = serializers.SerializerMethodField()
     state = serializers.SerializerMethodField()
     joined = serializers.IntegerField(read_only=True, required=False)
@@ -67,8 +67,11 @@ class InvitationSerializer(serializers.ModelSerializer):
         return invitation_state(invitation, timezone.now())
 
 
-class InvitationCreateSerializer(serializers.Serializer):
-    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+class InvitationCreateSerializer(serializers.Serializer[Any]):
+    # The metaclass takes declared fields off the class; the stubs see Field.label (a str) overridden.
+    label = serializers.CharField(  # type: ignore[assignment]
+        max_length=200, required=False, allow_blank=True, default=""
+    )
     platform = serializers.ChoiceField(choices=Invitation.Platform.choices, default=Invitation.Platform.NONE)
     pool = serializers.ChoiceField(choices=Annotator.Pool.choices, default=Annotator.Pool.CROWD)
     expires_at = serializers.DateTimeField(required=False, help_text="Default: 14 days from now")
@@ -78,7 +81,9 @@ class InvitationCreateSerializer(serializers.Serializer):
     )
     consent_text = serializers.CharField(required=False, allow_blank=True, default="")
     demographics = serializers.JSONField(
-        required=False, default=list, help_text="[{key, label, kind: choice|text, choices, required}]"
+        required=False,
+        default=list,  # type: ignore[arg-type]  # the stubs allow mapping defaults only; a JSON list is fine
+        help_text="[{key, label, kind: choice|text, choices, required}]",
     )
     completion_code = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     completion_url = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
@@ -115,7 +120,7 @@ class InvitationRevokeView(APIView):
         return Response(InvitationSerializer(invitation, context={"request": request}).data)
 
 
-class PaymentRecordSerializer(serializers.Serializer):
+class PaymentRecordSerializer(serializers.Serializer[Any]):
     annotator = serializers.CharField()
     pool = serializers.CharField()
     platform = serializers.CharField()

@@ -30,7 +30,7 @@ from common.uploads import upload_to_temp
 CONTROL_SUFFIXES = (".csv", ".jsonl", ".ndjson")
 
 
-class ControlSerializer(serializers.Serializer):
+class ControlSerializer(serializers.Serializer[Any]):
     kind = serializers.ChoiceField(choices=ControlKind.choices)
     answers = serializers.DictField(help_text='The expected answers, {"QUESTION_KEY": value}')
     note = serializers.CharField(
@@ -41,16 +41,16 @@ class ControlSerializer(serializers.Serializer):
     )
 
 
-class ExcludeSerializer(serializers.Serializer):
+class ExcludeSerializer(serializers.Serializer[Any]):
     annotator = serializers.IntegerField(help_text="The annotator's id")
     reason = serializers.CharField(max_length=2000)
 
 
-class ReinstateSerializer(serializers.Serializer):
+class ReinstateSerializer(serializers.Serializer[Any]):
     note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 
 
-class ExclusionSerializer(serializers.ModelSerializer):
+class ExclusionSerializer(serializers.ModelSerializer[AnnotatorExclusion]):
     annotator_name = serializers.CharField(source="annotator.name", read_only=True)
     excluded_by = serializers.CharField(source="excluded_by.username", read_only=True, allow_null=True)
     reinstated_by = serializers.CharField(source="reinstated_by.username", read_only=True, allow_null=True)

@@ -11,15 +11,15 @@ from annotations.models import Annotation, Annotator, Enrollment, ExportJob, Ite
 from annotations.selectors.study_options import study_options
 
 
-class UserSerializer(serializers.ModelSerializer):
+class UserSerializer(serializers.ModelSerializer[User]):
     class Meta:
         model = User
         fields = ["id", "username", "role", "is_superuser"]
 
 
-class StudySerializer(serializers.ModelSerializer):
+class StudySerializer(serializers.ModelSerializer[Study]):
     owner = serializers.CharField(source="owner.username", read_only=True)
-    shared_with = serializers.SlugRelatedField(many=True, read_only=True, slug_field="username")
+    shared_with = serializers.SlugRelatedField[User](many=True, read_only=True, slug_field="username")
     item_count = serializers.IntegerField(read_only=True, required=False)
     options = serializers.SerializerMethodField(
         help_text="The study's settings as one object (see annotations/selectors/study_options.py)"
@@ -53,7 +53,7 @@ class StudySerializer(serializers.ModelSerializer):
         return study_options(instance, researcher=user is None or getattr(user, "is_researcher", False))
 
 
-class StudyCreateSerializer(serializers.Serializer):
+class StudyCreateSerializer(serializers.Serializer[Any]):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     preset = serializers.CharField(required=False, allow_blank=True)
@@ -63,7 +63,7 @@ class StudyCreateSerializer(serializers.Serializer):
     lease_minutes = serializers.IntegerField(required=False, default=30, min_value=1, max_value=10080)
 
 
-class StudyUpdateSerializer(serializers.Serializer):
+class StudyUpdateSerializer(serializers.Serializer[Any]):
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
     overlap = serializers.IntegerField(required=False, min_value=1, max_value=100)
@@ -79,11 +79,11 @@ class StudyUpdateSerializer(serializers.Serializer):
         return value
 
 
-class UsernameSerializer(serializers.Serializer):
+class UsernameSerializer(serializers.Serializer[Any]):
     username = serializers.CharField(max_length=150)
 
 
-class EnrollmentSerializer(serializers.ModelSerializer):
+class EnrollmentSerializer(serializers.ModelSerializer[Enrollment]):
     username = serializers.CharField(source="user.username", read_only=True)
 
     class Meta:
@@ -91,16 +91,16 @@ class EnrollmentSerializer(serializers.ModelSerializer):
         fields = ["id", "username", "created_at"]
 
 
-class EnrollmentCreateSerializer(serializers.Serializer):
+class EnrollmentCreateSerializer(serializers.Serializer[Any]):
     username = serializers.CharField(max_length=150)
     pool = serializers.ChoiceField(choices=Annotator.Pool.choices, required=False)
 
 
-class UploadSerializer(serializers.Serializer):
+class UploadSerializer(serializers.Serializer[Any]):
     file = serializers.FileField()
 
 
-class ItemImageSerializer(serializers.ModelSerializer):
+class ItemImageSerializer(serializers.ModelSerializer[ItemImage]):
     url = serializers.SerializerMethodField()
 
     class Meta:
@@ -114,7 +114,7 @@ class ItemImageSerializer(serializers.ModelSerializer):
         return f"/items/{image.item_id}/images/{image.position}/"
 
 
-class ItemSerializer(serializers.ModelSerializer):
+class ItemSerializer(serializers.ModelSerializer[Item]):
     images = ItemImageSerializer(many=True, read_only=True)
     control_kind = serializers.CharField(
         read_only=True, help_text="gold, attention, or empty for a real item"
@@ -147,13 +147,13 @@ class ItemSerializer(serializers.ModelSerializer):
         read_only_fields = ["note", "control_kind", "control_answers"]
 
 
-class AnnotatorSerializer(serializers.ModelSerializer):
+class AnnotatorSerializer(serializers.ModelSerializer[Annotator]):
     class Meta:
         model = Annotator
         fields = ["id", "kind", "name", "version", "pool", "config", "attributes", "created_at"]
 
 
-class AnnotationSerializer(serializers.ModelSerializer):
+class AnnotationSerializer(serializers.ModelSerializer[Annotation]):
     item_external_id = serializers.CharField(source="item.external_id", read_only=True)
     annotator_name = serializers.CharField(source="annotator.name", read_only=True)
     annotator_kind = serializers.CharField(source="annotator.kind", read_only=True)
@@ -179,7 +179,7 @@ class AnnotationSerializer(serializers.ModelSerializer):
         ]
 
 
-class ExportJobSerializer(serializers.ModelSerializer):
+class ExportJobSerializer(serializers.ModelSerializer[ExportJob]):
     download_url = serializers.SerializerMethodField()
 
     class Meta:
@@ -191,11 +191,11 @@ class ExportJobSerializer(serializers.ModelSerializer):
         return f"/api/exports/{job.pk}/download/" if job.status == ExportJob.Status.DONE else None
 
 
-class ProtocolValidateSerializer(serializers.Serializer):
+class ProtocolValidateSerializer(serializers.Serializer[Any]):
     protocol_yaml = serializers.CharField()
 
 
-class ImportReportSerializer(serializers.Serializer):
+class ImportReportSerializer(serializers.Serializer[Any]):
     created = serializers.IntegerField()
     references = serializers.IntegerField(required=False)
     updated = serializers.IntegerField(required=False)

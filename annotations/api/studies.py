@@ -38,7 +38,7 @@ from common.errors import NotFoundError, ValidationFailed
 from common.uploads import ANNOTATION_SUFFIXES, ITEM_SUFFIXES, upload_to_temp
 
 
-class StudyViewSet(viewsets.ModelViewSet):
+class StudyViewSet(viewsets.ModelViewSet[Study]):
     """Studies you own, that are shared with you, or (annotators) that you are enrolled in."""
 
     serializer_class = s.StudySerializer
@@ -177,7 +177,7 @@ class StudyExportView(APIView):
         return streaming_export(study, fmt)
 
 
-class ExportJobViewSet(viewsets.ReadOnlyModelViewSet):
+class ExportJobViewSet(viewsets.ReadOnlyModelViewSet[ExportJob]):
     serializer_class = s.ExportJobSerializer
 
     def get_queryset(self) -> QuerySet[ExportJob]:
@@ -213,7 +213,7 @@ class ItemFilter(filters.FilterSet):
         fields = ["study", "condition", "model_name", "kind", "external_id", "is_reference", "control_kind"]
 
 
-class ItemViewSet(viewsets.ReadOnlyModelViewSet):
+class ItemViewSet(viewsets.ReadOnlyModelViewSet[Item]):
     """Items of your studies (researchers)."""
 
     serializer_class = s.ItemSerializer
@@ -231,7 +231,7 @@ class AnnotationFilter(filters.FilterSet):
         fields = ["study", "item", "question_key", "annotator", "annotator_kind", "source"]
 
 
-class AnnotationViewSet(viewsets.ReadOnlyModelViewSet):
+class AnnotationViewSet(viewsets.ReadOnlyModelViewSet[Annotation]):
     """Researchers: annotations of their studies. Annotators: only their own."""
 
     serializer_class = s.AnnotationSerializer
@@ -245,7 +245,7 @@ class AnnotationViewSet(viewsets.ReadOnlyModelViewSet):
         )
 
 
-class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Annotator]):
     """Annotators who answered in your studies, and machine labellers (researchers)."""
 
     serializer_class = s.AnnotatorSerializer

@@ -180,7 +180,7 @@ class Protocol:
 # --- Loading ------------------------------------------------------------------------------------
 
 
-class _Located(dict):  # type: ignore[type-arg]
+class _Located(dict[Any, Any]):
     """A YAML mapping that remembers its own line and each key's line."""
 
     line: int | None = None
@@ -346,12 +346,12 @@ class _Validator:
                 raise self.fail(
                     f"unknown option field '{unknown[0]}'", path=path, mapping=item, key=unknown[0]
                 )
-            label = item.get("label")
-            option_key = item.get("key")
-            if label is None and option_key is None:
+            given_label = item.get("label")
+            given_key = item.get("key")
+            if given_label is None and given_key is None:
                 raise self.fail("an option needs a label or a key", path=path, mapping=item)
-            label = str(label if label is not None else option_key)
-            option_key = str(option_key) if option_key is not None else (default_key or slugify_option(label))
+            label = str(given_label if given_label is not None else given_key)
+            option_key = str(given_key) if given_key is not None else (default_key or slugify_option(label))
             if not KEY_RE.match(option_key):
                 raise self.fail(
                     f"option key '{option_key}' must be 1-64 of a-z, 0-9 and _",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -52,10 +52,10 @@ def _alpha_entries(
     entries = []
     for data in reliability_for(study, question, annotator_ids=annotator_ids):
         result = (
-            alpha_with_bootstrap(data.matrix, level=data.level, n_resamples=bootstrap, seed=seed)  # type: ignore[arg-type]
+            alpha_with_bootstrap(data.matrix, level=data.level, n_resamples=bootstrap, seed=seed)
             if bootstrap
             else krippendorff_alpha(data.matrix, level=data.level)
-        )  # type: ignore[arg-type]
+        )
         entries.append({"label": data.label, "coders": len(data.annotator_ids), **result.to_dict()})
     return entries
 
@@ -94,19 +94,19 @@ def _boxes(
     ):
         boxes[item_id][annotator_id] = [(b["x"], b["y"], b["w"], b["h"]) for b in value or []]
 
-    def pooled(pairs: Iterator[tuple[int, int]]) -> dict[str, Any]:
+    def pooled(pairs: Iterable[tuple[int, int]]) -> dict[str, Any]:
         items = [(by[a], by[b]) for by in boxes.values() for a, b in pairs_for(by, pairs)]
         return box_agreement(items, threshold=threshold).to_dict()
 
-    def pairs_for(by: dict[int, Any], pairs: Iterator[tuple[int, int]]) -> list[tuple[int, int]]:
+    def pairs_for(by: dict[int, Any], pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
         return [(a, b) for a, b in pairs if a in by and b in by]
 
     result: dict[str, Any] = {
         "threshold": threshold,
         "humans": pooled(list(itertools.combinations(humans, 2))),
-    }  # type: ignore[arg-type]
+    }
     for machine in machines:
-        result[_label(machine)] = pooled([(machine.pk, h) for h in humans])  # type: ignore[arg-type]
+        result[_label(machine)] = pooled([(machine.pk, h) for h in humans])
     return result
 
 
@@ -232,16 +232,16 @@ def _single_answer_entry(
     every comparison counted on value codes (no Python loop over items)."""
     data = question_matrix(study, question)
     if data is None:
-        empty = krippendorff_alpha(np.empty((0, 0)), level=LEVELS[question.kind])  # type: ignore[arg-type]
+        empty = krippendorff_alpha(np.empty((0, 0)), level=LEVELS[question.kind])
         return {"humans": [{"label": question.key, "coders": 0, **empty.to_dict()}], "humans_plus": {}}
     level = data.level
 
     def alpha(rows: np.ndarray, bootstrap: int) -> dict[str, Any]:
         result = (
-            alpha_with_bootstrap(rows, level=level, n_resamples=bootstrap, seed=seed)  # type: ignore[arg-type]
+            alpha_with_bootstrap(rows, level=level, n_resamples=bootstrap, seed=seed)
             if bootstrap
             else krippendorff_alpha(rows, level=level)
-        )  # type: ignore[arg-type]
+        )
         return {"label": question.key, "coders": int(rows.shape[0]), **result.to_dict()}
 
     human_rows = data.rows(humans)
@@ -353,7 +353,8 @@ def _validation_tables(study: Study, protocol: Any, machines: list[Annotator]) -
     """The papers' headline validation shapes, where the protocol is one of theirs."""
     tables: dict[str, Any] = {}
     if study.preset == "ssi-rubric" and machines:
-        # ssi Table 3: accuracy of each labeller's rubric labels vs the consensus, by category x model x condition.
+        # ssi Table 3: accuracy of each labeller's rubric labels vs the consensus,
+        # by category x model x condition.
         cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
         items = {
             item.pk: item
@@ -398,9 +399,9 @@ def _validation_tables(study: Study, protocol: Any, machines: list[Annotator]) -
             .values_list("question_key", "value")
         )
         by_question: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for key, value in answers:
-            by_question[key][0] += int(value == "appropriate")
-            by_question[key][1] += 1
+        for question_key, value in answers:
+            by_question[question_key][0] += int(value == "appropriate")
+            by_question[question_key][1] += 1
         total = sum(n for _a, n in by_question.values())
         tables["soda_appropriate"] = {
             "overall": {

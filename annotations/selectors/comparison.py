@@ -2,7 +2,8 @@
 
 A *side* is one study read from one label source (``consensus`` or a machine labeller), optionally
 narrowed to one ``condition``, one ``model`` or any other group (``where``: ``column=value``, e.g.
-``group=nurse``), so "model A vs model B" and "initial vs refined" work across two studies and inside one. ``comparison_report(sides=...)`` computes each side's
+``group=nurse``), so "model A vs model B" and "initial vs refined" work across two studies and inside
+one. ``comparison_report(sides=...)`` computes each side's
 ``metrics_report`` (the same report as ``manage.py metrics``; no metric is computed here) and aligns them:
 
 - every report table present on more than one side becomes one aligned table: its rows are keyed by the
@@ -238,7 +239,7 @@ def _check_sides(sides: Sequence[ComparisonSide]) -> None:
         )
     if len(sides) > MAX_SIDES:
         raise ValidationFailed(f"compare at most {MAX_SIDES} studies at once", {"study": "too many"})
-    seen: dict[tuple[int, str, str | None, str | None], int] = {}
+    seen: dict[tuple[int, str, tuple[tuple[str, str], ...]], int] = {}
     for i, side in enumerate(sides):
         key = (side.study.pk, side.source, tuple(sorted(side.narrow.items())))
         if key in seen:
@@ -333,10 +334,10 @@ def _align(key: str, spec: TableSpec, present: list[_Side], filters: dict[str, b
     order: dict[tuple[Any, ...], None] = {}
     for s in present:
         totals: dict[tuple[Any, ...], int] = defaultdict(int)
-        if spec.n_per is not None:
+        if spec.n_per is not None and isinstance(spec.n, str):  # n_per sums one column per group
             for r in s.rows:
                 if is_number(r.get(spec.n)):
-                    totals[tuple(r.get(c) for c in spec.n_per)] += r[spec.n]  # type: ignore[index]
+                    totals[tuple(r.get(c) for c in spec.n_per)] += r[spec.n]
         mine: dict[tuple[Any, ...], tuple[dict[str, Any], Any]] = {}
         repeated = 0
         for r in s.rows:

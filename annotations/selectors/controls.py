@@ -78,7 +78,7 @@ def _quality_row(study: Study) -> StudyQualitySettings | None:
     """The study's settings row, or None; read once per study object (``select_related("quality")`` reads
     it with the study), like the study's other fields."""
     try:
-        return study.quality  # type: ignore[no-any-return]
+        return study.quality
     except StudyQualitySettings.DoesNotExist:
         return None
 

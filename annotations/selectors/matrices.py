@@ -23,8 +23,9 @@ from django.db.models.functions import Cast
 from annotations.models import Annotation, Study
 from annotations.protocols.schema import Question
 from annotations.selectors.counted import counted_annotations, uncounted_ids
+from metrics.agreement import Level
 
-LEVELS = {
+LEVELS: dict[str, Level] = {
     "likert": "ordinal",
     "single": "nominal",
     "binary": "nominal",
@@ -38,7 +39,7 @@ class Reliability:
     """A coders x items matrix with the ids of its rows and columns."""
 
     label: str  # the question key, or "key:option" for one option of a multi question
-    level: str
+    level: Level
     matrix: np.ndarray
     annotator_ids: list[int]
     item_ids: list[int]
@@ -119,7 +120,7 @@ class QuestionMatrix:
     code of the value (``nan``: no answer, or Unsure on a likert scale), ``values[code]`` the value."""
 
     question_key: str
-    level: str
+    level: Level
     matrix: np.ndarray
     annotator_ids: list[int]
     item_ids: list[int]
@@ -160,7 +161,8 @@ def question_rows(study: Study, question_key: str) -> tuple[np.ndarray, np.ndarr
     else:  # both aggregates in the same order, guaranteed by ORDER BY
         sql = (
             f"SELECT string_agg(annotator_id || ',' || item_id, ',' ORDER BY id), "
-            f"string_agg(value::text, chr(31) ORDER BY id) FROM {table} WHERE study_id = %s AND question_key = %s"
+            f"string_agg(value::text, chr(31) ORDER BY id) FROM {table} "
+            "WHERE study_id = %s AND question_key = %s"
         )
     with connection.cursor() as cursor:
         cursor.execute(sql, [study.pk, question_key])
@@ -235,7 +237,8 @@ def plurality(matrix: np.ndarray, n_values: int) -> np.ndarray:
     winner = counts.argmax(axis=0).astype(float)
     tied = (counts == top).sum(axis=0) > 1
     winner[(top == 0) | tied] = np.nan
-    return winner
+    result: np.ndarray = winner
+    return result
 
 
 def json_key(value: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Payment records: what each person did in a study, for paying them and their bonuses (no payment integration).
+"""Payment records: what each person did in a study, for paying them and their bonuses (no payment
+integration).
 
 One row per human annotator who was handed an item in the study, and per invited participant
 (even one who joined and did nothing, so a platform's complaint can be checked):
@@ -11,9 +12,10 @@ One row per human annotator who was handed an item in the study, and per invited
   lease or submit; ``joined_at`` and ``completed_at`` for participants;
 - the platform ids (participant, study or HIT, session, MTurk assignment) for participants.
 
-The CSV (``spreadsheet.csv_lines(rows, PAYMENT_COLUMNS)``) is safe to open in a spreadsheet: a text cell that starts with
-``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading apostrophe (OWASP's advice on
-CSV injection), so a username such as ``-2+3`` or a label such as ``=HYPERLINK(...)`` stays text.
+The CSV (``spreadsheet.csv_lines(rows, PAYMENT_COLUMNS)``) is safe to open in a spreadsheet: a text
+cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading apostrophe
+(OWASP's advice on CSV injection), so a username such as ``-2+3`` or a label such as
+``=HYPERLINK(...)`` stays text.
 """
 
 from __future__ import annotations
@@ -144,9 +146,9 @@ def payment_rows(study: Study) -> list[dict[str, Any]]:
             joined_at=joined,
             completed_at=completed,
         )
-    for user_id, spent in times.items():
-        if spent:
-            rows[user_id]["items_timed"] = len(spent)
-            rows[user_id]["seconds_total"] = round(sum(spent) / 1000, 1)
-            rows[user_id]["seconds_median"] = round(statistics.median(spent) / 1000, 1)
+    for user_id, timed in times.items():
+        if timed:
+            rows[user_id]["items_timed"] = len(timed)
+            rows[user_id]["seconds_total"] = round(sum(timed) / 1000, 1)
+            rows[user_id]["seconds_median"] = round(statistics.median(timed) / 1000, 1)
     return sorted(rows.values(), key=lambda row: row["annotator"])

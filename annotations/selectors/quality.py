@@ -72,13 +72,13 @@ def quality_report_cached(*, study: Study, fresh: bool = False) -> dict[str, Any
     once when the study's settings or controls change (``Study.updated_at``) or someone is excluded
     or reinstated. The report says when it was computed (``computed_at``); ``fresh`` recomputes.
 
-    Why: the report reads every human answer of the study (about 8 s at 100,000 items x 3 people x
-    10 questions on a 2-core machine), and the progress page is opened often during a batch.
+    Why: the report reads every human answer of the study (seconds at 100,000 items; figures in
+    docs/benchmarks.md), and the progress page is opened often during a batch.
     """
     exclusions = AnnotatorExclusion.objects.filter(study=study).aggregate(
         n=Count("id"), excluded=Max("excluded_at"), reinstated=Max("reinstated_at")
     )
-    state = f"{study.pk}|{study.updated_at.isoformat()}|{exclusions['n']}|{exclusions['excluded']}|{exclusions['reinstated']}"
+    state = "|".join(str(part) for part in (study.pk, study.updated_at.isoformat(), *exclusions.values()))
     key = "quality-report:" + hashlib.sha256(state.encode()).hexdigest()  # memcached-safe
     report = None if fresh else cache.get(key)
     if report is None:
@@ -130,7 +130,8 @@ def _loo_scores(per_question: dict[str, _LooRows]) -> dict[int, Score]:
 
 
 def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, Any]:
-    """Every human annotator's quality figures and flags in ``study`` (see the module docstring). Reads only."""
+    """Every human annotator's quality figures and flags in ``study`` (see the module docstring).
+    Reads only."""
     settings = quality_settings(study)
     thresholds = settings.thresholds
     humans = _study_humans(study)

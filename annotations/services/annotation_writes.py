@@ -360,7 +360,7 @@ def _stored_selection(
 
 def _is_boxes(protocol: Any, record: dict[str, Any]) -> bool:
     key = str(record.get("question"))
-    return protocol.has_question(key) and protocol.question(key).kind == "boxes"
+    return bool(protocol.has_question(key) and protocol.question(key).kind == "boxes")
 
 
 @transaction.atomic

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -71,7 +70,7 @@ def rule_check(rule: dict[str, Any]) -> dict[str, Any]:
     return rule
 
 
-def _rule_function(rule: dict[str, Any]) -> Callable[[list[tuple[Any, Any]]], rules.ConsensusResult]:
+def _rule_function(rule: dict[str, Any]) -> rules.Rule:
     name = rule["rule"]
     if name == "majority":
         return partial(rules.majority, absolute=bool(rule.get("absolute", False)))
@@ -258,15 +257,19 @@ def adjudication_queue(*, study: Study) -> list[dict[str, Any]]:
     )
     flagged: set[tuple[int, str]] = set()
     for item_id, question_key, value, name in machine:
-        label = resolved.get((item_id, question_key))
-        if label is not None and _key(label.value) != _key(value) and (item_id, question_key) not in flagged:
+        consensus = resolved.get((item_id, question_key))
+        if (
+            consensus is not None
+            and _key(consensus.value) != _key(value)
+            and (item_id, question_key) not in flagged
+        ):
             flagged.add((item_id, question_key))
             queue.append(
                 {
                     "item": item_id,
-                    "external_id": label.item.external_id,
+                    "external_id": consensus.item.external_id,
                     "question": question_key,
-                    "reason": f"{name} said {value!r}, the consensus is {label.value!r}",
+                    "reason": f"{name} said {value!r}, the consensus is {consensus.value!r}",
                 }
             )
     return sorted(queue, key=lambda entry: (entry["item"], entry["question"]))

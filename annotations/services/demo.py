@@ -221,7 +221,9 @@ def demo_study_ensure() -> tuple[Study, bool]:
         owner=researcher,
         name=DEMO_STUDY_NAME,
         protocol=load_preset("object-attributes"),
-        description="Drawn cars and cups under the SODA conditions; colours depend on the condition on purpose.",
+        description=(
+            "Drawn cars and cups under the SODA conditions; colours depend on the condition on purpose."
+        ),
     )
     with tempfile.TemporaryDirectory() as folder:
         records = demo_records(Path(folder))

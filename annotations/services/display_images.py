@@ -21,22 +21,23 @@ DISPLAY_SIZE = 1024
 
 def display_image_name(image: ItemImage, size: int = DISPLAY_SIZE) -> str:
     """The storage name of an image's display version (generated on first use)."""
-    if not image.file:
+    stored_name = image.file.name
+    if not stored_name:  # what ``not image.file`` tests
         raise NotFoundError("this image has no file")
     if image.width and image.height and max(image.width, image.height) <= size:
-        return image.file.name
+        return stored_name
     key = image.sha256 or f"image{image.pk}"
     lossless = (image.content_type or "").split("/")[-1] in (
         "png",
         "gif",
         "webp",
-    ) or image.file.name.lower().endswith((".png", ".gif", ".webp"))
+    ) or stored_name.lower().endswith((".png", ".gif", ".webp"))
     name = f"display/{key}-{size}.{'png' if lossless else 'jpg'}"
     if default_storage.exists(name):
         return name
     with image.file.open("rb") as handle:
         try:
-            source = Image.open(handle)
+            source: Image.Image = Image.open(handle)
             source.load()
         except (UnidentifiedImageError, OSError) as exc:
             raise NotFoundError("the image file cannot be read") from exc

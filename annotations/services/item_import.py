@@ -290,7 +290,7 @@ def _import_records(
         )
     )
     seen_ids: dict[str, str] = {}
-    candidates: list[tuple[ItemRow, list[Any], str]] = []
+    candidates: list[tuple[ItemRow, list[CheckedImage], str]] = []
     for row in rows:
         if row.external_id in seen_ids:
             raise ImportRefused(
@@ -301,7 +301,7 @@ def _import_records(
         if row.external_id in existing_ids:
             report.duplicates.append({"external_id": row.external_id, "reason": "already in the study"})
             continue
-        images = []
+        images: list[CheckedImage] = []
         for name in row.files:
             if source is None:
                 raise ImportRefused(f"{row.where}: {name} cannot be found (upload a zip with the files)")
@@ -360,7 +360,7 @@ def _import_records(
                 ],
                 batch_size=INSERT_BATCH,
             )
-            records = []
+            image_records: list[ItemImage] = []
             for item, (row, images, _digest) in zip(items, checked, strict=True):
                 for position, (name, image) in enumerate(zip(row.files, images, strict=True)):
                     record = ItemImage(
@@ -374,9 +374,10 @@ def _import_records(
                     )
                     assert source is not None
                     record.file.save(Path(name).name, ContentFile(source.read(name)), save=False)
-                    saved.append(record.file.name)
-                    records.append(record)
-            ItemImage.objects.bulk_create(records, batch_size=INSERT_BATCH)
+                    if record.file.name:
+                        saved.append(record.file.name)
+                    image_records.append(record)
+            ItemImage.objects.bulk_create(image_records, batch_size=INSERT_BATCH)
     except BaseException:
         for name in saved:
             default_storage.delete(name)
@@ -399,7 +400,7 @@ def _lookup(queryset: Any, field: str, values: list[str], *columns: str) -> list
     return found
 
 
-def _item_digest(images: list[Any]) -> str:
+def _item_digest(images: list[CheckedImage]) -> str:
     if not images:
         return ""
     if len(images) == 1:

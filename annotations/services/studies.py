@@ -138,7 +138,7 @@ def annotator_for_user(*, user: User, pool: str | None = None) -> Annotator:
     loaded with its annotator (``select_related``, as the API's token authentication does)."""
     if pool is None:
         try:
-            return user.annotator  # type: ignore[no-any-return]
+            return user.annotator
         except Annotator.DoesNotExist:
             pass
     annotator, created = Annotator.objects.get_or_create(

@@ -222,7 +222,8 @@ def _restore_consensus(study: Study, records: list[tuple[int, dict[str, Any]]]) 
     if not records:
         return
     items = dict(Item.objects.filter(study=study).values_list("external_id", "id"))
-    annotation_ids = {
+    # Looked up with (item id, question, *the record's strings): any tuple may be asked for.
+    annotation_ids: dict[tuple[object, ...], int] = {
         (item_id, question, name, kind, version): pk
         for pk, item_id, question, name, kind, version in Annotation.objects.filter(study=study).values_list(
             "id", "item_id", "question_key", "annotator__name", "annotator__kind", "annotator__version"
@@ -302,7 +303,8 @@ def _restore_exclusions(study: Study, records: list[tuple[int, dict[str, Any]]])
             ) from exc
 
 
-def _users(names: set[Any]) -> dict[str, User]:
+def _users(names: set[Any]) -> dict[object, User]:
+    """Accounts by username (looked up with whatever a record holds, so not only by str)."""
     return {user.username: user for user in User.objects.filter(username__in=[n for n in names if n])}
 
 

@@ -9,7 +9,7 @@ that reaches a requested width.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 
@@ -55,7 +55,7 @@ def validation_sample_create(
         study=study,
         labeller=labeller,
         labeller_name=labeller.name,
-        item_ids=sorted(sample.ids),
+        item_ids=sorted(cast("list[int]", sample.ids)),  # the ids drawn from are item pks
         seed=seed,
         stratify_by=stratify_by,
     )

@@ -24,6 +24,7 @@ import io
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -239,12 +240,15 @@ def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
             for region, column in REGIONS:
                 value = row[header.index(column)]
                 try:
-                    code = int(float(value))
+                    if not isinstance(value, int | float | Decimal | str):
+                        raise TypeError(value)
+                    as_float = float(value)
+                    code = int(as_float)
                 except (TypeError, ValueError) as exc:
                     raise ImportRefused(
                         f"{path.name} row {number}: {column} {value!r} is not a number"
                     ) from exc
-                if code not in LIKERT_CODES or code != float(value):
+                if code not in LIKERT_CODES or code != as_float:
                     raise ImportRefused(f"{path.name} row {number}: {column} {value!r} is not one of 1..5")
                 codes[region] = code
             out.append((str(attribute).strip(), codes))
@@ -298,7 +302,7 @@ def _visualness_records(
     return items, annotations, duplicates
 
 
-def _number(value: str | None, where: str, column: str, *, integer: bool) -> float | int | None:
+def _number(value: str | None, where: str, column: str) -> float | None:
     text = (value or "").strip()
     if not text or text.lower() == "nan":
         return None
@@ -308,11 +312,16 @@ def _number(value: str | None, where: str, column: str, *, integer: bool) -> flo
         raise ImportRefused(f"{where}: {column} {text!r} is not a number") from exc
     if not math.isfinite(number):
         raise ImportRefused(f"{where}: {column} {text!r} is not a number")
-    if integer:
-        if number != int(number) or number < 0:
-            raise ImportRefused(f"{where}: {column} {text!r} is not a count")
-        return int(number)
     return number
+
+
+def _count(value: str | None, where: str, column: str) -> int | None:
+    number = _number(value, where, column)
+    if number is None:
+        return None
+    if number != int(number) or number < 0:
+        raise ImportRefused(f"{where}: {column} {(value or '').strip()!r} is not a count")
+    return int(number)
 
 
 def _stereotype_entries(
@@ -344,9 +353,9 @@ def _stereotype_entries(
                 source=source[:64],
                 identity=identity,
                 attribute=attribute,
-                na_stereo=_number(row.get("NA_stereo"), where, "NA_stereo", integer=True),  # type: ignore[arg-type]
-                region_stereo=_number(row.get("region_stereo"), where, "region_stereo", integer=True),  # type: ignore[arg-type]
-                offensiveness=_number(row.get(offensive_col), where, offensive_col, integer=False)
+                na_stereo=_count(row.get("NA_stereo"), where, "NA_stereo"),
+                region_stereo=_count(row.get("region_stereo"), where, "region_stereo"),
+                offensiveness=_number(row.get(offensive_col), where, offensive_col)
                 if offensive_col
                 else None,
                 visual=None if visual is None else attribute in visual,
@@ -430,7 +439,9 @@ def visage_import(
             owner=owner,
             name=f"{name}: visual-ness of attributes",
             protocol=load_preset("visualness"),
-            description=f"Imported from {visual_attributes_path.name}: one rater per region (asia, emea, na).",
+            description=(
+                f"Imported from {visual_attributes_path.name}: one rater per region (asia, emea, na)."
+            ),
             imported_from=visual_attributes_path.name,
         )
         item_rows, likert_rows, duplicates = _visualness_records(ratings)

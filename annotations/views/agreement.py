@@ -63,7 +63,7 @@ def study_agreement(request: HttpRequest, pk: int) -> HttpResponse:
             "alpha_rows": rows,
             "rules": RULES,
             "queue": adjudication_queue(study=study)[:200],
-            "can_write": access.study_can_write(request.user, study),  # type: ignore[arg-type]
+            "can_write": access.study_can_write(access.request_user(request), study),
         },
     )
 
@@ -77,16 +77,16 @@ def _percent(value: float | None) -> float | None:
 @require_POST
 def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True, write=True)
-    rule = None
+    rule: dict[str, Any] | None = None
     try:
         if request.POST.get("rule"):
             rule = {"rule": request.POST["rule"]}
             if request.POST.get("k"):  # a k that is not a whole number is refused with the others below
-                rule["k"] = bounded_int(request.POST["k"], 2, low=1, high=100)  # type: ignore[assignment]
+                rule["k"] = bounded_int(request.POST["k"], 2, low=1, high=100)
             if request.POST.get("agree_values"):
                 rule["agree_values"] = [
                     v.strip() for v in request.POST["agree_values"].split(",") if v.strip()
-                ]  # type: ignore[assignment]
+                ]
         summary = consensus_compute(study=study, question=request.POST.get("question") or None, rule=rule)
     except WorkbenchError as exc:
         messages.error(request, f"Consensus not computed: {exc.message}")
@@ -120,7 +120,7 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
                 item=item,
                 question_key=key,
                 value=value,
-                user=request.user,  # type: ignore[arg-type]
+                user=access.request_user(request),
                 note=request.POST.get("note", ""),
             )
         except WorkbenchError as exc:

@@ -209,7 +209,7 @@ def reveal(request: HttpRequest, pk: int) -> HttpResponse:
             raise Http404("no such reveal")
         agreement = {
             key[len("agree-") :]: value
-            for key, value in request.POST.items()
+            for key, value in request.POST.dict().items()
             if key.startswith("agree-") and value
         }
         try:
@@ -242,7 +242,7 @@ def reveal(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def item_image_display(request: HttpRequest, pk: int, position: int) -> HttpResponse:
+def item_image_display(request: HttpRequest, pk: int, position: int) -> FileResponse:
     """The resized display version of an item image (same access rule as the original)."""
     item = access.item_get_for_user(user=request_user(request), id=pk)
     image = item.images.filter(position=position).first()

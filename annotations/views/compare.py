@@ -1,10 +1,11 @@
 """The comparison page: several studies' metrics side by side, with CSV and figure downloads.
 
-``GET /compare/?study=1&study=2[&source=..][&condition=..][&model=..][&where=column=value]``: repeated parameters pair by
-position (one value applies to every study). Thin views: ``comparison_query_parse`` reads the query,
-``access.studies_get_for_user`` decides who may look (the studies' researchers: another researcher's study
-is 404, an annotator 403), ``comparison_report`` aligns the cached metrics reports, templates and
-``annotations.views.figures`` show them. Bad input shows the page with the message, never a 500.
+``GET /compare/?study=1&study=2[&source=..][&condition=..][&model=..][&where=column=value]``: repeated
+parameters pair by position (one value applies to every study). Thin views: ``comparison_query_parse``
+reads the query, ``access.studies_get_for_user`` decides who may look (the studies' researchers: another
+researcher's study is 404, an annotator 403), ``comparison_report`` aligns the cached metrics reports,
+templates and ``annotations.views.figures`` show them. Bad input shows the page with the message, never
+a 500.
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ def study_findings_csv(request: HttpRequest, pk: int, key: str) -> HttpResponse:
 @login_required
 def study_findings_figure(request: HttpRequest, pk: int, key: str, fmt: str) -> HttpResponse:
     study, report = _report(request, pk)
-    params = {k: v for k, v in request.GET.items() if k != "source"}
+    params = {k: v for k, v in request.GET.dict().items() if k != "source"}
     data = figure_render(report, key, params, fmt)
     if data is None:
         raise Http404("no such figure for this study")

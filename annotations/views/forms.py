@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 
 from annotations.models import Annotator, ControlKind, Invitation, Study
@@ -25,9 +27,9 @@ class StudyCreateForm(forms.Form):
     )
     lease_minutes = forms.IntegerField(min_value=1, max_value=10080, initial=30)
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.fields["preset"].choices = _preset_choices()  # type: ignore[attr-defined]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["preset"]).choices = _preset_choices()
 
     def clean(self) -> dict[str, object]:
         data = super().clean() or {}
@@ -61,7 +63,8 @@ class ShareForm(forms.Form):
 
 
 class InvitationForm(forms.Form):
-    """An invitation link (see docs/crowd.md); the service checks the rules (codes, URLs, the form's fields)."""
+    """An invitation link (see docs/crowd.md); the service checks the rules (codes, URLs, the form's
+    fields)."""
 
     label = forms.CharField(max_length=200, required=False, help_text="For you, e.g. “Prolific pilot”")
     platform = forms.ChoiceField(choices=Invitation.Platform.choices, initial=Invitation.Platform.NONE)
@@ -122,14 +125,19 @@ class QualitySettingsForm(forms.Form):
     """The study's quality settings: one field per name of ``selectors.controls.SETTINGS``, whole or
     decimal and within the range given there (the service checks them again)."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         for name, (_default, low, high, whole) in QUALITY_SETTINGS.items():
             label, help_text = QUALITY_SETTING_TEXT[name]
-            field_class = forms.IntegerField if whole else forms.FloatField
-            self.fields[name] = field_class(
-                min_value=low, max_value=high, label=label, help_text=f"{help_text}; {low:g} to {high:g}"
-            )
+            help_text = f"{help_text}; {low:g} to {high:g}"
+            if whole:
+                self.fields[name] = forms.IntegerField(
+                    min_value=int(low), max_value=int(high), label=label, help_text=help_text
+                )
+            else:
+                self.fields[name] = forms.FloatField(
+                    min_value=low, max_value=high, label=label, help_text=help_text
+                )
 
 
 class ExcludeForm(forms.Form):

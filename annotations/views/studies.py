@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -102,7 +103,9 @@ def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(
             request,
             "Settings not saved: "
-            + "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()),
+            + "; ".join(
+                f"{field}: {' '.join(str(e) for e in errors)}" for field, errors in form.errors.items()
+            ),
         )
         return redirect("study-detail", pk=pk)
     try:
@@ -120,7 +123,7 @@ def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse
     study = study_for_page(request, pk, researcher=True)
     form = UploadForm(request.POST, request.FILES)
     if not form.is_valid():
-        problem = " ".join(form.errors.get("file", ["Choose a file to import."]))
+        problem = " ".join(str(e) for e in form.errors.get("file", ["Choose a file to import."]))
         messages.error(request, f"Nothing was imported. {problem}")
         return redirect("study-detail", pk=pk)
     try:
@@ -161,7 +164,7 @@ def study_import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
     from django.conf import settings
 
     study = study_for_page(request, pk, researcher=True)
@@ -175,7 +178,7 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
 
 
 @login_required
-def export_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
+def export_download(request: HttpRequest, pk: int, job_id: int) -> FileResponse:
     study = study_for_page(request, pk, researcher=True)
     job = study.export_jobs.filter(pk=job_id, requested_by=request_user(request), status="done").first()
     if job is None:
@@ -244,21 +247,18 @@ def study_items(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def item_image(request: HttpRequest, pk: int, position: int) -> HttpResponse:
+def item_image(request: HttpRequest, pk: int, position: int) -> FileResponse:
     """An item's image file, to users who may see the item; sandboxed and cached privately."""
     item = access.item_get_for_user(user=request_user(request), id=pk)
     image = item.images.filter(position=position).first()
-    if image is None or not image.file:
+    name = image.file.name if image is not None else None
+    if image is None or not name:  # what ``not image.file`` tests
         raise Http404("this item has no image there")
     response = FileResponse(
         image.file.open("rb"),
-        content_type=image.content_type
-        or mimetypes.guess_type(image.file.name)[0]
-        or "application/octet-stream",
+        content_type=image.content_type or mimetypes.guess_type(name)[0] or "application/octet-stream",
     )
-    response["Content-Disposition"] = (
-        f'inline; filename="item-{item.pk}-{position}{_suffix(image.file.name)}"'
-    )
+    response["Content-Disposition"] = f'inline; filename="item-{item.pk}-{position}{_suffix(name)}"'
     response["Content-Security-Policy"] = IMAGE_CSP
     response["Cache-Control"] = "private, max-age=31536000, immutable"
     return response

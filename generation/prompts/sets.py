@@ -66,8 +66,10 @@ def prompt_set_build(
                     "the agent design needs a CSV of instruction pairs (description, subgroup, dimension)"
                 )
             pairs = read_instruction_pairs(path)
-            built = agent_prompt_set(
-                pairs, **({"images_per_prompt": images_per_prompt} if images_per_prompt else {})
+            built = (
+                agent_prompt_set(pairs, images_per_prompt=images_per_prompt)
+                if images_per_prompt
+                else agent_prompt_set(pairs)
             )
         elif design == "file":
             if path is None:

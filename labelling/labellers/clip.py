@@ -51,7 +51,8 @@ def load_clip(source: str, device: str) -> tuple[Any, Any, Any]:
     def loader() -> tuple[Any, Any, Any]:
         from transformers import AutoTokenizer, CLIPImageProcessorPil, CLIPModel
 
-        model = CLIPModel.from_pretrained(source).to(device).eval()
+        model: torch.nn.Module = CLIPModel.from_pretrained(source)
+        model = model.to(device).eval()
         return model, CLIPImageProcessorPil.from_pretrained(source), AutoTokenizer.from_pretrained(source)
 
     return load_once(("clip", source, device), loader)

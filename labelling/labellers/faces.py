@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import cv2
+import cv2.data
 import numpy as np
 from PIL import Image
 

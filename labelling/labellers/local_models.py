@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import torch
 
@@ -45,7 +45,7 @@ def load_once(key: tuple[str, ...], loader: Callable[[], T]) -> T:
                 _LOADED[key] = loader()
             except OSError as error:  # from_pretrained: folder or hub id not found, offline
                 raise LabellerError(f"cannot load {key[0]} from '{key[1]}': {error}") from error
-        return _LOADED[key]
+        return cast(T, _LOADED[key])
 
 
 def forget_loaded() -> None:
@@ -59,7 +59,8 @@ def as_features(output: Any) -> torch.Tensor:
     ``pooler_output``) in transformers 5; give the tensor either way."""
     if isinstance(output, torch.Tensor):
         return output
-    return output.pooler_output
+    features: torch.Tensor = output.pooler_output
+    return features
 
 
 def batches(count: int, size: int) -> list[range]:

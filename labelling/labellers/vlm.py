@@ -92,7 +92,10 @@ def describe_question(question: Question) -> str:
             line += f' If you cannot tell, answer "{question["unsure"]["key"]}".'
         return line
     if kind == "multi":
-        line = f'- "{key}": {prompt} Choose every option that applies (a list of keys): {_options_text(options)}.'
+        line = (
+            f'- "{key}": {prompt} Choose every option that applies (a list of keys): '
+            f"{_options_text(options)}."
+        )
         if question.get("none_option"):
             line += f' If none applies, answer ["{question["none_option"]["key"]}"] alone.'
         return line
@@ -131,7 +134,8 @@ def _placeholder_value(value: Any) -> str | None:
 
 
 def render_prompt(template: str, item: LabelItem, questions: Sequence[Question]) -> str:
-    """Fill ``template`` for the item (see labeller_templates/README.md); :class:`TemplateError` if it cannot."""
+    """Fill ``template`` for the item (see labeller_templates/README.md); :class:`TemplateError` if it
+    cannot."""
     values = {
         key: text for key, value in item.metadata.items() if (text := _placeholder_value(value)) is not None
     }
@@ -192,7 +196,7 @@ def parse_answers(raw: str, questions: Sequence[Question]) -> list[tuple[str, An
         answers = extract_json_object(raw)
     except NoJsonObject as error:
         return [(question["key"], None, None, str(error)) for question in questions]
-    results = []
+    results: list[tuple[str, Any, str | None, str | None]] = []
     for question in questions:
         entry, found = _find_entry(answers, question["key"])
         if not found:

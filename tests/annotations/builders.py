@@ -23,7 +23,7 @@ from tests.factories import ItemFactory
 
 
 def image_item(study: Study, name: str, size: tuple[int, int] = (2000, 1000)) -> Item:
-    item = ItemFactory(study=study, external_id=name, is_reference=False)
+    item = ItemFactory.create(study=study, external_id=name, is_reference=False)
     image = ItemImage(
         item=item,
         position=0,

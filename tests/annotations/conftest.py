@@ -13,7 +13,7 @@ from tests.annotations.builders import HEADER, ratings, screen, seegull
 
 
 @pytest.fixture
-def visage_studies(owner: User, tmp_path) -> dict[str, Study]:  # type: ignore[no-untyped-def]
+def visage_studies(owner: User, tmp_path) -> dict[str, Study]:
     attrs = ["hat", "poor", "cheerful", "tall"]
     text = (
         HEADER

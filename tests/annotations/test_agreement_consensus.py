@@ -27,14 +27,16 @@ from tests.helpers import client_for
 pytestmark = pytest.mark.django_db
 
 
-def line(item: str, who: str, question: str, value, kind: str = "human") -> dict:  # type: ignore[no-untyped-def]
+def line(item: str, who: str, question: str, value, kind: str = "human") -> dict:
     return {"item": item, "annotator": who, "annotator_kind": kind, "question": question, "value": value}
 
 
 @pytest.fixture
-def judged(study):  # type: ignore[no-untyped-def]
+def judged(study):
     for name in ("i1", "i2", "i3"):
-        ItemFactory(study=study, external_id=name, condition="gender:women" if name != "i3" else "base")
+        ItemFactory.create(
+            study=study, external_id=name, condition="gender:women" if name != "i3" else "base"
+        )
     records = [
         line("i1", "r1", "gender", "male"),
         line("i1", "r2", "gender", "male"),
@@ -56,7 +58,7 @@ def judged(study):  # type: ignore[no-untyped-def]
     return study
 
 
-def test_alpha_among_humans_is_the_hand_computed_value(judged) -> None:  # type: ignore[no-untyped-def]
+def test_alpha_among_humans_is_the_hand_computed_value(judged) -> None:
     report = agreement_report(study=judged, n_resamples=200)
     gender = next(q for q in report["questions"] if q["key"] == "gender")
     humans = gender["humans"][0]
@@ -76,7 +78,7 @@ def test_alpha_among_humans_is_the_hand_computed_value(judged) -> None:  # type:
     assert boxes["n_matched"] == 0 and boxes["match_rate"] == 0.0
 
 
-def test_labeller_against_stored_consensus_with_a_metadata_breakdown(judged, owner) -> None:  # type: ignore[no-untyped-def]
+def test_labeller_against_stored_consensus_with_a_metadata_breakdown(judged, owner) -> None:
     Item.objects.filter(external_id="i1").update(metadata={"region": "north"})
     Item.objects.filter(external_id="i2").update(metadata={"region": "south"})
     consensus_compute(study=judged, question="gender")  # i1 male, i2 female, i3 a tie (unresolved)
@@ -110,8 +112,8 @@ def test_labeller_against_stored_consensus_with_a_metadata_breakdown(judged, own
     ]
 
 
-def test_undefined_alpha_is_reported_with_its_reason(study) -> None:  # type: ignore[no-untyped-def]
-    ItemFactory(study=study, external_id="only")
+def test_undefined_alpha_is_reported_with_its_reason(study) -> None:
+    ItemFactory.create(study=study, external_id="only")
     annotations_import_records(study=study, records=[(1, line("only", "r1", "gender", "male"))])
     gender = next(
         q for q in agreement_report(study=study, n_resamples=50)["questions"] if q["key"] == "gender"
@@ -121,7 +123,7 @@ def test_undefined_alpha_is_reported_with_its_reason(study) -> None:  # type: ig
     assert report["study_alpha"]["mean"] is None and report["study_alpha"]["undefined_reason"]
 
 
-def test_consensus_rules_and_idempotent_recomputation(judged) -> None:  # type: ignore[no-untyped-def]
+def test_consensus_rules_and_idempotent_recomputation(judged) -> None:
     summary = consensus_compute(study=judged, question="gender")
     assert summary["gender"] == {"labels": 3, "resolved": 2, "unresolved": 1, "adjudicated": 0}
     labels = {label.item.external_id: label for label in ConsensusLabel.objects.select_related("item")}
@@ -149,7 +151,7 @@ def test_consensus_rules_and_idempotent_recomputation(judged) -> None:  # type: 
         consensus_compute(study=judged, question="boxes")
 
 
-def test_ties_and_machine_disagreements_go_to_adjudication_and_decisions_override(judged, owner) -> None:  # type: ignore[no-untyped-def]
+def test_ties_and_machine_disagreements_go_to_adjudication_and_decisions_override(judged, owner) -> None:
     consensus_compute(study=judged, question="gender")
     queue = adjudication_queue(study=judged)
     assert [(q["external_id"], q["question"]) for q in queue] == [("i2", "gender"), ("i3", "gender")]
@@ -171,13 +173,13 @@ def test_ties_and_machine_disagreements_go_to_adjudication_and_decisions_overrid
     assert labels_for(judged, "gender").values[i3.pk] == "female"  # metrics read the stored consensus
 
 
-def test_dawid_skene_rule_runs_over_the_question(judged) -> None:  # type: ignore[no-untyped-def]
+def test_dawid_skene_rule_runs_over_the_question(judged) -> None:
     consensus_compute(study=judged, question="gender", rule={"rule": "dawid-skene"})
     labels = dict(ConsensusLabel.objects.values_list("item__external_id", "value"))
     assert labels["i2"] == "female" and set(labels) == {"i1", "i2", "i3"}
 
 
-def test_commands(judged) -> None:  # type: ignore[no-untyped-def]
+def test_commands(judged) -> None:
     out = io.StringIO()
     call_command("agreement", str(judged.pk), "--json", "--resamples", "100", stdout=out)
     assert json.loads(out.getvalue())["questions"][0]["humans"][0]["value"] == pytest.approx(1 / 15)
@@ -203,7 +205,7 @@ def test_commands(judged) -> None:  # type: ignore[no-untyped-def]
     assert ValidationSampleItem.objects.filter(sample__study=judged).count() == 2
 
 
-def test_a_validation_sample_restricts_what_humans_are_given(judged) -> None:  # type: ignore[no-untyped-def]
+def test_a_validation_sample_restricts_what_humans_are_given(judged) -> None:
     from annotations.services.assignment import assignment_claim_next
     from annotations.services.studies import annotator_for_user
     from annotations.services.validation_sample import validation_sample_create
@@ -212,7 +214,7 @@ def test_a_validation_sample_restricts_what_humans_are_given(judged) -> None:  #
     judged.save()
     validation_sample_create(study=judged, labeller=Annotator.objects.get(name="bot"), size=1, seed=3)
     sampled = set(ValidationSampleItem.objects.filter(sample__study=judged).values_list("item_id", flat=True))
-    user = UserFactory(username="validator", role="annotator")
+    user = UserFactory.create(username="validator", role="annotator")
     enrollment_add(study=judged, user=user)
     annotator = annotator_for_user(user=user)
     study = Study.objects.get(pk=judged.pk)
@@ -224,7 +226,7 @@ def test_a_validation_sample_restricts_what_humans_are_given(judged) -> None:  #
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)]
 )
-def test_agreement_and_consensus_api(judged, owner, other_researcher, annotator_user, role, status) -> None:  # type: ignore[no-untyped-def]
+def test_agreement_and_consensus_api(judged, owner, other_researcher, annotator_user, role, status) -> None:
     enrollment_add(study=judged, user=annotator_user)
     users = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}
     client = client_for(users[role])
@@ -244,10 +246,10 @@ def test_agreement_and_consensus_api(judged, owner, other_researcher, annotator_
         assert len(queue) == 2 and decided.status_code == 201 and decided.json()["rule"] == "adjudicated"
 
 
-def test_experts_adjudicate_on_the_page_crowd_cannot(judged, owner) -> None:  # type: ignore[no-untyped-def]
+def test_experts_adjudicate_on_the_page_crowd_cannot(judged, owner) -> None:
     consensus_compute(study=judged, question="gender")
-    expert = UserFactory(username="expert", role="annotator")
-    crowd = UserFactory(username="crowd", role="annotator")
+    expert = UserFactory.create(username="expert", role="annotator")
+    crowd = UserFactory.create(username="crowd", role="annotator")
     enrollment_add(study=judged, user=expert, pool="expert")
     enrollment_add(study=judged, user=crowd, pool="crowd")
     i3 = Item.objects.get(external_id="i3")

@@ -26,14 +26,14 @@ from tests.factories import ItemFactory, MachineAnnotatorFactory, UserFactory
 pytestmark = pytest.mark.django_db
 
 
-def login(user) -> Client:  # type: ignore[no-untyped-def]
+def login(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
 
 
 @pytest.fixture
-def setup(study, annotator_user):  # type: ignore[no-untyped-def]
+def setup(study, annotator_user):
     study.overlap = 1
     study.save()
     items = [image_item(study, "a"), image_item(study, "b")]
@@ -59,13 +59,13 @@ def start(client: Client, study: Study) -> int:
     return int(response["Location"].rstrip("/").split("/")[-1])
 
 
-def test_dashboard_shows_progress(setup) -> None:  # type: ignore[no-untyped-def]
+def test_dashboard_shows_progress(setup) -> None:
     study, _items, client = setup
     page = client.get("/annotate/").content.decode()
     assert study.name in page and "0 of 2" in page
 
 
-def test_task_page_shows_every_question_kind_and_prefetches(setup, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+def test_task_page_shows_every_question_kind_and_prefetches(setup, django_assert_max_num_queries) -> None:
     study, _items, client = setup
     pk = start(client, study)
     with django_assert_max_num_queries(20):
@@ -91,7 +91,7 @@ def test_task_page_shows_every_question_kind_and_prefetches(setup, django_assert
     assert f"/items/{ahead.item_id}/images/0/display/" in page
 
 
-def test_submit_stores_answers_and_moves_on(setup) -> None:  # type: ignore[no-untyped-def]
+def test_submit_stores_answers_and_moves_on(setup) -> None:
     study, _items, client = setup
     pk = start(client, study)
     client.get(f"/annotate/assignments/{pk}/")
@@ -113,14 +113,14 @@ def test_submit_stores_answers_and_moves_on(setup) -> None:  # type: ignore[no-u
     assert nxt != pk and Assignment.objects.get(pk=nxt).status == "leased"
 
 
-def test_submit_query_count(setup, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+def test_submit_query_count(setup, django_assert_max_num_queries) -> None:
     study, _items, client = setup
     pk = start(client, study)
     with django_assert_max_num_queries(17):
         assert client.post(f"/annotate/assignments/{pk}/", GOOD).status_code == 302
 
 
-def test_server_side_errors_are_shown_next_to_the_question(setup) -> None:  # type: ignore[no-untyped-def]
+def test_server_side_errors_are_shown_next_to_the_question(setup) -> None:
     study, _items, client = setup
     pk = start(client, study)
     bad = {
@@ -146,7 +146,7 @@ def test_server_side_errors_are_shown_next_to_the_question(setup) -> None:  # ty
     assert response.status_code == 400 and "is not selected in" in response.content.decode()
 
 
-def test_go_back_and_edit_keeps_history(setup) -> None:  # type: ignore[no-untyped-def]
+def test_go_back_and_edit_keeps_history(setup) -> None:
     study, _items, client = setup
     pk = start(client, study)
     client.post(f"/annotate/assignments/{pk}/", GOOD)
@@ -160,7 +160,7 @@ def test_go_back_and_edit_keeps_history(setup) -> None:  # type: ignore[no-untyp
     assert gender.value == "male" and list(gender.revisions.values_list("value", flat=True)) == ["female"]
 
 
-def test_skip_needs_a_reason(setup) -> None:  # type: ignore[no-untyped-def]
+def test_skip_needs_a_reason(setup) -> None:
     study, _items, client = setup
     pk = start(client, study)
     client.post(f"/annotate/assignments/{pk}/skip/", {"reason": ""})
@@ -171,9 +171,9 @@ def test_skip_needs_a_reason(setup) -> None:  # type: ignore[no-untyped-def]
     assert assignment.status == "skipped" and assignment.skip_reason == "cannot tell"
 
 
-def test_no_one_else_sees_an_assignment_or_machine_labels(setup, other_researcher) -> None:  # type: ignore[no-untyped-def]
+def test_no_one_else_sees_an_assignment_or_machine_labels(setup, other_researcher) -> None:
     study, items, client = setup
-    machine = MachineAnnotatorFactory(name="gpt-judge")
+    machine = MachineAnnotatorFactory.create(name="gpt-judge")
     for item in items:
         Annotation.objects.create(
             study=study, item=item, annotator=machine, question_key="gender", value="male"
@@ -181,7 +181,7 @@ def test_no_one_else_sees_an_assignment_or_machine_labels(setup, other_researche
     pk = start(client, study)
     page = client.get(f"/annotate/assignments/{pk}/").content.decode()
     assert "gpt-judge" not in page and 'value="male" checked' not in page
-    intruder = UserFactory(username="intruder", role="annotator")
+    intruder = UserFactory.create(username="intruder", role="annotator")
     enrollment_add(study=study, user=intruder)
     assert login(intruder).get(f"/annotate/assignments/{pk}/").status_code == 404
     assert login(intruder).post(f"/annotate/assignments/{pk}/", GOOD).status_code == 404
@@ -191,11 +191,11 @@ def test_no_one_else_sees_an_assignment_or_machine_labels(setup, other_researche
     assert not Annotation.objects.filter(annotator__kind="human").exists()
 
 
-def test_reveal_after_submit_is_logged_with_agreement(setup) -> None:  # type: ignore[no-untyped-def]
+def test_reveal_after_submit_is_logged_with_agreement(setup) -> None:
     study, items, client = setup
     study.reveal_after_submit = True
     study.save(update_fields=["reveal_after_submit"])
-    machine = MachineAnnotatorFactory(name="gpt-judge")
+    machine = MachineAnnotatorFactory.create(name="gpt-judge")
     for item in items:
         Annotation.objects.create(
             study=study, item=item, annotator=machine, question_key="gender", value="male"
@@ -217,14 +217,14 @@ def test_reveal_after_submit_is_logged_with_agreement(setup) -> None:  # type: i
     assert RevealLog.objects.count() == 2  # every showing is logged
 
 
-def test_display_image_is_resized_and_cached(setup, other_researcher, owner) -> None:  # type: ignore[no-untyped-def]
+def test_display_image_is_resized_and_cached(setup, other_researcher, owner) -> None:
     study, items, client = setup
     start(client, study)
     item = Assignment.objects.first().item
     response = client.get(f"/items/{item.pk}/images/0/display/")
     assert response.status_code == 200
     assert response["Cache-Control"] == "private, max-age=31536000, immutable"
-    data = b"".join(response.streaming_content)
+    data = response.getvalue()
     assert Image.open(io.BytesIO(data)).size == (1024, 512)
     assert login(owner).get(f"/items/{item.pk}/images/0/display/").status_code == 200
     assert login(other_researcher).get(f"/items/{item.pk}/images/0/display/").status_code == 404
@@ -233,15 +233,15 @@ def test_display_image_is_resized_and_cached(setup, other_researcher, owner) -> 
         assert client.get(f"/items/{unassigned.pk}/images/0/display/").status_code == 404
 
 
-def test_reference_and_text_items(study, annotator_user) -> None:  # type: ignore[no-untyped-def]
-    ItemFactory(study=study, external_id="ref", is_reference=True)
+def test_reference_and_text_items(study, annotator_user) -> None:
+    ItemFactory.create(study=study, external_id="ref", is_reference=True)
     enrollment_add(study=study, user=annotator_user)
     client = login(annotator_user)
     pk = start(client, study)
     assert "image of this item is unavailable" in client.get(f"/annotate/assignments/{pk}/").content.decode()
 
 
-def test_paused_study_and_nothing_left(setup) -> None:  # type: ignore[no-untyped-def]
+def test_paused_study_and_nothing_left(setup) -> None:
     study, _items, client = setup
     study.status = "paused"
     study.save()
@@ -261,7 +261,7 @@ def test_paused_study_and_nothing_left(setup) -> None:  # type: ignore[no-untype
 )
 def test_progress_permission_matrix(
     setup, owner, other_researcher, annotator_user, who, expected, url
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     study = setup[0]
     users = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}
     client = login(users[who]) if users[who] else Client()
@@ -271,7 +271,7 @@ def test_progress_permission_matrix(
 @pytest.mark.parametrize(
     "who,expected", [("owner", 302), ("other", 404), ("annotator", 403), ("anonymous", 302)]
 )
-def test_pause_permission_matrix(setup, owner, other_researcher, annotator_user, who, expected) -> None:  # type: ignore[no-untyped-def]
+def test_pause_permission_matrix(setup, owner, other_researcher, annotator_user, who, expected) -> None:
     study = setup[0]
     users = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}
     client = login(users[who]) if users[who] else Client()
@@ -280,7 +280,7 @@ def test_pause_permission_matrix(setup, owner, other_researcher, annotator_user,
     assert Study.objects.get(pk=study.pk).status == ("paused" if who == "owner" else "active")
 
 
-def test_progress_figures_by_hand(setup, owner) -> None:  # type: ignore[no-untyped-def]
+def test_progress_figures_by_hand(setup, owner) -> None:
     study, items, client = setup
     study.overlap = 2
     study.save()
@@ -289,7 +289,8 @@ def test_progress_figures_by_hand(setup, owner) -> None:  # type: ignore[no-unty
     client.get(f"/annotate/assignments/{pk}/")
     client.post(f"/annotate/assignments/{pk}/", {**GOOD, "time_spent_ms": "3000"})
     data = login(owner).get(f"/studies/{study.pk}/progress.json").json()
-    # 3 items x overlap 2 = 6 judgements needed; 1 submitted; the submitted item and the leased one are in progress
+    # 3 items x overlap 2 = 6 judgements needed; 1 submitted; the submitted item and the leased one are
+    # in progress
     assert data == {
         "items": 3,
         "complete": 0,
@@ -303,9 +304,7 @@ def test_progress_figures_by_hand(setup, owner) -> None:  # type: ignore[no-unty
     rows = list(
         csv.DictReader(
             io.StringIO(
-                b"".join(
-                    login(owner).get(f"/studies/{study.pk}/progress.csv?by=annotator").streaming_content
-                ).decode()
+                login(owner).get(f"/studies/{study.pk}/progress.csv?by=annotator").getvalue().decode()
             )
         )
     )
@@ -323,19 +322,15 @@ def test_progress_figures_by_hand(setup, owner) -> None:  # type: ignore[no-unty
     assert 'id="progress-bar"' in page and "js/progress.js" in page
     image_item(study, '=HYPERLINK("http://evil.example")')  # an untrusted id that looks like a formula
     rows = list(
-        csv.DictReader(
-            io.StringIO(
-                b"".join(login(owner).get(f"/studies/{study.pk}/progress.csv").streaming_content).decode()
-            )
-        )
+        csv.DictReader(io.StringIO(login(owner).get(f"/studies/{study.pk}/progress.csv").getvalue().decode()))
     )
     assert '\'=HYPERLINK("http://evil.example")' in [row["external_id"] for row in rows]
 
 
-def test_enrol_a_pool_and_toggle_reveal(study, owner) -> None:  # type: ignore[no-untyped-def]
-    crowd = [UserFactory(username=f"c{i}", role="annotator") for i in range(2)]
-    expert = UserFactory(username="e", role="annotator")
-    enrollment_add(study=ItemFactory().study, user=expert, pool="expert")
+def test_enrol_a_pool_and_toggle_reveal(study, owner) -> None:
+    crowd = [UserFactory.create(username=f"c{i}", role="annotator") for i in range(2)]
+    expert = UserFactory.create(username="e", role="annotator")
+    enrollment_add(study=ItemFactory.create().study, user=expert, pool="expert")
     client = login(owner)
     client.post(f"/studies/{study.pk}/enroll-pool/", {"pool": "expert"})
     assert list(Enrollment.objects.filter(study=study).values_list("user__username", flat=True)) == ["e"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,14 +22,14 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 
 @pytest.fixture
-def items(study):  # type: ignore[no-untyped-def]
-    first = ItemFactory(study=study, external_id="i1", is_reference=False)
+def items(study):
+    first = ItemFactory.create(study=study, external_id="i1", is_reference=False)
     ItemImage.objects.create(item=first, position=0, width=100, height=80, sha256="x" * 64)
-    ItemFactory(study=study, external_id="i2")
+    ItemFactory.create(study=study, external_id="i2")
     return study
 
 
-def test_human_and_machine_annotations_import_into_one_table(items, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_human_and_machine_annotations_import_into_one_table(items, tmp_path) -> None:
     path = write_jsonl(
         tmp_path / "a.jsonl",
         [
@@ -83,7 +84,7 @@ def test_human_and_machine_annotations_import_into_one_table(items, tmp_path) ->
     assert Annotation.objects.get(question_key="smiling").reason == "mouth closed"
 
 
-def test_reimporting_changed_values_keeps_the_old_ones_as_revisions(items, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_reimporting_changed_values_keeps_the_old_ones_as_revisions(items, tmp_path) -> None:
     line = {"item": "i2", "annotator": "r", "annotator_kind": "human", "question": "gender", "value": "male"}
     annotations_import(study=items, path=write_jsonl(tmp_path / "a.jsonl", [line]))
     report = annotations_import(
@@ -149,8 +150,8 @@ def test_reimporting_changed_values_keeps_the_old_ones_as_revisions(items, tmp_p
         ),
     ],
 )
-def test_a_bad_line_names_its_number_and_nothing_is_imported(items, tmp_path, record, message) -> None:  # type: ignore[no-untyped-def]
-    good = {"item": "i2", "annotator": "r", "question": "gender", "value": "male"}
+def test_a_bad_line_names_its_number_and_nothing_is_imported(items, tmp_path, record, message) -> None:
+    good: dict[str, Any] = {"item": "i2", "annotator": "r", "question": "gender", "value": "male"}
     if record.get("question") == "boxes" and "beard" in json.dumps(record):
         good = {"item": "i1", "annotator": "r", "question": "attributes", "value": ["beard"]}
     with pytest.raises(ImportRefused, match=message.replace("(", r"\(")):
@@ -158,7 +159,7 @@ def test_a_bad_line_names_its_number_and_nothing_is_imported(items, tmp_path, re
     assert Annotation.objects.count() == 0 and Annotator.objects.count() == 0
 
 
-def test_a_repeated_answer_and_broken_json_are_refused(items, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_repeated_answer_and_broken_json_are_refused(items, tmp_path) -> None:
     line = {"item": "i2", "annotator": "r", "question": "gender", "value": "male"}
     with pytest.raises(ImportRefused, match="line 2: repeats the answer of line 1"):
         annotations_import(study=items, path=write_jsonl(tmp_path / "a.jsonl", [line, line]))

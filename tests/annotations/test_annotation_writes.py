@@ -25,7 +25,7 @@ from tests.factories import ItemFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
-ANSWERS = {
+ANSWERS: dict[str, dict[str, Any]] = {
     "gender": {"value": "female"},
     "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard"]},
 }
@@ -41,9 +41,9 @@ def _shape(annotation: Annotation) -> dict[str, Any]:
     }
 
 
-def test_a_task_edit_keeps_a_revision_by_the_annotator_and_takes_the_new_time(study) -> None:  # type: ignore[no-untyped-def]
-    ItemFactory(study=study)
-    user = UserFactory(username="a", role="annotator")
+def test_a_task_edit_keeps_a_revision_by_the_annotator_and_takes_the_new_time(study) -> None:
+    ItemFactory.create(study=study)
+    user = UserFactory.create(username="a", role="annotator")
     enrollment_add(study=study, user=user)
     assignment = assignment_claim_next(study=study, annotator=user.annotator)
     assert assignment is not None
@@ -62,8 +62,8 @@ def test_a_task_edit_keeps_a_revision_by_the_annotator_and_takes_the_new_time(st
     assert assignment.time_spent_ms == 1200  # the assignment keeps the first submit's time (payments)
 
 
-def test_an_import_re_answer_keeps_a_revision_and_takes_the_files_time(study) -> None:  # type: ignore[no-untyped-def]
-    ItemFactory(study=study, external_id="i1")
+def test_an_import_re_answer_keeps_a_revision_and_takes_the_files_time(study) -> None:
+    ItemFactory.create(study=study, external_id="i1")
 
     def line(value: str, time_spent_ms: int | None) -> dict[str, Any]:
         return {
@@ -112,8 +112,8 @@ def _red_cup() -> bytes:
     return buffer.getvalue()
 
 
-def test_a_labeller_re_answer_keeps_a_revision_and_takes_the_new_time(owner) -> None:  # type: ignore[no-untyped-def]
-    study = StudyFactory(owner=owner, protocol=load_protocol_text(COLOURS).to_dict())
+def test_a_labeller_re_answer_keeps_a_revision_and_takes_the_new_time(owner) -> None:
+    study = StudyFactory.create(owner=owner, protocol=load_protocol_text(COLOURS).to_dict())
     item_add_files(
         study=study, record={"external_id": "cup", "file": "cup.png"}, files={"cup.png": _red_cup()}
     )
@@ -135,8 +135,8 @@ def test_a_labeller_re_answer_keeps_a_revision_and_takes_the_new_time(owner) -> 
     assert shape["time_spent_ms"] is not None and shape["time_spent_ms"] != 999_999
 
 
-def test_a_whole_set_removes_answers_no_longer_given_and_repeats_are_refused(study) -> None:  # type: ignore[no-untyped-def]
-    item = ItemFactory(study=study)
+def test_a_whole_set_removes_answers_no_longer_given_and_repeats_are_refused(study) -> None:
+    item = ItemFactory.create(study=study)
     rater = Annotator.objects.create(kind=Annotator.Kind.HUMAN, study=study, name="r")
 
     def save(*answers: CleanAnswer, whole: bool) -> Any:

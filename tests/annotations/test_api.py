@@ -23,7 +23,7 @@ ROLES = ["owner", "other", "annotator", "anonymous"]
 
 
 @pytest.fixture
-def clients(owner, other_researcher, annotator_user, study):  # type: ignore[no-untyped-def]
+def clients(owner, other_researcher, annotator_user, study):
     enrollment_add(study=study, user=annotator_user)
     return {
         "owner": client_for(owner),
@@ -51,7 +51,7 @@ def zip_of_images(count: int = 2) -> bytes:
     ("role", "status", "visible"),
     [("owner", 200, True), ("other", 200, False), ("annotator", 200, True), ("anonymous", 401, False)],
 )
-def test_study_list_is_scoped(clients, study, role, status, visible) -> None:  # type: ignore[no-untyped-def]
+def test_study_list_is_scoped(clients, study, role, status, visible) -> None:
     response = clients[role].get("/api/studies/")
     assert response.status_code == status
     if status == 200:
@@ -61,21 +61,21 @@ def test_study_list_is_scoped(clients, study, role, status, visible) -> None:  #
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 200), ("anonymous", 401)]
 )
-def test_study_detail(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
+def test_study_detail(clients, study, role, status) -> None:
     assert clients[role].get(f"/api/studies/{study.pk}/").status_code == status
 
 
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)]
 )
-def test_study_update(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
+def test_study_update(clients, study, role, status) -> None:
     response = clients[role].patch(f"/api/studies/{study.pk}/", {"overlap": 5}, format="json")
     assert response.status_code == status
     study.refresh_from_db()
     assert study.overlap == (5 if status == 200 else 3)
 
 
-def test_bad_updates_are_refused_with_the_field(clients, study) -> None:  # type: ignore[no-untyped-def]
+def test_bad_updates_are_refused_with_the_field(clients, study) -> None:
     response = clients["owner"].patch(f"/api/studies/{study.pk}/", {"overlap": 0}, format="json")
     assert response.status_code == 400 and "overlap" in response.json()
     response = clients["owner"].patch(f"/api/studies/{study.pk}/", {"status": "exploded"}, format="json")
@@ -85,7 +85,7 @@ def test_bad_updates_are_refused_with_the_field(clients, study) -> None:  # type
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 204), ("other", 404), ("annotator", 403), ("anonymous", 401)]
 )
-def test_study_delete(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
+def test_study_delete(clients, study, role, status) -> None:
     assert clients[role].delete(f"/api/studies/{study.pk}/").status_code == status
     assert Study.objects.filter(pk=study.pk).exists() is (status != 204)
 
@@ -93,7 +93,7 @@ def test_study_delete(clients, study, role, status) -> None:  # type: ignore[no-
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 201), ("other", 201), ("annotator", 403), ("anonymous", 401)]
 )
-def test_study_create_from_a_preset(clients, role, status) -> None:  # type: ignore[no-untyped-def]
+def test_study_create_from_a_preset(clients, role, status) -> None:
     response = clients[role].post("/api/studies/", {"name": "Audit", "preset": "bias-axes"}, format="json")
     assert response.status_code == status
     if status == 201:
@@ -101,7 +101,7 @@ def test_study_create_from_a_preset(clients, role, status) -> None:  # type: ign
         assert response.json()["protocol"]["questions"][0]["key"] == "person"
 
 
-def test_study_create_from_protocol_yaml_and_refusals(clients) -> None:  # type: ignore[no-untyped-def]
+def test_study_create_from_protocol_yaml_and_refusals(clients) -> None:
     owner = clients["owner"]
     response = owner.post(
         "/api/studies/", {"name": "Mine", "protocol_yaml": EXAMPLE_PROTOCOL, "overlap": 2}, format="json"
@@ -127,7 +127,7 @@ def test_study_create_from_protocol_yaml_and_refusals(clients) -> None:  # type:
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)]
 )
-def test_item_import_endpoint(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
+def test_item_import_endpoint(clients, study, role, status) -> None:
     response = clients[role].post(
         f"/api/studies/{study.pk}/items/import/",
         {"file": upload("batch.zip", zip_of_images())},
@@ -137,7 +137,7 @@ def test_item_import_endpoint(clients, study, role, status) -> None:  # type: ig
     assert Item.objects.filter(study=study).count() == (2 if status == 201 else 0)
 
 
-def test_item_import_refusals_are_400_and_write_nothing(clients, study) -> None:  # type: ignore[no-untyped-def]
+def test_item_import_refusals_are_400_and_write_nothing(clients, study) -> None:
     owner = clients["owner"]
     wrong = owner.post(
         f"/api/studies/{study.pk}/items/import/", {"file": upload("x.exe", b"MZ")}, format="multipart"
@@ -159,8 +159,8 @@ def test_item_import_refusals_are_400_and_write_nothing(clients, study) -> None:
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)]
 )
-def test_annotation_import_endpoint(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
-    ItemFactory(study=study, external_id="i1")
+def test_annotation_import_endpoint(clients, study, role, status) -> None:
+    ItemFactory.create(study=study, external_id="i1")
     line = json.dumps(
         {"item": "i1", "annotator": "m", "annotator_kind": "machine", "question": "gender", "value": "male"}
     )
@@ -176,12 +176,12 @@ def test_annotation_import_endpoint(clients, study, role, status) -> None:  # ty
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)]
 )
-def test_export_endpoint(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
-    ItemFactory(study=study, external_id="i1")
+def test_export_endpoint(clients, study, role, status) -> None:
+    ItemFactory.create(study=study, external_id="i1")
     response = clients[role].get(f"/api/studies/{study.pk}/export/jsonl/")
     assert response.status_code == status
     if status == 200:
-        records = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+        records = [json.loads(line) for line in response.getvalue().decode().splitlines()]
         assert [r["type"] for r in records] == ["study", "item"]
 
 
@@ -189,11 +189,11 @@ def test_large_exports_become_background_jobs(
     clients,
     study,
     owner,
-    settings,  # type: ignore[no-untyped-def]
+    settings,
     django_capture_on_commit_callbacks,
 ) -> None:
     settings.WORKBENCH_EXPORT_INLINE_LIMIT = 0
-    ItemFactory(study=study, external_id="i1")
+    ItemFactory.create(study=study, external_id="i1")
     with django_capture_on_commit_callbacks(execute=True):
         response = clients["owner"].get(f"/api/studies/{study.pk}/export/csv/")
     assert response.status_code == 202
@@ -208,9 +208,9 @@ def test_large_exports_become_background_jobs(
     ("role", "status", "count"),
     [("owner", 200, 1), ("other", 200, 0), ("annotator", 200, 0), ("anonymous", 401, None)],
 )
-def test_items_are_for_researchers_of_the_study(clients, study, role, status, count) -> None:  # type: ignore[no-untyped-def]
-    item = ItemFactory(study=study, external_id="i1", condition="gender:women")
-    ItemFactory(study=study, external_id="i2", condition="base")
+def test_items_are_for_researchers_of_the_study(clients, study, role, status, count) -> None:
+    item = ItemFactory.create(study=study, external_id="i1", condition="gender:women")
+    ItemFactory.create(study=study, external_id="i2", condition="base")
     response = clients[role].get("/api/items/", {"study": study.pk, "condition": "gender:women"})
     assert response.status_code == status
     if count is not None:
@@ -219,8 +219,8 @@ def test_items_are_for_researchers_of_the_study(clients, study, role, status, co
     assert detail.status_code == (200 if role == "owner" else 404 if role != "anonymous" else 401)
 
 
-def test_annotators_see_only_their_own_annotations(clients, study, annotator_user) -> None:  # type: ignore[no-untyped-def]
-    item = ItemFactory(study=study, external_id="i1")
+def test_annotators_see_only_their_own_annotations(clients, study, annotator_user) -> None:
+    item = ItemFactory.create(study=study, external_id="i1")
     from annotations.services.studies import annotator_for_user
     from tests.factories import MachineAnnotatorFactory
 
@@ -232,7 +232,11 @@ def test_annotators_see_only_their_own_annotations(clients, study, annotator_use
         value="male",
     )
     Annotation.objects.create(
-        study=study, item=item, annotator=MachineAnnotatorFactory(), question_key="gender", value="female"
+        study=study,
+        item=item,
+        annotator=MachineAnnotatorFactory.create(),
+        question_key="gender",
+        value="female",
     )
     seen = clients["annotator"].get("/api/annotations/").json()["results"]
     assert [row["id"] for row in seen] == [mine.pk]
@@ -244,7 +248,7 @@ def test_annotators_see_only_their_own_annotations(clients, study, annotator_use
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 200), ("other", 403), ("annotator", 403), ("anonymous", 401)]
 )
-def test_sharing_is_for_the_owner(clients, study, other_researcher, role, status) -> None:  # type: ignore[no-untyped-def]
+def test_sharing_is_for_the_owner(clients, study, other_researcher, role, status) -> None:
     target = {"username": "other"} if role != "other" else {"username": "owner"}
     response = clients[role].post(f"/api/studies/{study.pk}/share/", target, format="json")
     assert response.status_code == (404 if role == "other" else status)
@@ -255,10 +259,10 @@ def test_sharing_is_for_the_owner(clients, study, other_researcher, role, status
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)]
 )
-def test_enrolment(clients, study, role, status) -> None:  # type: ignore[no-untyped-def]
+def test_enrolment(clients, study, role, status) -> None:
     from tests.factories import UserFactory
 
-    UserFactory(username="newbie", role="annotator")
+    UserFactory.create(username="newbie", role="annotator")
     response = clients[role].post(
         f"/api/studies/{study.pk}/enrollments/", {"username": "newbie", "pool": "expert"}, format="json"
     )
@@ -266,7 +270,7 @@ def test_enrolment(clients, study, role, status) -> None:  # type: ignore[no-unt
     assert Enrollment.objects.filter(user__username="newbie").exists() is (status == 201)
 
 
-def test_presets_protocol_validation_and_me(clients) -> None:  # type: ignore[no-untyped-def]
+def test_presets_protocol_validation_and_me(clients) -> None:
     owner = clients["owner"]
     keys = [row["key"] for row in owner.get("/api/presets/").json()]
     assert "ssi-rubric" in keys and len(keys) == 7
@@ -284,7 +288,7 @@ def test_presets_protocol_validation_and_me(clients) -> None:  # type: ignore[no
     assert clients["anonymous"].get("/api/presets/").status_code == 401
 
 
-def test_token_authentication(owner) -> None:  # type: ignore[no-untyped-def]
+def test_token_authentication(owner) -> None:
     client = APIClient()
     response = client.post("/api/auth/token/", {"username": "owner", "password": "correct horse battery"})
     token = response.json()["token"]
@@ -293,7 +297,7 @@ def test_token_authentication(owner) -> None:  # type: ignore[no-untyped-def]
     assert APIClient().post("/api/auth/token/", {"username": "owner", "password": "wrong"}).status_code == 400
 
 
-def test_the_openapi_schema_validates(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_openapi_schema_validates(tmp_path) -> None:
     out = tmp_path / "schema.yaml"
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
     assert "/api/studies/{id}/" in out.read_text()

@@ -6,6 +6,7 @@ import random
 import threading
 from collections import Counter
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection, connections
@@ -25,25 +26,25 @@ from annotations.services.studies import enrollment_add
 from common.errors import Conflict, NotAllowed, ValidationFailed
 from tests.factories import ItemFactory, UserFactory
 
-ANSWERS = {
+ANSWERS: dict[str, dict[str, Any]] = {
     "gender": {"value": "female"},
     "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard"]},
 }
 
 
 def make_annotator(study: Study, name: str, pool: str = "crowd") -> Annotator:
-    user = UserFactory(username=name, role="annotator")
+    user = UserFactory.create(username=name, role="annotator")
     enrollment_add(study=study, user=user, pool=pool)
     return user.annotator
 
 
 def make_items(study: Study, n: int, **extra: object) -> list[Item]:
-    return [ItemFactory(study=study, **extra) for _ in range(n)]
+    return [ItemFactory.create(study=study, **extra) for _ in range(n)]
 
 
 @pytest.mark.django_db
 class TestClaim:
-    def test_overlap_distinct_people_and_never_twice(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_overlap_distinct_people_and_never_twice(self, study) -> None:
         study.overlap = 2
         study.save()
         make_items(study, 3)
@@ -61,7 +62,7 @@ class TestClaim:
         # The last two annotators found only what was left: 6 slots for 4 people.
         assert assignment_claim_next(study=study, annotator=people[-1]) is None
 
-    def test_fewest_completed_first(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_fewest_completed_first(self, study) -> None:
         first, second, third = make_items(study, 3)
         a, b = make_annotator(study, "a"), make_annotator(study, "b")
         for item in (first, second):
@@ -70,7 +71,7 @@ class TestClaim:
         claimed = assignment_claim_next(study=study, annotator=b)
         assert claimed.item_id == third.pk
 
-    def test_ties_are_random_but_fixed_per_annotator(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_ties_are_random_but_fixed_per_annotator(self, study) -> None:
         items = make_items(study, 30)
         keys = [i * (2**31 // 30) for i in range(30)]
         random.Random(0).shuffle(keys)  # evenly spread, so every annotator's start lands in a different gap
@@ -88,7 +89,7 @@ class TestClaim:
             assert orders[0][start:] + orders[0][:start] == order
         assert assignment_claim_next(study=study, annotator=people[0]).item_id == orders[0][0]
 
-    def test_a_held_lease_is_resumed_and_exclude_leases_one_ahead(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_a_held_lease_is_resumed_and_exclude_leases_one_ahead(self, study) -> None:
         make_items(study, 3)
         a = make_annotator(study, "a")
         first = assignment_claim_next(study=study, annotator=a)
@@ -97,7 +98,7 @@ class TestClaim:
         assert ahead.pk != first.pk
         assert Assignment.objects.filter(annotator=a, status="leased").count() == 2
 
-    def test_an_expired_lease_returns_the_slot(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_an_expired_lease_returns_the_slot(self, study) -> None:
         study.overlap = 1
         study.save()
         (item,) = make_items(study, 1)
@@ -114,23 +115,23 @@ class TestClaim:
         assert assignments_expire(study=study, now=later) == 1
         assert Assignment.objects.get(pk=held.pk).status == "expired"
 
-    def test_a_late_submit_is_accepted_while_a_slot_is_free(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_a_late_submit_is_accepted_while_a_slot_is_free(self, study) -> None:
         make_items(study, 1)
         a = make_annotator(study, "a")
         held = assignment_claim_next(study=study, annotator=a)
         later = timezone.now() + timedelta(minutes=study.lease_minutes + 1)
         assert assignment_submit(assignment=held, answers=ANSWERS, now=later).status == "submitted"
 
-    def test_expert_only_items_go_to_experts(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_expert_only_items_go_to_experts(self, study) -> None:
         (expert_item,) = make_items(study, 1, expert_only=True)
         crowd, expert = make_annotator(study, "c"), make_annotator(study, "e", pool="expert")
         assert assignment_claim_next(study=study, annotator=crowd) is None
         assert assignment_claim_next(study=study, annotator=expert).item_id == expert_item.pk
 
-    def test_paused_study_and_strangers_get_nothing(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_paused_study_and_strangers_get_nothing(self, study) -> None:
         make_items(study, 2)
         a = make_annotator(study, "a")
-        stranger = UserFactory(username="stranger", role="annotator")
+        stranger = UserFactory.create(username="stranger", role="annotator")
         from annotations.services.studies import annotator_for_user
 
         with pytest.raises(NotAllowed):
@@ -141,7 +142,7 @@ class TestClaim:
             assignment_claim_next(study=study, annotator=a)
         assert not Assignment.objects.exists()
 
-    def test_claim_query_count(self, study, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+    def test_claim_query_count(self, study, django_assert_max_num_queries) -> None:
         Item.objects.bulk_create(
             [Item(study=study, external_id=f"bulk{i}", kind="image") for i in range(2000)]
         )
@@ -153,7 +154,7 @@ class TestClaim:
 
 @pytest.mark.django_db
 class TestSubmit:
-    def test_double_submit_stores_one_set(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_double_submit_stores_one_set(self, study) -> None:
         make_items(study, 1)
         a = make_annotator(study, "a")
         assignment = assignment_claim_next(study=study, annotator=a)
@@ -164,7 +165,7 @@ class TestSubmit:
         assignment.refresh_from_db()
         assert assignment.status == "submitted" and assignment.time_spent_ms == 1200
 
-    def test_an_edit_keeps_history(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_an_edit_keeps_history(self, study) -> None:
         make_items(study, 1)
         a = make_annotator(study, "a")
         assignment = assignment_claim_next(study=study, annotator=a)
@@ -176,7 +177,7 @@ class TestSubmit:
         assert [r.value for r in gender.revisions.all()] == ["female"]
         assert gender.revisions.get().replaced_by == a.user
 
-    def test_invalid_answers_write_nothing(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_invalid_answers_write_nothing(self, study) -> None:
         make_items(study, 1)
         a = make_annotator(study, "a")
         assignment = assignment_claim_next(study=study, annotator=a)
@@ -189,7 +190,7 @@ class TestSubmit:
         assert not Annotation.objects.exists()
         assert Assignment.objects.get(pk=assignment.pk).status == "leased"
 
-    def test_someone_elses_assignment_is_refused(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_someone_elses_assignment_is_refused(self, study) -> None:
         make_items(study, 1)
         a, b = make_annotator(study, "a"), make_annotator(study, "b")
         assignment = assignment_claim_next(study=study, annotator=a)
@@ -200,7 +201,7 @@ class TestSubmit:
         assert not Annotation.objects.exists()
         assert Assignment.objects.get(pk=assignment.pk).status == "leased"
 
-    def test_submit_query_count(self, study, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+    def test_submit_query_count(self, study, django_assert_max_num_queries) -> None:
         make_items(study, 1)
         a = make_annotator(study, "a")
         assignment = assignment_claim_next(study=study, annotator=a)
@@ -210,7 +211,7 @@ class TestSubmit:
 
 @pytest.mark.django_db
 class TestSkipAndRelease:
-    def test_skip_needs_a_reason_and_frees_the_slot(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_skip_needs_a_reason_and_frees_the_slot(self, study) -> None:
         study.overlap = 1
         study.save()
         make_items(study, 1)
@@ -224,7 +225,7 @@ class TestSkipAndRelease:
         assert assignment_claim_next(study=study, annotator=a) is None  # never again for a
         assert assignment_claim_next(study=study, annotator=b) is not None
 
-    def test_no_skip_after_submit(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_no_skip_after_submit(self, study) -> None:
         make_items(study, 1)
         a = make_annotator(study, "a")
         assignment = assignment_claim_next(study=study, annotator=a)
@@ -235,12 +236,12 @@ class TestSkipAndRelease:
         with pytest.raises(Conflict):
             assignment_submit(
                 assignment=Assignment.objects.create(
-                    study=study, item=ItemFactory(study=study), annotator=a, status="skipped"
+                    study=study, item=ItemFactory.create(study=study), annotator=a, status="skipped"
                 ),
                 answers=ANSWERS,
             )
 
-    def test_released_item_comes_back_last(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_released_item_comes_back_last(self, study) -> None:
         make_items(study, 2)
         a = make_annotator(study, "a")
         first = assignment_claim_next(study=study, annotator=a)
@@ -283,7 +284,7 @@ def _run_threads(study: Study, people: list[Annotator]) -> None:
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_claims_on_postgresql_never_over_fill_and_lose_no_slot(study) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_claims_on_postgresql_never_over_fill_and_lose_no_slot(study) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL (DATABASE_URL)")
     study.overlap = 3
@@ -298,7 +299,7 @@ def test_concurrent_claims_on_postgresql_never_over_fill_and_lose_no_slot(study)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_claims_on_sqlite_are_serialised(study) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_claims_on_sqlite_are_serialised(study) -> None:
     """The same check on the embedded default (IMMEDIATE transactions, WAL): slower, still exact."""
     if connection.vendor != "sqlite":
         pytest.skip("the PostgreSQL variant covers this")
@@ -312,7 +313,7 @@ def test_concurrent_claims_on_sqlite_are_serialised(study) -> None:  # type: ign
 
 
 @pytest.mark.django_db
-def test_a_manifest_marks_items_expert_only(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_manifest_marks_items_expert_only(study, tmp_path) -> None:
     from annotations.services.item_import import items_import
     from common.errors import ImportRefused
 

@@ -18,18 +18,18 @@ ANSWERS = {
 
 
 @pytest.fixture
-def enrolled(study, annotator_user):  # type: ignore[no-untyped-def]
-    ItemFactory(study=study, external_id="x", metadata={"identity": "secret"})
-    ItemFactory(study=study, external_id="y")
+def enrolled(study, annotator_user):
+    ItemFactory.create(study=study, external_id="x", metadata={"identity": "secret"})
+    ItemFactory.create(study=study, external_id="y")
     enrollment_add(study=study, user=annotator_user)
     return study
 
 
-def users(owner, other_researcher, annotator_user):  # type: ignore[no-untyped-def]
+def users(owner, other_researcher, annotator_user):
     return {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}
 
 
-def test_the_whole_flow(enrolled, annotator_user) -> None:  # type: ignore[no-untyped-def]
+def test_the_whole_flow(enrolled, annotator_user) -> None:
     api = client_for(annotator_user)
     claimed = api.post(f"/api/studies/{enrolled.pk}/assignments/next/")
     assert claimed.status_code == 200
@@ -63,7 +63,7 @@ def test_the_whole_flow(enrolled, annotator_user) -> None:  # type: ignore[no-un
     assert api.post(f"/api/assignments/{pk}/skip/", {"reason": "late"}, format="json").status_code == 409
 
 
-def test_release(enrolled, annotator_user) -> None:  # type: ignore[no-untyped-def]
+def test_release(enrolled, annotator_user) -> None:
     api = client_for(annotator_user)
     pk = api.post(f"/api/studies/{enrolled.pk}/assignments/next/").json()["id"]
     assert api.post(f"/api/assignments/{pk}/release/").json()["status"] == "expired"
@@ -73,7 +73,7 @@ def test_release(enrolled, annotator_user) -> None:  # type: ignore[no-untyped-d
 @pytest.mark.parametrize(
     "who,expected", [("owner", 404), ("other", 404), ("annotator", 200), ("anonymous", 401)]
 )
-def test_claim_permission_matrix(enrolled, owner, other_researcher, annotator_user, who, expected) -> None:  # type: ignore[no-untyped-def]
+def test_claim_permission_matrix(enrolled, owner, other_researcher, annotator_user, who, expected) -> None:
     user = users(owner, other_researcher, annotator_user)[who]
     response = client_for(user).post(f"/api/studies/{enrolled.pk}/assignments/next/")
     assert response.status_code == expected
@@ -86,7 +86,7 @@ def test_claim_permission_matrix(enrolled, owner, other_researcher, annotator_us
 @pytest.mark.parametrize("action", ["submit", "skip", "release", "read"])
 def test_assignment_permission_matrix(
     enrolled, owner, other_researcher, annotator_user, who, expected, action
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     pk = client_for(annotator_user).post(f"/api/studies/{enrolled.pk}/assignments/next/").json()["id"]
     api = client_for(users(owner, other_researcher, annotator_user)[who])
     if action == "read":
@@ -106,13 +106,13 @@ def test_assignment_permission_matrix(
 
 
 @pytest.mark.parametrize("who", ["owner", "other", "annotator"])
-def test_my_assignments_lists_only_my_own(enrolled, owner, other_researcher, annotator_user, who) -> None:  # type: ignore[no-untyped-def]
+def test_my_assignments_lists_only_my_own(enrolled, owner, other_researcher, annotator_user, who) -> None:
     client_for(annotator_user).post(f"/api/studies/{enrolled.pk}/assignments/next/")
     listing = client_for(users(owner, other_researcher, annotator_user)[who]).get("/api/assignments/").json()
     assert listing["count"] == (1 if who == "annotator" else 0)
 
 
-def test_claim_and_submit_query_counts(enrolled, annotator_user, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+def test_claim_and_submit_query_counts(enrolled, annotator_user, django_assert_max_num_queries) -> None:
     api = client_for(annotator_user)
     # Constant whatever the study size: claim 10 (incl. 2 savepoints and the task) plus one when the
     # annotator's start on the item ring lies above every item (the scan wraps round), submit 9.
@@ -126,7 +126,7 @@ def test_claim_and_submit_query_counts(enrolled, annotator_user, django_assert_m
 
 def test_with_a_real_token_the_annotator_comes_with_the_token_lookup(
     enrolled, annotator_user, django_assert_max_num_queries
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Token authentication loads the account, its participant link and its annotator in one query,
     so on a claim the token costs nothing extra: claim 10 (+1 when the ring scan wraps); a submit,
     which needs no annotator lookup, is the session's 9 plus the token's one."""

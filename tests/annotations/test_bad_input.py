@@ -44,10 +44,10 @@ JUNK_FORM = {
 }
 
 
-def test_no_url_answers_junk_with_a_server_error(_media_root) -> None:  # type: ignore[no-untyped-def]
-    owner = UserFactory(username="boss", role="researcher", is_staff=True, is_superuser=True)
-    study = StudyFactory(owner=owner)
-    item = ItemFactory(study=study)
+def test_no_url_answers_junk_with_a_server_error(_media_root) -> None:
+    owner = UserFactory.create(username="boss", role="researcher", is_staff=True, is_superuser=True)
+    study = StudyFactory.create(owner=owner)
+    item = ItemFactory.create(study=study)
     client = Client(raise_request_exception=False)
     client.force_login(owner)
 
@@ -73,7 +73,7 @@ def test_no_url_answers_junk_with_a_server_error(_media_root) -> None:  # type: 
     assert failures == []
 
 
-def test_a_consensus_k_that_is_not_a_number_is_refused_with_a_message(study, owner) -> None:  # type: ignore[no-untyped-def]
+def test_a_consensus_k_that_is_not_a_number_is_refused_with_a_message(study, owner) -> None:
     client = Client()
     client.force_login(owner)
     response = client.post(f"/studies/{study.pk}/consensus/", {"rule": "at-least-k", "k": "two"}, follow=True)

@@ -15,13 +15,13 @@ from workbench.celery import app
 pytestmark = [pytest.mark.celery_worker, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_worker_process_runs_a_task_and_a_background_export(settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_worker_process_runs_a_task_and_a_background_export(settings) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = False
     app.conf.task_always_eager = False
     app.control.purge()
-    owner = UserFactory(username="w-owner", role="researcher")
-    study = StudyFactory(owner=owner)
-    ItemFactory(study=study, external_id="i1")
+    owner = UserFactory.create(username="w-owner", role="researcher")
+    study = StudyFactory.create(owner=owner)
+    ItemFactory.create(study=study, external_id="i1")
     job = export_job_create(study=study, user=owner, fmt="jsonl")  # enqueued on commit (autocommit here)
     result = ping_task.delay("hello")
     with celery_worker() as worker:

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def boxed(study):  # type: ignore[no-untyped-def]
+def boxed(study):
     item = image_item(study, "a")
-    machine = MachineAnnotatorFactory(name="detector")
+    machine = MachineAnnotatorFactory.create(name="detector")
     Annotation.objects.create(
         study=study, item=item, annotator=machine, question_key="attributes", value=["hat", "beard"]
     )
@@ -36,7 +36,7 @@ def boxed(study):  # type: ignore[no-untyped-def]
     return study, item
 
 
-def test_coco_document(boxed) -> None:  # type: ignore[no-untyped-def]
+def test_coco_document(boxed) -> None:
     study, item = boxed
     coco = export_coco(study)
     assert [(c["id"], c["name"], c["supercategory"]) for c in coco["categories"]] == [
@@ -65,7 +65,7 @@ def test_coco_document(boxed) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     "who,expected", [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)]
 )
-def test_coco_api_permission_matrix(boxed, owner, other_researcher, annotator_user, who, expected) -> None:  # type: ignore[no-untyped-def]
+def test_coco_api_permission_matrix(boxed, owner, other_researcher, annotator_user, who, expected) -> None:
     study, _item = boxed
     enrollment_add(study=study, user=annotator_user)
     user = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[who]
@@ -77,4 +77,4 @@ def test_coco_api_permission_matrix(boxed, owner, other_researcher, annotator_us
             'filename="study-' in response["Content-Disposition"]
             and ".coco.json" in response["Content-Disposition"]
         )
-        assert len(json.loads(b"".join(response.streaming_content))["annotations"]) == 2
+        assert len(json.loads(response.getvalue())["annotations"]) == 2

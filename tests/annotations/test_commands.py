@@ -22,7 +22,7 @@ def run(*args: str) -> str:
     return out.getvalue()
 
 
-def test_create_import_export_round_trip(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_create_import_export_round_trip(owner, tmp_path) -> None:
     created = json.loads(
         run("create_study", "--name", "Cars", "--preset", "object-attributes", "--overlap", "2")
     )
@@ -58,7 +58,7 @@ def test_create_import_export_round_trip(owner, tmp_path) -> None:  # type: igno
     assert csv_text.splitlines()[0].startswith("item,item_kind")
 
 
-def test_commands_refuse_bad_input_and_change_nothing(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_commands_refuse_bad_input_and_change_nothing(owner, tmp_path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nunit: image\nquestions:\n  - key: a\n    kind: singel\n    prompt: p\n")
     with pytest.raises(CommandError, match=r"bad.yaml, line 5, questions\[0\].kind"):
@@ -89,7 +89,7 @@ def test_commands_refuse_bad_input_and_change_nothing(owner, tmp_path) -> None: 
 
 def test_setup_demo_creates_accounts_and_a_study_that_shows_the_skew(
     settings,
-    tmp_path,  # type: ignore[no-untyped-def]
+    tmp_path,
     django_capture_on_commit_callbacks,
 ) -> None:
     settings.DATA_DIR = tmp_path

@@ -44,7 +44,7 @@ def compare(*sides: ComparisonSide) -> dict[str, Any]:
     return comparison_report(sides=list(sides), cached=False)
 
 
-def test_model_a_vs_model_b_aligned_with_n_and_differences(two_models) -> None:  # type: ignore[no-untyped-def]
+def test_model_a_vs_model_b_aligned_with_n_and_differences(two_models) -> None:
     a, b = two_models
     comparison = compare(ComparisonSide(study=a), ComparisonSide(study=b))
     assert [s["label"] for s in comparison["sides"]] == ["A", "B"]
@@ -78,7 +78,7 @@ def test_model_a_vs_model_b_aligned_with_n_and_differences(two_models) -> None: 
     assert comparison["only_in"] == {} and comparison["not_comparable"] == []
 
 
-def test_initial_vs_refined_inside_one_study(two_models) -> None:  # type: ignore[no-untyped-def]
+def test_initial_vs_refined_inside_one_study(two_models) -> None:
     a, _b = two_models
     comparison = compare(
         ComparisonSide(study=a, condition="initial"), ComparisonSide(study=a, condition="refined")
@@ -94,7 +94,7 @@ def test_initial_vs_refined_inside_one_study(two_models) -> None:  # type: ignor
     assert any("narrowed" in n for n in comparison["notes"])
 
 
-def test_same_study_two_sources(owner) -> None:  # type: ignore[no-untyped-def]
+def test_same_study_two_sources(owner) -> None:
     # Human labels female, female, male; the machine's female, male, male (pair cook/female).
     study = subgroup_study(owner)
     comparison = compare(ComparisonSide(study=study), ComparisonSide(study=study, source="vlm@1"))
@@ -108,7 +108,7 @@ def test_same_study_two_sources(owner) -> None:  # type: ignore[no-untyped-def]
     assert summary["detection_accuracy.vlm@1.detection_accuracy"]["value [B-A]"] == 0.0
 
 
-def test_model_a_vs_model_b_inside_one_study(owner) -> None:  # type: ignore[no-untyped-def]
+def test_model_a_vs_model_b_inside_one_study(owner) -> None:
     # m1 base: red, red -> VAC 1 (one value); m2 base: red, blue -> 1 - ln2/ln2 = 0.
     colours = {"a1": ("m1", "red"), "a2": ("m1", "red"), "b1": ("m2", "red"), "b2": ("m2", "blue")}
     items = [
@@ -132,7 +132,7 @@ def test_model_a_vs_model_b_inside_one_study(owner) -> None:  # type: ignore[no-
     assert "soda_cds" in [t["key"] for t in comparison["not_comparable"]]  # pooled over models
 
 
-def test_groups_on_one_side_only_and_three_sides(owner, two_models) -> None:  # type: ignore[no-untyped-def]
+def test_groups_on_one_side_only_and_three_sides(owner, two_models) -> None:
     a, b = two_models
     c = ssi_study(owner, "only initial", "m-c", {("q1", "initial"): 9})
     comparison = compare(ComparisonSide(study=a), ComparisonSide(study=b), ComparisonSide(study=c))
@@ -142,7 +142,7 @@ def test_groups_on_one_side_only_and_three_sides(owner, two_models) -> None:  # 
     assert cells["initial"]["mean_ssi [C-A]"] == pytest.approx(1 - 1 / 2)
 
 
-def test_different_protocols_only_in(owner, two_models) -> None:  # type: ignore[no-untyped-def]
+def test_different_protocols_only_in(owner, two_models) -> None:
     a, _b = two_models
     comparison = compare(ComparisonSide(study=a), ComparisonSide(study=subgroup_study(owner)))
     assert comparison["tables"] == []
@@ -155,7 +155,7 @@ def test_different_protocols_only_in(owner, two_models) -> None:  # type: ignore
     assert "different protocols" in comparison["notes"][0]
 
 
-def test_refusals(two_models) -> None:  # type: ignore[no-untyped-def]
+def test_refusals(two_models) -> None:
     a, b = two_models
     with pytest.raises(ValidationFailed, match="at least two"):
         compare(ComparisonSide(study=a))
@@ -176,7 +176,7 @@ def test_refusals(two_models) -> None:  # type: ignore[no-untyped-def]
     ]
 
 
-def test_long_rows(two_models) -> None:  # type: ignore[no-untyped-def]
+def test_long_rows(two_models) -> None:
     a, b = two_models
     columns, rows = comparison_long_rows(compare(ComparisonSide(study=a), ComparisonSide(study=b)))
     long = [dict(zip(columns, r, strict=True)) for r in rows]
@@ -196,7 +196,7 @@ def url(*studies: Study, **extra: str) -> str:
     return "?" + "&".join([f"study={s.pk}" for s in studies] + [f"{k}={v}" for k, v in extra.items()])
 
 
-def test_page_renders_aligned_tables_with_names_escaped(two_models, owner, client) -> None:  # type: ignore[no-untyped-def]
+def test_page_renders_aligned_tables_with_names_escaped(two_models, owner, client) -> None:
     a, b = two_models
     client.force_login(owner)
     page = client.get(f"/compare/{url(a, b)}").content.decode()
@@ -216,7 +216,7 @@ def test_page_renders_aligned_tables_with_names_escaped(two_models, owner, clien
     )
 
 
-def test_page_form_and_messages(two_models, owner, client) -> None:  # type: ignore[no-untyped-def]
+def test_page_form_and_messages(two_models, owner, client) -> None:
     a, b = two_models
     client.force_login(owner)
     landing = client.get("/compare/")
@@ -232,7 +232,7 @@ def test_page_form_and_messages(two_models, owner, client) -> None:  # type: ign
     assert mixed.status_code == 400 and "to every study or to none" in mixed.content.decode()
 
 
-def test_csv_of_one_table_and_of_everything(two_models, owner, client) -> None:  # type: ignore[no-untyped-def]
+def test_csv_of_one_table_and_of_everything(two_models, owner, client) -> None:
     a, b = two_models
     client.force_login(owner)
     response = client.get(f"/compare/csv/{url(a, b, table='ssi_cells')}")
@@ -262,7 +262,7 @@ def test_csv_of_one_table_and_of_everything(two_models, owner, client) -> None: 
     assert client.get(f"/compare/csv/{url(a)}").status_code == 400
 
 
-def test_figures(two_models, owner, client) -> None:  # type: ignore[no-untyped-def]
+def test_figures(two_models, owner, client) -> None:
     a, b = two_models
     b.name = "cost $x^$ <b>"  # '$' would start matplotlib mathtext
     b.save(update_fields=["name"])
@@ -288,7 +288,7 @@ def test_figures(two_models, owner, client) -> None:  # type: ignore[no-untyped-
 )
 def test_permissions(
     role, page, api, two_models, owner, other_researcher, annotator_user, admin_user, client
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     a, b = two_models
     enrollment_add(study=a, user=annotator_user)
     enrollment_add(study=b, user=annotator_user)
@@ -320,7 +320,7 @@ def test_permissions(
         assert rows_of(response.json(), "ssi_cells")[0]["n [B]"] == 2
 
 
-def test_another_researchers_study_is_refused(two_models, owner, other_researcher, client) -> None:  # type: ignore[no-untyped-def]
+def test_another_researchers_study_is_refused(two_models, owner, other_researcher, client) -> None:
     a, _b = two_models
     theirs = ssi_study(other_researcher, "their secret study", "m-x", A_MARKED)
     client.force_login(owner)
@@ -335,7 +335,7 @@ def test_another_researchers_study_is_refused(two_models, owner, other_researche
     assert client.get(f"/compare/?study={a.pk}&study=999999").status_code == 404
 
 
-def test_api_messages(two_models, owner) -> None:  # type: ignore[no-untyped-def]
+def test_api_messages(two_models, owner) -> None:
     a, b = two_models
     api = client_for(owner)
     one = api.get(f"/api/compare/{url(a)}")
@@ -344,7 +344,7 @@ def test_api_messages(two_models, owner) -> None:  # type: ignore[no-untyped-def
     assert [s["name"] for s in body["sides"]] == [a.name, b.name] and body["reference"] == "A"
 
 
-def test_command(two_models) -> None:  # type: ignore[no-untyped-def]
+def test_command(two_models) -> None:
     a, b = two_models
     out = io.StringIO()
     call_command("compare_studies", str(a.pk), str(b.pk), "--json", stdout=out)
@@ -368,7 +368,7 @@ def test_command(two_models) -> None:  # type: ignore[no-untyped-def]
         call_command("compare_studies", str(a.pk), stdout=io.StringIO())
 
 
-def test_visage_every_judgement_vs_consensus(visage_studies) -> None:  # type: ignore[no-untyped-def]
+def test_visage_every_judgement_vs_consensus(visage_studies) -> None:
     # Same showings as test_metrics_report: judgements L(stereo) = (2/3 + 1)/2, L(random) = 1/16 over 20
     # showings; per-image consensus L(stereo) = 1, L(random) = 0 (theta undefined) over the 6 decided options.
     study = visage_studies["stereotype-markers"]
@@ -402,7 +402,7 @@ def visualness_study(owner: User, ratings: dict[str, tuple[str, str, str]]) -> S
     return make_study(owner, "visualness", items, answers)
 
 
-def test_visualness_shares_and_listed_attributes(owner) -> None:  # type: ignore[no-untyped-def]
+def test_visualness_shares_and_listed_attributes(owner) -> None:
     # X: hat SA (2 of 3), poor A (2 of 3): shares SA 1/2, A 1/2; visual (every rating agree): hat only.
     # Y: hat SA, poor A, tall D: shares 1/3 each; visual: hat and poor.
     x = visualness_study(
@@ -438,7 +438,7 @@ def bias_axes_study(owner: User, metadata: dict[str, str], genders: dict[str, st
     return make_study(owner, "bias-axes", items, answers)
 
 
-def test_original_vs_mitigated_narrowed_to_one_group_each(owner) -> None:  # type: ignore[no-untyped-def]
+def test_original_vs_mitigated_narrowed_to_one_group_each(owner) -> None:
     # Original (occupation chef): base gender (male, male) -> w = 1; after age (male, female) -> 0: IS = 1.
     # Mitigated set (metadata 'subject' only, so the report's group is 'all'): base (male, female) -> w = 0;
     # after age (male, male) -> 1: IS = -1.
@@ -481,7 +481,7 @@ def test_original_vs_mitigated_narrowed_to_one_group_each(owner) -> None:  # typ
     assert comparison["sides"][1]["where"] == {"group": "all"}
 
 
-def test_where_in_the_query(owner, client, two_models) -> None:  # type: ignore[no-untyped-def]
+def test_where_in_the_query(owner, client, two_models) -> None:
     a, b = two_models
     sides = comparison_query_parse(studies=["1", "2"], wheres=["group=chef; object=car", "group=all"])
     assert [s.where for s in sides] == [(("group", "chef"), ("object", "car")), (("group", "all"),)]
@@ -506,7 +506,7 @@ def test_every_report_table_has_an_alignment_spec() -> None:
     assert len(keys) >= 20 and keys <= set(TABLE_SPECS), keys - set(TABLE_SPECS)
 
 
-def test_a_narrowing_that_matches_nothing_says_so(two_models) -> None:  # type: ignore[no-untyped-def]
+def test_a_narrowing_that_matches_nothing_says_so(two_models) -> None:
     a, b = two_models
     comparison = compare(
         ComparisonSide(study=a, condition="initial"), ComparisonSide(study=b, condition="refind")

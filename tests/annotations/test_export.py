@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import zipfile
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def comparable(study: Study) -> list[dict]:
 
 
 @pytest.fixture
-def filled_study(study, tmp_path):  # type: ignore[no-untyped-def]
+def filled_study(study, tmp_path):
     write_png(tmp_path / "imgs" / "a.png", (10, 20, 30), size=(100, 80))
     write_png(tmp_path / "imgs" / "b.png", (30, 20, 10))
     (tmp_path / "imgs" / "manifest.jsonl").write_text(
@@ -60,7 +61,7 @@ def filled_study(study, tmp_path):  # type: ignore[no-untyped-def]
         + "\n"
     )
     items_import(study=study, path=tmp_path / "imgs")
-    lines = [
+    lines: list[dict[str, Any]] = [
         {"item": "a", "annotator": "r1", "question": "gender", "value": "female"},
         {
             "item": "a",
@@ -100,7 +101,7 @@ def filled_study(study, tmp_path):  # type: ignore[no-untyped-def]
     return study
 
 
-def test_jsonl_export_reimports_losslessly(filled_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_jsonl_export_reimports_losslessly(filled_study, owner, tmp_path) -> None:
     out = tmp_path / "study.jsonl"
     export_to_file(filled_study, "jsonl", out)
     rebuilt = study_import(owner=owner, path=out, name="copy")
@@ -117,7 +118,7 @@ def test_jsonl_export_reimports_losslessly(filled_study, owner, tmp_path) -> Non
     assert AnnotationRevision.objects.filter(annotation__study=rebuilt).count() == 1
 
 
-def test_zip_export_carries_the_image_files(filled_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_zip_export_carries_the_image_files(filled_study, owner, tmp_path) -> None:
     out = tmp_path / "study.zip"
     export_to_file(filled_study, "zip", out)
     with zipfile.ZipFile(out) as archive:
@@ -128,7 +129,7 @@ def test_zip_export_carries_the_image_files(filled_study, owner, tmp_path) -> No
     assert Item.objects.get(study=rebuilt, external_id="a").images.get().width == 100
 
 
-def test_csv_has_one_row_per_annotation_with_provenance(filled_study) -> None:  # type: ignore[no-untyped-def]
+def test_csv_has_one_row_per_annotation_with_provenance(filled_study) -> None:
     rows = list(csv.DictReader(io.StringIO("".join(export_csv(filled_study)))))
     assert len(rows) == Annotation.objects.filter(study=filled_study).count() == 5
     first = next(row for row in rows if row["question"] == "attributes")
@@ -138,7 +139,7 @@ def test_csv_has_one_row_per_annotation_with_provenance(filled_study) -> None:  
 
 def test_a_background_export_job_writes_a_downloadable_file(
     filled_study, owner, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         job = export_job_create(study=filled_study, user=owner, fmt="csv")
     job.refresh_from_db()
@@ -149,7 +150,7 @@ def test_a_background_export_job_writes_a_downloadable_file(
 
 def test_round_trip_keeps_controls_consensus_adjudication_and_exclusions(
     filled_study, owner, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from annotations.models import Annotator, AnnotatorExclusion, ConsensusLabel
     from annotations.services.consensus import consensus_adjudicate, consensus_compute
     from annotations.services.controls import control_mark
@@ -203,7 +204,7 @@ def test_round_trip_keeps_controls_consensus_adjudication_and_exclusions(
     assert history[0][2] is not None and history[1][2] is None
 
 
-def test_an_export_whose_control_answers_no_longer_fit_is_refused(filled_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_export_whose_control_answers_no_longer_fit_is_refused(filled_study, owner, tmp_path) -> None:
     lines = [json.loads(line) for line in export_jsonl(filled_study)]
     for record in lines:
         if record["type"] == "item" and record["external_id"] == "b":
@@ -239,7 +240,7 @@ def test_an_export_whose_control_answers_no_longer_fit_is_refused(filled_study, 
 )
 def test_malformed_consensus_and_exclusion_records_are_refused_by_line(
     filled_study, owner, tmp_path, record, message
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from common.errors import ImportRefused
 
     lines = [*export_jsonl(filled_study), json.dumps(record) + "\n"]
@@ -249,7 +250,7 @@ def test_malformed_consensus_and_exclusion_records_are_refused_by_line(
     assert Study.objects.count() == 1  # nothing half-imported
 
 
-def test_two_open_exclusions_of_one_person_are_refused(filled_study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_two_open_exclusions_of_one_person_are_refused(filled_study, owner, tmp_path) -> None:
     from common.errors import ImportRefused
 
     twice = [

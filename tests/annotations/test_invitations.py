@@ -32,7 +32,7 @@ from annotations.services.studies import enrollment_add, enrollment_add_pool
 from common.errors import NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 
-ANSWERS = {
+ANSWERS: dict[str, dict[str, Any]] = {
     "gender": {"value": "female"},
     "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard"]},
 }
@@ -64,7 +64,7 @@ pytestmark = pytest.mark.django_db
 
 
 class TestCreate:
-    def test_prolific_link_gets_prolifics_completion_url_and_a_long_random_token(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_prolific_link_gets_prolifics_completion_url_and_a_long_random_token(self, study, owner) -> None:
         one, two = invite(study, owner), invite(study, owner)
         assert one.completion_url == "https://app.prolific.com/submissions/complete?cc=C0DE42"
         assert len(one.token) >= 43 and one.token != two.token
@@ -83,7 +83,7 @@ class TestCreate:
             ({"platform": "fiverr"}, "platform"),
         ],
     )
-    def test_refusals_write_nothing(self, study, owner, overrides, field) -> None:  # type: ignore[no-untyped-def]
+    def test_refusals_write_nothing(self, study, owner, overrides, field) -> None:
         with pytest.raises(ValidationFailed) as caught:
             invite(study, owner, **overrides)
         assert field in caught.value.details
@@ -91,7 +91,7 @@ class TestCreate:
 
     def test_plain_link_needs_no_code_and_annotators_cannot_invite(
         self, study, owner, annotator_user
-    ) -> None:  # type: ignore[no-untyped-def]
+    ) -> None:
         plain = invite(study, owner, platform="none", completion_code="")
         assert plain.completion_url == "" and plain.completion_code == ""
         with pytest.raises(NotAllowed):
@@ -130,7 +130,7 @@ class TestCreate:
 
 
 class TestJoin:
-    def test_join_makes_a_scoped_annotator_in_the_links_pool_with_attributes(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_join_makes_a_scoped_annotator_in_the_links_pool_with_attributes(self, study, owner) -> None:
         invitation = invite(
             study, owner, pool="expert", demographics=[REGION, LANGUAGE], consent_text="I agree"
         )
@@ -158,7 +158,7 @@ class TestJoin:
         invitation.refresh_from_db()
         assert invitation.uses == 1
 
-    def test_same_participant_id_resumes_and_uses_no_second_use(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_same_participant_id_resumes_and_uses_no_second_use(self, study, owner) -> None:
         invitation = invite(study, owner, max_uses=2)
         first, _ = participant_join(invitation=invitation, ids=pid(1))
         again, created = participant_join(invitation=invitation, ids=pid(1))
@@ -173,17 +173,17 @@ class TestJoin:
         assert (invitation.uses, other_link.uses) == (1, 0)
         assert User.objects.filter(role="annotator").count() == 1
 
-    def test_different_participant_id_gets_a_new_account(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_different_participant_id_gets_a_new_account(self, study, owner) -> None:
         invitation = invite(study, owner)
         one, _ = participant_join(invitation=invitation, ids=pid(1))
         two, created = participant_join(invitation=invitation, ids=pid(2))
         assert created and one.user_id != two.user_id
         # the same participant id in another study is another person's record there
-        elsewhere = invite(StudyFactory(owner=owner), owner)
+        elsewhere = invite(StudyFactory.create(owner=owner), owner)
         three, created = participant_join(invitation=elsewhere, ids=pid(1))
         assert created and three.user_id != one.user_id
 
-    def test_sequential_exhaustion_stops_at_max_uses(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_sequential_exhaustion_stops_at_max_uses(self, study, owner) -> None:
         invitation = invite(study, owner, max_uses=3)
         for n in range(3):
             participant_join(invitation=invitation, ids=pid(n))
@@ -197,7 +197,7 @@ class TestJoin:
         back, created = participant_join(invitation=invitation, ids=pid(0))
         assert not created
 
-    def test_expired_and_revoked_links_refuse_joining_and_coming_back(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_expired_and_revoked_links_refuse_joining_and_coming_back(self, study, owner) -> None:
         invitation = invite(study, owner)
         participant_join(invitation=invitation, ids=pid(1))
         later = invitation.expires_at + timedelta(seconds=1)
@@ -218,7 +218,7 @@ class TestJoin:
 
     def test_a_study_that_is_not_active_takes_no_one_new_but_lets_participants_back(
         self, study, owner
-    ) -> None:  # type: ignore[no-untyped-def]
+    ) -> None:
         invitation = invite(study, owner)
         first, _ = participant_join(invitation=invitation, ids=pid(1))
         for status in ("paused", "closed", "draft"):
@@ -233,7 +233,7 @@ class TestJoin:
 
     def test_consent_and_demographics_are_checked_and_nothing_is_written_when_they_fail(
         self, study, owner
-    ) -> None:  # type: ignore[no-untyped-def]
+    ) -> None:
         invitation = invite(
             study, owner, consent_text="Data will be published.", demographics=[REGION, LANGUAGE]
         )
@@ -263,17 +263,17 @@ class TestJoin:
             "region": "Asia"
         }
 
-    def test_platform_link_needs_a_participant_id(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_platform_link_needs_a_participant_id(self, study, owner) -> None:
         with pytest.raises(ValidationFailed):
             participant_join(invitation=invite(study, owner), ids=PlatformIds())
 
-    def test_plain_link_makes_a_new_account_each_time(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_plain_link_makes_a_new_account_each_time(self, study, owner) -> None:
         invitation = invite(study, owner, platform="none", completion_code="")
         one, _ = participant_join(invitation=invitation, ids=PlatformIds())
         two, _ = participant_join(invitation=invitation, ids=PlatformIds())
         assert one.user_id != two.user_id and one.participant_id == two.participant_id == ""
 
-    def test_complete_records_the_first_completion_only(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_complete_records_the_first_completion_only(self, study, owner) -> None:
         participant, _ = participant_join(invitation=invite(study, owner), ids=pid(1))
         first = timezone.now() - timedelta(hours=1)
         participant_complete(participant=participant, now=first)
@@ -335,33 +335,33 @@ class TestPlatformIds:
 
 
 class TestScope:
-    def test_participant_cannot_be_enrolled_elsewhere_nor_swept_in_by_a_pool(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_participant_cannot_be_enrolled_elsewhere_nor_swept_in_by_a_pool(self, study, owner) -> None:
         participant, _ = participant_join(invitation=invite(study, owner), ids=pid(1))
-        other = StudyFactory(owner=owner)
+        other = StudyFactory.create(owner=owner)
         with pytest.raises(NotAllowed):
             enrollment_add(study=other, user=participant.user)
-        regular = UserFactory(username="regular", role="annotator")
+        regular = UserFactory.create(username="regular", role="annotator")
         enrolled = enrollment_add_pool(study=other, pool="crowd")
         assert [e.user_id for e in enrolled] == [regular.pk]
         enrollment_add(study=study, user=participant.user)  # its own study: idempotent, allowed
 
-    def test_access_keeps_a_participant_in_its_study_even_if_enrolled_elsewhere(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_access_keeps_a_participant_in_its_study_even_if_enrolled_elsewhere(self, study, owner) -> None:
         participant, _ = participant_join(invitation=invite(study, owner), ids=pid(1))
-        other = StudyFactory(owner=owner)
+        other = StudyFactory.create(owner=owner)
         Enrollment.objects.create(study=other, user=participant.user)  # e.g. written by hand in the admin
         assert access.study_get_for_annotator(user=participant.user, id=study.pk) == study
         with pytest.raises(NotFoundError):
             access.study_get_for_annotator(user=participant.user, id=other.pk)
-        regular = UserFactory(username="regular", role="annotator")
+        regular = UserFactory.create(username="regular", role="annotator")
         enrollment_add(study=other, user=regular)
         assert access.study_get_for_annotator(user=regular, id=other.pk) == other
 
 
 class TestQuota:
-    def test_quota_stops_claims_counting_live_leases(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_quota_stops_claims_counting_live_leases(self, study, owner) -> None:
         study.overlap = 1
         study.save()
-        items = [ItemFactory(study=study) for _ in range(5)]
+        items = [ItemFactory.create(study=study) for _ in range(5)]
         participant, _ = participant_join(
             invitation=invite(study, owner, items_per_participant=2), ids=pid(1)
         )
@@ -380,7 +380,7 @@ class TestQuota:
             assignment_claim_next(study=study, annotator=annotator)
         assert Assignment.objects.filter(annotator=annotator).count() == 2
         # others are not limited
-        regular = UserFactory(username="regular", role="annotator")
+        regular = UserFactory.create(username="regular", role="annotator")
         enrollment_add(study=study, user=regular)
         got = {assignment_claim_next(study=study, annotator=regular.annotator).item_id}
         assert got <= {item.pk for item in items}
@@ -416,7 +416,7 @@ def _run(invitation: Invitation, ids: list[PlatformIds]) -> list[Any]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_joins_never_exceed_max_uses_nor_duplicate_a_participant(study, owner) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_joins_never_exceed_max_uses_nor_duplicate_a_participant(study, owner) -> None:
     invitation = invite(study, owner, max_uses=3)
     results = _run(invitation, [pid(n) for n in range(6)])
     assert sum(isinstance(r, InvitationRefused) for r in results) == 3
@@ -431,7 +431,7 @@ def test_concurrent_joins_never_exceed_max_uses_nor_duplicate_a_participant(stud
     assert fresh.uses == 1
 
 
-def test_invite_and_payments_commands(study, owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_invite_and_payments_commands(study, owner, tmp_path) -> None:
     import io
     import json
 
@@ -486,7 +486,7 @@ def test_invite_and_payments_commands(study, owner, tmp_path) -> None:  # type: 
     assert f"{participant.user.username},crowd,prolific,{pid(1).participant_id}" in csv_text
 
 
-def test_agreement_report_breaks_human_alpha_down_by_demographic_answers(study, owner) -> None:  # type: ignore[no-untyped-def]
+def test_agreement_report_breaks_human_alpha_down_by_demographic_answers(study, owner) -> None:
     """Within-region alpha by hand: Asia's two raters agree on all three items (alpha 1); EMEA's
     pairs (m,f), (m,m), (f,m) give o_mf = o_fm = 2, o_mm = 2, n = 6, n_m = 4, n_f = 2, so
     D_o = 4/6, D_e = 2*4*2/(6*5) = 16/30 and alpha = 1 - (4/6)/(16/30) = -0.25."""
@@ -494,7 +494,7 @@ def test_agreement_report_breaks_human_alpha_down_by_demographic_answers(study, 
     from annotations.selectors.agreement import agreement_report
 
     invitation = invite(study, owner, demographics=[REGION])
-    items = [ItemFactory(study=study, external_id=f"i{n}") for n in range(3)]
+    items = [ItemFactory.create(study=study, external_id=f"i{n}") for n in range(3)]
     answers = {
         "Asia": [["male", "female", "male"], ["male", "female", "male"]],
         "EMEA": [["male", "male", "female"], ["female", "male", "male"]],
@@ -514,7 +514,7 @@ def test_agreement_report_breaks_human_alpha_down_by_demographic_answers(study, 
                     question_key="gender",
                     value=value,
                 )
-    regular = UserFactory(username="regular", role="annotator")
+    regular = UserFactory.create(username="regular", role="annotator")
     enrollment_add(study=study, user=regular)
     Annotation.objects.create(
         study=study, item=items[0], annotator=regular.annotator, question_key="gender", value="male"

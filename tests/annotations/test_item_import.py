@@ -24,7 +24,7 @@ def stored_files(media: Path) -> list[Path]:
     return [path for path in media.rglob("*") if path.is_file()]
 
 
-def test_a_folder_of_images_becomes_items_with_hashes_and_sizes(study, tmp_path, _media_root) -> None:  # type: ignore[no-untyped-def]
+def test_a_folder_of_images_becomes_items_with_hashes_and_sizes(study, tmp_path, _media_root) -> None:
     write_png(tmp_path / "imgs" / "a.png", (255, 0, 0))
     write_png(tmp_path / "imgs" / "sub" / "b.png", (0, 255, 0), size=(40, 30))
     report = items_import(study=study, path=tmp_path / "imgs")
@@ -38,7 +38,7 @@ def test_a_folder_of_images_becomes_items_with_hashes_and_sizes(study, tmp_path,
     assert len(stored_files(_media_root)) == 2
 
 
-def test_a_csv_manifest_keeps_provenance_and_extra_columns_as_metadata(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_csv_manifest_keeps_provenance_and_extra_columns_as_metadata(study, tmp_path) -> None:
     write_png(tmp_path / "x.png")
     (tmp_path / "items.csv").write_text(
         "external_id,file,prompt,model,condition,seed,occupation,tags\n"
@@ -55,8 +55,8 @@ def test_a_csv_manifest_keeps_provenance_and_extra_columns_as_metadata(study, tm
     assert item.metadata == {"occupation": "doctor", "tags": ["a", "b"]}
 
 
-def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    study = StudyFactory(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
+def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:
+    study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
     archive = tmp_path / "sets.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         for index in range(4):
@@ -80,7 +80,7 @@ def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:
     assert list(item.images.values_list("position", flat=True)) == [0, 1, 2, 3]
 
 
-def test_duplicates_by_hash_or_id_are_reported_not_stored_twice(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_duplicates_by_hash_or_id_are_reported_not_stored_twice(study, tmp_path) -> None:
     write_png(tmp_path / "a.png", (1, 2, 3))
     write_png(tmp_path / "copy-of-a.png", (1, 2, 3))
     report = items_import(study=study, path=tmp_path)
@@ -91,22 +91,22 @@ def test_duplicates_by_hash_or_id_are_reported_not_stored_twice(study, tmp_path)
     assert Item.objects.filter(study=study).count() == 1
 
 
-def test_text_items_and_reference_items(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    text_study = StudyFactory(owner=owner, protocol=load_preset("visualness").to_dict())
+def test_text_items_and_reference_items(owner, tmp_path) -> None:
+    text_study = StudyFactory.create(owner=owner, protocol=load_preset("visualness").to_dict())
     (tmp_path / "terms.jsonl").write_text('{"text": "dark skin"}\n{"text": "poor"}\n')
     assert items_import(study=text_study, path=tmp_path / "terms.jsonl").created == 2
     assert set(Item.objects.filter(study=text_study).values_list("kind", "text")) == {
         ("text", "dark skin"),
         ("text", "poor"),
     }
-    image_study = StudyFactory(owner=owner)
+    image_study = StudyFactory.create(owner=owner)
     (tmp_path / "refs.csv").write_text("external_id,prompt\nimg-17,a photo of a Mexican person\n")
     report = items_import(study=image_study, path=tmp_path / "refs.csv")
     assert report.references == 1
     assert Item.objects.get(study=image_study).is_reference
 
 
-def test_a_bad_row_stops_the_import_and_nothing_is_written(study, tmp_path, _media_root) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_row_stops_the_import_and_nothing_is_written(study, tmp_path, _media_root) -> None:
     write_png(tmp_path / "ok.png")
     (tmp_path / "items.csv").write_text("external_id,file,seed\ngood,ok.png,1\nbad,ok.png,not-a-number\n")
     with pytest.raises(ImportRefused, match=r"items.csv row 3: seed 'not-a-number' is not an integer"):
@@ -117,22 +117,23 @@ def test_a_bad_row_stops_the_import_and_nothing_is_written(study, tmp_path, _med
 @pytest.mark.parametrize("failing", ["second file", "image rows"])
 def test_a_failure_while_writing_removes_the_files_already_stored(
     study, tmp_path, _media_root, monkeypatch, failing: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from django.core.files.storage import FileSystemStorage
     from django.db.models.query import QuerySet
 
     write_png(tmp_path / "a.png", (1, 1, 1))
     write_png(tmp_path / "b.png", (2, 2, 2))
     calls = {"n": 0}
-    original_save, original_bulk_create = FileSystemStorage._save, QuerySet.bulk_create
+    original_save = FileSystemStorage._save  # type: ignore[attr-defined]  # private, left out of the stubs
+    original_bulk_create = QuerySet.bulk_create
 
-    def failing_save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def failing_save(self, *args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 2:
             raise OSError("disk full")
         return original_save(self, *args, **kwargs)
 
-    def failing_bulk_create(self, objs, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def failing_bulk_create(self, objs, *args, **kwargs):
         if self.model is ItemImage:
             raise OSError("database went away")
         return original_bulk_create(self, objs, *args, **kwargs)
@@ -148,7 +149,7 @@ def test_a_failure_while_writing_removes_the_files_already_stored(
 
 
 @pytest.mark.parametrize("member", ["../evil.png", "/etc/evil.png", "a/../../evil.png", "C:/evil.png"])
-def test_archive_members_outside_the_folder_are_refused_by_name(study, tmp_path, member: str) -> None:  # type: ignore[no-untyped-def]
+def test_archive_members_outside_the_folder_are_refused_by_name(study, tmp_path, member: str) -> None:
     archive = tmp_path / "evil.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("fine.png", png_bytes())
@@ -158,7 +159,7 @@ def test_archive_members_outside_the_folder_are_refused_by_name(study, tmp_path,
     assert Item.objects.count() == 0
 
 
-def test_symbolic_links_in_archives_are_refused(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_symbolic_links_in_archives_are_refused(study, tmp_path) -> None:
     archive = tmp_path / "link.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         info = zipfile.ZipInfo("link.png")
@@ -168,7 +169,7 @@ def test_symbolic_links_in_archives_are_refused(study, tmp_path) -> None:  # typ
         items_import(study=study, path=archive)
 
 
-def test_non_images_oversized_and_bomb_images_are_refused_by_name(study, tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_non_images_oversized_and_bomb_images_are_refused_by_name(study, tmp_path, settings) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(ImportRefused, match=r"notes.txt: is not an image"):
         items_import(study=study, path=tmp_path)
@@ -188,7 +189,7 @@ def test_non_images_oversized_and_bomb_images_are_refused_by_name(study, tmp_pat
     assert Item.objects.count() == 0
 
 
-def test_zip_bombs_are_refused(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_zip_bombs_are_refused(study, tmp_path) -> None:
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("zeros.png", b"\0" * (20 * 1024 * 1024))
@@ -196,12 +197,12 @@ def test_zip_bombs_are_refused(study, tmp_path) -> None:  # type: ignore[no-unty
         items_import(study=study, path=archive)
 
 
-def test_rows_must_fit_the_protocol(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    markers = StudyFactory(owner=owner, protocol=load_preset("stereotype-markers").to_dict())
+def test_rows_must_fit_the_protocol(owner, tmp_path) -> None:
+    markers = StudyFactory.create(owner=owner, protocol=load_preset("stereotype-markers").to_dict())
     (tmp_path / "m.jsonl").write_text('{"external_id": "i1", "identity": "Mexican"}\n')
     with pytest.raises(ImportRefused, match="takes its options from 'attributes'"):
         items_import(study=markers, path=tmp_path / "m.jsonl")
-    text_study = StudyFactory(owner=owner, protocol=load_preset("visualness").to_dict())
+    text_study = StudyFactory.create(owner=owner, protocol=load_preset("visualness").to_dict())
     (tmp_path / "t.csv").write_text("external_id,prompt\nx,p\n")
     with pytest.raises(
         ImportRefused, match=r"t.csv row 2: this study judges text items; the row has no 'text'"
@@ -218,7 +219,7 @@ def test_rows_must_fit_the_protocol(owner, tmp_path) -> None:  # type: ignore[no
     assert Item.objects.count() == 0
 
 
-def test_manifest_files_must_stay_inside_its_folder(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_manifest_files_must_stay_inside_its_folder(study, tmp_path) -> None:
     write_png(tmp_path / "outside.png")
     (tmp_path / "inner").mkdir()
     (tmp_path / "inner" / "items.csv").write_text("external_id,file\nx,../outside.png\n")
@@ -226,7 +227,7 @@ def test_manifest_files_must_stay_inside_its_folder(study, tmp_path) -> None:  #
         items_import(study=study, path=tmp_path / "inner" / "items.csv")
 
 
-def test_in_memory_files_go_through_the_same_checks(study) -> None:  # type: ignore[no-untyped-def]
+def test_in_memory_files_go_through_the_same_checks(study) -> None:
     from annotations.services.item_import import item_add_files
 
     record = {"external_id": "gen-1", "file": "gen-1.png", "prompt": "a cup", "seed": 5, "model": "tiny-sd"}
@@ -242,7 +243,7 @@ def test_in_memory_files_go_through_the_same_checks(study) -> None:  # type: ign
         )
 
 
-def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -> None:  # type: ignore[no-untyped-def]
+def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -> None:
     """A generation job adds images one item at a time: each addition must not read the whole study."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -271,7 +272,7 @@ def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -
     assert copy.duplicates == [{"external_id": "copy", "reason": "same file(s) as item 'new'"}]
 
 
-def test_a_bulk_import_refreshes_the_planner_statistics_on_postgresql(study) -> None:  # type: ignore[no-untyped-def]
+def test_a_bulk_import_refreshes_the_planner_statistics_on_postgresql(study) -> None:
     """Claims on a freshly imported study must not be planned from statistics that predate it
     (common/planner_statistics.py): an import of many items runs ANALYZE, a small one does not."""
     from django.db import connection
@@ -288,7 +289,7 @@ def test_a_bulk_import_refreshes_the_planner_statistics_on_postgresql(study) -> 
             rows = cursor.fetchall()
         return any(str(study_id) in (row[0] or "").strip("{}").split(",") for row in rows)
 
-    small = StudyFactory(owner=study.owner)
+    small = StudyFactory.create(owner=study.owner)
     report = items_import_records(
         study=small, records=[(f"row {n}", {"external_id": f"s{n}"}) for n in range(5)]
     )
@@ -303,7 +304,7 @@ def test_a_bulk_import_refreshes_the_planner_statistics_on_postgresql(study) -> 
     assert report.created == BULK_ROWS and study_in_statistics(study.pk)
 
 
-def test_a_precomputed_image_check_counts_only_for_the_bytes_it_was_made_from(study) -> None:  # type: ignore[no-untyped-def]
+def test_a_precomputed_image_check_counts_only_for_the_bytes_it_was_made_from(study) -> None:
     """A generation job hands over image_check results computed in its encoder threads; results that
     do not match the bytes (by SHA-256) are ignored and the bytes are checked again."""
     from annotations.services.item_import import items_add_files

@@ -54,11 +54,11 @@ def invite(study: Study, owner: User, **overrides: Any) -> Invitation:
 
 
 @pytest.fixture
-def crowd(study, owner):  # type: ignore[no-untyped-def]
+def crowd(study, owner):
     study.overlap = 1
     study.save()
     for n in range(4):
-        ItemFactory(study=study, external_id=f"i{n}")
+        ItemFactory.create(study=study, external_id=f"i{n}")
     return study, invite(study, owner)
 
 
@@ -73,7 +73,7 @@ def join(client: Client, invitation: Invitation, query: str = PROLIFIC) -> Any:
     return client.post(response["Location"], {"d-region": "EMEA", "d-language": "Greek"})
 
 
-def test_full_flow_consent_form_quota_completion(crowd) -> None:  # type: ignore[no-untyped-def]
+def test_full_flow_consent_form_quota_completion(crowd) -> None:
     study, invitation = crowd
     client = Client()
     page = client.get(f"/join/{invitation.token}/{PROLIFIC}", follow=True)
@@ -116,7 +116,7 @@ def test_full_flow_consent_form_quota_completion(crowd) -> None:  # type: ignore
     assert participant.user.annotator.assignments.filter(status="submitted").count() == 2
 
 
-def test_the_task_page_counts_to_the_quota(crowd) -> None:  # type: ignore[no-untyped-def]
+def test_the_task_page_counts_to_the_quota(crowd) -> None:
     study, invitation = crowd
     client = Client()
     join(client, invitation)
@@ -124,7 +124,7 @@ def test_the_task_page_counts_to_the_quota(crowd) -> None:  # type: ignore[no-un
     assert '<span id="progress-count">0 of 2</span>' in client.get(task["Location"]).content.decode()
 
 
-def test_same_pid_resumes_in_a_new_browser_without_a_second_use(crowd) -> None:  # type: ignore[no-untyped-def]
+def test_same_pid_resumes_in_a_new_browser_without_a_second_use(crowd) -> None:
     study, invitation = crowd
     first = Client()
     join(first, invitation)
@@ -152,7 +152,7 @@ def test_same_pid_resumes_in_a_new_browser_without_a_second_use(crowd) -> None: 
         ({"study_status": "closed"}, 410, "not taking new participants"),
     ],
 )
-def test_refused_links_show_a_clear_page_and_create_nothing(crowd, change, status, needle) -> None:  # type: ignore[no-untyped-def]
+def test_refused_links_show_a_clear_page_and_create_nothing(crowd, change, status, needle) -> None:
     study, invitation = crowd
     if "study_status" in change:
         Study.objects.filter(pk=study.pk).update(status=change.pop("study_status"))
@@ -163,7 +163,7 @@ def test_refused_links_show_a_clear_page_and_create_nothing(crowd, change, statu
     assert not Participant.objects.exists()
 
 
-def test_a_link_used_up_while_someone_fills_the_form_is_refused_at_the_end(crowd) -> None:  # type: ignore[no-untyped-def]
+def test_a_link_used_up_while_someone_fills_the_form_is_refused_at_the_end(crowd) -> None:
     _study, invitation = crowd
     client = Client()
     client.get(f"/join/{invitation.token}/{PROLIFIC}")
@@ -181,14 +181,14 @@ def test_a_link_used_up_while_someone_fills_the_form_is_refused_at_the_end(crowd
         ("?PROLIFIC_PID=%3Cscript%3Ealert(1)%3C/script%3E", "not a valid id"),
     ],
 )
-def test_missing_or_bad_platform_ids_are_refused(crowd, query, needle) -> None:  # type: ignore[no-untyped-def]
+def test_missing_or_bad_platform_ids_are_refused(crowd, query, needle) -> None:
     _study, invitation = crowd
     response = Client().get(f"/join/{invitation.token}/{query}")
     html = response.content.decode()
     assert response.status_code == 400 and needle in html and "<script>" not in html
 
 
-def test_unknown_token_and_skipped_steps(crowd) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_token_and_skipped_steps(crowd) -> None:
     _study, invitation = crowd
     response = Client().get("/join/not-a-real-token/")
     assert response.status_code == 404 and "This link is not valid" in response.content.decode()
@@ -203,7 +203,7 @@ def test_unknown_token_and_skipped_steps(crowd) -> None:  # type: ignore[no-unty
     assert not Participant.objects.exists()
 
 
-def test_declining_consent_creates_nothing(crowd) -> None:  # type: ignore[no-untyped-def]
+def test_declining_consent_creates_nothing(crowd) -> None:
     _study, invitation = crowd
     client = Client()
     client.get(f"/join/{invitation.token}/{PROLIFIC}")
@@ -212,7 +212,7 @@ def test_declining_consent_creates_nothing(crowd) -> None:  # type: ignore[no-un
     assert not Participant.objects.exists() and Invitation.objects.get().uses == 0
 
 
-def test_get_never_creates_an_account_for_a_link_without_steps(study, owner) -> None:  # type: ignore[no-untyped-def]
+def test_get_never_creates_an_account_for_a_link_without_steps(study, owner) -> None:
     invitation = invite(study, owner, platform="none", completion_code="", consent_text="", demographics=[])
     client = Client()
     response = client.get(f"/join/{invitation.token}/", follow=True)
@@ -225,8 +225,8 @@ def test_get_never_creates_an_account_for_a_link_without_steps(study, owner) -> 
     assert Participant.objects.count() == 1
 
 
-def test_mturk_preview_and_completion_without_url(study, owner) -> None:  # type: ignore[no-untyped-def]
-    ItemFactory(study=study)
+def test_mturk_preview_and_completion_without_url(study, owner) -> None:
+    ItemFactory.create(study=study)
     invitation = invite(
         study, owner, platform="mturk", consent_text="", demographics=[], completion_code="MT-9"
     )
@@ -247,7 +247,7 @@ def test_mturk_preview_and_completion_without_url(study, owner) -> None:  # type
     assert "MT-9" in done.content.decode() and "Paste the code" in done.content.decode()
 
 
-def test_a_signed_in_researcher_is_not_turned_into_a_participant(crowd, owner) -> None:  # type: ignore[no-untyped-def]
+def test_a_signed_in_researcher_is_not_turned_into_a_participant(crowd, owner) -> None:
     _study, invitation = crowd
     client = Client()
     client.force_login(owner)
@@ -259,7 +259,7 @@ def test_a_signed_in_researcher_is_not_turned_into_a_participant(crowd, owner) -
 # --- Researcher pages and API ---------------------------------------------------------------------------
 
 
-def test_invitations_page_create_list_revoke(study, owner) -> None:  # type: ignore[no-untyped-def]
+def test_invitations_page_create_list_revoke(study, owner) -> None:
     client = Client()
     client.force_login(owner)
     assert f"/studies/{study.pk}/invitations/" in client.get(f"/studies/{study.pk}/").content.decode()
@@ -293,7 +293,7 @@ def test_invitations_page_create_list_revoke(study, owner) -> None:  # type: ign
     assert invitation.revoked_at is not None
 
 
-def test_invitation_form_errors_come_back(study, owner) -> None:  # type: ignore[no-untyped-def]
+def test_invitation_form_errors_come_back(study, owner) -> None:
     client = Client()
     client.force_login(owner)
     response = client.post(
@@ -313,7 +313,7 @@ def test_invitation_form_errors_come_back(study, owner) -> None:  # type: ignore
 @pytest.mark.parametrize(
     ("who", "status"), [("owner", 200), ("other", 404), ("annotator", 404), ("anonymous", 302)]
 )
-def test_invitations_page_permissions(study, owner, other_researcher, annotator_user, who, status) -> None:  # type: ignore[no-untyped-def]
+def test_invitations_page_permissions(study, owner, other_researcher, annotator_user, who, status) -> None:
     invitation = invite(study, owner)
     client = Client()
     user = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[who]
@@ -326,8 +326,8 @@ def test_invitations_page_permissions(study, owner, other_researcher, annotator_
     assert revoke.status_code == (302 if who in ("owner", "anonymous") else 404)
 
 
-def test_an_enrolled_annotator_cannot_see_links(study, owner) -> None:  # type: ignore[no-untyped-def]
-    enrolled = UserFactory(username="enrolled", role="annotator")
+def test_an_enrolled_annotator_cannot_see_links(study, owner) -> None:
+    enrolled = UserFactory.create(username="enrolled", role="annotator")
     enrollment_add(study=study, user=enrolled)
     client = Client()
     client.force_login(enrolled)
@@ -337,7 +337,7 @@ def test_an_enrolled_annotator_cannot_see_links(study, owner) -> None:  # type: 
 @pytest.mark.parametrize(
     ("who", "status"), [("owner", 201), ("other", 404), ("annotator", 404), ("anonymous", 401)]
 )
-def test_api_create_permissions(study, owner, other_researcher, annotator_user, who, status) -> None:  # type: ignore[no-untyped-def]
+def test_api_create_permissions(study, owner, other_researcher, annotator_user, who, status) -> None:
     user = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[who]
     response = client_for(user).post(
         f"/api/studies/{study.pk}/invitations/",
@@ -354,7 +354,7 @@ def test_api_create_permissions(study, owner, other_researcher, annotator_user, 
     assert Invitation.objects.count() == (1 if who == "owner" else 0)
 
 
-def test_api_list_and_revoke(study, owner) -> None:  # type: ignore[no-untyped-def]
+def test_api_list_and_revoke(study, owner) -> None:
     api = client_for(owner)
     created = api.post(
         f"/api/studies/{study.pk}/invitations/",

@@ -1,4 +1,5 @@
-"""metrics_report per protocol against hand-computed values; the metrics command and API (permission matrix)."""
+"""metrics_report per protocol against hand-computed values; the metrics command and API (permission
+matrix)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def assert_figures(report: dict[str, Any]) -> None:
             assert figure_render(report, figure["table"], figure["params"], fmt), figure["key"]
 
 
-def test_visage_from_every_judgement(visage_studies) -> None:  # type: ignore[no-untyped-def]
+def test_visage_from_every_judgement(visage_studies) -> None:
     # Showings: hat 2 of 3, sombrero 1 of 1 (stereotypical: NA_stereo >= 2, visual); poor 1 of 4,
     # cheerful 0/4, tall 0/4, none of the above 0/4 (random terms).
     report = metrics_report(study=visage_studies["stereotype-markers"], source="judgements")
@@ -50,12 +51,13 @@ def test_visage_from_every_judgement(visage_studies) -> None:  # type: ignore[no
     }
     assert likelihoods["hat"] == (2, 3, True) and likelihoods["poor"] == (1, 4, False)
     assert likelihoods["none of the above"] == (0, 4, False)
-    # O(Xland) = L(stereo) * mean offensiveness of the present stereotypes with a score (hat 1; sombrero blank)
+    # O(Xland) = L(stereo) * mean offensiveness of the present stereotypes with a score (hat 1; sombrero
+    # blank)
     off = table(report, "visage_offensiveness")[0]
     assert off["offensiveness"] == pytest.approx(5 / 6 * 1.0) and off["n_missing_score"] == 1
 
 
-def test_visage_from_consensus_is_per_image(visage_studies) -> None:  # type: ignore[no-untyped-def]
+def test_visage_from_consensus_is_per_image(visage_studies) -> None:
     # Per-option majority among the raters shown it: hat 2 of 3 -> 1, sombrero 1 of 1 -> 1, poor 1 of 4 -> 0.
     study = visage_studies["stereotype-markers"]
     labels = labels_for(study, "attributes")
@@ -68,7 +70,7 @@ def test_visage_from_consensus_is_per_image(visage_studies) -> None:  # type: ig
     assert any("source=judgements" in note for note in report["notes"])
 
 
-def test_visualness_shares_and_visual_list(visage_studies) -> None:  # type: ignore[no-untyped-def]
+def test_visualness_shares_and_visual_list(visage_studies) -> None:
     # hat (5,4,5) x2, sombrero (5,5,5), poor (4,4,2): majority SA, SA, SA, A.
     study = visage_studies["visualness"]
     for source in ("consensus", "judgements"):
@@ -79,7 +81,7 @@ def test_visualness_shares_and_visual_list(visage_studies) -> None:  # type: ign
         assert [r["attribute"] for r in table(report, "visual_attributes")] == ["hat", "sombrero"]
 
 
-def test_unknown_source_and_judgements_where_they_do_not_apply(owner) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_source_and_judgements_where_they_do_not_apply(owner) -> None:
     study = make_study(
         owner,
         "subgroup",
@@ -92,7 +94,7 @@ def test_unknown_source_and_judgements_where_they_do_not_apply(owner) -> None:  
         call_command("metrics", str(study.pk), "--source", "judgements", stdout=io.StringIO())
 
 
-def test_agent_scores_and_machine_vs_human(owner) -> None:  # type: ignore[no-untyped-def]
+def test_agent_scores_and_machine_vs_human(owner) -> None:
     study = subgroup_study(owner)
     report = metrics_report(study=study)
     (score,) = table(report, "agent_scores")
@@ -106,7 +108,7 @@ def test_agent_scores_and_machine_vs_human(owner) -> None:  # type: ignore[no-un
     assert any(f["key"] == "agent_scatter" for f in report["figures"])
 
 
-def test_ssi_means_drop_and_paired_t(owner) -> None:  # type: ignore[no-untyped-def]
+def test_ssi_means_drop_and_paired_t(owner) -> None:
     keys = [q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})]
     assert len(keys) == 9
     marked = {("q1", "initial"): 3, ("q1", "refined"): 0, ("q2", "initial"): 6, ("q2", "refined"): 2}
@@ -135,7 +137,7 @@ def test_ssi_means_drop_and_paired_t(owner) -> None:  # type: ignore[no-untyped-
     assert_figures(report)
 
 
-def test_biasconnect_is_cell(owner) -> None:  # type: ignore[no-untyped-def]
+def test_biasconnect_is_cell(owner) -> None:
     items = [
         {"external_id": f"{c}{n}", "condition": c, "metadata": {"occupation": "chef"}}
         for c in ("base", "age:old")
@@ -154,7 +156,7 @@ def test_biasconnect_is_cell(owner) -> None:  # type: ignore[no-untyped-def]
     assert_figures(report)
 
 
-def test_soda_bds_of_disjoint_colours(owner) -> None:  # type: ignore[no-untyped-def]
+def test_soda_bds_of_disjoint_colours(owner) -> None:
     colours = {
         "b1": ("base", "red"),
         "b2": ("base", "red"),
@@ -181,7 +183,7 @@ def test_soda_bds_of_disjoint_colours(owner) -> None:  # type: ignore[no-untyped
     ("role", "status"),
     [("owner", 200), ("admin", 200), ("other", 404), ("annotator", 403), ("anonymous", 401)],
 )
-def test_metrics_api_permissions(role, status, owner, other_researcher, annotator_user, admin_user) -> None:  # type: ignore[no-untyped-def]
+def test_metrics_api_permissions(role, status, owner, other_researcher, annotator_user, admin_user) -> None:
     study = subgroup_study(owner)
     enrollment_add(study=study, user=annotator_user)
     user = {
@@ -202,7 +204,7 @@ def test_metrics_api_permissions(role, status, owner, other_researcher, annotato
         assert "tables" not in response.json()
 
 
-def test_metrics_api_source(owner) -> None:  # type: ignore[no-untyped-def]
+def test_metrics_api_source(owner) -> None:
     study = subgroup_study(owner)
     client = client_for(owner)
     assert client.get(f"/api/studies/{study.pk}/metrics/?source=vlm@1").json()["source"] == "vlm@1"
@@ -213,7 +215,7 @@ def test_metrics_api_source(owner) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 403), ("anonymous", 302)]
 )
-def test_findings_page_permissions(role, status, owner, other_researcher, annotator_user, client) -> None:  # type: ignore[no-untyped-def]
+def test_findings_page_permissions(role, status, owner, other_researcher, annotator_user, client) -> None:
     study = subgroup_study(owner)
     enrollment_add(study=study, user=annotator_user)
     user = {"owner": owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[role]
@@ -230,7 +232,7 @@ def test_findings_page_permissions(role, status, owner, other_researcher, annota
             assert b"cook/female" not in response.content
 
 
-def test_findings_page_tables_csv_and_figures(owner, client) -> None:  # type: ignore[no-untyped-def]
+def test_findings_page_tables_csv_and_figures(owner, client) -> None:
     study = subgroup_study(owner)
     client.force_login(owner)
     page = client.get(f"/studies/{study.pk}/findings/").content.decode()
@@ -254,7 +256,7 @@ def test_findings_page_tables_csv_and_figures(owner, client) -> None:  # type: i
     )
 
 
-def test_every_figure_renders(visage_studies, owner) -> None:  # type: ignore[no-untyped-def]
+def test_every_figure_renders(visage_studies, owner) -> None:
     from annotations.views.figures import figure_render
 
     reports = [
@@ -267,7 +269,7 @@ def test_every_figure_renders(visage_studies, owner) -> None:  # type: ignore[no
                 assert figure_render(report, figure["table"], figure["params"], fmt), figure["key"]
 
 
-def test_csv_cells_cannot_become_formulas(owner, client) -> None:  # type: ignore[no-untyped-def]
+def test_csv_cells_cannot_become_formulas(owner, client) -> None:
     items = [
         {
             "external_id": "i1",

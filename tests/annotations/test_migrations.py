@@ -47,10 +47,10 @@ def old_apps() -> Iterator[Apps]:
 
 def _old_studies(apps: Apps) -> dict[str, Any]:
     """Studies as the code of annotations 0007 stored them; returns their ids and the bags written."""
-    User = apps.get_model("annotations", "User")
-    Study = apps.get_model("annotations", "Study")
-    Item = apps.get_model("annotations", "Item")
-    Annotator = apps.get_model("annotations", "Annotator")
+    User: Any = apps.get_model("annotations", "User")
+    Study: Any = apps.get_model("annotations", "Study")
+    Item: Any = apps.get_model("annotations", "Item")
+    Annotator: Any = apps.get_model("annotations", "Annotator")
     owner = User.objects.create(username="owner", role="researcher")
 
     def study(name: str, options: dict[str, Any]) -> Any:
@@ -104,7 +104,7 @@ def _old_studies(apps: Apps) -> dict[str, Any]:
 def _a_person(study: Any) -> Any:
     from annotations.services.studies import annotator_for_user, enrollment_add
 
-    user = UserFactory(username=f"person-{study.pk}", role="annotator")
+    user = UserFactory.create(username=f"person-{study.pk}", role="annotator")
     enrollment_add(study=study, user=user)
     return annotator_for_user(user=user)
 
@@ -114,10 +114,10 @@ def test_every_key_of_the_options_bag_survives_migrate(old_apps: Apps) -> None:
     _migrate()
 
     from annotations.models import Annotation, Annotator, ConsensusLabel, Study
+    from annotations.selectors.controls import quality_settings
     from annotations.selectors.study_options import study_options
     from annotations.services.assignment import assignment_claim_next, claim_order
     from annotations.services.consensus import consensus_compute, rule_for
-    from annotations.services.controls import quality_settings
     from annotations.services.exports import export_jsonl
 
     ids, items = old["ids"], old["items"]
@@ -178,7 +178,7 @@ def test_migrating_back_writes_the_bag_again(old_apps: Apps) -> None:
     old = _old_studies(old_apps)
     _migrate()
     apps = _migrate(BEFORE)
-    Study = apps.get_model("annotations", "Study")
+    Study: Any = apps.get_model("annotations", "Study")
     bags = dict(Study.objects.values_list("name", "options"))
     assert bags["full"] == old["full"]
     assert bags["junk"] == {"quality": {"max_straight_run": 4}}

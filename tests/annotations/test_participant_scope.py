@@ -53,8 +53,8 @@ def _image_item(study: Study, name: str, **extra: Any) -> Item:
 
 @pytest.fixture
 def world(_media_root: Any) -> dict[str, Any]:
-    owner = UserFactory(username="res", role="researcher")
-    study = StudyFactory(owner=owner, overlap=1)
+    owner = UserFactory.create(username="res", role="researcher")
+    study = StudyFactory.create(owner=owner, overlap=1)
     own_item = _image_item(study, "own")
     invitation = invitation_create(
         study=study,
@@ -68,7 +68,7 @@ def world(_media_root: Any) -> dict[str, Any]:
     own_assignment = assignment_claim_next(study=study, annotator=participant.user.annotator)
     assert own_assignment is not None and own_assignment.item_id == own_item.pk
     # another annotator in the participant's own study, with their own item and assignment
-    neighbour = UserFactory(username="neighbour", role="annotator")
+    neighbour = UserFactory.create(username="neighbour", role="annotator")
     enrollment_add(study=study, user=neighbour)
     neighbour_item = _image_item(study, "neighbour", pk=FOREIGN["neighbour_item"])
     Assignment.objects.create(
@@ -79,8 +79,8 @@ def world(_media_root: Any) -> dict[str, Any]:
         status="submitted",
     )
     # another study, with everything a URL can name
-    other_owner = UserFactory(username="other-res", role="researcher")
-    other = StudyFactory(pk=FOREIGN["other_study"], owner=other_owner, overlap=1)
+    other_owner = UserFactory.create(username="other-res", role="researcher")
+    other = StudyFactory.create(pk=FOREIGN["other_study"], owner=other_owner, overlap=1)
     other_item = _image_item(other, "other", pk=FOREIGN["other_item"])
     enrollment_add(study=other, user=neighbour)
     Assignment.objects.create(
@@ -133,7 +133,7 @@ def int_parameters(template: str) -> list[str]:
     return [n for n in names if n in INT_PARAMETERS]
 
 
-def test_every_url_is_refused_to_an_invited_participant_except_their_own_tasks(world) -> None:  # type: ignore[no-untyped-def]
+def test_every_url_is_refused_to_an_invited_participant_except_their_own_tasks(world) -> None:
     client: Client = world["client"]
     study: Study = world["study"]
     urls = every_url()
@@ -172,7 +172,7 @@ def test_every_url_is_refused_to_an_invited_participant_except_their_own_tasks(w
     assert client.get(f"/annotate/assignments/{world['own_assignment'].pk}/").status_code == 200
 
 
-def test_the_participants_own_flow_works(world) -> None:  # type: ignore[no-untyped-def]
+def test_the_participants_own_flow_works(world) -> None:
     client: Client = world["client"]
     study, assignment = world["study"], world["own_assignment"]
     assert (
@@ -186,7 +186,7 @@ def test_the_participants_own_flow_works(world) -> None:  # type: ignore[no-unty
     assert client.get("/annotate/")["Location"] == f"/annotate/studies/{study.pk}/next/"
 
 
-def test_api_is_refused_with_a_session_or_a_token(world) -> None:  # type: ignore[no-untyped-def]
+def test_api_is_refused_with_a_session_or_a_token(world) -> None:
     response = world["client"].get(f"/api/studies/{world['study'].pk}/")
     assert response.status_code == 403 and "one study" in response.json()["detail"]
     token = Token.objects.create(user=world["participant"].user)  # e.g. made by an admin
@@ -198,7 +198,7 @@ def test_api_is_refused_with_a_session_or_a_token(world) -> None:  # type: ignor
     assert response.status_code == 403
 
 
-def test_other_accounts_are_not_fenced(world) -> None:  # type: ignore[no-untyped-def]
+def test_other_accounts_are_not_fenced(world) -> None:
     neighbour = Client()
     neighbour.force_login(world["neighbour"])
     assert neighbour.get("/").status_code == 200

@@ -45,8 +45,8 @@ def assign(
 
 
 @pytest.fixture
-def records(study, owner):  # type: ignore[no-untyped-def]
-    items = [ItemFactory(study=study, external_id=f"i{n}") for n in range(6)]
+def records(study, owner):
+    items = [ItemFactory.create(study=study, external_id=f"i{n}") for n in range(6)]
     invitation = invitation_create(
         study=study,
         created_by=owner,
@@ -71,14 +71,14 @@ def records(study, owner):  # type: ignore[no-untyped-def]
     assign(study, items[3], person, status="submitted", spent=None, start=60, end=70)
     assign(study, items[4], person, status="skipped", spent=None, start=80, end=95)
     participant_complete(participant=paid, now=T0 + timedelta(seconds=100))
-    regular = UserFactory(username="-2+3", role="annotator")  # a username a spreadsheet would compute
+    regular = UserFactory.create(username="-2+3", role="annotator")  # a username a spreadsheet would compute
     enrollment_add(study=study, user=regular)
     assign(study, items[0], regular.annotator, status="submitted", spent=2500, start=5, end=8)
     assign(study, items[5], regular.annotator, status="leased", spent=None, start=300, end=None)
     return {"paid": paid, "idle": idle, "regular": regular}
 
 
-def test_rows_by_hand(study, records) -> None:  # type: ignore[no-untyped-def]
+def test_rows_by_hand(study, records) -> None:
     rows = {row["annotator"]: row for row in payment_rows(study)}
     paid, idle = records["paid"], records["idle"]
     assert set(rows) == {paid.user.username, idle.user.username, "-2+3"}
@@ -120,13 +120,13 @@ def test_rows_by_hand(study, records) -> None:  # type: ignore[no-untyped-def]
     ) == (0, 0.0, None, None, "idle01")
 
 
-def test_csv_values_and_formula_escaping(study, owner, records) -> None:  # type: ignore[no-untyped-def]
+def test_csv_values_and_formula_escaping(study, owner, records) -> None:
     client = Client()
     client.force_login(owner)
     response = client.get(f"/studies/{study.pk}/payments.csv")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     assert f"study-{study.pk}-payments.csv" in response["Content-Disposition"]
-    table = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    table = list(csv.reader(io.StringIO(response.getvalue().decode())))
     assert table[0] == PAYMENT_COLUMNS
     rows = {line[0]: dict(zip(PAYMENT_COLUMNS, line, strict=True)) for line in table[1:]}
     paid = rows[records["paid"].user.username]
@@ -145,7 +145,7 @@ def test_csv_values_and_formula_escaping(study, owner, records) -> None:  # type
         assert not any(cell[:1] in ("=", "+", "-", "@") for cell in line), line
 
 
-def test_progress_page_shows_the_records(study, owner, records) -> None:  # type: ignore[no-untyped-def]
+def test_progress_page_shows_the_records(study, owner, records) -> None:
     client = Client()
     client.force_login(owner)
     page = client.get(f"/studies/{study.pk}/progress/").content.decode()
@@ -153,7 +153,7 @@ def test_progress_page_shows_the_records(study, owner, records) -> None:  # type
     assert "prolific: 5f1a2b3c4d5e6f7a8b9c0d1e" in page and "19.0" in page
 
 
-def test_api(study, owner, records) -> None:  # type: ignore[no-untyped-def]
+def test_api(study, owner, records) -> None:
     rows = {
         row["annotator"]: row for row in client_for(owner).get(f"/api/studies/{study.pk}/payments/").json()
     }
@@ -165,7 +165,7 @@ def test_api(study, owner, records) -> None:  # type: ignore[no-untyped-def]
     ("who", "status"),
     [("owner", 200), ("other", 404), ("annotator", 403), ("participant", 403), ("anonymous", 302)],
 )
-def test_csv_permissions(study, owner, other_researcher, annotator_user, records, who, status) -> None:  # type: ignore[no-untyped-def]
+def test_csv_permissions(study, owner, other_researcher, annotator_user, records, who, status) -> None:
     enrollment_add(study=study, user=annotator_user)
     user = {
         "owner": owner,

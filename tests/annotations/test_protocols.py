@@ -99,18 +99,20 @@ def test_stereotype_markers_options_come_from_the_item() -> None:
             "give exactly one of 'options' or 'options_from'",
         ),
         (
-            "name: x\nunit: image\nquestions:\n  - key: a\n    kind: single\n    prompt: p\n    options: [a, b]\n"
-            "    page_size: 5\n",
+            "name: x\nunit: image\nquestions:\n  - key: a\n    kind: single\n    prompt: p\n"
+            "    options: [a, b]\n    page_size: 5\n",
             8,
             "questions[0].page_size: 'page_size' applies only to multi questions",
         ),
         (
-            "name: x\nunit: image\nquestions:\n  - key: b\n    kind: boxes\n    prompt: p\n    linked_question: m\n",
+            "name: x\nunit: image\nquestions:\n  - key: b\n    kind: boxes\n    prompt: p\n"
+            "    linked_question: m\n",
             7,
             "'m' must be the key of an earlier multi question",
         ),
         (
-            "name: x\nunit: image\nquestions:\n  - {key: a, kind: binary, prompt: p}\n  - {key: a, kind: binary, prompt: q}\n",
+            "name: x\nunit: image\nquestions:\n  - {key: a, kind: binary, prompt: p}\n"
+            "  - {key: a, kind: binary, prompt: q}\n",
             5,
             "question key 'a' is used twice",
         ),
@@ -136,6 +138,6 @@ def test_bad_protocols_name_the_line_and_field(text: str, line: int, fragment: s
     assert str(caught.value).startswith(f"bad.yaml, line {line}")
 
 
-def test_a_missing_file_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_file_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(ProtocolError, match="cannot read the file"):
         load_protocol_file(tmp_path / "nope.yaml")

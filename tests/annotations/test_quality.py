@@ -6,6 +6,7 @@ import json
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -44,17 +45,17 @@ from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 
-ANSWERS = {"gender": {"value": "female"}, "attributes": {"value": ["hat"]}}
+ANSWERS: dict[str, dict[str, Any]] = {"gender": {"value": "female"}, "attributes": {"value": ["hat"]}}
 
 
 def person(study: Study, name: str, pool: str = "crowd") -> Annotator:
-    user = UserFactory(username=name, role="annotator")
+    user = UserFactory.create(username=name, role="annotator")
     enrollment_add(study=study, user=user, pool=pool)
     return user.annotator
 
 
 def items(study: Study, n: int, prefix: str = "item") -> list[Item]:
-    return [ItemFactory(study=study, external_id=f"{prefix}-{i}") for i in range(n)]
+    return [ItemFactory.create(study=study, external_id=f"{prefix}-{i}") for i in range(n)]
 
 
 def gold(study: Study, item: Item, **answers: object) -> Item:
@@ -76,7 +77,7 @@ def submit(study: Study, annotator: Annotator, item: Item, answers: dict, second
 
 
 class TestMarking:
-    def test_answers_are_validated_like_annotations(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_answers_are_validated_like_annotations(self, study) -> None:
         (item,) = items(study, 1)
         marked = control_mark(
             study=study,
@@ -104,7 +105,7 @@ class TestMarking:
             ({}, "answers"),
         ],
     )
-    def test_bad_answers_are_refused_and_nothing_changes(self, study, answers, field) -> None:  # type: ignore[no-untyped-def]
+    def test_bad_answers_are_refused_and_nothing_changes(self, study, answers, field) -> None:
         (item,) = items(study, 1)
         with pytest.raises(ValidationFailed) as caught:
             control_mark(study=study, item=item, kind="gold", answers=answers)
@@ -114,7 +115,7 @@ class TestMarking:
         study.refresh_from_db()
         assert not StudyQualitySettings.objects.filter(study=study).exists()
 
-    def test_kind_and_study_are_checked_and_unmark_restores(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_kind_and_study_are_checked_and_unmark_restores(self, study, owner) -> None:
         (item,) = items(study, 1)
         with pytest.raises(ValidationFailed):
             control_mark(study=study, item=item, kind="silver", answers={"gender": "male"})
@@ -127,13 +128,13 @@ class TestMarking:
         item = control_unmark(study=study, item=item)
         assert (item.control_kind, item.control_answers, item.note) == ("", {}, "")
 
-    def test_a_chosen_rate_is_kept(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_a_chosen_rate_is_kept(self, study) -> None:
         quality_settings_update(study=study, changes={"control_rate": 0})
         gold(study, items(study, 1)[0])
         study.refresh_from_db()
         assert quality_settings(study).control_rate == 0
 
-    def test_settings_are_checked(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_settings_are_checked(self, study) -> None:
         for bad in (
             {"control_rate": 0.9},
             {"qualification_items": 1.5},
@@ -149,7 +150,7 @@ class TestMarking:
 
 
 class TestImport:
-    def test_csv_and_jsonl(self, study, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_csv_and_jsonl(self, study, tmp_path: Path) -> None:
         items(study, 3)
         csv_file = tmp_path / "gold.csv"
         csv_file.write_text(
@@ -176,7 +177,7 @@ class TestImport:
         assert (report.marked, report.replaced) == (1, 1)
         assert Item.objects.get(external_id="item-0").control_answers == {"gender": "male"}
 
-    def test_a_bad_row_stops_the_import(self, study, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_a_bad_row_stops_the_import(self, study, tmp_path: Path) -> None:
         items(study, 2)
         bad = tmp_path / "gold.csv"
         bad.write_text("external_id,gender\nitem-0,female\nitem-1,robot\n")
@@ -193,7 +194,7 @@ class TestImport:
 
 
 class TestMixing:
-    def test_rate_over_100_claims_is_exact_deterministic_and_never_repeats(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_rate_over_100_claims_is_exact_deterministic_and_never_repeats(self, study) -> None:
         study.overlap = 1
         study.save()
         items(study, 150)
@@ -215,7 +216,7 @@ class TestMixing:
         # and not periodic: the gaps differ
         assert len({b - a for a, b in zip(positions, positions[1:], strict=False)}) > 1
 
-    def test_controls_take_no_overlap_slot_and_are_left_out_of_real_candidates(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_controls_take_no_overlap_slot_and_are_left_out_of_real_candidates(self, study) -> None:
         study.overlap = 1
         study.save()
         (real,) = items(study, 1)
@@ -234,7 +235,7 @@ class TestMixing:
                 assignment_submit(assignment=assignment, answers=ANSWERS)
         assert seen.count(control.pk) == 3 and seen.count(real.pk) == 1
 
-    def test_claim_query_count_with_mixing(self, study, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+    def test_claim_query_count_with_mixing(self, study, django_assert_max_num_queries) -> None:
         Item.objects.bulk_create(
             [Item(study=study, external_id=f"bulk{i}", kind="image") for i in range(500)]
         )
@@ -246,7 +247,7 @@ class TestMixing:
                 assignment = assignment_claim_next(study=study, annotator=annotator)
             assignment_submit(assignment=assignment, answers=ANSWERS)
 
-    def test_no_mixing_without_a_rate(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_no_mixing_without_a_rate(self, study) -> None:
         items(study, 3)
         (control,) = items(study, 1, prefix="ctl")
         gold(study, control)
@@ -269,7 +270,7 @@ def _normalised(html: str, assignment: Assignment) -> str:
 
 class TestNotRevealed:
     @pytest.fixture
-    def pair(self, study):  # type: ignore[no-untyped-def]
+    def pair(self, study):
         real, control = items(study, 2)
         gold(study, control, gender="male", smiling=1)
         annotator = person(study, "a")
@@ -284,7 +285,7 @@ class TestNotRevealed:
             )
         return annotator, leases[real.pk], leases[control.pk]
 
-    def test_task_pages_are_the_same(self, pair) -> None:  # type: ignore[no-untyped-def]
+    def test_task_pages_are_the_same(self, pair) -> None:
         annotator, real, control = pair
         client = Client()
         client.force_login(annotator.user)
@@ -297,7 +298,7 @@ class TestNotRevealed:
         for word in ("gold", "control", "attention", "qualif"):
             assert word not in pages[1].lower()
 
-    def test_api_tasks_are_the_same(self, pair) -> None:  # type: ignore[no-untyped-def]
+    def test_api_tasks_are_the_same(self, pair) -> None:
         annotator, real, control = pair
         api = client_for(annotator.user)
         bodies = [api.get(f"/api/assignments/{a.pk}/").json() for a in (real, control)]
@@ -313,7 +314,7 @@ class TestNotRevealed:
         mine = json.dumps(api.get("/api/assignments/").json()).lower()
         assert "control" not in mine and "gold" not in mine
 
-    def test_annotators_do_not_see_the_quality_settings(self, pair, study) -> None:  # type: ignore[no-untyped-def]
+    def test_annotators_do_not_see_the_quality_settings(self, pair, study) -> None:
         annotator, _real, _control = pair
         body = client_for(annotator.user).get(f"/api/studies/{study.pk}/").json()
         assert "quality" not in body["options"]
@@ -326,7 +327,7 @@ class TestNotRevealed:
 
 class TestQualification:
     @pytest.fixture
-    def qualifying(self, study):  # type: ignore[no-untyped-def]
+    def qualifying(self, study):
         items(study, 4)
         golds = [gold(study, item, gender="female") for item in items(study, 3, prefix="gold")]
         quality_settings_update(
@@ -335,7 +336,7 @@ class TestQualification:
         )
         return golds
 
-    def test_only_gold_until_n_answered_then_real_items(self, study, qualifying) -> None:  # type: ignore[no-untyped-def]
+    def test_only_gold_until_n_answered_then_real_items(self, study, qualifying) -> None:
         annotator = person(study, "a")
         first = assignment_claim_next(study=study, annotator=annotator)
         ahead = assignment_claim_next(study=study, annotator=annotator, exclude=[first.pk])
@@ -349,7 +350,7 @@ class TestQualification:
         following = assignment_claim_next(study=study, annotator=annotator)
         assert following.item.control_kind == ""
 
-    def test_failing_stops_every_item_with_a_clear_message(self, study, qualifying) -> None:  # type: ignore[no-untyped-def]
+    def test_failing_stops_every_item_with_a_clear_message(self, study, qualifying) -> None:
         annotator = person(study, "b")
         for _ in range(2):
             assignment = assignment_claim_next(study=study, annotator=annotator)
@@ -370,7 +371,7 @@ class TestQualification:
         api = client_for(annotator.user).post(f"/api/studies/{study.pk}/assignments/next/")
         assert api.status_code == 403 and "did not pass" in api.json()["detail"]
 
-    def test_editing_a_gold_answer_later_does_not_requalify(self, study, qualifying) -> None:  # type: ignore[no-untyped-def]
+    def test_editing_a_gold_answer_later_does_not_requalify(self, study, qualifying) -> None:
         annotator = person(study, "c")
         done = []
         for _ in range(2):
@@ -388,7 +389,7 @@ class TestQualification:
 
 
 class TestScores:
-    def test_figures_by_hand(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_figures_by_hand(self, study) -> None:
         real = items(study, 3)
         (g1,) = items(study, 1, prefix="gold")
         (t1,) = items(study, 1, prefix="check")
@@ -436,7 +437,8 @@ class TestScores:
         assert [rows[n]["gold"]["n"] for n in "abc"] == [2, 2, 2]
         assert rows["b"]["attention"] == {"passed": 0, "failed": 1}
         assert rows["a"]["attention"] == {"passed": 1, "failed": 0}
-        # LOO on real items: gender i0 (f f m), i1 (m f m), i2 (f m f); attributes all "hat" (3 agreements each)
+        # LOO on real items: gender i0 (f f m), i1 (m f m), i2 (f m f); attributes all "hat" (3 agreements
+        # each)
         # a: gender ties everywhere -> 3/3; b: i1 m,m vs f and i2 f,f vs m -> 3/5; c: i0 f,f vs m -> 3/4
         assert {n: (rows[n]["agreement"]["agree"], rows[n]["agreement"]["n"]) for n in "abc"} == {
             "a": (3, 3),
@@ -456,7 +458,7 @@ class TestScores:
         assert report["controls"] == {"gold": 1, "attention": 1} and report["flagged"] == 3
         assert [rows[n]["items"] for n in "abc"] == [3, 3, 3] and rows["a"]["controls"] == 2
 
-    def test_straight_line_flag(self, study) -> None:  # type: ignore[no-untyped-def]
+    def test_straight_line_flag(self, study) -> None:
         quality_settings_update(study=study, changes={"max_straight_run": 4})
         a = person(study, "a")
         for item in items(study, 4):
@@ -471,7 +473,7 @@ class TestScores:
 
 
 class TestExclusion:
-    def test_recorded_reversible_and_the_majority_changes(self, study, owner, other_researcher) -> None:  # type: ignore[no-untyped-def]
+    def test_recorded_reversible_and_the_majority_changes(self, study, owner, other_researcher) -> None:
         (item,) = items(study, 1)
         a, b, c = person(study, "a"), person(study, "b"), person(study, "c")
         for annotator, gender in ((a, "female"), (b, "male"), (c, "male")):
@@ -496,7 +498,7 @@ class TestExclusion:
         with pytest.raises(Conflict):
             annotator_reinstate(study=study, annotator=b, user=owner)
 
-    def test_excluding_the_dissenter_flips_an_all_agree_label(self, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_excluding_the_dissenter_flips_an_all_agree_label(self, owner) -> None:
         study = study_create(
             owner=owner, name="Visual", protocol=load_preset("visualness"), preset="visualness"
         )
@@ -509,11 +511,11 @@ class TestExclusion:
         annotator_exclude(study=study, annotator=people[1], user=owner, reason="random answers")
         assert labels_for(study, "visual").values[term.pk] is True  # recomputed at once
 
-    def test_refusals_write_nothing(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_refusals_write_nothing(self, study, owner) -> None:
         a = person(study, "a")
         with pytest.raises(ValidationFailed):
             annotator_exclude(study=study, annotator=a, user=owner, reason="  ")
-        stranger = UserFactory(username="stranger", role="annotator")
+        stranger = UserFactory.create(username="stranger", role="annotator")
         from annotations.services.studies import annotator_for_user
 
         with pytest.raises(ValidationFailed):
@@ -524,7 +526,7 @@ class TestExclusion:
             annotator_reinstate(study=study, annotator=a, user=owner)
         assert not AnnotatorExclusion.objects.exists()
 
-    def test_agreement_and_metrics_ignore_excluded_people_and_controls(self, study, owner) -> None:  # type: ignore[no-untyped-def]
+    def test_agreement_and_metrics_ignore_excluded_people_and_controls(self, study, owner) -> None:
         real = items(study, 2)
         (control,) = items(study, 1, prefix="gold")
         a, b, c = person(study, "a"), person(study, "b"), person(study, "c")
@@ -550,7 +552,7 @@ class TestExclusion:
         assert Annotation.objects.filter(annotator=c).count() == 6  # nothing deleted
 
 
-def test_the_same_person_racing_for_one_control_shares_the_lease(study) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_person_racing_for_one_control_shares_the_lease(study) -> None:
     """Two tabs claiming at once can pick the same control (controls are not row-locked): the second
     insert meets the unique (item, annotator) constraint and must get the first tab's lease, not a 500."""
     from annotations.services.assignment import _lease_control
@@ -569,7 +571,7 @@ def test_the_same_person_racing_for_one_control_shares_the_lease(study) -> None:
         _lease_control(item=item, study=study, annotator=ann, expires=expires)
 
 
-def test_the_pages_quality_report_is_kept_a_minute_but_not_past_an_exclusion(study, owner) -> None:  # type: ignore[no-untyped-def]
+def test_the_pages_quality_report_is_kept_a_minute_but_not_past_an_exclusion(study, owner) -> None:
     from django.core.cache import cache
 
     from annotations.selectors.quality import quality_report_cached

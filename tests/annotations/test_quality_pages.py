@@ -25,7 +25,7 @@ from tests.helpers import client_for
 pytestmark = pytest.mark.django_db
 
 
-def login(user) -> Client:  # type: ignore[no-untyped-def]
+def login(user) -> Client:
     client = Client()
     if user is not None:
         client.force_login(user)
@@ -33,7 +33,7 @@ def login(user) -> Client:  # type: ignore[no-untyped-def]
 
 
 def person(study: Study, name: str) -> Annotator:
-    user = UserFactory(username=name, role="annotator")
+    user = UserFactory.create(username=name, role="annotator")
     enrollment_add(study=study, user=user)
     return user.annotator
 
@@ -54,9 +54,9 @@ def submit(study: Study, annotator: Annotator, item: Item, gender: str, seconds:
 
 
 @pytest.fixture
-def world(study):  # type: ignore[no-untyped-def]
-    real = [ItemFactory(study=study, external_id=f"real-{i}") for i in range(2)]
-    check = ItemFactory(study=study, external_id="check")
+def world(study):
+    real = [ItemFactory.create(study=study, external_id=f"real-{i}") for i in range(2)]
+    check = ItemFactory.create(study=study, external_id="check")
     control_mark(study=study, item=check, kind="attention", answers={"gender": "male"}, note="Select 'male'.")
     a, b, c = person(study, "a"), person(study, "b"), person(study, "c")
     for annotator, genders in (
@@ -73,7 +73,7 @@ def world(study):  # type: ignore[no-untyped-def]
 ROLES = ["owner", "other", "annotator", "anonymous"]
 
 
-def _user(role: str, study: Study, other_researcher, annotator_user):  # type: ignore[no-untyped-def]
+def _user(role: str, study: Study, other_researcher, annotator_user):
     """The account of a role; the annotator is enrolled in the study (the case where 403 is due)."""
     enrollment_add(study=study, user=annotator_user)
     return {"owner": study.owner, "other": other_researcher, "annotator": annotator_user, "anonymous": None}[
@@ -82,7 +82,7 @@ def _user(role: str, study: Study, other_researcher, annotator_user):  # type: i
 
 
 class TestPages:
-    def test_progress_page_shows_flags_and_the_exclude_form(self, world) -> None:  # type: ignore[no-untyped-def]
+    def test_progress_page_shows_flags_and_the_exclude_form(self, world) -> None:
         study = world["study"]
         page = login(study.owner).get(f"/studies/{study.pk}/progress/")
         html = page.content.decode()
@@ -91,7 +91,7 @@ class TestPages:
         assert "failed 1 attention check" in html
         assert "Reason for excluding c" in html and "Exclude c" in html
 
-    def test_exclude_and_reinstate_through_the_page(self, world) -> None:  # type: ignore[no-untyped-def]
+    def test_exclude_and_reinstate_through_the_page(self, world) -> None:
         study, c = world["study"], world["c"]
         client = login(study.owner)
         item = world["real"][0]
@@ -113,7 +113,7 @@ class TestPages:
         assert "failed the check" in quality_page and "ok after all" in quality_page
 
     @pytest.mark.parametrize("role", ROLES)
-    def test_who_may_exclude(self, world, role, other_researcher, annotator_user) -> None:  # type: ignore[no-untyped-def]
+    def test_who_may_exclude(self, world, role, other_researcher, annotator_user) -> None:
         study, c = world["study"], world["c"]
         user = _user(role, study, other_researcher, annotator_user)
         response = login(user).post(f"/studies/{study.pk}/annotators/{c.pk}/exclude/", {"reason": "x"})
@@ -124,7 +124,7 @@ class TestPages:
             assert "/accounts/login/" in response["Location"]
 
     @pytest.mark.parametrize("role", ROLES)
-    def test_who_sees_the_quality_pages(self, world, role, other_researcher, annotator_user) -> None:  # type: ignore[no-untyped-def]
+    def test_who_sees_the_quality_pages(self, world, role, other_researcher, annotator_user) -> None:
         study = world["study"]
         user = _user(role, study, other_researcher, annotator_user)
         client = login(user)
@@ -136,7 +136,7 @@ class TestPages:
             status = client.get(url).status_code
             assert status == {"owner": 200, "other": 404, "annotator": 403, "anonymous": 302}[role], url
 
-    def test_mark_and_unmark_on_the_item_control_page(self, world) -> None:  # type: ignore[no-untyped-def]
+    def test_mark_and_unmark_on_the_item_control_page(self, world) -> None:
         study = world["study"]
         item = world["real"][1]
         client = login(study.owner)
@@ -161,7 +161,7 @@ class TestPages:
         item.refresh_from_db()
         assert item.control_kind == "" and item.control_answers == {}
 
-    def test_settings_and_import_on_the_quality_page(self, world) -> None:  # type: ignore[no-untyped-def]
+    def test_settings_and_import_on_the_quality_page(self, world) -> None:
         study = world["study"]
         client = login(study.owner)
         data = {
@@ -192,7 +192,7 @@ class TestPages:
 
 
 class TestApi:
-    def test_report_exclusion_and_settings(self, world) -> None:  # type: ignore[no-untyped-def]
+    def test_report_exclusion_and_settings(self, world) -> None:
         study, c = world["study"], world["c"]
         api = client_for(study.owner)
         report = api.get(f"/api/studies/{study.pk}/quality/").json()
@@ -223,7 +223,7 @@ class TestApi:
             == 400
         )
 
-    def test_item_control_and_import(self, world) -> None:  # type: ignore[no-untyped-def]
+    def test_item_control_and_import(self, world) -> None:
         study = world["study"]
         item = world["real"][0]
         api = client_for(study.owner)
@@ -245,7 +245,7 @@ class TestApi:
         assert imported.status_code == 201 and imported.json()["marked"] == 1
 
     @pytest.mark.parametrize("role", ROLES)
-    def test_permission_matrix(self, world, role, other_researcher, annotator_user) -> None:  # type: ignore[no-untyped-def]
+    def test_permission_matrix(self, world, role, other_researcher, annotator_user) -> None:
         study, c, item = world["study"], world["c"], world["real"][0]
         api = client_for(_user(role, study, other_researcher, annotator_user))
         calls = [
@@ -277,7 +277,7 @@ class TestApi:
 
 
 class TestCommands:
-    def test_mark_gold_and_quality(self, world, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    def test_mark_gold_and_quality(self, world, tmp_path) -> None:
         study = world["study"]
         gold_file = tmp_path / "gold.csv"
         gold_file.write_text("external_id,gender,smiling\nreal-0,female,1\n")

@@ -19,9 +19,10 @@ from annotations.models import (
     User,
     ValidationSample,
 )
+from annotations.selectors.controls import quality_settings
 from annotations.selectors.study_options import study_options
 from annotations.services.consensus import consensus_rule_choose, rule_for
-from annotations.services.controls import quality_settings, quality_settings_update
+from annotations.services.controls import quality_settings_update
 from annotations.services.exports import export_jsonl
 from annotations.services.studies import study_set_reveal, study_share
 from annotations.services.study_import import study_import
@@ -36,9 +37,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def configured(study: Study, owner: User) -> dict[str, Any]:
     """A study with every setting chosen, and the options object the old bag held for it."""
-    visual = StudyFactory(owner=owner, name="visual-ness")
-    items = [ItemFactory(study=study) for _ in range(3)]
-    bot = MachineAnnotatorFactory(name="bot")
+    visual = StudyFactory.create(owner=owner, name="visual-ness")
+    items = [ItemFactory.create(study=study) for _ in range(3)]
+    bot = MachineAnnotatorFactory.create(name="bot")
     study_set_reveal(study=study, reveal=True)
     quality_settings_update(study=study, changes={"control_rate": 0.25, "loo_min_n": 5})
     consensus_rule_choose(study=study, question_keys=["gender"], rule={"rule": "at-least-k", "k": 2})
@@ -70,7 +71,7 @@ def configured(study: Study, owner: User) -> dict[str, Any]:
 
 
 def test_quality_columns_and_constraints_follow_the_settings() -> None:
-    columns = {f.name: f for f in StudyQualitySettings._meta.get_fields() if f.name != "study"}
+    columns = {f.name: f for f in StudyQualitySettings._meta.fields if f.name != "study"}
     assert list(columns) == list(QUALITY_SETTINGS)
     for name, (_default, low, high, whole) in QUALITY_SETTINGS.items():
         assert isinstance(columns[name], models.IntegerField if whole else models.FloatField), name
@@ -101,7 +102,7 @@ def test_a_new_study_has_no_options_and_defaults(study: Study) -> None:
     assert quality_settings(study).control_rate == 0.0 and rule_for(study, "gender") == {"rule": "majority"}
 
 
-def test_export_writes_the_bag_and_import_fills_the_fields(configured, owner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_export_writes_the_bag_and_import_fills_the_fields(configured, owner, tmp_path: Path) -> None:
     study, expected = configured["study"], configured["expected"]
     assert study_options(study) == expected
     (tmp_path / "s.jsonl").write_text("".join(export_jsonl(study)))
@@ -119,7 +120,7 @@ def test_export_writes_the_bag_and_import_fills_the_fields(configured, owner, tm
 
 def test_import_by_someone_who_cannot_read_the_linked_study_drops_the_link(
     configured, other_researcher, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     (tmp_path / "s.jsonl").write_text("".join(export_jsonl(configured["study"])))
     copy = study_import(owner=other_researcher, path=tmp_path / "s.jsonl")
     assert copy.visualness_study_id is None and copy.seed == 11
@@ -156,7 +157,7 @@ def test_import_by_someone_who_cannot_read_the_linked_study_drops_the_link(
         ({"validation_sample": {"item_ids": [1, "x"]}}, "options.validation_sample.item_ids must be a whole"),
     ],
 )
-def test_import_refuses_malformed_options_by_line(study, owner, tmp_path: Path, options, message) -> None:  # type: ignore[no-untyped-def]
+def test_import_refuses_malformed_options_by_line(study, owner, tmp_path: Path, options, message) -> None:
     lines = list(export_jsonl(study))
     head = json.loads(lines[0])
     head["options"] = options
@@ -166,7 +167,7 @@ def test_import_refuses_malformed_options_by_line(study, owner, tmp_path: Path, 
     assert Study.objects.count() == 1  # nothing half-imported
 
 
-def test_the_api_shows_the_bag_and_patch_replaces_it(configured, owner, other_researcher) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_shows_the_bag_and_patch_replaces_it(configured, owner, other_researcher) -> None:
     study, expected = configured["study"], configured["expected"]
     api = client_for(owner)
     assert api.get(f"/api/studies/{study.pk}/").json()["options"] == expected
@@ -188,12 +189,12 @@ def test_the_api_shows_the_bag_and_patch_replaces_it(configured, owner, other_re
     assert not ValidationSample.objects.filter(study=study).exists()
     assert rule_for(study, "gender") == {"rule": "majority"}
     # Refused: a bad value, a study the caller cannot read, items of another study; nothing changes.
-    elsewhere = StudyFactory(owner=other_researcher)
+    elsewhere = StudyFactory.create(owner=other_researcher)
     for options, field in (
         ({"seed": "x"}, "seed"),
         ({"visualness_study": elsewhere.pk}, "visualness_study"),
         ({"visualness_study": study.pk}, "visualness_study"),
-        ({"validation_sample": {"item_ids": [ItemFactory(study=elsewhere).pk]}}, "validation_sample"),
+        ({"validation_sample": {"item_ids": [ItemFactory.create(study=elsewhere).pk]}}, "validation_sample"),
     ):
         response = api.patch(f"/api/studies/{study.pk}/", {"options": options, "overlap": 7}, format="json")
         assert response.status_code == 400 and field in json.dumps(response.json()), options
@@ -201,7 +202,7 @@ def test_the_api_shows_the_bag_and_patch_replaces_it(configured, owner, other_re
     assert study_options(study) == {"reveal_after_submit": True} and study.overlap == 3
 
 
-def test_deleting_the_visualness_study_unlinks_it(configured) -> None:  # type: ignore[no-untyped-def]
+def test_deleting_the_visualness_study_unlinks_it(configured) -> None:
     configured["visual"].delete()
     configured["study"].refresh_from_db()
     assert configured["study"].visualness_study_id is None

@@ -19,7 +19,7 @@ PROTOCOL = load_protocol_text(EXAMPLE_PROTOCOL)
 CONTEXT = ItemContext(metadata={}, image_sizes=[(100, 80)])
 
 
-def check(key: str, value, **kwargs):  # type: ignore[no-untyped-def]
+def check(key: str, value, **kwargs):
     return clean_answer(PROTOCOL.question(key), value, context=CONTEXT, protocol=PROTOCOL, **kwargs)
 
 
@@ -110,7 +110,8 @@ def test_show_if_hides_a_question_until_its_condition_holds() -> None:
     protocol = load_protocol_text(
         "name: p\nunit: image\nquestions:\n"
         "  - {key: person, kind: single, prompt: p, options: ['yes', 'no']}\n"
-        "  - {key: age, kind: single, prompt: a, options: [young, old], show_if: {question: person, in: ['yes']}}\n"
+        "  - {key: age, kind: single, prompt: a, options: [young, old],"
+        " show_if: {question: person, in: ['yes']}}\n"
     )
     assert [
         a.question_key for a in clean_submission(protocol, {"person": {"value": "no"}}, context=CONTEXT)

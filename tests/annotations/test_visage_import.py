@@ -21,7 +21,7 @@ def run(*args: str) -> dict:
     return json.loads(out.getvalue())
 
 
-def test_screens_become_annotations_of_task_raters(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_screens_become_annotations_of_task_raters(owner, tmp_path) -> None:
     box = "['-3.4,10.2', '50.6,4.0']"  # corners in any order, one slightly negative
     csv_text = (
         HEADER
@@ -80,7 +80,7 @@ def test_screens_become_annotations_of_task_raters(owner, tmp_path) -> None:  # 
     assert out["duplicate_terms"] == ["hat"]
 
 
-def test_a_screen_without_none_of_the_above_refuses_everything(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_screen_without_none_of_the_above_refuses_everything(owner, tmp_path) -> None:
     text = HEADER + screen("A0", "Xland1.png", "Xland", ["hat"]) + "A1,Xland2.png,Xland,hat,no,[]\n"
     (tmp_path / "ann.csv").write_text(text)
     with pytest.raises(CommandError, match="line 4: the last screen ends without"):
@@ -94,7 +94,7 @@ def test_a_screen_without_none_of_the_above_refuses_everything(owner, tmp_path) 
     assert not Study.objects.exists() and not Annotation.objects.exists()
 
 
-def test_a_box_on_an_unselected_attribute_is_refused(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_box_on_an_unselected_attribute_is_refused(owner, tmp_path) -> None:
     text = (
         HEADER
         + "A0,Xland1.png,Xland,hat,no,\"['1,1', '5,5']\"\nA0,Xland1.png,Xland,none of the above,no,[]\n"
@@ -111,7 +111,7 @@ def test_a_box_on_an_unselected_attribute_is_refused(owner, tmp_path) -> None:  
     assert not Study.objects.exists()
 
 
-def test_import_seegull_replaces_a_study_table_and_refuses_bad_numbers(study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_import_seegull_replaces_a_study_table_and_refuses_bad_numbers(study, tmp_path) -> None:
     assert run("import_seegull", str(study.pk), str(seegull(tmp_path / "s.csv"))) == {
         "study": study.pk,
         "rows": 3,

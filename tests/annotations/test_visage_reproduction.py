@@ -1,7 +1,8 @@
 """The released ViSAGe data through the workbench: ``import_visage`` then ``metrics --json`` gives the paper's
 Table 1, the "thrice as likely" ratio and the appendix's consensus shares (docs/metrics.md, Reproduction).
 
-Reads the files from settings.WORKBENCH_SHARED_DATA (env WORKBENCH_SHARED_DATA, default ``<repo>/../shared/data``).
+Reads the files from settings.WORKBENCH_SHARED_DATA (env WORKBENCH_SHARED_DATA, default
+``<repo>/../shared/data``).
 The paper truncates L(stereo) and theta, and rounds L(random) (tests/metrics/test_visage_published.py).
 """
 
@@ -48,7 +49,7 @@ def run(*args: str) -> dict:
     return json.loads(out.getvalue())
 
 
-def test_published_numbers_from_import_and_metrics_command(owner) -> None:  # type: ignore[no-untyped-def]
+def test_published_numbers_from_import_and_metrics_command(owner) -> None:
     data = Path(settings.WORKBENCH_SHARED_DATA)
     missing = [name for name in FILES if not (data / name).is_file()]
     if missing:

@@ -38,7 +38,7 @@ def every_url() -> list[tuple[str, str | None]]:
     """(path template with <params>, the URL's full name) for every pattern the project serves."""
     urls = []
     for _view, regex, namespaces, name in extract_views_from_urlpatterns(get_resolver().url_patterns):
-        template = simplify_regex(regex).replace("\\.", ".")
+        template = simplify_regex(str(regex)).replace("\\.", ".")
         full_name = ":".join([*(namespaces or []), name]) if name else None
         urls.append((template, full_name))
     return urls

@@ -130,7 +130,8 @@ def main() -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     first = report["questions"][0]["humans"][0]
     print(
-        f"agreement report: {seconds:.1f} s ({cpu:.1f} s of CPU), peak RSS {rss:.0f} MiB{traced}; q0 alpha {first['value']:.3f} [{first['ci_low']:.3f}, {first['ci_high']:.3f}]"
+        f"agreement report: {seconds:.1f} s ({cpu:.1f} s of CPU), peak RSS {rss:.0f} MiB{traced}; "
+        f"q0 alpha {first['value']:.3f} [{first['ci_low']:.3f}, {first['ci_high']:.3f}]"
     )
 
 

@@ -9,11 +9,12 @@ For each N (default 1, 8, 32) the script creates a study (overlap 3, the test su
 protocol: one single-choice and one multi-choice answer per item, enough items that nobody runs
 out), N annotator accounts with API tokens, starts gunicorn on 127.0.0.1 (gthread workers), and runs
 N client threads for ``--seconds``: each loops POST /api/studies/ID/assignments/next/ then
-POST /api/assignments/ID/submit/ (``--think S`` waits 0.5 S to 1.5 S between the two, as a person would, after a random start;
-the default 0 runs them back to back, which measures saturation, not a person's wait). It prints annotations (submitted items) per second and the
-p50/p95/p99 latency of claims, submits and both together, and checks afterwards that no item got
-more than ``overlap`` judgements. A 3-second warm-up on its own study comes first. Clients and server share the machine's cores, so the figures are
-a floor for a server with cores of its own.
+POST /api/assignments/ID/submit/ (``--think S`` waits 0.5 S to 1.5 S between the two, as a person
+would, after a random start; the default 0 runs them back to back, which measures saturation, not a
+person's wait). It prints annotations (submitted items) per second and the p50/p95/p99 latency of
+claims, submits and both together, and checks afterwards that no item got more than ``overlap``
+judgements. A 3-second warm-up on its own study comes first. Clients and server share the machine's
+cores, so the figures are a floor for a server with cores of its own.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Images per second of the generation job runner (Django job, Celery task body, PNG encode,
 storage and provenance) against a plain diffusers loop over the same prompts and seeds, in one run.
 
-    .venv/bin/python tests/benchmarks/bench_generation.py [--model FOLDER] [--images 16] [--steps 2] [--size 64]
+    .venv/bin/python tests/benchmarks/bench_generation.py [--model FOLDER] [--images 16]
+        [--steps 2] [--size 64]
 
 Without --model it builds the tiny random Stable Diffusion pipeline of the tests. It prints a
 line per batch size with three rates (the best, median and mean of ``--repeats`` runs, the sides rotating
@@ -18,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +49,7 @@ def plain_loop(
     pipe,
     spec: ModelSpec,
     prompts: list[str],
-    seeds: list[int],  # type: ignore[no-untyped-def]
+    seeds: list[int],
     out: Path | None = None,
 ) -> float:
     """The loop one writes without the workbench; with ``out``, each image is saved there as a PNG."""
@@ -92,8 +94,8 @@ def main() -> None:
     prompts = [f"a photo of object number {i}" for i in range(args.images)]
     prompt_set = PromptSet(name="bench", paper="", prompts=tuple(PromptSpec(text=p) for p in prompts))
     print(
-        f"model={args.model} images={args.images} steps={args.steps} size={args.size} torch={torch.__version__} "
-        f"encoder_threads={args.encoder_threads} device={args.device or 'auto'}"
+        f"model={args.model} images={args.images} steps={args.steps} size={args.size} "
+        f"torch={torch.__version__} encoder_threads={args.encoder_threads} device={args.device or 'auto'}"
     )
     for batch_size in (1, 4):
         spec = ModelSpec(
@@ -126,9 +128,18 @@ def main() -> None:
         plain_runs: list[float] = []
         saving_runs: list[float] = []
         runner_runs: list[float] = []
-        sides = [
-            (plain_runs, lambda r, p=pipe, s=spec, x=seeds: plain_loop(p, s, prompts, x)),
-            (saving_runs, lambda r, p=pipe, s=spec, x=seeds, o=out: plain_loop(p, s, prompts, x, o)),
+
+        def plain(_repeat: int, pipe=pipe, spec: ModelSpec = spec, seeds: list[int] = seeds) -> float:
+            return plain_loop(pipe, spec, prompts, seeds)
+
+        def saving(
+            _repeat: int, pipe=pipe, spec: ModelSpec = spec, seeds: list[int] = seeds, out: Path = out
+        ) -> float:
+            return plain_loop(pipe, spec, prompts, seeds, out)
+
+        sides: list[tuple[list[float], Callable[[int], float]]] = [
+            (plain_runs, plain),
+            (saving_runs, saving),
             (runner_runs, runner),
         ]
         for repeat in range(args.repeats):  # rotate who goes first, so drifting load hits every side

@@ -10,6 +10,7 @@ the side that goes first alternates so background load hits both alike. Prints i
 from __future__ import annotations
 
 import argparse
+import functools
 import tempfile
 import time
 from collections.abc import Callable
@@ -104,11 +105,12 @@ def main() -> None:
             pipe = load_pipeline(spec, args.device)
             plain_loop(pipe, spec, requests[:batch_size])  # warm-up
             engine(pipe, spec, requests[:batch_size])
-            plain_rates, engine_rates = [], []
+            plain_rates: list[float] = []
+            engine_rates: list[float] = []
             for repeat in range(args.repeats):  # alternate who goes first so load drifts hit both sides
                 sides = [(plain_rates, plain_loop), (engine_rates, engine)]
                 for rates, side in sides if repeat % 2 == 0 else sides[::-1]:
-                    rates.append(best_rate(lambda p=pipe, s=spec, f=side: f(p, s, requests), 1))
+                    rates.append(best_rate(functools.partial(side, pipe, spec, requests), 1))
             plain, mine = max(plain_rates), max(engine_rates)
             print(
                 f"batch_size={batch_size} device={pipe.device.type}: plain {plain:.2f} img/s, "

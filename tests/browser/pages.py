@@ -78,5 +78,6 @@ def unlabelled_inputs(page: Any) -> list[str]:
     return page.evaluate("""() => Array.from(document.querySelectorAll('input, select, textarea, button'))
         .filter(el => el.type !== 'hidden' && !el.closest('[hidden]'))
         .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
-                      && !el.getAttribute('aria-labelledby') && !(el.tagName === 'BUTTON' && el.textContent.trim()))
+                      && !el.getAttribute('aria-labelledby')
+                      && !(el.tagName === 'BUTTON' && el.textContent.trim()))
         .map(el => el.outerHTML.slice(0, 80))""")

@@ -24,10 +24,10 @@ def judged(transactional_db: None) -> dict[str, Any]:
     from annotations.services.studies import annotator_for_user, enrollment_add
     from tests.factories import ItemFactory, StudyFactory, UserFactory
 
-    owner = UserFactory(username="res", role="researcher")
-    study = StudyFactory(owner=owner, name="Adjudicated <study>")
+    owner = UserFactory.create(username="res", role="researcher")
+    study = StudyFactory.create(owner=owner, name="Adjudicated <study>")
     for name in ("i1", "i2", "i3"):
-        ItemFactory(study=study, external_id=name)
+        ItemFactory.create(study=study, external_id=name)
     records = [
         _line("i1", "r1", "male"),
         _line("i1", "r2", "male"),
@@ -42,10 +42,10 @@ def judged(transactional_db: None) -> dict[str, Any]:
     ]
     annotations_import_records(study=study, records=list(enumerate(records, start=1)))
     consensus_compute(study=study, question="gender")  # i1 male; i2 female but bot said male; i3 a tie
-    expert = UserFactory(username="expert", role="annotator")
+    expert = UserFactory.create(username="expert", role="annotator")
     enrollment_add(study=study, user=expert)
     Annotator.objects.filter(pk=annotator_for_user(user=expert).pk).update(pool="expert")
-    crowd = UserFactory(username="crowd", role="annotator")
+    crowd = UserFactory.create(username="crowd", role="annotator")
     enrollment_add(study=study, user=crowd)
     return {"study": study, "expert": expert}
 

@@ -62,7 +62,7 @@ def world(transactional_db: None) -> dict[str, Any]:
     from annotations.services.studies import enrollment_add, study_create
     from tests.factories import UserFactory
 
-    owner = UserFactory(username="res", role="researcher")
+    owner = UserFactory.create(username="res", role="researcher")
     study = study_create(owner=owner, name="Browser study", protocol=load_protocol_text(PROTOCOL), overlap=1)
     for index, colour in enumerate([(40, 90, 160), (160, 60, 40)]):
         item = Item.objects.create(
@@ -79,7 +79,7 @@ def world(transactional_db: None) -> dict[str, Any]:
         )
         image.file.save(f"{index}.png", ContentFile(png((2000, 1000), colour)), save=False)
         image.save()
-    annotator = UserFactory(username="ann", role="annotator")
+    annotator = UserFactory.create(username="ann", role="annotator")
     enrollment_add(study=study, user=annotator)
     return {"study": study, "annotator": annotator}
 

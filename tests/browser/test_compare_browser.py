@@ -17,14 +17,14 @@ def studies(transactional_db: None) -> dict[str, Any]:
     from tests.annotations.builders import A_MARKED, B_MARKED, ssi_study
     from tests.factories import UserFactory
 
-    owner = UserFactory(username="res", role="researcher")
+    owner = UserFactory.create(username="res", role="researcher")
     return {
         "a": ssi_study(owner, "Model <b>A</b>", "m-a", A_MARKED),
         "b": ssi_study(owner, "Model B", "m-b", B_MARKED),
     }
 
 
-def test_compare_two_studies_from_the_study_page(browser, server, studies) -> None:  # type: ignore[no-untyped-def]
+def test_compare_two_studies_from_the_study_page(browser, server, studies) -> None:
     from playwright.sync_api import expect
 
     a, b = studies["a"], studies["b"]

@@ -46,7 +46,7 @@ def crowd(transactional_db: None) -> dict[str, Any]:
     from annotations.services.studies import study_create
     from tests.factories import UserFactory
 
-    owner = UserFactory(username="res", role="researcher")
+    owner = UserFactory.create(username="res", role="researcher")
     study = study_create(owner=owner, name="Crowd study", protocol=load_protocol_text(PROTOCOL), overlap=1)
     for index, colour in enumerate([(40, 90, 160), (160, 60, 40), (60, 160, 40), (90, 90, 90)]):
         item = Item.objects.create(

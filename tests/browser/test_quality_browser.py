@@ -33,7 +33,7 @@ def crowd(transactional_db: None) -> dict[str, Any]:
     from annotations.services.studies import enrollment_add, study_create
     from tests.factories import UserFactory
 
-    owner = UserFactory(username="res", role="researcher")
+    owner = UserFactory.create(username="res", role="researcher")
     study = study_create(owner=owner, name="Terms study", protocol=load_protocol_text(PROTOCOL), overlap=1)
     for index, term in enumerate(["harbour", "meadow", "kitchen"]):
         Item.objects.create(study=study, external_id=f"term-{index}", kind="text", text=term)
@@ -46,7 +46,7 @@ def crowd(transactional_db: None) -> dict[str, Any]:
         study=study,
         changes={"control_rate": 0.5, "qualification_items": 1, "qualification_min_accuracy": 0.0},
     )
-    annotator = UserFactory(username="ann", role="annotator")
+    annotator = UserFactory.create(username="ann", role="annotator")
     enrollment_add(study=study, user=annotator)
     return {"study": study, "gold": gold, "check": check}
 

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -26,8 +27,8 @@ def server() -> Iterator[ChatServer]:
         yield running
 
 
-def make_client(server: ChatServer, sleeps: list[float] | None = None, **overrides: object) -> ChatClient:
-    settings = {
+def make_client(server: ChatServer, sleeps: list[float] | None = None, **overrides: Any) -> ChatClient:
+    settings: dict[str, Any] = {
         "base_url": server.base_url,
         "model": "test-vlm",
         "api_key_env": None,
@@ -38,7 +39,7 @@ def make_client(server: ChatServer, sleeps: list[float] | None = None, **overrid
         **overrides,
     }
     recorded = sleeps if sleeps is not None else []
-    return ChatClient(ChatSettings(**settings), sleep=recorded.append)  # type: ignore[arg-type]
+    return ChatClient(ChatSettings(**settings), sleep=recorded.append)
 
 
 def test_answer_text_usage_and_key_header(server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ from common.errors import NotAllowed, ValidationFailed
 from common.outbound import outbound_url_check
 
 
-def test_off_by_default(settings) -> None:  # type: ignore[no-untyped-def]
+def test_off_by_default(settings) -> None:
     settings.WORKBENCH_ALLOW_URL_FETCH = False
     with pytest.raises(NotAllowed, match="switched off"):
         outbound_url_check("https://93.184.216.34/v1")
@@ -26,13 +26,13 @@ def test_off_by_default(settings) -> None:  # type: ignore[no-untyped-def]
         "http://0.0.0.0/",
     ],
 )
-def test_local_and_private_addresses_are_refused_even_when_allowed(settings, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_local_and_private_addresses_are_refused_even_when_allowed(settings, url: str) -> None:
     settings.WORKBENCH_ALLOW_URL_FETCH = True
     with pytest.raises(NotAllowed, match="local or private address"):
         outbound_url_check(url)
 
 
-def test_public_addresses_pass_and_other_schemes_do_not(settings) -> None:  # type: ignore[no-untyped-def]
+def test_public_addresses_pass_and_other_schemes_do_not(settings) -> None:
     settings.WORKBENCH_ALLOW_URL_FETCH = True
     assert outbound_url_check("https://93.184.216.34/v1") == "https://93.184.216.34/v1"
     with pytest.raises(ValidationFailed, match="not an http"):

@@ -17,14 +17,14 @@ MODEL = {"source": "org/some-model", "steps": 2, "width": 64, "height": 64}
 
 
 @pytest.fixture
-def image_study(owner, annotator_user):  # type: ignore[no-untyped-def]
-    study = StudyFactory(owner=owner, protocol=load_preset("object-attributes").to_dict())
+def image_study(owner, annotator_user):
+    study = StudyFactory.create(owner=owner, protocol=load_preset("object-attributes").to_dict())
     enrollment_add(study=study, user=annotator_user)
     return study
 
 
 @pytest.fixture
-def clients(owner, other_researcher, annotator_user):  # type: ignore[no-untyped-def]
+def clients(owner, other_researcher, annotator_user):
     return {
         "owner": client_for(owner),
         "other": client_for(other_researcher),
@@ -38,7 +38,7 @@ def clients(owner, other_researcher, annotator_user):  # type: ignore[no-untyped
 )
 def test_create_a_job(
     clients, image_study, role, status, django_capture_on_commit_callbacks, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = False
     from workbench.celery import app
 
@@ -62,7 +62,7 @@ def test_create_a_job(
         assert response.json()["total_images"] == 6 and response.json()["status"] == "pending"
 
 
-def test_bad_job_requests_are_refused(clients, image_study, tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_bad_job_requests_are_refused(clients, image_study, tmp_path, settings) -> None:
     owner = clients["owner"]
     width = owner.post(
         "/api/generation-jobs/",
@@ -85,7 +85,7 @@ def test_bad_job_requests_are_refused(clients, image_study, tmp_path, settings) 
     assert outside.status_code == 403 and "local models must be under" in outside.json()["detail"]
     neither = owner.post("/api/generation-jobs/", {"study": image_study.pk, "model": MODEL}, format="json")
     assert neither.status_code == 400
-    text_study = StudyFactory(owner=image_study.owner, protocol=load_preset("visualness").to_dict())
+    text_study = StudyFactory.create(owner=image_study.owner, protocol=load_preset("visualness").to_dict())
     text = owner.post(
         "/api/generation-jobs/",
         {"study": text_study.pk, "prompts": [{"text": "a cup"}], "model": MODEL},
@@ -98,7 +98,7 @@ def test_bad_job_requests_are_refused(clients, image_study, tmp_path, settings) 
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 404), ("anonymous", 401)]
 )
-def test_see_and_cancel_a_job(clients, image_study, owner, role, status) -> None:  # type: ignore[no-untyped-def]
+def test_see_and_cancel_a_job(clients, image_study, owner, role, status) -> None:
     job = GenerationJob.objects.create(
         study=image_study,
         created_by=owner,
@@ -114,7 +114,7 @@ def test_see_and_cancel_a_job(clients, image_study, owner, role, status) -> None
     assert job.status == ("cancelled" if status == 200 else "pending")
 
 
-def test_the_generation_page(owner, image_study, annotator_user, settings) -> None:  # type: ignore[no-untyped-def]
+def test_the_generation_page(owner, image_study, annotator_user, settings) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = False
     from workbench.celery import app
 

@@ -78,8 +78,8 @@ def spec_for(folder: Path, **changes: Any) -> ModelSpec:
 
 
 @pytest.fixture
-def image_study(owner):  # type: ignore[no-untyped-def]
-    return StudyFactory(owner=owner, protocol=load_preset("object-attributes").to_dict())
+def image_study(owner):
+    return StudyFactory.create(owner=owner, protocol=load_preset("object-attributes").to_dict())
 
 
 def pixels(item: Item) -> bytes:
@@ -87,8 +87,9 @@ def pixels(item: Item) -> bytes:
         return handle.read()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
-def test_a_job_makes_items_with_full_provenance(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
+def test_a_job_makes_items_with_full_provenance(image_study, owner, tiny_model) -> None:
     job = generation_job_create(
         study=image_study,
         prompt_set=PROMPTS,
@@ -110,8 +111,9 @@ def test_a_job_makes_items_with_full_provenance(image_study, owner, tiny_model) 
     assert (item.images.get().width, item.images.get().height) == (64, 64)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
-def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
+def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_study, owner, tiny_model) -> None:
     first = generation_job_run(
         job_id=generation_job_create(
             study=image_study,
@@ -130,7 +132,7 @@ def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_stud
     assert (rerun.generated, rerun.skipped) == (1, 3)
     again = {item.external_id: pixels(item) for item in Item.objects.filter(study=image_study)}
     assert again == originals  # the re-made image is bit-identical
-    same = StudyFactory(owner=owner, protocol=image_study.protocol)
+    same = StudyFactory.create(owner=owner, protocol=image_study.protocol)
     generation_job_run(
         job_id=generation_job_create(
             study=same, prompt_set=PROMPTS, spec=spec_for(tiny_model), user=owner, base_seed=3, enqueue=False
@@ -140,7 +142,7 @@ def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_stud
     assert {i.external_id: pixels(i) for i in Item.objects.filter(study=same)} == originals
     # Another batch size draws the same noise; CPU kernels may round a batch of 1 differently from a
     # batch of 2 by at most one grey level (generation/pipelines.py explains why).
-    singles = StudyFactory(owner=owner, protocol=image_study.protocol)
+    singles = StudyFactory.create(owner=owner, protocol=image_study.protocol)
     generation_job_run(
         job_id=generation_job_create(
             study=singles,
@@ -158,11 +160,12 @@ def test_same_seed_same_pixels_and_a_rerun_only_fills_what_is_missing(image_stud
         assert np.abs(a - b).max() <= 1
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
 def test_cancelling_stops_between_batches_and_keeps_finished_images(
     image_study, owner, tiny_model, threads: int
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     job = generation_job_create(
         study=image_study,
         prompt_set=PROMPTS,
@@ -187,8 +190,9 @@ def test_cancelling_stops_between_batches_and_keeps_finished_images(
     assert generation_job_run(job_id=pending.pk).generated == 0  # a cancelled job is not claimed
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
-def test_the_heartbeat_is_stamped_before_every_batch(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
+def test_the_heartbeat_is_stamped_before_every_batch(image_study, owner, tiny_model) -> None:
     job = generation_job_create(
         study=image_study,
         prompt_set=PROMPTS,
@@ -208,7 +212,7 @@ def test_the_heartbeat_is_stamped_before_every_batch(image_study, owner, tiny_mo
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
-def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_model, threads: int) -> None:  # type: ignore[no-untyped-def]
+def test_items_are_stored_and_counted_batch_by_batch(image_study, owner, tiny_model, threads: int) -> None:
     job = generation_job_create(
         study=image_study,
         prompt_set=PROMPTS,
@@ -251,8 +255,9 @@ class FailsForOnePrompt:
         return getattr(self.pipe, name)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
-def test_a_failing_prompt_is_recorded_and_the_rest_survive(image_study, owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
+def test_a_failing_prompt_is_recorded_and_the_rest_survive(image_study, owner, tiny_model) -> None:
     spec = spec_for(tiny_model)
     real = pipelines.load_pipeline(spec, "cpu")
     pipelines._PIPELINES[(spec.load_key(), "cpu")] = FailsForOnePrompt(real, PROMPTS.prompts[0].text)
@@ -271,11 +276,12 @@ def test_a_failing_prompt_is_recorded_and_the_rest_survive(image_study, owner, t
     assert (job.generated, job.skipped, job.failed) == (2, 2, 0) and not GenerationFailure.objects.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("threads", [0, 2])
 def test_an_image_the_check_refuses_while_encoding_is_that_images_failure(
     image_study, owner, tiny_model, settings, threads: int
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """PNG encoding and the import's image check run inline or in encoder threads; a refusal there
     comes back as the image's recorded failure, like any other, and the job still finishes."""
     settings.WORKBENCH_MAX_IMAGE_PIXELS = 64 * 64 - 1  # the tiny model's 64 x 64 images are one pixel over
@@ -299,7 +305,7 @@ def test_an_image_the_check_refuses_while_encoding_is_that_images_failure(
 @pytest.mark.django_db
 def test_bad_settings_and_unloadable_models_fail_the_job_with_the_reason(
     image_study, owner, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     (tmp_path / "empty").mkdir()
     job = generation_job_create(
         study=image_study, prompt_set=PROMPTS, spec=spec_for(tmp_path / "empty"), user=owner, enqueue=False
@@ -309,8 +315,9 @@ def test_bad_settings_and_unloadable_models_fail_the_job_with_the_reason(
     assert Item.objects.count() == 0 and ItemImage.objects.count() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
-def test_the_generate_command_runs_with_a_progress_bar(image_study, tiny_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_generate_command_runs_with_a_progress_bar(image_study, tiny_model, tmp_path) -> None:
     prompts = tmp_path / "prompts.csv"
     prompts.write_text("text,condition,object\ncar for men,gender:men,car\ncar for women,gender:women,car\n")
     out, err = io.StringIO(), io.StringIO()
@@ -368,16 +375,17 @@ def test_the_generate_command_runs_with_a_progress_bar(image_study, tiny_model, 
         )
 
 
+@pytest.mark.slow
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
-def test_a_gpu_queue_worker_runs_a_job(owner, tiny_model, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_gpu_queue_worker_runs_a_job(owner, tiny_model, settings) -> None:
     from tests.worker import celery_worker, wait_for
     from workbench.celery import app
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
     app.conf.task_always_eager = False
     app.control.purge()
-    study = StudyFactory(owner=owner, protocol=load_preset("object-attributes").to_dict())
+    study = StudyFactory.create(owner=owner, protocol=load_preset("object-attributes").to_dict())
     job = generation_job_create(study=study, prompt_set=PROMPTS, spec=spec_for(tiny_model), user=owner)
     with celery_worker(queues="gpu", extra_env={"HF_HUB_OFFLINE": "1"}) as worker:
         done = wait_for(lambda: GenerationJob.objects.get(pk=job.pk).status == "done", timeout=180)
@@ -387,9 +395,10 @@ def test_a_gpu_queue_worker_runs_a_job(owner, tiny_model, settings) -> None:  # 
     assert Item.objects.filter(study=study).count() == 4
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
-def test_an_image_set_study_gets_one_item_per_prompt(owner, tiny_model) -> None:  # type: ignore[no-untyped-def]
-    study = StudyFactory(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
+def test_an_image_set_study_gets_one_item_per_prompt(owner, tiny_model) -> None:
+    study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
     queries = PromptSet(
         name="ssi-initial",
         paper="ssi",

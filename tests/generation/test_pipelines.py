@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ def tiny_spec(folder: Path, **changes: Any) -> ModelSpec:
 
 
 def run(
-    pipe: Any, spec: ModelSpec, requests: list[ImageRequest], **kwargs: Any
+    pipe: Any, spec: ModelSpec, requests: Sequence[ImageRequest | tuple[str, int]], **kwargs: Any
 ) -> tuple[dict[Any, np.ndarray], GenerationReport]:
     images: dict[Any, np.ndarray] = {}
 
@@ -100,7 +100,7 @@ def test_derive_seed_changes_with_each_input_and_stays_in_range() -> None:
     with pytest.raises(ValueError, match="index"):
         derive_seed(1, "a", -1)
     with pytest.raises(ValueError, match="base_seed"):
-        derive_seed("1", "a", 0)  # type: ignore[arg-type]
+        derive_seed("1", "a", 0)  # type: ignore[arg-type]  # on purpose
     with pytest.raises(ValueError, match="seed"):
         ImageRequest(prompt="a", seed=2**63)
 
@@ -153,6 +153,7 @@ def test_choose_device() -> None:
 # --- loading ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_load_pipeline_caches_by_load_fields(tiny_folder: Path) -> None:
     pipe = load_pipeline(tiny_spec(tiny_folder), "cpu")
     assert type(pipe).__name__ == "StableDiffusionPipeline"
@@ -173,6 +174,7 @@ def test_load_pipeline_refuses_a_folder_that_is_not_a_pipeline(tmp_path: Path) -
 # --- generating ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_same_seed_same_pixels_other_seed_other_pixels(tiny_folder: Path) -> None:
     spec = tiny_spec(tiny_folder, batch_size=1)
     pipe = load_pipeline(spec, "cpu")
@@ -184,6 +186,7 @@ def test_same_seed_same_pixels_other_seed_other_pixels(tiny_folder: Path) -> Non
     assert np.abs(first[0] - other[0]).max() > 20
 
 
+@pytest.mark.slow
 def test_batch_size_does_not_change_the_images(tiny_folder: Path) -> None:
     one = tiny_spec(tiny_folder, batch_size=1)
     four = tiny_spec(tiny_folder, batch_size=4)
@@ -200,6 +203,7 @@ def test_batch_size_does_not_change_the_images(tiny_folder: Path) -> None:
     assert np.abs(singles[0] - batched[1]).max() > 20
 
 
+@pytest.mark.slow
 def test_tuples_are_accepted_as_requests(tiny_folder: Path) -> None:
     spec = tiny_spec(tiny_folder, batch_size=2)
     pipe = load_pipeline(spec, "cpu")
@@ -208,6 +212,7 @@ def test_tuples_are_accepted_as_requests(tiny_folder: Path) -> None:
     assert report.generated == 3 and not report.failures
 
 
+@pytest.mark.slow
 def test_cancellation_stops_between_batches(tiny_folder: Path) -> None:
     spec = tiny_spec(tiny_folder, batch_size=2)
     pipe = load_pipeline(spec, "cpu")
@@ -223,6 +228,7 @@ def test_cancellation_stops_between_batches(tiny_folder: Path) -> None:
     assert report.generated == 2 and report.failures == []
 
 
+@pytest.mark.slow
 def test_a_failing_prompt_fails_alone(tiny_folder: Path) -> None:
     spec = tiny_spec(tiny_folder, batch_size=4)
     pipe = load_pipeline(spec, "cpu")
@@ -244,6 +250,7 @@ def test_a_failing_prompt_fails_alone(tiny_folder: Path) -> None:
     assert np.array_equal(images[2], clean[2])
 
 
+@pytest.mark.slow
 def test_on_batch_end_reports_each_batch_after_its_images(tiny_folder: Path) -> None:
     spec = tiny_spec(tiny_folder, batch_size=2)
     events: list[Any] = []
@@ -265,7 +272,8 @@ class MemoryLimitedPipeline:
     error CUDA raises when a batch does not fit (CPU has no such limit to hit in a test)."""
 
     def __init__(self, pipe: Any, max_images: int) -> None:
-        self.pipe, self.max_images, self.calls = pipe, max_images, []
+        self.pipe, self.max_images = pipe, max_images
+        self.calls: list[int] = []
 
     def __call__(self, **kwargs: Any) -> Any:
         self.calls.append(len(kwargs["prompt"]))
@@ -274,6 +282,7 @@ class MemoryLimitedPipeline:
         return self.pipe(**kwargs)
 
 
+@pytest.mark.slow
 def test_out_of_memory_halves_the_batch(tiny_folder: Path) -> None:
     spec = tiny_spec(tiny_folder, batch_size=4)
     limited = MemoryLimitedPipeline(load_pipeline(spec, "cpu"), max_images=1)
@@ -287,6 +296,7 @@ def test_out_of_memory_halves_the_batch(tiny_folder: Path) -> None:
     assert all(np.array_equal(images[k], singles[k]) for k in singles)
 
 
+@pytest.mark.slow
 def test_out_of_memory_at_one_image_is_reported(tiny_folder: Path) -> None:
     spec = tiny_spec(tiny_folder, batch_size=2)
     limited = MemoryLimitedPipeline(load_pipeline(spec, "cpu"), max_images=0)
@@ -296,6 +306,7 @@ def test_out_of_memory_at_one_image_is_reported(tiny_folder: Path) -> None:
     assert all("out of memory at batch size 1" in reason for _, reason in report.failures)
 
 
+@pytest.mark.slow
 def test_negative_prompt_reaches_the_pipeline(tiny_folder: Path) -> None:
     plain = tiny_spec(tiny_folder, batch_size=1)
     negative = tiny_spec(tiny_folder, batch_size=1, negative_prompt="blurry, low quality")
@@ -308,6 +319,7 @@ def test_negative_prompt_reaches_the_pipeline(tiny_folder: Path) -> None:
 # --- provenance ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_provenance_of_a_local_folder(tiny_folder: Path, tmp_path: Path) -> None:
     spec = tiny_spec(tiny_folder)
     pipe = load_pipeline(spec, "cpu")
@@ -336,6 +348,7 @@ def test_provenance_of_a_local_folder(tiny_folder: Path, tmp_path: Path) -> None
     assert unloaded["folder_sha256"] == record["folder_sha256"]
 
 
+@pytest.mark.slow
 def test_fingerprint_changes_with_any_weight_or_config(tiny_folder: Path, tmp_path: Path) -> None:
     copy = Path(shutil.copytree(tiny_folder, tmp_path / "copy"))
     assert folder_fingerprint(copy)["sha256"] == folder_fingerprint(tiny_folder)["sha256"]
@@ -356,6 +369,7 @@ def test_provenance_of_a_hub_model_names_the_revision() -> None:
     assert record["dtype"] == "float32"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_uses_half_precision_and_matches_its_own_rerun(tiny_folder: Path) -> None:
     spec = tiny_spec(tiny_folder, batch_size=2)

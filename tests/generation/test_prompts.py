@@ -117,7 +117,9 @@ def test_ssi_refined_set_is_linked_to_its_initial_queries() -> None:
     refined = ssi_refined_prompt_set(
         initial,
         {
-            "a photo of a Bangladeshi person": "A photo of a Bangladeshi person standing in an urban   environment",
+            "a photo of a Bangladeshi person": (
+                "A photo of a Bangladeshi person standing in an urban   environment"
+            ),
         },
     )
     assert refined.parent == "ssi-initial"

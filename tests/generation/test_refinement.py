@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -36,8 +37,8 @@ def server() -> Iterator[ChatServer]:
         yield running
 
 
-def client_for(server: ChatServer, **overrides: object) -> ChatClient:
-    settings = {
+def client_for(server: ChatServer, **overrides: Any) -> ChatClient:
+    settings: dict[str, Any] = {
         "base_url": server.base_url,
         "model": "test-llm",
         "api_key_env": None,
@@ -45,7 +46,7 @@ def client_for(server: ChatServer, **overrides: object) -> ChatClient:
         "read_timeout_s": 5.0,
         **overrides,
     }
-    return ChatClient(ChatSettings(**settings))  # type: ignore[arg-type]
+    return ChatClient(ChatSettings(**settings))
 
 
 def test_refined_prompt_keeps_the_initial_query(server: ChatServer) -> None:
@@ -128,10 +129,10 @@ QUERIES = PromptSet(
 
 
 @pytest.fixture
-def ssi_job(owner, tmp_path):  # type: ignore[no-untyped-def]
+def ssi_job(owner, tmp_path):
     pipelines.clear_pipeline_cache()
     model = save_tiny_sd(tmp_path / "tiny-sd")
-    study = StudyFactory(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
+    study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
     spec = ModelSpec(source=str(model), steps=2, width=64, height=64, batch_size=2, guidance=1.0)
     job = generation_job_run(
         job_id=generation_job_create(
@@ -153,7 +154,7 @@ def ssi_job(owner, tmp_path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.django_db
-def test_refined_prompts_are_linked_and_bad_answers_refused(ssi_job) -> None:  # type: ignore[no-untyped-def]
+def test_refined_prompts_are_linked_and_bad_answers_refused(ssi_job) -> None:
     job, stereotype = ssi_job
     with ChatServer() as server:
 
@@ -207,7 +208,7 @@ def test_refined_prompts_are_linked_and_bad_answers_refused(ssi_job) -> None:  #
 
 
 @pytest.mark.django_db
-def test_nothing_refined_is_an_error(ssi_job) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_refined_is_an_error(ssi_job) -> None:
     job, _ = ssi_job
     with ChatServer() as server:
         server.responder = lambda body: Reply(content="something else entirely")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from labelling.labellers.clip import ClipLabeller
 from labelling.labellers.registry import build_labeller
 from tests.fixtures.tiny_vision_models import save_tiny_blip_captioner, save_tiny_blip_vqa, save_tiny_clip
 
-GENDER = {
+GENDER: dict[str, Any] = {
     "key": "gender",
     "kind": "single",
     "prompt": "What is the gender of the person?",

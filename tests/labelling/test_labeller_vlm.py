@@ -6,7 +6,7 @@ import base64
 import io
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from PIL import Image
@@ -283,7 +283,8 @@ def test_failed_answers_are_not_cached(server: ChatServer) -> None:
 def test_many_items_in_parallel_keep_their_order(server: ChatServer) -> None:
     def answer(body: dict[str, Any]) -> Reply:
         url = body["messages"][0]["content"][1]["image_url"]["url"]
-        red = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).getpixel((0, 0))[0]
+        pixel = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).getpixel((0, 0))
+        red = cast(tuple[int, ...], pixel)[0]
         return json_reply({"gender": "male" if red % 2 == 0 else "female"}, delay_s=0.05)
 
     server.responder = answer

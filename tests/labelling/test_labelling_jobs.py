@@ -44,8 +44,8 @@ def drawn(colour: tuple[int, int, int], background: tuple[int, int, int]) -> byt
 
 
 @pytest.fixture
-def cups(owner):  # type: ignore[no-untyped-def]
-    study = StudyFactory(owner=owner, protocol=load_protocol_text(PROTOCOL).to_dict())
+def cups(owner):
+    study = StudyFactory.create(owner=owner, protocol=load_protocol_text(PROTOCOL).to_dict())
     for name, colour, background in [
         ("red-on-white", (220, 20, 20), (250, 250, 250)),
         ("blue-on-beige", (20, 40, 210), (235, 222, 190)),
@@ -58,19 +58,19 @@ def cups(owner):  # type: ignore[no-untyped-def]
     return study
 
 
-def run(study, annotator, **kwargs):  # type: ignore[no-untyped-def]
+def run(study, annotator, **kwargs):
     job = labelling_job_create(study=study, annotator=annotator, user=None, enqueue=False, **kwargs)
     return labelling_job_run(job_id=job.pk, sleep=lambda seconds: None)
 
 
-def answers(study, annotator) -> dict:  # type: ignore[no-untyped-def]
+def answers(study, annotator) -> dict:
     return {
         (a.item.external_id, a.question_key): a.value
         for a in Annotation.objects.filter(study=study, annotator=annotator).select_related("item")
     }
 
 
-def test_the_colour_rule_labels_drawn_images_into_the_vocabulary(cups) -> None:  # type: ignore[no-untyped-def]
+def test_the_colour_rule_labels_drawn_images_into_the_vocabulary(cups) -> None:
     colour = labeller_register(name="colour-rule", kind="colour", config={})
     job = run(cups, colour)
     assert (job.status, job.answered, job.failed, job.total_items) == ("done", 4, 0, 2)
@@ -85,7 +85,7 @@ def test_the_colour_rule_labels_drawn_images_into_the_vocabulary(cups) -> None: 
     assert (again.skipped, again.answered) == (2, 0)
 
 
-def test_a_new_configuration_is_a_new_version(cups) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_configuration_is_a_new_version(cups) -> None:
     first = labeller_register(name="colour-rule", kind="colour", config={})
     second = labeller_register(name="colour-rule", kind="colour", config={"border_fraction": 0.1})
     assert first.version != second.version and first.pk != second.pk
@@ -96,7 +96,7 @@ def test_a_new_configuration_is_a_new_version(cups) -> None:  # type: ignore[no-
         labeller_register(name="nope", kind="telepathy", config={})
 
 
-def test_a_vlm_answers_through_a_real_http_server_with_retries_and_a_cache(cups) -> None:  # type: ignore[no-untyped-def]
+def test_a_vlm_answers_through_a_real_http_server_with_retries_and_a_cache(cups) -> None:
     with ChatServer() as server:
         vlm = labeller_register(
             name="gpt-test",
@@ -166,11 +166,11 @@ def test_a_vlm_answers_through_a_real_http_server_with_retries_and_a_cache(cups)
         )
 
 
-def test_reference_items_without_images_are_recorded_not_dropped(owner) -> None:  # type: ignore[no-untyped-def]
+def test_reference_items_without_images_are_recorded_not_dropped(owner) -> None:
     from tests.factories import ItemFactory
 
-    study = StudyFactory(owner=owner, protocol=load_protocol_text(PROTOCOL).to_dict())
-    ItemFactory(study=study, external_id="ref")
+    study = StudyFactory.create(owner=owner, protocol=load_protocol_text(PROTOCOL).to_dict())
+    ItemFactory.create(study=study, external_id="ref")
     colour = labeller_register(name="colour-rule", kind="colour", config={})
     job = run(study, colour)
     assert (
@@ -179,11 +179,11 @@ def test_reference_items_without_images_are_recorded_not_dropped(owner) -> None:
     )
 
 
-def test_faces_answer_is_there_a_person_on_a_real_photo(owner) -> None:  # type: ignore[no-untyped-def]
+def test_faces_answer_is_there_a_person_on_a_real_photo(owner) -> None:
     from PIL import Image
     from skimage import data
 
-    study = StudyFactory(owner=owner, protocol=load_preset("bias-axes").to_dict())
+    study = StudyFactory.create(owner=owner, protocol=load_preset("bias-axes").to_dict())
     buffer = io.BytesIO()
     Image.fromarray(data.astronaut()).save(buffer, format="PNG")
     item_add_files(
@@ -200,11 +200,11 @@ def test_faces_answer_is_there_a_person_on_a_real_photo(owner) -> None:  # type:
     assert job.failed == 0
 
 
-def test_clip_labels_and_stores_embeddings(owner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_clip_labels_and_stores_embeddings(owner, tmp_path) -> None:
     from tests.fixtures.tiny_vision_models import save_tiny_clip
 
     folder = save_tiny_clip(tmp_path / "clip")
-    study = StudyFactory(owner=owner, protocol=load_protocol_text(PROTOCOL).to_dict())
+    study = StudyFactory.create(owner=owner, protocol=load_protocol_text(PROTOCOL).to_dict())
     for index in range(3):
         item_add_files(
             study=study,
@@ -222,7 +222,7 @@ def test_clip_labels_and_stores_embeddings(owner, tmp_path) -> None:  # type: ig
     assert ItemFeature.objects.count() == 2
 
 
-def test_the_commands(cups) -> None:  # type: ignore[no-untyped-def]
+def test_the_commands(cups) -> None:
     out = io.StringIO()
     call_command(
         "register_labeller", "--name", "colour-rule", "--kind", "colour", "--set", "max_side=64", stdout=out
@@ -254,7 +254,7 @@ def test_labelling_jobs_api(
     other_researcher,
     annotator_user,
     role,
-    status,  # type: ignore[no-untyped-def]
+    status,
     django_capture_on_commit_callbacks,
 ) -> None:
     from annotations.services.studies import enrollment_add
@@ -270,16 +270,16 @@ def test_labelling_jobs_api(
         )
     assert response.status_code == status
     if status == 201:
-        job = LabellingJob.objects.get(pk=response.json()["id"])
-        assert job.status == "done" and job.answered == 4  # the queued task ran (eagerly, in tests)
-        job = {"id": job.pk}
+        made = LabellingJob.objects.get(pk=response.json()["id"])
+        assert made.status == "done" and made.answered == 4  # the queued task ran (eagerly, in tests)
+        job = {"id": made.pk}
         assert client.get(f"/api/labelling-jobs/{job['id']}/attempts/").json() == []
         assert client_for(other_researcher).get(f"/api/labelling-jobs/{job['id']}/").status_code == 404
     else:
         assert LabellingJob.objects.count() == 0
 
 
-def test_the_labelling_page(cups, owner, annotator_user, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_the_labelling_page(cups, owner, annotator_user, django_capture_on_commit_callbacks) -> None:
     from django.test import Client
 
     colour = labeller_register(name="colour-rule", kind="colour", config={})
@@ -300,7 +300,7 @@ def test_the_labelling_page(cups, owner, annotator_user, django_capture_on_commi
 
 
 @pytest.mark.parametrize(("kind", "queue"), [("colour", "celery"), ("clip", "gpu")])
-def test_a_job_is_sent_after_commit_to_the_queue_its_labeller_needs(  # type: ignore[no-untyped-def]
+def test_a_job_is_sent_after_commit_to_the_queue_its_labeller_needs(
     cups, kind, queue, monkeypatch, django_capture_on_commit_callbacks
 ) -> None:
     from celery import current_app
@@ -315,7 +315,7 @@ def test_a_job_is_sent_after_commit_to_the_queue_its_labeller_needs(  # type: ig
     assert sent == [((job.pk,), {"queue": queue})]
 
 
-def test_a_run_stamps_the_heartbeat_and_stops_when_cancelled(cups) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_stamps_the_heartbeat_and_stops_when_cancelled(cups) -> None:
     colour = labeller_register(name="colour-rule", kind="colour", config={})
     job = labelling_job_create(study=cups, annotator=colour, user=None, enqueue=False)
     LabellingJob.objects.filter(pk=job.pk).update(cancel_requested=True)

@@ -10,13 +10,8 @@ from metrics.agent import PairLabels, compare_machine_to_human, stereotype_score
 def test_stereotype_score() -> None:
     s = stereotype_score(["male", "male", "female", None], "male")
     # 3 labelled: male 2/3 is the majority and the pair's subgroup -> detected.
-    assert (s.majority, s.score, s.target_share, s.n, s.detected) == (
-        "male",
-        pytest.approx(2 / 3),
-        pytest.approx(2 / 3),
-        3,
-        True,
-    )
+    assert (s.majority, s.n, s.detected) == ("male", 3, True)
+    assert s.score == pytest.approx(2 / 3) and s.target_share == pytest.approx(2 / 3)
     f = stereotype_score(["male", "male", "female"], "female")
     assert f.detected is False and f.target_share == pytest.approx(1 / 3)
     assert stereotype_score(["male", "male", "female"], "male", threshold=0.7).detected is False  # 2/3 < .7

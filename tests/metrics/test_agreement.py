@@ -4,6 +4,7 @@ import json
 
 import krippendorff
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from metrics.agreement import (
@@ -13,6 +14,7 @@ from metrics.agreement import (
     REASON_NO_PAIRS,
     REASON_ONE_VALUE,
     AlphaResult,
+    Level,
     alpha_from_weighted_counts,
     alpha_with_bootstrap,
     krippendorff_alpha,
@@ -46,7 +48,7 @@ PAPER_BINARY = np.array(
     ("level", "published"),
     [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)],
 )
-def test_published_4x12_example_at_every_level(level: str, published: float) -> None:
+def test_published_4x12_example_at_every_level(level: Level, published: float) -> None:
     result = krippendorff_alpha(PAPER_4X12, level=level)
     assert result.value == pytest.approx(published, abs=5e-4)
     # Unit 12 has one value only, so 11 pairable units; they hold 3+4+4+4+4+4+4+4+4+3+2 = 40 values.
@@ -83,7 +85,7 @@ def test_small_matrix_by_hand() -> None:
 
 def test_perfect_agreement_is_one() -> None:
     # D_o = 0 and D_e > 0, so alpha = 1 at every level.
-    matrix = [[1, 2, 3, nan], [1, 2, 3, 3]]
+    matrix: list[list[float]] = [[1, 2, 3, nan], [1, 2, 3, 3]]
     for level in LEVELS:
         assert krippendorff_alpha(matrix, level=level).value == pytest.approx(1.0)
 
@@ -103,7 +105,7 @@ def test_perfect_agreement_is_one() -> None:
     ],
 )
 def test_undefined_cases_report_a_reason(
-    matrix: object, reason: str, n_items: int, n_judgements: int
+    matrix: npt.ArrayLike, reason: str, n_items: int, n_judgements: int
 ) -> None:
     for level in LEVELS:
         result = krippendorff_alpha(matrix, level=level)
@@ -124,13 +126,13 @@ def test_malformed_input_raises() -> None:
     with pytest.raises(ValueError, match="2-D"):
         krippendorff_alpha([1, 2, 3], level="nominal")
     with pytest.raises(ValueError, match="finite"):
-        krippendorff_alpha([[1, np.inf], [1, 2]], level="nominal")
+        krippendorff_alpha([[1.0, np.inf], [1.0, 2.0]], level="nominal")
     with pytest.raises(ValueError, match="unknown level"):
-        krippendorff_alpha([[1, 2], [1, 2]], level="cardinal")  # type: ignore[arg-type]
+        krippendorff_alpha([[1, 2], [1, 2]], level="cardinal")  # type: ignore[arg-type]  # on purpose
 
 
 def test_value_counts_by_hand() -> None:
-    vc = value_counts([[1, 2, nan], [1, 3, 3]])
+    vc = value_counts([[1.0, 2.0, nan], [1.0, 3.0, 3.0]])
     assert vc.domain.tolist() == [1, 2, 3]
     # item 0: two 1s; item 1: one 2, one 3; item 2: one 3.
     assert vc.counts.tolist() == [[2, 0, 0], [0, 1, 1], [0, 0, 1]]
@@ -146,7 +148,7 @@ def _random_matrix(
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_coincidence_route_equals_krippendorff_package(level: str, seed: int) -> None:
+def test_coincidence_route_equals_krippendorff_package(level: Level, seed: int) -> None:
     rng = np.random.default_rng(seed)
     matrix = _random_matrix(
         rng, coders=int(rng.integers(2, 6)), items=40, values=int(rng.integers(2, 7)), missing=0.3
@@ -164,7 +166,7 @@ def test_coincidence_route_equals_krippendorff_package(level: str, seed: int) ->
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_weights_equal_duplicated_items(level: str) -> None:
+def test_weights_equal_duplicated_items(level: Level) -> None:
     # A bootstrap weight of w on an item must give the alpha of the data with that column repeated w times.
     rng = np.random.default_rng(7)
     matrix = _random_matrix(rng, coders=3, items=12, values=4, missing=0.0)
@@ -220,7 +222,7 @@ def test_bootstrap_interval_narrows_with_more_items() -> None:
     large = alpha_with_bootstrap(noisy, level="nominal", n_resamples=200)
     assert small.ci_low is not None and small.ci_high is not None
     assert large.ci_low is not None and large.ci_high is not None
-    assert large.ci_low <= large.value <= large.ci_high  # type: ignore[operator]
+    assert large.ci_low <= large.value <= large.ci_high
     assert (large.ci_high - large.ci_low) < (small.ci_high - small.ci_low)
 
 
@@ -237,7 +239,7 @@ def test_percent_agreement_by_hand() -> None:
     assert result.value == pytest.approx(2 / 3)
     assert (result.n_items, result.n_pairs) == (3, 3)
     # Three coders on item (1, 1, 2): 1 agreeing pair of 3 -> 1/3; item (2, 2, nan): 1/1; mean 2/3.
-    result = percent_agreement([[1, 2], [1, 2], [2, nan]])
+    result = percent_agreement([[1.0, 2.0], [1.0, 2.0], [2.0, nan]])
     assert result.value == pytest.approx((1 / 3 + 1) / 2)
     assert (result.n_items, result.n_pairs) == (2, 4)
 
@@ -255,6 +257,6 @@ def test_percent_agreement_undefined() -> None:
 
 
 def test_alpha_result_is_json_serialisable() -> None:
-    result = krippendorff_alpha([[1, 2], [1, nan]], level="nominal")
+    result = krippendorff_alpha([[1.0, 2.0], [1.0, nan]], level="nominal")
     assert isinstance(result, AlphaResult)
     assert json.loads(json.dumps(result.to_dict()))["undefined_reason"] == REASON_ONE_VALUE

@@ -34,7 +34,7 @@ def test_iou_matrix_shape_and_validation() -> None:
     with pytest.raises(ValueError):
         iou_matrix([(0, 0, -1, 1)], [])
     with pytest.raises(ValueError):
-        iou_matrix([(0, 0, 1)], [])  # type: ignore[list-item]
+        iou_matrix([(0, 0, 1)], [])  # type: ignore[list-item]  # on purpose: a box of three numbers
 
 
 A = [(0, 0, 10, 10), (20, 0, 10, 10)]

@@ -16,7 +16,7 @@ from metrics.classification import (
 nan = float("nan")
 
 
-def _by_label(report, label):  # type: ignore[no-untyped-def]
+def _by_label(report, label):
     return next(c for c in report.per_class if c.label == label)
 
 

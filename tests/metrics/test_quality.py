@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from metrics.quality import (
     DEFAULT_THRESHOLDS,
     Score,
@@ -80,7 +82,7 @@ def test_straight_lining_by_hand() -> None:
 
 def test_flags_at_and_around_each_threshold() -> None:
     thresholds = dict(DEFAULT_THRESHOLDS)
-    clean = {
+    clean: dict[str, Any] = {
         "gold": Score(10, 7, 0.7),
         "attention_failed": 0,
         "loo": Score(10, 6, 0.6),
@@ -124,7 +126,7 @@ def test_thresholds_and_median() -> None:
     assert loo_median([], min_n=1) is None
 
 
-def _coded(rows: list, voters: set | None) -> dict:  # type: ignore[type-arg]
+def _coded(rows: list, voters: set | None) -> dict:
     units = {unit: i for i, unit in enumerate(dict.fromkeys(u for u, _a, _v in rows))}
     people = {a: i for i, a in enumerate(dict.fromkeys(a for _u, a, _v in rows))}
     values = {v: i for i, v in enumerate(dict.fromkeys(v for _u, _a, v in rows))}

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import cast
 
 import pytest
 
@@ -79,7 +80,7 @@ def test_stratified_sample_is_seeded_and_proportional() -> None:
     assert sample.allocation == {"initial": 3, "refined": 1}
     assert sample.population == {"initial": 30, "refined": 10}
     assert len(sample.ids) == 4 and len(set(sample.ids)) == 4
-    assert sum(1 for i in sample.ids if i < 30) == 3
+    assert sum(1 for i in sample.ids if cast(int, i) < 30) == 3
     # Same seed, shuffled input: same sample.
     assert stratified_sample(list(reversed(items)), fraction=0.1, seed=1) == sample
     assert stratified_sample(items, size=4, seed=1).ids == sample.ids

@@ -151,5 +151,11 @@ def test_likert_consensus_and_visual_list() -> None:
     assert [shares[k].count for k in (5, 4, 3, 2, 1)] == [1, 1, 0, 1, 0]
     assert shares[5].share == 0.25 and shares[3].share == 0.0
     assert likert_consensus_shares([], [5])[0].share is None
-    ratings = [("hat", [5, 4, 4]), ("kind", [5, 5, 3]), ("hat", [4, 4, 4]), ("none", []), ("x", [5, None, 5])]
+    ratings: list[tuple[str, list[int | None]]] = [
+        ("hat", [5, 4, 4]),
+        ("kind", [5, 5, 3]),
+        ("hat", [4, 4, 4]),
+        ("none", []),
+        ("x", [5, None, 5]),
+    ]
     assert visual_attributes(ratings, {4, 5}) == ["hat"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import cast
 
 import openpyxl
 
@@ -80,7 +81,11 @@ def load_visual_ratings(path: Path = VISUAL_RATINGS) -> list[tuple[str, list[int
     rows = wb["all_visual_attr"].iter_rows(values_only=True)
     header = list(next(rows))
     cols = [header.index(c) for c in ("score_asia", "score_emea", "score_na")]
-    out = [(str(r[header.index("attribute")]), [int(r[c]) for c in cols]) for r in rows if r[0] is not None]
+    out = [
+        (str(r[header.index("attribute")]), [int(cast(float, r[c])) for c in cols])
+        for r in rows
+        if r[0] is not None
+    ]
     wb.close()
     return out
 

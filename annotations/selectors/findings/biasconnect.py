@@ -79,7 +79,8 @@ def biasconnect_section(
         for axis, options in axes.items():
             d = biasconnect.distribution((i.labels.get(axis) for i in base), options)
             dev_rows.append([group, axis, matrix.w_initial.get(axis), d.n])
-            for option, count, share in zip(options, d.counts, d.probs or [None] * len(options), strict=True):
+            shares: list[float | None] = list(d.probs) if d.probs else [None] * len(options)
+            for option, count, share in zip(options, d.counts, shares, strict=True):
                 dist_rows.append([group, "base", axis, option, count, share])
         report.notes.extend(f"{group}: {w}" for w in matrix.warnings)
     report.tables.append(

@@ -75,7 +75,7 @@ def metrics_report(*, study: Study, source: str | None = CONSENSUS) -> dict[str,
         report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
     else:
         SECTIONS[kind](study, parsed, items, report)
-    return jsonable(
+    report_json: dict[str, Any] = jsonable(
         {
             "study": study.pk,
             "name": study.name,
@@ -93,6 +93,7 @@ def metrics_report(*, study: Study, source: str | None = CONSENSUS) -> dict[str,
             "figures": report.figures,
         }
     )
+    return report_json
 
 
 def _fingerprint(study: Study, source: str) -> str:
@@ -113,8 +114,8 @@ def metrics_report_cached(
     """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table or
     the study changes."""
     key = _fingerprint(study, source or CONSENSUS)
-    report = cache.get(key)
-    if report is None:
-        report = metrics_report(study=study, source=source)
-        cache.set(key, report, timeout)
-    return report
+    cached: dict[str, Any] | None = cache.get(key)
+    if cached is None:
+        cached = metrics_report(study=study, source=source)
+        cache.set(key, cached, timeout)
+    return cached

@@ -107,7 +107,8 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
             bds_rows,
             n,
             [
-                f"JS distance (natural log) vs the base prompt; 1000 seeded permutations; significant: p < {SIGNIFICANCE}."
+                "JS distance (natural log) vs the base prompt; 1000 seeded permutations; "
+                f"significant: p < {SIGNIFICANCE}."
             ],
         ),
         Table(

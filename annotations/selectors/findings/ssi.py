@@ -35,7 +35,7 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
                 str(info.metadata.get("category", "")),
                 info.model_name or "model",
                 info.condition,
-                {k: int(v) for k, v in scores.items()},
+                {k: int(v) for k, v in scores.items() if v is not None},
             )
         )
     notes = (

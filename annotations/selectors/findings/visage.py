@@ -130,8 +130,9 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
             ],
             n_images,
             [
-                f"Stereotypical: stereotype-table pairs with NA_stereo >= {MIN_NA_STEREO} whose attribute is visual; "
-                "'None of the above' counts as one more random term; theta only with >= 2 stereotypical attributes."
+                f"Stereotypical: stereotype-table pairs with NA_stereo >= {MIN_NA_STEREO} whose attribute "
+                "is visual; 'None of the above' counts as one more random term; theta only with >= 2 "
+                "stereotypical attributes."
             ],
         )
     )
@@ -174,7 +175,8 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
             ],
             n_images,
             [
-                "Present = selected at least once (L > 0); the paper's ranking does not reproduce (docs/metrics.md)."
+                "Present = selected at least once (L > 0); the paper's ranking does not reproduce "
+                "(docs/metrics.md)."
             ],
         )
     )

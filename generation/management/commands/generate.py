@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -95,7 +95,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         except WorkbenchError as exc:
             raise CommandError(exc.message) from exc
-        bar = tqdm(total=job.total_images, unit="img", desc=f"job {job.pk}", file=self.stderr._out)
+        # The wrapped stream: OutputWrapper.write would end each of tqdm's "\r" refreshes with a newline.
+        stream = cast("TextIO", self.stderr._out)
+        bar = tqdm(total=job.total_images, unit="img", desc=f"job {job.pk}", file=stream)
 
         def show(current: GenerationJob) -> None:
             bar.total = current.total_images

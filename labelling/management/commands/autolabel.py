@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -45,7 +45,9 @@ class Command(BaseCommand):
             )
         except WorkbenchError as exc:
             raise CommandError(exc.message) from exc
-        bar = tqdm(total=0, unit="item", desc=f"{annotator.name} {annotator.version}", file=self.stderr._out)
+        # The wrapped stream: OutputWrapper.write would end each of tqdm's "\r" refreshes with a newline.
+        stream = cast("TextIO", self.stderr._out)
+        bar = tqdm(total=0, unit="item", desc=f"{annotator.name} {annotator.version}", file=stream)
 
         def show(current: LabellingJob) -> None:
             bar.total = current.total_items
