@@ -3,6 +3,17 @@
 ``clean_answer`` checks one answer; ``clean_submission`` checks a whole task (required answers,
 ``show_if`` conditions, boxes linked to selected options). Errors name the question and say what
 is wrong; nothing is coerced into a different answer (box coordinates are rounded to pixels).
+
+Two completeness rules a protocol can turn on (docs/protocols.md, "Completeness rules"):
+
+- ``require_all_shown`` on a multi question: a ``shown`` list must hold every option of the item
+  (``options_unseen``); no ``shown`` at all means every option was shown (a labeller, an API client
+  that does not page).
+- ``boxes_required: each_selected`` on a boxes question: every option selected in the linked multi
+  question (None of the above aside) has at least one box (``options_without_box``). ``clean_answer``
+  checks it whenever it is told the selection; ``clean_submission`` also when the boxes answer is
+  missing, since a task is a whole. An answer to the multi question alone, outside a task (a machine
+  labeller, an imported machine line), is not refused for the boxes it does not give.
 """
 
 from __future__ import annotations
@@ -83,7 +94,55 @@ def _multi(
         if not_shown:
             raise AnswerError(question.key, f"'{not_shown[0]}' was selected but not shown")
         shown_list = list(dict.fromkeys(shown))
+        unseen = options_unseen(question, shown_list, context.metadata)
+        if unseen:
+            raise AnswerError(
+                question.key,
+                f"every option must be shown before submitting; {_count(len(unseen), 'option')} "
+                f"never shown: {_quoted(unseen)}",
+            )
     return list(value), shown_list
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _quoted(keys: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(f"'{key}'" for key in keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def options_unseen(question: Question, shown: Sequence[str] | None, metadata: Mapping[str, Any]) -> list[str]:
+    """The item's options missing from ``shown`` when ``question.require_all_shown`` (else none).
+
+    ``shown`` None means "every option was shown" (no paging recorded), so nothing is missing. The
+    none option is not counted: the task page shows it with every page.
+    """
+    if not question.require_all_shown or shown is None:
+        return []
+    seen = set(shown)
+    return [option.key for option in question.options_for(dict(metadata)) if option.key not in seen]
+
+
+def options_without_box(
+    question: Question, boxes: Sequence[Mapping[str, Any]], selected: Sequence[str], none_key: str | None
+) -> list[str]:
+    """The selected options (the none option aside) that no box supports, when the boxes question
+    says ``boxes_required: each_selected`` (else none), in the order they were selected."""
+    if question.boxes_required != "each_selected":
+        return []
+    boxed = {box.get("option") for box in boxes}
+    return [key for key in selected if key != none_key and key not in boxed]
+
+
+def missing_boxes_message(missing: Sequence[str], linked_key: str) -> str:
+    """The refusal for ``options_without_box``: how many, and which (names every option at fault)."""
+    verb = "has" if len(missing) == 1 else "have"
+    return (
+        f"{_count(len(missing), 'selected option')} {verb} no box: {_quoted(missing, limit=len(missing))}; "
+        f"draw at least one box for each option selected in '{linked_key}'"
+    )
 
 
 def _binary(question: Question, value: Any) -> int:
@@ -166,6 +225,11 @@ def _boxes(
         if "image" in box:
             clean["image"] = image
         boxes.append(clean)
+    if selected is not None:
+        none_key = linked.none_option.key if linked.none_option else None
+        missing = options_without_box(question, boxes, selected, none_key)
+        if missing:
+            raise AnswerError(question.key, missing_boxes_message(missing, linked.key))
     return boxes
 
 
@@ -226,7 +290,10 @@ def clean_submission(
 
     Required questions that apply (and whose ``show_if`` holds) must be answered; answers to
     questions that do not apply, or are hidden by ``show_if``, are refused rather than dropped.
-    Raises :class:`SubmissionError` with every problem at once.
+    A boxes question with ``boxes_required: each_selected`` needs a box for every option selected
+    in its linked question whether or not the task answers it (a missing answer is no box at all);
+    it is checked once the selection itself is valid. Raises :class:`SubmissionError` with every
+    problem at once.
     """
     errors: dict[str, str] = {}
     cleaned: dict[str, CleanAnswer] = {}
@@ -254,8 +321,14 @@ def clean_submission(
         if answer is None or answer.get("value") is None:
             if question.required and question.kind != "boxes":
                 errors[question.key] = "is required"
+            elif question.kind == "boxes":
+                missing = _unanswered_boxes(protocol, question, cleaned)
+                if missing:
+                    errors[question.key] = missing_boxes_message(missing, question.linked_question or "")
             continue
         selected = None
+        if question.kind == "boxes" and question.linked_question in errors:
+            continue  # boxes are checked against a valid selection only; its own error comes first
         if question.kind == "boxes" and question.linked_question is not None:
             linked = cleaned.get(question.linked_question)
             selected = linked.value if linked is not None else []
@@ -274,3 +347,14 @@ def clean_submission(
     if errors:
         raise SubmissionError(errors)
     return list(cleaned.values())
+
+
+def _unanswered_boxes(
+    protocol: Protocol, question: Question, cleaned: Mapping[str, CleanAnswer]
+) -> list[str]:
+    """A task without an answer to a boxes question: the selected options that needed a box."""
+    if question.linked_question is None or question.linked_question not in cleaned:
+        return []
+    linked = protocol.question(question.linked_question)
+    none_key = linked.none_option.key if linked.none_option else None
+    return options_without_box(question, [], cleaned[question.linked_question].value, none_key)

@@ -23,6 +23,8 @@ UNITS = ("image", "image_set", "text")
 KINDS = ("likert", "single", "multi", "binary", "text", "boxes")
 NORMALISERS = ("none", "lowercase", "colour")
 REASON_MODES = ("none", "optional", "required")
+# boxes questions: ``each_selected`` = every option selected in the linked multi question needs a box.
+BOXES_REQUIRED = ("none", "each_selected")
 KEY_RE = re.compile(r"^[a-z0-9_]{1,64}$")
 PLACEHOLDER_RE = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
 NONE_OPTION_KEY = "none_of_the_above"
@@ -33,11 +35,14 @@ _COMMON_FIELDS = {"key", "kind", "prompt", "help", "required", "expert_only", "a
 _KIND_FIELDS = {
     "likert": {"options", "unsure"},
     "single": {"options", "options_from"},
-    "multi": {"options", "options_from", "none_option", "page_size"},
+    "multi": {"options", "options_from", "none_option", "page_size", "require_all_shown"},
     "binary": {"reason"},
     "text": {"normaliser"},
-    "boxes": {"linked_question"},
+    "boxes": {"linked_question", "boxes_required"},
 }
+# Fields written by ``Question.to_dict`` only when they differ from their default (added after
+# studies were stored, so a stored protocol's dict does not change when it is reloaded).
+_OMITTED_AT_DEFAULT = {"require_all_shown": False, "boxes_required": "none"}
 _FIELD_KINDS = {
     name: sorted(kind for kind, names in _KIND_FIELDS.items() if name in names)
     for name in set().union(*_KIND_FIELDS.values())
@@ -91,6 +96,8 @@ class Question:
     reason: str = "none"
     normaliser: str = "none"
     linked_question: str | None = None
+    require_all_shown: bool = False
+    boxes_required: str = "none"
     applies_if: dict[str, Any] | None = None
     show_if: dict[str, Any] | None = None
 
@@ -140,7 +147,11 @@ class Question:
         data["options"] = [asdict(option) for option in self.options]
         allowed = _COMMON_FIELDS | _KIND_FIELDS[self.kind]
         return {
-            key: value for key, value in data.items() if key in allowed and value not in (None, (), [], "")
+            key: value
+            for key, value in data.items()
+            if key in allowed
+            and value not in (None, (), [], "")
+            and not (key in _OMITTED_AT_DEFAULT and value == _OMITTED_AT_DEFAULT[key])
         }
 
 
@@ -428,6 +439,7 @@ class _Validator:
                         "must be a positive integer", path=f"{path}.page_size", mapping=raw, key="page_size"
                     )
                 values["page_size"] = page_size
+            values["require_all_shown"] = self.boolean(raw, "require_all_shown", path, False)
         self.check_extra_keys_do_not_clash(values, path, raw)
         if kind == "binary":
             reason = self.string(raw, "reason", path, required=False, default="none")
@@ -464,6 +476,15 @@ class _Validator:
                     key="linked_question",
                 )
             values["linked_question"] = linked
+            boxes_required = self.string(raw, "boxes_required", path, required=False, default="none")
+            if boxes_required not in BOXES_REQUIRED:
+                raise self.fail(
+                    f"'{boxes_required}' is not one of {', '.join(BOXES_REQUIRED)}",
+                    path=f"{path}.boxes_required",
+                    mapping=raw,
+                    key="boxes_required",
+                )
+            values["boxes_required"] = boxes_required
         if raw.get("applies_if") is not None:
             values["applies_if"] = self.applies_if(raw["applies_if"], f"{path}.applies_if", raw)
         if raw.get("show_if") is not None:

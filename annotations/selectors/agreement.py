@@ -10,6 +10,10 @@ humans and between each labeller and each human. The study line is the mean of t
 per-question alphas (alphas of different levels are not pooled into one matrix). Control items and
 annotators excluded from the study are left out (``selectors.counted.counted_annotations``; the report's
 ``left_out`` says how many).
+
+Every alpha entry carries ``small_sample``: None, or a warning in words when a defined alpha rests on
+fewer than ``SMALL_SAMPLE_ITEMS`` pairable items (docs/agreement.md, "Small samples"); an undefined
+alpha carries its ``undefined_reason`` instead.
 """
 
 from __future__ import annotations
@@ -30,6 +34,33 @@ from annotations.selectors.matrices import LEVELS, json_key, plurality, question
 from metrics.agreement import alpha_with_bootstrap, krippendorff_alpha
 from metrics.boxes import box_agreement
 from metrics.classification import classification_from_codes, classification_report
+
+# Below this many pairable items (items with two or more judgements) a defined alpha is flagged: with
+# so few items one disagreement moves it by a lot, and the bootstrap interval, which can only resample
+# those items, is too narrow (one item gives "0.000 [0.000, 0.000]").
+SMALL_SAMPLE_ITEMS = 10
+
+
+def small_sample_warning(value: float | None, n_items: int) -> str | None:
+    """The warning for a defined alpha on fewer than ``SMALL_SAMPLE_ITEMS`` pairable items, else None."""
+    if value is None or n_items >= SMALL_SAMPLE_ITEMS:
+        return None
+    items = "1 item" if n_items == 1 else f"{n_items} items"
+    return (
+        f"small sample: only {items} judged by two or more annotators (fewer than {SMALL_SAMPLE_ITEMS}); "
+        "this alpha and its interval are not reliable"
+    )
+
+
+def _entry(label: str, coders: int, result: Any) -> dict[str, Any]:
+    """One alpha as the report gives it: label, coders, every AlphaResult field and the warning."""
+    data = result.to_dict()
+    return {
+        "label": label,
+        "coders": coders,
+        **data,
+        "small_sample": small_sample_warning(data["value"], data["n_items"]),
+    }
 
 
 def _annotators(study: Study) -> tuple[list[int], list[Annotator]]:
@@ -56,7 +87,7 @@ def _alpha_entries(
             if bootstrap
             else krippendorff_alpha(data.matrix, level=data.level)
         )
-        entries.append({"label": data.label, "coders": len(data.annotator_ids), **result.to_dict()})
+        entries.append(_entry(data.label, len(data.annotator_ids), result))
     return entries
 
 
@@ -154,6 +185,7 @@ def agreement_report(
             entry.update(_single_answer_entry(study, question, humans, machines, items, n_resamples, seed))
         questions.append(entry)
     defined = [a["value"] for q in questions for a in q.get("humans", []) if a["value"] is not None]
+    small = sum(1 for q in questions for a in q.get("humans", []) if a["small_sample"])
     report: dict[str, Any] = {
         "study": study.pk,
         "name": study.name,
@@ -167,6 +199,7 @@ def agreement_report(
             "min": min(defined) if defined else None,
             "max": max(defined) if defined else None,
             "n_alphas": len(defined),
+            "n_small_sample": small,
             "undefined_reason": None if defined else "no question has a defined alpha",
         },
         "questions": questions,
@@ -233,7 +266,7 @@ def _single_answer_entry(
     data = question_matrix(study, question)
     if data is None:
         empty = krippendorff_alpha(np.empty((0, 0)), level=LEVELS[question.kind])
-        return {"humans": [{"label": question.key, "coders": 0, **empty.to_dict()}], "humans_plus": {}}
+        return {"humans": [_entry(question.key, 0, empty)], "humans_plus": {}}
     level = data.level
 
     def alpha(rows: np.ndarray, bootstrap: int) -> dict[str, Any]:
@@ -242,7 +275,7 @@ def _single_answer_entry(
             if bootstrap
             else krippendorff_alpha(rows, level=level)
         )
-        return {"label": question.key, "coders": int(rows.shape[0]), **result.to_dict()}
+        return _entry(question.key, int(rows.shape[0]), result)
 
     human_rows = data.rows(humans)
     entry: dict[str, Any] = {
@@ -436,6 +469,7 @@ def agreement_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
         "kappa",
         "n_pairs",
         "undefined_reason",
+        "small_sample",
     ]
     for question in report["questions"]:
         for alpha in question.get("humans", []):
@@ -451,6 +485,7 @@ def agreement_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
                 "",
                 "",
                 alpha["undefined_reason"] or "",
+                alpha["small_sample"] or "",
             ]
         for labeller, alphas in question.get("humans_plus", {}).items():
             for alpha in alphas:
@@ -466,6 +501,7 @@ def agreement_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
                     "",
                     "",
                     alpha["undefined_reason"] or "",
+                    alpha["small_sample"] or "",
                 ]
         for machine in question.get("machines_vs_consensus", []):
             overall = machine.get("overall")
@@ -481,5 +517,6 @@ def agreement_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
                     overall["accuracy"],
                     overall["kappa"],
                     overall["n_pairs"],
+                    overall["kappa_undefined_reason"] or overall["accuracy_undefined_reason"] or "",
                     "",
                 ]

@@ -89,13 +89,15 @@ def reliability_for(
         matrix = np.full((len(coders), len(items)), np.nan)
         matrix[r, c] = codes
         return [Reliability(question.key, level, matrix, coders, items)]
+    none_key = question.none_option.key if question.none_option is not None else None
     options = (
         [option.key for option in question.options]
         if question.options_from is None
-        else sorted({key for row in rows for key in (row[3] or row[2] or [])})
+        # The none option is in ``shown`` and in answers too: one matrix for it, last, as declared.
+        else sorted({key for row in rows for key in (row[3] or row[2] or [])} - {none_key})
     )
-    if question.none_option is not None:
-        options.append(question.none_option.key)
+    if none_key is not None:
+        options.append(none_key)
     result = []
     for option in options:
         matrix = np.full((len(coders), len(items)), np.nan)

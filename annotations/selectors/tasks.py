@@ -7,6 +7,7 @@ labels are never part of a task (``reveal_machine_labels`` reads them only after
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,12 @@ class QuestionView:
     error: str = ""
     hint: str = ""
     linked_options: list[OptionView] = field(default_factory=list)
+    seen: list[str] = field(default_factory=list)  # multi: options this annotator was already shown
+    noun: tuple[str, str] = ("option", "options")  # boxes: what the linked options are called
+
+    @property
+    def seen_csv(self) -> str:
+        return ",".join(self.seen)
 
     @property
     def key(self) -> str:
@@ -112,6 +119,10 @@ def question_views(
                 view.pages = [view.options[i : i + size] for i in range(0, len(view.options), size)] or [[]]
                 all_keys = [o.key for o in view.options] + ([view.apart.key] if view.apart else [])
                 view.shown = list(answer.get("shown") or all_keys)
+                # An answer given before (an edit, or a refused post) was shown what it says it was
+                # (no ``shown``: everything); a new task starts with nothing seen (the page counts).
+                if value is not None:
+                    view.seen = list(answer.get("shown") or all_keys)
         elif question.kind == "binary":
             view.options = [
                 OptionView(key="1", label="Yes", digit="1", checked=str(value) == "1"),
@@ -127,10 +138,20 @@ def question_views(
             linked = by_key.get(question.linked_question or "")
             if linked is not None:
                 view.linked_options = [OptionView(key=o.key, label=o.label, digit="") for o in linked.options]
+                view.noun = option_noun(linked.question.key)
             view.value = value if isinstance(value, list) else []
         views.append(view)
         by_key[question.key] = view
     return views
+
+
+def option_noun(question_key: str) -> tuple[str, str]:
+    """(singular, plural) for the options of a multi question, for the task page's warnings: the
+    question's key when it is a plain plural word ("attributes" -> attribute, attributes), else
+    option, options."""
+    if re.fullmatch(r"[a-z]{2,}[^s]s", question_key):
+        return question_key[:-1], question_key
+    return "option", "options"
 
 
 def stored_answers(*, item: Item, annotator: Annotator) -> dict[str, dict[str, Any]]:

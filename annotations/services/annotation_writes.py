@@ -18,7 +18,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations.models import Annotation, AnnotationRevision, Annotator, Item, ItemImage, Study
-from annotations.protocols.answers import AnswerError, CleanAnswer, ItemContext, clean_answer
+from annotations.protocols.answers import (
+    AnswerError,
+    CleanAnswer,
+    ItemContext,
+    clean_answer,
+    missing_boxes_message,
+    options_without_box,
+)
+from annotations.protocols.schema import Protocol
 from common.errors import ImportRefused
 from common.planner_statistics import statistics_refresh
 
@@ -248,7 +256,10 @@ def annotations_import(*, study: Study, path: Path) -> AnnotationImportReport:
     A line: ``{"item": EXTERNAL_ID, "annotator": NAME, "annotator_kind": "human"|"machine",
     "question": KEY, "value": ..., "reason": ..., "shown": [...]}`` (see docs/import-export.md).
     Unknown items, questions or options, and values that do not fit their question, stop the
-    import with the line number. Human annotators named in the file become annotators of this
+    import with the line number; so do a multi answer that ``require_all_shown`` and whose ``shown``
+    misses an option, and selected options without a box where the boxes question says
+    ``boxes_required: each_selected`` (checked per item and annotator, file and stored answers
+    together: ``_check_boxes_cover_selections``). Human annotators named in the file become annotators of this
     study (without accounts); machine annotators are shared by (name, version).
     """
     if not path.is_file():
@@ -340,7 +351,79 @@ def annotations_import_records(
         if question.kind == "multi":
             selected[key] = answer.value
         lines.append(_Line(number, item.pk, annotator_key, answer, time_spent))
+    _check_boxes_cover_selections(study, protocol, items.values(), selected, seen)
     return _write_imported(study, lines, annotator_specs)
+
+
+def _check_boxes_cover_selections(
+    study: Study,
+    protocol: Protocol,
+    items: Iterable[Item],
+    selected: dict[tuple[int, tuple[str, str, str], str], Any],
+    seen: dict[tuple[int, tuple[str, str, str], str], int],
+) -> None:
+    """``boxes_required: each_selected`` for the selections of a file whose boxes are not in it.
+
+    An import line holds one question, so the rule is checked per (item, annotator): a selection
+    with a boxes line in the file was checked with that line (``clean_answer`` is told the selection);
+    one without is checked against the boxes already stored for that annotator and item. A human with
+    no boxes at all, neither in the file nor stored, is refused like a task page submit; a machine
+    annotator is not (a labeller may answer the multi question alone, docs/protocols.md).
+    """
+    external = {item.pk: item for item in items}
+    for boxes_question in protocol.questions:
+        if boxes_question.kind != "boxes" or boxes_question.boxes_required != "each_selected":
+            continue
+        linked = protocol.question(boxes_question.linked_question or "")
+        none_key = linked.none_option.key if linked.none_option else None
+        open_groups = {
+            (item_id, annotator_key): value
+            for (item_id, annotator_key, question_key), value in selected.items()
+            if question_key == linked.key
+            and (item_id, annotator_key, boxes_question.key) not in seen
+            and boxes_question.applies_to(external[item_id].metadata)
+            and options_without_box(boxes_question, [], value, none_key)
+        }
+        stored = _stored_answers(study, boxes_question.key, set(open_groups))
+        for (item_id, annotator_key), value in open_groups.items():
+            boxes = stored.get((item_id, annotator_key))
+            if boxes is None and annotator_key[0] == Annotator.Kind.MACHINE:
+                continue
+            missing = options_without_box(boxes_question, boxes or [], value, none_key)
+            if missing:
+                where = "the file has no" if boxes is None else "the stored and the file's"
+                raise ImportRefused(
+                    f"line {seen[(item_id, annotator_key, linked.key)]}: '{boxes_question.key}': "
+                    f"{missing_boxes_message(missing, linked.key)} ({where} '{boxes_question.key}' "
+                    f"answer of {annotator_key[1]!r} on item {external[item_id].external_id!r})"
+                )
+
+
+def _stored_answers(
+    study: Study, question_key: str, groups: set[tuple[int, tuple[str, str, str]]]
+) -> dict[tuple[int, tuple[str, str, str]], Any]:
+    """The stored answers to ``question_key`` of the (item id, annotator key) ``groups``, in bulk
+    (humans by name within this study, machines by name and version, as the import finds them)."""
+    found: dict[tuple[int, tuple[str, str, str]], Any] = {}
+    item_ids = sorted({item_id for item_id, _annotator in groups})
+    for start in range(0, len(item_ids), BULK_BATCH):
+        rows = Annotation.objects.filter(
+            study=study, question_key=question_key, item_id__in=item_ids[start : start + BULK_BATCH]
+        ).values_list(
+            "item_id",
+            "annotator__kind",
+            "annotator__name",
+            "annotator__version",
+            "annotator__study_id",
+            "value",
+        )
+        for item_id, kind, name, version, annotator_study, value in rows:
+            if kind == Annotator.Kind.HUMAN and annotator_study != study.pk:
+                continue  # an account's answers are never matched by an imported name
+            key = (item_id, (kind, name, version if kind == Annotator.Kind.MACHINE else ""))
+            if key in groups:
+                found[key] = value if isinstance(value, list) else []
+    return found
 
 
 def _stored_selection(

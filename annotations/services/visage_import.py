@@ -14,6 +14,11 @@ a *screen* is a run of consecutive rows of one (task, image) that ends with the 
 the file stays one showing (``shown`` = the screen's 5 option keys, ``value`` = those marked "yes").
 Boxes (two "x,y" corners per selected attribute) become ``attribute_boxes`` in pixels, corners ordered
 and clamped at 0 (a few corners are slightly negative in the file).
+
+The study's protocol is the ``stereotype-markers`` preset without ``require_all_shown``: each screen
+of the released file is one pseudo-rater who saw only that screen's attributes, so "every attribute
+shown to each rater" cannot hold there (``released_markers_protocol``). ``boxes_required`` stays:
+every attribute marked present in the release has a box, and a row that has none is refused.
 """
 
 from __future__ import annotations
@@ -31,7 +36,13 @@ from typing import Any
 from django.db import transaction
 
 from annotations.models import StereotypeEntry, Study, User
-from annotations.protocols.schema import NONE_OPTION_KEY, load_preset, slugify_option
+from annotations.protocols.schema import (
+    NONE_OPTION_KEY,
+    Protocol,
+    load_preset,
+    protocol_from_dict,
+    slugify_option,
+)
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.item_import import items_import_records
 from annotations.services.studies import study_create
@@ -208,6 +219,14 @@ def _annotation_records(screens: list[_Screen]) -> tuple[list[tuple[int, dict[st
         if screen.boxes:
             records.append((screen.line, {**base, "question": "attribute_boxes", "value": screen.boxes}))
     return records, annotators
+
+
+def released_markers_protocol() -> Protocol:
+    """The ``stereotype-markers`` preset as the released file can honour it (see the module docstring)."""
+    data = load_preset("stereotype-markers").to_dict()
+    for question in data["questions"]:
+        question.pop("require_all_shown", None)
+    return protocol_from_dict(data, source="stereotype-markers (released ViSAGe data)")
 
 
 def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
@@ -415,7 +434,7 @@ def visage_import(
     markers = study_create(
         owner=owner,
         name=f"{name}: stereotype markers",
-        protocol=load_preset("stereotype-markers"),
+        protocol=released_markers_protocol(),
         description=(
             f"Imported from {annotations_path.name} (every row one showing; items are references, "
             "the images were not released) and " + seegull_path.name + "."

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.models import Annotation, ConsensusLabel, Item, Study
-from annotations.selectors.agreement import agreement_csv_rows, agreement_report
+from annotations.selectors.agreement import SMALL_SAMPLE_ITEMS, agreement_csv_rows, agreement_report
 from annotations.services.consensus import RULES, adjudication_queue, consensus_adjudicate, consensus_compute
 from annotations.views.pages import study_for_page
 from common.errors import ValidationFailed, WorkbenchError
@@ -61,6 +61,7 @@ def study_agreement(request: HttpRequest, pk: int) -> HttpResponse:
             "study": study,
             "report": report,
             "alpha_rows": rows,
+            "small_sample_items": SMALL_SAMPLE_ITEMS,
             "rules": RULES,
             "queue": adjudication_queue(study=study)[:200],
             "can_write": access.study_can_write(access.request_user(request), study),

@@ -19,7 +19,7 @@ from django.urls import reverse
 from annotations.selectors.findings.report import metrics_report_cached
 from annotations.views.figures import DRAW, FORMATS, figure_render
 from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN, study_for_page
-from common.display import cell_display
+from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed
 from common.spreadsheet import csv_cell
 
@@ -81,6 +81,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "study": study,
             "report": report,
             "tables": tables,
+            "summary_tables": summary_tables(report["summary"]),
             "source": report["source"],
             "max_rows": MAX_ROWS_SHOWN,
         },

@@ -6,6 +6,7 @@
   if (!form) return;
   const started = Date.now();
   const questions = Array.from(form.querySelectorAll("fieldset.question"));
+  const check = document.getElementById("submit-check");
   let current = 0;
 
   // --- show_if: a question appears only when its parent's answer is one of the listed options ---
@@ -37,8 +38,12 @@
     });
     const pages = Array.from(fieldset.querySelectorAll(".option-page"));
     const shownInput = fieldset.querySelector(".shown-value");
-    const shown = new Set();
+    // Seen before: an edit, or answers sent back by the server (empty for a new task).
+    const shown = new Set((shownInput.dataset.seen || "").split(",").filter(Boolean));
     if (none) shown.add(none.value);
+    // Pages with an option this annotator has not been shown yet.
+    fieldset.unseenPages = () => pages.filter(
+      (page) => Array.from(page.querySelectorAll("input")).some((input) => !shown.has(input.value))).length;
     fieldset.pageIndex = 0;
     function show(index) {
       fieldset.pageIndex = Math.max(0, Math.min(pages.length - 1, index));
@@ -54,6 +59,7 @@
         controls.querySelector('[data-page-step="-1"]').disabled = fieldset.pageIndex === 0;
         controls.querySelector('[data-page-step="1"]').disabled = fieldset.pageIndex === pages.length - 1;
       }
+      refreshCheck();
     }
     fieldset.showPage = show;
     const controls = fieldset.querySelector(".pager-controls");
@@ -92,8 +98,10 @@
   function canvasFor(box) {
     return canvases.find((canvas) => Number(canvas.dataset.image) === (box.image || 0)) || canvases[0];
   }
+  const boxesPanel = boxesField ? boxesField.querySelector(".boxes-panel") : null;
   function linkedSelection() {
-    const linked = boxesField.querySelector(".boxes-panel").dataset.linked;
+    if (!boxesPanel) return [];
+    const linked = boxesPanel.dataset.linked;
     return Array.from(form.querySelectorAll(`input[name="q-${CSS.escape(linked)}"]:checked`))
       .map((input) => input.value).filter((key) => key in labels);
   }
@@ -153,6 +161,7 @@
       list.append(item);
     });
     save();
+    refreshCheck();
   }
   function clamp(value, low, high) { return Math.max(low, Math.min(high, value)); }
   canvases.forEach((canvas) => {
@@ -326,10 +335,52 @@
     }
   });
 
+  // --- before submit: what the protocol requires that the server would refuse anyway ---
+  function plural(n, one, many) { return `${n} ${n === 1 ? one : many}`; }
+  function submitProblems() {
+    const problems = [];
+    for (const fieldset of questions) {
+      if (fieldset.disabled || !fieldset.unseenPages || !fieldset.dataset.requireAllShown) continue;
+      const unseen = fieldset.unseenPages();
+      if (unseen) {
+        const number = fieldset.querySelector(".qnum").textContent.replace(".", "");
+        problems.push({ fieldset, text: `${plural(unseen, "more page", "more pages")} of options to see in question ${number}` });
+      }
+    }
+    if (boxesPanel && !boxesField.disabled && boxesPanel.dataset.boxesRequired === "each_selected") {
+      const boxed = new Set(boxes.map((box) => box.option));
+      const missing = linkedSelection().filter((key) => !boxed.has(key));
+      if (missing.length) {
+        const { nounOne, nounMany } = boxesPanel.dataset;
+        const what = missing.length === 1 ? `1 selected ${nounOne} has` : `${missing.length} selected ${nounMany} have`;
+        problems.push({ fieldset: boxesField, text: `${what} no box: ${missing.map((key) => labels[key] || key).join(", ")}` });
+      }
+    }
+    return problems;
+  }
+  function showProblems(problems) {
+    const list = check.querySelector("ul");
+    list.replaceChildren(...problems.map((problem) => {
+      const item = document.createElement("li");
+      item.textContent = problem.text;  // labels are text, never markup
+      return item;
+    }));
+    check.hidden = problems.length === 0;
+  }
+  // Once shown, the list follows the answers and goes away when nothing is left.
+  function refreshCheck() { if (check && !check.hidden) showProblems(submitProblems()); }
+
   // --- submit once; record the time on the task ---
   let sent = false;
   form.addEventListener("submit", (event) => {
     if (sent) { event.preventDefault(); return; }
+    const problems = check ? submitProblems() : [];
+    if (problems.length) {
+      event.preventDefault();
+      showProblems(problems);
+      focusQuestion(visibleQuestions().indexOf(problems[0].fieldset));
+      return;
+    }
     sent = true;
     document.getElementById("time-spent").value = String(Date.now() - started);
     const button = document.getElementById("submit-button");
@@ -340,6 +391,7 @@
   window.addEventListener("pageshow", () => { sent = false; document.getElementById("submit-button").disabled = false; });
 
   form.addEventListener("change", applyShowIf);
+  form.addEventListener("change", refreshCheck);
   applyShowIf();
   refreshBoxOptions();
   const nextImage = document.getElementById("task").dataset.nextImage;
