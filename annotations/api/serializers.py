@@ -7,7 +7,19 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotations.models import Annotation, Annotator, Enrollment, ExportJob, Item, ItemImage, Study, User
+from annotations.models import (
+    Annotation,
+    Annotator,
+    Enrollment,
+    ExportJob,
+    Item,
+    ItemImage,
+    Pool,
+    Study,
+    User,
+)
+from annotations.presenters import labeller_summary
+from common.redaction import redact
 
 
 class UserSerializer(serializers.ModelSerializer):
@@ -41,18 +53,33 @@ class StudySerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["owner", "shared_with", "preset", "protocol", "created_at", "updated_at"]
 
-    def to_representation(self, instance: Study) -> dict[str, Any]:
-        data = super().to_representation(instance)
-        request = self.context.get("request")
-        user = getattr(request, "user", None)
-        if (
-            user is not None
-            and isinstance(data.get("options"), dict)
-            and not getattr(user, "is_researcher", False)
-        ):
-            # Annotators must not learn the control rate or qualification (docs/crowd.md).
-            data["options"] = {k: v for k, v in data["options"].items() if k != "quality"}
-        return data
+
+# What an annotator sees of a study (docs/security.md, "Tenancy"): no researcher's description, no
+# owner or collaborators, no study settings but the one the task pages follow, and the protocol
+# without its researcher-only description. The control rate, the qualification and the validation
+# sample stay hidden (docs/crowd.md): a control must look like any other item.
+ANNOTATOR_STUDY_FIELDS = ("id", "name", "status", "preset", "protocol", "lease_minutes", "options")
+ANNOTATOR_STUDY_OPTIONS = ("reveal_after_submit",)
+
+
+class AnnotatorStudySerializer(serializers.ModelSerializer):
+    """A study as an enrolled annotator sees it."""
+
+    protocol = serializers.SerializerMethodField()
+    options = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Study
+        fields = list(ANNOTATOR_STUDY_FIELDS)
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField())
+    def get_protocol(self, study: Study) -> dict[str, Any]:
+        return {key: value for key, value in study.protocol.items() if key != "description"}
+
+    @extend_schema_field(serializers.DictField())
+    def get_options(self, study: Study) -> dict[str, Any]:
+        return {key: value for key, value in study.options.items() if key in ANNOTATOR_STUDY_OPTIONS}
 
 
 class StudyCreateSerializer(serializers.Serializer):
@@ -84,16 +111,22 @@ class UsernameSerializer(serializers.Serializer):
 
 
 class EnrollmentSerializer(serializers.ModelSerializer):
+    """An enrolment: the account, its pool in this study and the demographic answers given to this study."""
+
     username = serializers.CharField(source="user.username", read_only=True)
 
     class Meta:
         model = Enrollment
-        fields = ["id", "username", "created_at"]
+        fields = ["id", "username", "pool", "attributes", "created_at"]
 
 
 class EnrollmentCreateSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=150)
-    pool = serializers.ChoiceField(choices=Annotator.Pool.choices, required=False)
+    pool = serializers.ChoiceField(
+        choices=Pool.choices,
+        required=False,
+        help_text="The pool in this study (default crowd; kept if enrolled)",
+    )
 
 
 class UploadSerializer(serializers.Serializer):
@@ -148,9 +181,36 @@ class ItemSerializer(serializers.ModelSerializer):
 
 
 class AnnotatorSerializer(serializers.ModelSerializer):
+    """Who judged. A labeller shows its kind (vlm, clip, ...) and model; its configuration only to
+    admins, with secrets masked (``common.redaction``; docs/security.md). A person's pool and
+    demographic answers are per study: ``/api/studies/{id}/enrollments/``."""
+
+    labeller_kind = serializers.SerializerMethodField()
+    model = serializers.SerializerMethodField()
+    config = serializers.SerializerMethodField(help_text="Admins only; secrets masked")
+
     class Meta:
         model = Annotator
-        fields = ["id", "kind", "name", "version", "pool", "config", "attributes", "created_at"]
+        fields = ["id", "kind", "name", "version", "labeller_kind", "model", "config", "created_at"]
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_labeller_kind(self, annotator: Annotator) -> str | None:
+        return labeller_summary(annotator).get("kind")
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_model(self, annotator: Annotator) -> str | None:
+        return labeller_summary(annotator).get("model")
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_config(self, annotator: Annotator) -> dict[str, Any] | None:
+        return redact(annotator.config) if annotator.is_machine else None
+
+    def to_representation(self, instance: Annotator) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if not getattr(getattr(request, "user", None), "is_admin", False):
+            data.pop("config", None)
+        return data
 
 
 class AnnotationSerializer(serializers.ModelSerializer):
