@@ -79,3 +79,23 @@ def test_unknown_and_foreign_ids_answer_the_same(tenants, who, url, name, kind, 
     # And a value that is not an id at all is refused the same way everywhere.
     refused = client.get(url, {name: "abc"})
     assert refused.status_code == 400 and "whole number" in refused.content.decode()
+
+
+def test_a_view_cannot_bring_back_a_table_wide_filter() -> None:
+    """The default backend refuses a view whose own filter set would check ids against the whole table."""
+    from django.core.exceptions import ImproperlyConfigured
+    from django_filters import rest_framework as filters
+
+    from annotations.api.filters import ScopedFilterBackend
+    from annotations.models import Item
+
+    class Plain(filters.FilterSet):
+        class Meta:
+            model = Item
+            fields = ["study"]
+
+    class View:
+        filterset_class = Plain
+
+    with pytest.raises(ImproperlyConfigured, match="ScopedFilterSet"):
+        ScopedFilterBackend().get_filterset_class(View(), Item.objects.none())
