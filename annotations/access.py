@@ -17,8 +17,19 @@ from typing import Any, Protocol, cast
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from annotations.models import Annotation, Assignment, Invitation, Item, Participant, Study, User
-from common.errors import NotAllowed, NotFoundError
+from annotations.models import (
+    Annotation,
+    Annotator,
+    Assignment,
+    Enrollment,
+    Invitation,
+    Item,
+    Participant,
+    Pool,
+    Study,
+    User,
+)
+from common.errors import NotAllowed, NotFoundError, ValidationFailed
 
 
 class _Request(Protocol):
@@ -39,6 +50,16 @@ def studies_for_user(user: User) -> QuerySet[Study]:
     if user.is_researcher:
         return Study.objects.filter(Q(owner=user) | Q(shared_with=user)).distinct()
     return Study.objects.filter(enrollments__user=user).distinct()
+
+
+def studies_writable_by(user: User) -> QuerySet[Study]:
+    """Studies the user may change (``study_can_write`` for many): admins all, researchers their own
+    and those shared with them, everyone else none."""
+    if not user.is_authenticated or not user.is_researcher:
+        return Study.objects.none()
+    if user.is_admin:
+        return Study.objects.all()
+    return Study.objects.filter(Q(owner=user) | Q(shared_with=user)).distinct()
 
 
 def study_can_write(user: User, study: Study) -> bool:
@@ -191,13 +212,69 @@ def assignments_for_user(user: User) -> QuerySet[Assignment]:
 
 
 def study_get_for_adjudicator(*, user: User, id: int) -> Study:
-    """A study whose adjudication queue the user may work: its researchers, or an enrolled expert."""
+    """A study whose adjudication queue the user may work: its researchers, or someone enrolled in
+    *this* study in its expert pool (the pool is per enrolment: being an expert elsewhere gives nothing)."""
     study = studies_for_user(user).filter(pk=id).first()
     if study is None:
         raise NotFoundError(f"study {id} does not exist or is not yours")
     if user.is_researcher:
         return study
-    annotator = getattr(user, "annotator", None)
-    if annotator is not None and annotator.pool == "expert":
+    if Enrollment.objects.filter(study=study, user=user, pool=Pool.EXPERT).exists():
         return study
     raise NotAllowed("only experts and the study's researchers adjudicate")
+
+
+def annotator_get_in_study(*, study: Study, id: int) -> Annotator:
+    """A human annotator with work in ``study`` (enrolled, handed an item, answered, or imported into
+    it). Anyone else is not found, with the same message as an unknown id: a study's researchers
+    learn nothing about other studies' people (not even a name)."""
+    in_study = (
+        Q(study=study)
+        | Q(user__enrollments__study=study)
+        | Q(assignments__study=study)
+        | Q(annotations__study=study)
+    )
+    annotator = Annotator.objects.filter(in_study, pk=id, kind=Annotator.Kind.HUMAN).distinct().first()
+    if annotator is None:
+        raise NotFoundError(f"annotator {id} does not exist in this study")
+    return annotator
+
+
+# --- Enrolment --------------------------------------------------------------------------------------
+
+NOT_ENROLLABLE = "no account named {username!r} that you may enrol (an annotator of one of your studies)"
+
+
+def accounts_enrollable_by(user: User) -> QuerySet[User]:
+    """The accounts ``user`` may enrol in a study they may change (docs/security.md, "Tenancy").
+
+    Only annotator accounts, never staff, researchers or admins. Admins may enrol any of them. A
+    researcher may enrol those already enrolled in a study the researcher may change (which
+    includes the participants their own invitation links created): never another researcher's
+    annotators, whom they could otherwise list, profile or pull into their study.
+    """
+    if not user.is_authenticated or not user.is_researcher:
+        return User.objects.none()
+    annotators = User.objects.filter(role=User.Role.ANNOTATOR, is_staff=False, is_superuser=False)
+    if user.is_admin:
+        return annotators
+    mine = Enrollment.objects.filter(study__in=studies_writable_by(user)).values("user_id")
+    return annotators.filter(pk__in=mine)
+
+
+def enrollable_account_get(*, by: User, username: str) -> User:
+    """The account named ``username`` if ``by`` may enrol it; an unknown name and an account they
+    may not enrol are refused with the same message (no one learns which accounts exist)."""
+    account = accounts_enrollable_by(by).filter(username=username).first()
+    if account is None:
+        raise ValidationFailed(NOT_ENROLLABLE.format(username=username), {"username": "not enrollable"})
+    return account
+
+
+def enrollment_check(*, by: User, study: Study, user: User) -> None:
+    """Refuse an enrolment ``by`` may not make: a study they may not change, or an account outside
+    ``accounts_enrollable_by(by)``."""
+    if not study_can_write(by, study):
+        raise NotAllowed("you may read this study but not change it")
+    if not accounts_enrollable_by(by).filter(pk=user.pk).exists():
+        raise ValidationFailed(NOT_ENROLLABLE.format(username=user.username), {"username": "not enrollable"})

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import json
+
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
 from annotations import models
+from common.redaction import redact
 
 
 @admin.register(models.User)
@@ -73,9 +76,18 @@ class ItemAdmin(admin.ModelAdmin[models.Item]):
 
 @admin.register(models.Annotator)
 class AnnotatorAdmin(admin.ModelAdmin[models.Annotator]):
-    list_display = ("name", "version", "kind", "pool", "user", "study")
-    list_filter = ("kind", "pool")
+    """A labeller's configuration is shown with its secrets masked and is not edited here (a new
+    configuration is a new version: ``manage.py register_labeller``; docs/security.md)."""
+
+    list_display = ("name", "version", "kind", "user", "study")
+    list_filter = ("kind",)
     search_fields = ("name",)
+    exclude = ("config",)
+    readonly_fields = ("configuration",)
+
+    @admin.display(description="configuration (secrets masked)")
+    def configuration(self, obj: models.Annotator) -> str:
+        return json.dumps(redact(obj.config), indent=2, ensure_ascii=False, sort_keys=True)
 
 
 @admin.register(models.Annotation)
@@ -95,7 +107,8 @@ class AssignmentAdmin(admin.ModelAdmin[models.Assignment]):
 
 @admin.register(models.Enrollment)
 class EnrollmentAdmin(admin.ModelAdmin[models.Enrollment]):
-    list_display = ("study", "user", "created_at")
+    list_display = ("study", "user", "pool", "created_at")
+    list_filter = ("pool",)
     raw_id_fields = ("study", "user")
 
 

@@ -108,11 +108,27 @@ class Study(models.Model):
         return protocol_from_dict(self.protocol, source=f"study {self.pk}")
 
 
+class Pool(models.TextChoices):
+    """Which annotators of a study are experts (expert-only items and questions, adjudication)."""
+
+    CROWD = "crowd", "Crowd"
+    EXPERT = "expert", "Expert"
+
+
 class Enrollment(models.Model):
-    """An annotator account enrolled in a study (it sees only studies it is enrolled in)."""
+    """An annotator account enrolled in a study (it sees only studies it is enrolled in).
+
+    ``pool`` and ``attributes`` (demographic answers, e.g. given on an invitation's form) belong to
+    this enrolment: what a person is in one study, and what they told one study, never reaches
+    another (docs/security.md, "Tenancy").
+    """
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="enrollments")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments")
+    pool = models.CharField(max_length=8, choices=Pool.choices, default=Pool.CROWD)
+    attributes = models.JSONField(
+        default=dict, blank=True, help_text="Demographic answers given to this study, for breakdowns"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -234,19 +250,20 @@ class ItemImage(models.Model):
 class Annotator(models.Model):
     """Who judges: a person (crowd or expert) or a machine labeller (name, version, configuration).
 
-    Human annotators with an account are global (one per user). Humans imported from a file
-    without an account (e.g. a published dataset's anonymous raters) belong to one study.
-    Machine labellers are global and identified by (name, version); a change of prompt or model
-    is a new version.
+    Human annotators with an account are global (one per user); their pool and demographic
+    answers are per study, on their ``Enrollment``. Humans imported from a file without an account
+    (e.g. a published dataset's anonymous raters) belong to one study, so their pool and
+    attributes in it are kept here (``study_pool``, ``study_attributes``; constraints keep both at
+    their defaults for every other annotator). Machine labellers are global and identified by
+    (name, version); a change of prompt or model is a new version. Their ``config`` may hold
+    secrets: it is shown only through ``common.redaction`` (docs/security.md).
     """
 
     class Kind(models.TextChoices):
         HUMAN = "human", "Human"
         MACHINE = "machine", "Machine"
 
-    class Pool(models.TextChoices):
-        CROWD = "crowd", "Crowd"
-        EXPERT = "expert", "Expert"
+    Pool = Pool
 
     kind = models.CharField(max_length=8, choices=Kind.choices)
     name = models.CharField(max_length=150)
@@ -262,9 +279,18 @@ class Annotator(models.Model):
         related_name="external_annotators",
         help_text="Set for imported human annotators that have no account",
     )
-    pool = models.CharField(max_length=8, choices=Pool.choices, default=Pool.CROWD)
+    study_pool = models.CharField(
+        max_length=8,
+        choices=Pool.choices,
+        default=Pool.CROWD,
+        help_text="Imported annotators only (study set): their pool in that study",
+    )
     config = models.JSONField(default=dict, blank=True, help_text="Machine labeller configuration")
-    attributes = models.JSONField(default=dict, blank=True, help_text="e.g. region, for breakdowns")
+    study_attributes = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Imported annotators only (study set): e.g. region, for breakdowns",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -281,6 +307,15 @@ class Annotator(models.Model):
                 | Q(kind="human", user__isnull=False, study__isnull=True)
                 | Q(kind="human", user__isnull=True, study__isnull=False),
                 name="annotator_kind_consistent",
+            ),
+            # An account's pool and answers are per study (Enrollment); only imported annotators,
+            # who belong to one study, keep theirs on this row.
+            models.CheckConstraint(
+                condition=Q(study__isnull=False) | Q(study_pool="crowd"), name="annotator_pool_only_imported"
+            ),
+            models.CheckConstraint(
+                condition=Q(study__isnull=False) | Q(study_attributes={}),
+                name="annotator_attributes_only_imported",
             ),
         ]
 
@@ -497,10 +532,10 @@ class Invitation(models.Model):
 
     Opening it (``/join/<token>/``) creates an annotator account scoped to ``study``: after the
     consent text (if any) and the demographic form (``demographics``, if any), the person is enrolled
-    in the invitation's ``pool`` and sent to the study's task page. ``uses`` is raised by the
-    service that creates the account, under the row's lock, never beyond ``max_uses``.
+    in the invitation's ``pool`` (on that enrolment) and sent to the study's task page. ``uses`` is
+    raised by the service that creates the account, under the row's lock, never beyond ``max_uses``.
     ``demographics`` is a list of ``{"key", "label", "kind": "choice"|"text", "choices", "required"}``,
-    validated by ``services/invitations.py``; answers go to ``Annotator.attributes``.
+    validated by ``services/invitations.py``; answers go to the enrolment's ``attributes``.
     """
 
     class Platform(models.TextChoices):
@@ -513,7 +548,7 @@ class Invitation(models.Model):
     label = models.CharField(
         max_length=200, blank=True, help_text="For the researcher, e.g. 'Prolific batch 1'"
     )
-    pool = models.CharField(max_length=8, choices=Annotator.Pool.choices, default=Annotator.Pool.CROWD)
+    pool = models.CharField(max_length=8, choices=Pool.choices, default=Pool.CROWD)
     platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.NONE)
     expires_at = models.DateTimeField()
     max_uses = models.PositiveIntegerField(validators=[MinValueValidator(1)])

@@ -1,7 +1,9 @@
-"""How items are shown: the image URLs of an item, for pages and the API alike.
+"""How items and labellers are shown, for pages, the API and exports alike.
 
 Selectors return where images are (``selectors.tasks.item_images``: item, position, size); the URLs
-are built here, so reads never depend on the URL configuration.
+are built here, so reads never depend on the URL configuration. A machine labeller is shown to
+researchers by ``labeller_summary`` (its kind and model; never its configuration, which may hold
+API keys and internal addresses: docs/security.md).
 """
 
 from __future__ import annotations
@@ -10,8 +12,21 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 
-from annotations.models import Item
+from annotations.models import Annotator, Item
 from annotations.selectors.tasks import item_images
+from common.redaction import redact
+
+LABELLER_SUMMARY_KEYS = ("kind", "model")
+
+
+def labeller_summary(annotator: Annotator) -> dict[str, str]:
+    """What everyone who may see a labeller sees of its configuration: its kind (vlm, clip, ...) and
+    model (secrets masked even there, e.g. a model given as a URL with a password). Empty for people."""
+    if not annotator.is_machine:
+        return {}
+    return {
+        key: str(redact(annotator.config[key])) for key in LABELLER_SUMMARY_KEYS if annotator.config.get(key)
+    }
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ from typing import Any
 import httpx
 from PIL import Image
 
+from common.redaction import redact
+
 Message = Mapping[str, Any]
 
 
@@ -63,8 +65,11 @@ class ChatConfigError(ValueError):
     """The client settings cannot work (missing key variable, bad URL, bad limits)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ChatSettings:
+    """How the client reaches the server. Its repr (logs, tracebacks) masks secrets: the headers
+    (they carry API keys) and a password in ``base_url`` (``common.redaction``; docs/security.md)."""
+
     base_url: str
     model: str
     api_key_env: str | None = "OPENAI_API_KEY"
@@ -80,6 +85,10 @@ class ChatSettings:
     max_concurrency: int = 4
     requests_per_minute: float | None = None
     extra_headers: dict[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        shown = redact({name: getattr(self, name) for name in self.__dataclass_fields__})
+        return f"ChatSettings({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ChatSettings:
@@ -188,7 +197,9 @@ class ChatClient:
         rng: random.Random | None = None,
     ) -> None:
         if not settings.base_url.startswith(("http://", "https://")):
-            raise ChatConfigError(f"base_url must start with http:// or https://, got {settings.base_url!r}")
+            raise ChatConfigError(
+                f"base_url must start with http:// or https://, got {redact(settings.base_url)!r}"
+            )
         if settings.max_concurrency < 1 or settings.max_retries < 0:
             raise ChatConfigError("max_concurrency must be >= 1 and max_retries >= 0")
         headers = {"Content-Type": "application/json", **settings.extra_headers}

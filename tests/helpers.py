@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rest_framework.test import APIClient
@@ -17,3 +18,9 @@ def client_for(user: User | None) -> APIClient:
     if user is not None:
         client.force_authenticate(user)
     return client
+
+
+def streamed(response: Any) -> Iterator[bytes]:
+    """The body of a streaming response, chunk by chunk (the test client's stubs do not declare it)."""
+    chunks: Iterator[bytes] = response.streaming_content
+    return chunks

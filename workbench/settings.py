@@ -167,7 +167,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # Relations filter by id on the user's own rows: no existence leak (annotations/api/filters.py).
+    "DEFAULT_FILTER_BACKENDS": ["annotations.api.filters.ScopedFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "annotations.api.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [

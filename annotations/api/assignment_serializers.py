@@ -7,10 +7,11 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotations.models import Annotator, Assignment
+from annotations.models import Assignment
 from annotations.presenters import image_views
 from annotations.protocols.answers import questions_to_answer
 from annotations.protocols.schema import Question
+from annotations.selectors.pools import sees_expert_questions
 from annotations.selectors.tasks import stored_answers
 
 
@@ -59,7 +60,7 @@ class TaskSerializer(AssignmentSerializer):
     @extend_schema_field(serializers.DictField())
     def get_task(self, assignment: Assignment) -> dict[str, Any]:
         item, annotator = assignment.item, assignment.annotator
-        expert = annotator.pool == Annotator.Pool.EXPERT
+        expert = sees_expert_questions(study=assignment.study, annotator=annotator)
         protocol = assignment.study.protocol_obj
         return {
             "item": {

@@ -19,12 +19,12 @@ from rest_framework.views import APIView
 from annotations import access
 from annotations.access import request_user
 from annotations.api.serializers import ItemSerializer, UploadSerializer
-from annotations.models import Annotator, AnnotatorExclusion, ControlKind
+from annotations.models import AnnotatorExclusion, ControlKind
 from annotations.selectors import controls as control_selectors
 from annotations.selectors import quality as quality_selectors
 from annotations.services import controls as control_services
 from annotations.services import quality as quality_services
-from common.errors import NotFoundError, ValidationFailed
+from common.errors import ValidationFailed
 from common.uploads import upload_to_temp
 
 CONTROL_SUFFIXES = (".csv", ".jsonl", ".ndjson")
@@ -71,13 +71,6 @@ class ExclusionSerializer(serializers.ModelSerializer[AnnotatorExclusion]):
             "reinstate_note",
             "active",
         ]
-
-
-def _human(annotator_id: int) -> Annotator:
-    annotator = Annotator.objects.filter(pk=annotator_id, kind=Annotator.Kind.HUMAN).first()
-    if annotator is None:
-        raise NotFoundError(f"annotator {annotator_id} does not exist")
-    return annotator
 
 
 class ItemControlView(APIView):
@@ -160,7 +153,7 @@ class ExclusionListView(APIView):
         data.is_valid(raise_exception=True)
         exclusion = quality_services.annotator_exclude(
             study=study,
-            annotator=_human(data.validated_data["annotator"]),
+            annotator=access.annotator_get_in_study(study=study, id=data.validated_data["annotator"]),
             user=request_user(request),
             reason=data.validated_data["reason"],
         )
@@ -177,7 +170,7 @@ class ExclusionReinstateView(APIView):
         data.is_valid(raise_exception=True)
         exclusion = quality_services.annotator_reinstate(
             study=study,
-            annotator=_human(annotator_id),
+            annotator=access.annotator_get_in_study(study=study, id=annotator_id),
             user=request_user(request),
             note=data.validated_data.get("note", ""),
         )

@@ -7,8 +7,20 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotations.models import Annotation, Annotator, Enrollment, ExportJob, Item, ItemImage, Study, User
+from annotations.models import (
+    Annotation,
+    Annotator,
+    Enrollment,
+    ExportJob,
+    Item,
+    ItemImage,
+    Pool,
+    Study,
+    User,
+)
+from annotations.presenters import labeller_summary
 from annotations.selectors.study_options import study_options
+from common.redaction import redact
 
 
 class UserSerializer(serializers.ModelSerializer[User]):
@@ -53,6 +65,35 @@ class StudySerializer(serializers.ModelSerializer[Study]):
         return study_options(instance, researcher=user is None or getattr(user, "is_researcher", False))
 
 
+# What an annotator sees of a study (docs/security.md, "Tenancy"): no researcher's description, no
+# owner or collaborators, no study settings but the one the task pages follow, and the protocol
+# without its researcher-only description. The control rate, the qualification and the validation
+# sample stay hidden (docs/crowd.md): a control must look like any other item.
+ANNOTATOR_STUDY_FIELDS = ("id", "name", "status", "preset", "protocol", "lease_minutes", "options")
+ANNOTATOR_STUDY_OPTIONS = ("reveal_after_submit",)
+
+
+class AnnotatorStudySerializer(serializers.ModelSerializer[Study]):
+    """A study as an enrolled annotator sees it."""
+
+    protocol = serializers.SerializerMethodField()
+    options = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Study
+        fields = list(ANNOTATOR_STUDY_FIELDS)
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField())
+    def get_protocol(self, study: Study) -> dict[str, Any]:
+        return {key: value for key, value in study.protocol.items() if key != "description"}
+
+    @extend_schema_field(serializers.DictField())
+    def get_options(self, study: Study) -> dict[str, Any]:
+        options = study_options(study, researcher=False)
+        return {key: value for key, value in options.items() if key in ANNOTATOR_STUDY_OPTIONS}
+
+
 class StudyCreateSerializer(serializers.Serializer[Any]):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
@@ -84,16 +125,22 @@ class UsernameSerializer(serializers.Serializer[Any]):
 
 
 class EnrollmentSerializer(serializers.ModelSerializer[Enrollment]):
+    """An enrolment: the account, its pool in this study and the demographic answers given to this study."""
+
     username = serializers.CharField(source="user.username", read_only=True)
 
     class Meta:
         model = Enrollment
-        fields = ["id", "username", "created_at"]
+        fields = ["id", "username", "pool", "attributes", "created_at"]
 
 
 class EnrollmentCreateSerializer(serializers.Serializer[Any]):
     username = serializers.CharField(max_length=150)
-    pool = serializers.ChoiceField(choices=Annotator.Pool.choices, required=False)
+    pool = serializers.ChoiceField(
+        choices=Pool.choices,
+        required=False,
+        help_text="The pool in this study (default crowd; kept if enrolled)",
+    )
 
 
 class UploadSerializer(serializers.Serializer[Any]):
@@ -148,9 +195,36 @@ class ItemSerializer(serializers.ModelSerializer[Item]):
 
 
 class AnnotatorSerializer(serializers.ModelSerializer[Annotator]):
+    """Who judged. A labeller shows its kind (vlm, clip, ...) and model; its configuration only to
+    admins, with secrets masked (``common.redaction``; docs/security.md). A person's pool and
+    demographic answers are per study: ``/api/studies/{id}/enrollments/``."""
+
+    labeller_kind = serializers.SerializerMethodField()
+    model = serializers.SerializerMethodField()
+    config = serializers.SerializerMethodField(help_text="Admins only; secrets masked")
+
     class Meta:
         model = Annotator
-        fields = ["id", "kind", "name", "version", "pool", "config", "attributes", "created_at"]
+        fields = ["id", "kind", "name", "version", "labeller_kind", "model", "config", "created_at"]
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_labeller_kind(self, annotator: Annotator) -> str | None:
+        return labeller_summary(annotator).get("kind")
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_model(self, annotator: Annotator) -> str | None:
+        return labeller_summary(annotator).get("model")
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_config(self, annotator: Annotator) -> dict[str, Any] | None:
+        return redact(annotator.config) if annotator.is_machine else None
+
+    def to_representation(self, instance: Annotator) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if not getattr(getattr(request, "user", None), "is_admin", False):
+            data.pop("config", None)
+        return data
 
 
 class AnnotationSerializer(serializers.ModelSerializer[Annotation]):

@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from annotations import access
 from annotations.access import request_user
 from annotations.api import serializers as s
+from annotations.api.filters import ScopedFilterSet
 from annotations.downloads import streaming_export
 from annotations.models import Annotation, Annotator, ExportJob, Item, Study, User
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
@@ -44,6 +45,13 @@ class StudyViewSet(viewsets.ModelViewSet[Study]):
     serializer_class = s.StudySerializer
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     filterset_fields = ["status", "preset"]
+
+    def get_serializer_class(self) -> type[Any]:
+        """Researchers see the whole study; annotators only what the task pages need."""
+        if getattr(self, "swagger_fake_view", False):
+            return s.StudySerializer
+        user = getattr(self.request, "user", None)
+        return s.StudySerializer if getattr(user, "is_researcher", False) else s.AnnotatorStudySerializer
 
     def get_queryset(self) -> QuerySet[Study]:
         return (
@@ -120,14 +128,13 @@ class StudyEnrollmentView(APIView):
 
     @extend_schema(request=s.EnrollmentCreateSerializer, responses={201: s.EnrollmentSerializer})
     def post(self, request: Request, pk: int) -> Response:
-        study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
+        by = request_user(request)
+        study = access.study_get_for_user(user=by, id=pk, write=True)
         data = s.EnrollmentCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = User.objects.filter(username=data.validated_data["username"]).first()
-        if user is None:
-            raise ValidationFailed(f"no user named {data.validated_data['username']!r}")
+        user = access.enrollable_account_get(by=by, username=data.validated_data["username"])
         enrollment = study_services.enrollment_add(
-            study=study, user=user, pool=data.validated_data.get("pool")
+            study=study, user=user, pool=data.validated_data.get("pool"), by=by
         )
         return Response(s.EnrollmentSerializer(enrollment).data, status=status.HTTP_201_CREATED)
 
@@ -179,6 +186,7 @@ class StudyExportView(APIView):
 
 class ExportJobViewSet(viewsets.ReadOnlyModelViewSet[ExportJob]):
     serializer_class = s.ExportJobSerializer
+    filterset_fields = ["study", "status", "format"]
 
     def get_queryset(self) -> QuerySet[ExportJob]:
         if getattr(self, "swagger_fake_view", False):
@@ -207,7 +215,7 @@ class ExportDownloadView(APIView):
         return response
 
 
-class ItemFilter(filters.FilterSet):
+class ItemFilter(ScopedFilterSet):
     class Meta:
         model = Item
         fields = ["study", "condition", "model_name", "kind", "external_id", "is_reference", "control_kind"]
@@ -223,7 +231,7 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet[Item]):
         return access.items_for_user(request_user(self.request)).prefetch_related("images").order_by("id")
 
 
-class AnnotationFilter(filters.FilterSet):
+class AnnotationFilter(ScopedFilterSet):
     annotator_kind = filters.CharFilter(field_name="annotator__kind")
 
     class Meta:
@@ -249,7 +257,7 @@ class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     """Annotators who answered in your studies, and machine labellers (researchers)."""
 
     serializer_class = s.AnnotatorSerializer
-    filterset_fields = ["kind", "pool"]
+    filterset_fields = ["kind"]
 
     def get_queryset(self) -> QuerySet[Annotator]:
         if getattr(self, "swagger_fake_view", False):

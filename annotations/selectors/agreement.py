@@ -31,6 +31,7 @@ from annotations.protocols.schema import Question
 from annotations.selectors.counted import active_exclusions, counted_annotations, counted_items
 from annotations.selectors.labels import labels_for
 from annotations.selectors.matrices import LEVELS, json_key, plurality, question_matrix, reliability_for
+from annotations.selectors.pools import attributes_in_study
 from metrics.agreement import alpha_with_bootstrap, krippendorff_alpha
 from metrics.boxes import box_agreement
 from metrics.classification import classification_from_codes, classification_report
@@ -152,8 +153,9 @@ def agreement_report(
     """The whole report as JSON-ready data (see the module docstring).
 
     ``breakdown``: an item metadata field for the labeller comparisons, or ``annotator:KEY`` for
-    the human alpha within each group of annotators sharing ``Annotator.attributes[KEY]`` (e.g. the
-    region an invited participant gave on the demographic form; see docs/crowd.md).
+    the human alpha within each group of annotators sharing one answer KEY given to *this* study
+    (``selectors.pools.attributes_in_study``: e.g. the region an invited participant gave on the
+    demographic form; see docs/crowd.md).
     """
     protocol = study.protocol_obj
     humans, machines = _annotators(study)
@@ -222,12 +224,12 @@ ANNOTATOR_BREAKDOWN = "annotator:"
 def _alpha_by_annotator_attribute(
     study: Study, protocol: Any, humans: list[int], key: str, seed: int
 ) -> dict[str, Any]:
-    """Alpha among the humans of each group sharing one value of ``Annotator.attributes[key]`` (no bootstrap).
+    """Alpha among the humans of each group sharing one answer ``key`` given to this study (no bootstrap).
 
     Annotators without the attribute form the group ``(not given)``. Alphas are within a group
     (do raters from one region agree with each other?), not between groups.
     """
-    attributes = dict(Annotator.objects.filter(pk__in=humans).values_list("pk", "attributes"))
+    attributes = attributes_in_study(study.pk, list(humans))
     groups: dict[str, list[int]] = defaultdict(list)
     for annotator_id in humans:
         value = (attributes.get(annotator_id) or {}).get(key)

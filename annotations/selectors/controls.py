@@ -30,10 +30,12 @@ from annotations.models import (
     Assignment,
     ControlKind,
     Item,
+    Pool,
     Study,
     StudyQualitySettings,
 )
 from annotations.protocols.schema import Protocol
+from annotations.selectors.pools import pools_in_study
 from common.errors import ValidationFailed
 from metrics.quality import DEFAULT_THRESHOLDS, answers_match, control_score
 
@@ -126,7 +128,7 @@ def _asked(protocol: Protocol, key: str, pool: str, given: Mapping[str, Any]) ->
     if not protocol.has_question(key):
         return False
     question = protocol.question(key)
-    if question.expert_only and pool != Annotator.Pool.EXPERT:
+    if question.expert_only and pool != Pool.EXPERT:
         return False
     if key in given or question.show_if is None:
         return True
@@ -154,20 +156,17 @@ def control_outcomes(
         return {}
     who = Q() if annotator_ids is None else Q(annotator_id__in=list(annotator_ids))
     submitted: dict[tuple[int, int], datetime | None] = {}
-    pools: dict[int, str] = {}
-    for annotator_id, item_id, completed, pool in Assignment.objects.filter(
+    pools = pools_in_study(study.pk)  # the pool in this study: it decides which questions were asked
+    for annotator_id, item_id, completed in Assignment.objects.filter(
         who, study=study, item_id__in=list(expected), status=Assignment.Status.SUBMITTED
-    ).values_list("annotator_id", "item_id", "completed_at", "annotator__pool"):
+    ).values_list("annotator_id", "item_id", "completed_at"):
         submitted[(annotator_id, item_id)] = completed
-        pools[annotator_id] = pool
     given: dict[tuple[int, int], dict[str, Any]] = defaultdict(dict)
     first_at: dict[tuple[int, int], datetime] = {}
     annotations = list(
         Annotation.objects.filter(
             who, study=study, item_id__in=list(expected), annotator__kind=Annotator.Kind.HUMAN
-        ).values_list(
-            "id", "annotator_id", "item_id", "question_key", "value", "created_at", "annotator__pool"
-        )
+        ).values_list("id", "annotator_id", "item_id", "question_key", "value", "created_at")
     )
     originals: dict[int, Any] = {}
     for annotation_id, value in (
@@ -176,9 +175,8 @@ def control_outcomes(
         .values_list("annotation_id", "value")
     ):
         originals.setdefault(annotation_id, value)
-    for annotation_id, annotator_id, item_id, key, value, created, pool in annotations:
+    for annotation_id, annotator_id, item_id, key, value, created in annotations:
         given[(annotator_id, item_id)][key] = originals.get(annotation_id, value)
-        pools.setdefault(annotator_id, pool)
         first_at[(annotator_id, item_id)] = min(created, first_at.get((annotator_id, item_id), created))
     protocol = study.protocol_obj
     result: dict[int, list[ControlOutcome]] = defaultdict(list)
@@ -188,7 +186,7 @@ def control_outcomes(
         checks = tuple(
             answers_match(value, mine.get(key))
             for key, value in answers.items()
-            if _asked(protocol, key, pools.get(annotator_id, ""), mine)
+            if _asked(protocol, key, pools.get(annotator_id, Pool.CROWD), mine)
         )
         when = submitted.get((annotator_id, item_id)) or first_at.get((annotator_id, item_id))
         result[annotator_id].append(ControlOutcome(item_id, kind, when, checks))

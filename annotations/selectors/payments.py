@@ -24,7 +24,8 @@ import statistics
 from datetime import datetime
 from typing import Any
 
-from annotations.models import Assignment, Participant, Study
+from annotations.models import Assignment, Participant, Pool, Study
+from annotations.selectors.pools import pools_by_user_in_study
 
 PAYMENT_COLUMNS = [
     "annotator",
@@ -88,17 +89,17 @@ def payment_rows(study: Study) -> list[dict[str, Any]]:
             times[user_id] = []
         return rows[user_id]
 
+    pools = pools_by_user_in_study(study.pk)  # the pool in this study, never another study's
     assignments = Assignment.objects.filter(study=study, annotator__user__isnull=False).values_list(
         "annotator__user_id",
         "annotator__name",
-        "annotator__pool",
         "status",
         "time_spent_ms",
         "created_at",
         "completed_at",
     )
-    for user_id, name, pool, status, spent, created, completed in assignments.iterator(chunk_size=5000):
-        row = row_for(user_id, name, pool)
+    for user_id, name, status, spent, created, completed in assignments.iterator(chunk_size=5000):
+        row = row_for(user_id, name, pools.get(user_id, Pool.CROWD))
         row["first_activity"] = _earlier(row["first_activity"], created)
         row["last_activity"] = _later(row["last_activity"], _later(created, completed))
         if status == Assignment.Status.SUBMITTED:
@@ -110,7 +111,6 @@ def payment_rows(study: Study) -> list[dict[str, Any]]:
     participants = Participant.objects.filter(study=study).values_list(
         "user_id",
         "user__username",
-        "user__annotator__pool",
         "platform",
         "participant_id",
         "platform_study_id",
@@ -124,7 +124,6 @@ def payment_rows(study: Study) -> list[dict[str, Any]]:
     for (
         user_id,
         username,
-        pool,
         platform,
         pid,
         platform_study,
@@ -135,7 +134,7 @@ def payment_rows(study: Study) -> list[dict[str, Any]]:
         joined,
         completed,
     ) in participants:
-        row = row_for(user_id, username, pool or "")
+        row = row_for(user_id, username, pools.get(user_id, Pool.CROWD))
         row.update(
             platform=platform,
             participant_id=pid,

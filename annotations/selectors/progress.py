@@ -10,7 +10,8 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from annotations.models import Assignment, Item, Study
+from annotations.models import Assignment, Item, Pool, Study
+from annotations.selectors.pools import pools_in_study
 
 SUBMITTED = Q(assignments__status=Assignment.Status.SUBMITTED)
 SKIPPED = Q(assignments__status=Assignment.Status.SKIPPED)
@@ -57,24 +58,24 @@ def annotator_progress(study: Study, now: Any = None) -> list[dict[str, Any]]:
     now = now or timezone.now()
     rows: dict[int, dict[str, Any]] = {}
     times: dict[int, list[float]] = defaultdict(list)
+    pools = pools_in_study(study.pk)
     assignments = Assignment.objects.filter(study=study).values_list(
         "annotator_id",
         "annotator__name",
-        "annotator__pool",
         "status",
         "lease_expires_at",
         "time_spent_ms",
         "created_at",
         "completed_at",
     )
-    for annotator_id, name, pool, status, expires, spent, created, completed in assignments.iterator(
+    for annotator_id, name, status, expires, spent, created, completed in assignments.iterator(
         chunk_size=5000
     ):
         row = rows.setdefault(
             annotator_id,
             {
                 "annotator": name,
-                "pool": pool,
+                "pool": pools.get(annotator_id, Pool.CROWD),
                 "submitted": 0,
                 "skipped": 0,
                 "leased": 0,

@@ -30,7 +30,16 @@ from django.db.models import Count, Max, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from annotations.models import Annotation, Annotator, AnnotatorExclusion, Assignment, ControlKind, Item, Study
+from annotations.models import (
+    Annotation,
+    Annotator,
+    AnnotatorExclusion,
+    Assignment,
+    ControlKind,
+    Item,
+    Pool,
+    Study,
+)
 from annotations.selectors.controls import (
     Qualification,
     control_outcomes,
@@ -39,6 +48,7 @@ from annotations.selectors.controls import (
     quality_settings,
 )
 from annotations.selectors.counted import active_exclusions
+from annotations.selectors.pools import pools_in_study
 from metrics.quality import (
     Flag,
     Score,
@@ -176,6 +186,7 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
             times[annotator_id].append((completed - created).total_seconds())
 
     outcomes = control_outcomes(study)
+    pools = pools_in_study(study.pk)
     people = []
     for annotator in humans:
         mine = outcomes.get(annotator.pk, [])
@@ -212,7 +223,7 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
             {
                 "annotator_id": annotator.pk,
                 "annotator": annotator.name,
-                "pool": annotator.pool,
+                "pool": pools.get(annotator.pk, Pool.CROWD),
                 "items": counts[annotator.pk][0],
                 "controls": counts[annotator.pk][1],
                 "gold": gold.to_dict(),

@@ -14,7 +14,17 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from annotations.models import Annotation, Annotator, Assignment, Enrollment, Item, ItemImage, Study, User
+from annotations.models import (
+    Annotation,
+    Annotator,
+    Assignment,
+    Enrollment,
+    Item,
+    ItemImage,
+    Pool,
+    Study,
+    User,
+)
 from annotations.protocols.answers import questions_to_answer
 from annotations.protocols.colours import BASIC_COLOURS
 from annotations.protocols.schema import Option, Question
@@ -84,18 +94,17 @@ def question_views(
     *,
     study: Study,
     item: Item,
-    annotator: Annotator,
+    expert: bool,
     answers: Mapping[str, Mapping[str, Any]],
     errors: Mapping[str, str] | None = None,
 ) -> list[QuestionView]:
-    """The item's questions for this annotator's pool, filled with ``answers`` (stored or posted)."""
+    """The item's questions for an annotator of the expert pool in this study (``expert``) or not,
+    filled with ``answers`` (stored or posted)."""
     protocol = study.protocol_obj
     metadata = item.metadata
     views: list[QuestionView] = []
     by_key: dict[str, QuestionView] = {}
-    for number, question in enumerate(
-        questions_to_answer(protocol, metadata, expert=annotator.pool == Annotator.Pool.EXPERT), 1
-    ):
+    for number, question in enumerate(questions_to_answer(protocol, metadata, expert=expert), 1):
         answer = answers.get(question.key) or {}
         value = answer.get("value")
         view = QuestionView(
@@ -190,12 +199,14 @@ def item_with_images(item_id: int) -> Item:
 
 def enrolled_studies(user: User) -> list[dict[str, Any]]:
     """The annotator's dashboard: each enrolled study with how many items they have done of those
-    they could do (done = submitted; of = done + what is still open to them). Control items count
-    once handed to the annotator (so a control raises both numbers, like any item, and none is
-    announced before it is served)."""
+    they could do (done = submitted; of = done + what is still open to them), and whether they are
+    of the expert pool there (``expert``: expert-only items count, the study can be adjudicated).
+    Control items count once handed to the annotator (so a control raises both numbers, like any
+    item, and none is announced before it is served)."""
     annotator = getattr(user, "annotator", None)
     enrollments = Enrollment.objects.filter(user=user).select_related("study").order_by("study__name")
     studies = [enrollment.study for enrollment in enrollments]
+    experts = {e.study_id for e in enrollments if e.pool == Pool.EXPERT}
     done: dict[int, int] = {}
     skipped: dict[int, int] = {}
     controls: dict[int, int] = {}
@@ -212,15 +223,17 @@ def enrolled_studies(user: User) -> list[dict[str, Any]]:
         done = {row["study_id"]: row["done"] for row in rows}
         skipped = {row["study_id"]: row["skipped"] for row in rows}
         controls = {row["study_id"]: row["controls"] for row in rows}
-    expert = annotator is not None and annotator.pool == Annotator.Pool.EXPERT
-    items = Item.objects.filter(study__in=studies, control_kind="")
-    if not expert:
-        items = items.filter(expert_only=False)
+    # Expert-only items count only in the studies where this person is of the expert pool.
+    items = Item.objects.filter(study__in=studies, control_kind="").filter(
+        Q(expert_only=False) | Q(study__in=list(experts))
+    )
     totals = {row["study_id"]: row["n"] for row in items.values("study_id").annotate(n=Count("id"))}
     result = []
     for study in studies:
         total = max(totals.get(study.pk, 0) + controls.get(study.pk, 0) - skipped.get(study.pk, 0), 0)
-        result.append({"study": study, "done": done.get(study.pk, 0), "total": total})
+        result.append(
+            {"study": study, "done": done.get(study.pk, 0), "total": total, "expert": study.pk in experts}
+        )
     return result
 
 

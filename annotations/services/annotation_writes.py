@@ -465,8 +465,8 @@ def _write_imported(
             kind=Annotator.Kind.HUMAN,
             study=study,
             name=name,
-            pool=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("pool", Annotator.Pool.CROWD),
-            attributes=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("attributes", {}),
+            study_pool=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("pool", Annotator.Pool.CROWD),
+            study_attributes=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("attributes", {}),
         )
         for name in human_names
         if name not in known

@@ -3,7 +3,7 @@
 The rule is explained in ``assignment.md`` beside this file. In short: each item needs
 ``study.overlap`` distinct humans; an annotator never judges the same item twice (the
 ``assignment_unique`` constraint); a claim is a lease of ``study.lease_minutes`` and an expired
-lease frees its slot; expert-only items go to the expert pool only; the next item is the one with
+lease frees its slot; expert-only items go to the study's expert pool only; the next item is the one with
 the fewest completed judgements, ties broken by a pseudo-random order fixed per annotator.
 
 Concurrency: a claim is one transaction. On PostgreSQL the candidate item row is locked with
@@ -31,6 +31,7 @@ from annotations.models import (
     Assignment,
     Enrollment,
     Item,
+    Pool,
     Study,
     User,
     ValidationSample,
@@ -38,6 +39,7 @@ from annotations.models import (
 )
 from annotations.protocols.answers import clean_submission
 from annotations.selectors.counted import active_exclusions
+from annotations.selectors.pools import is_expert_in, sees_expert_questions
 from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
 from annotations.services.controls import control_candidate, control_plan
 from common.errors import Conflict, NotAllowed, QuotaReached, ValidationFailed
@@ -78,6 +80,7 @@ def _candidates(
     *,
     study: Study,
     annotator: Annotator,
+    expert: bool,
     now: Any,
     level: int,
     seed: int,
@@ -89,6 +92,7 @@ def _candidates(
 
     ``wrapped`` False: shuffle keys from the seed up; True: those below it (the ring wraps around).
     ``given_back`` False: items this annotator never had; True: also those they released or let expire.
+    ``expert``: the annotator is of the expert pool in this study (expert-only items are theirs too).
     The ``item_claim_order`` index (study, judgements, shuffle_key) serves this as a range scan that
     stops at the first item passing the filters, however large the study.
     """
@@ -97,7 +101,7 @@ def _candidates(
         mine = mine.filter(Q(status__in=[Status.SUBMITTED, Status.SKIPPED]) | _active_lease(now))
     items = Item.objects.filter(study=study, judgements=level, control_kind="")  # controls: control_candidate
     items = items.filter(shuffle_key__lt=seed) if wrapped else items.filter(shuffle_key__gte=seed)
-    if annotator.pool != Annotator.Pool.EXPERT:
+    if not expert:
         items = items.filter(expert_only=False)
     # Humans validate a labeller on a drawn sample only (services/validation_sample.py): while the study
     # has a sample, only its items (two EXISTS in the same query; without a sample the first is true).
@@ -131,6 +135,7 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
     """Every item id this annotator may be given now, in the order claims take them (for tests and docs)."""
     now = now or timezone.now()
     seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
+    expert = is_expert_in(study_id=study.pk, annotator=annotator)
     order: list[int] = []
     for given_back, level, wrapped in _passes(study):
         order += [
@@ -138,6 +143,7 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
             for pk in _candidates(
                 study=study,
                 annotator=annotator,
+                expert=expert,
                 now=now,
                 level=level,
                 seed=seed,
@@ -149,8 +155,9 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
     return order
 
 
-def _check_can_claim(study: Study, annotator: Annotator) -> int | None:
-    """Refuse a claim that may not happen; return the annotator's quota of items (invitations), or None."""
+def _check_can_claim(study: Study, annotator: Annotator) -> tuple[int | None, bool]:
+    """Refuse a claim that may not happen; return the annotator's quota of items (invitations) or None,
+    and whether they are of the expert pool in this study (their enrolment's pool)."""
     if annotator.kind != Annotator.Kind.HUMAN or annotator.user_id is None:
         raise NotAllowed("only people with an account are given items")
     if study.status != Study.Status.ACTIVE:
@@ -158,12 +165,12 @@ def _check_can_claim(study: Study, annotator: Annotator) -> int | None:
     # One query: the enrolment, and the quota of the invitation the account joined through (if any).
     enrolled = (
         Enrollment.objects.filter(study=study, user_id=annotator.user_id)
-        .values_list("id", "user__participant__invitation__items_per_participant")
+        .values_list("id", "user__participant__invitation__items_per_participant", "pool")
         .first()
     )
     if enrolled is None:
         raise NotAllowed("you are not enrolled in this study")
-    return enrolled[1]
+    return enrolled[1], enrolled[2] == Pool.EXPERT
 
 
 def _check_quota(*, study: Study, annotator: Annotator, quota: int, now: Any) -> None:
@@ -184,7 +191,7 @@ def assignment_claim_next(
     prefetches. Locks: the candidate item row (PostgreSQL), then a recount under the lock.
     """
     now = now or timezone.now()
-    quota = _check_can_claim(study, annotator)
+    quota, expert = _check_can_claim(study, annotator)
     expires = now + timedelta(minutes=study.lease_minutes)
     held = (
         Assignment.objects.select_for_update(of=("self",))
@@ -206,7 +213,9 @@ def assignment_claim_next(
     # see annotations/services/controls.py. No query when the study uses neither.
     plan = control_plan(study=study, annotator=annotator, now=now)
     if plan.kinds:
-        control = control_candidate(study=study, annotator=annotator, kinds=plan.kinds, index=plan.index)
+        control = control_candidate(
+            study=study, annotator=annotator, expert=expert, kinds=plan.kinds, index=plan.index
+        )
         if control is not None:
             return _lease_control(item=control, study=study, annotator=annotator, expires=expires)
     if plan.only:
@@ -219,6 +228,7 @@ def assignment_claim_next(
                 _candidates(
                     study=study,
                     annotator=annotator,
+                    expert=expert,
                     now=now,
                     level=level,
                     seed=seed,
@@ -339,7 +349,7 @@ def assignment_submit(
         assignment.study.protocol_obj,
         answers,
         context=item_context(item),
-        expert=assignment.annotator.pool == Annotator.Pool.EXPERT,
+        expert=sees_expert_questions(study=assignment.study, annotator=assignment.annotator),
     )
     annotator = assignment.annotator
     annotations_save(

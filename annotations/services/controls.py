@@ -303,13 +303,16 @@ def control_plan(*, study: Study, annotator: Annotator, now: datetime) -> Contro
     return ControlPlan(index=index)
 
 
-def control_candidate(*, study: Study, annotator: Annotator, kinds: Iterable[str], index: int) -> Item | None:
-    """A control of ``kinds`` this annotator never had (in any state), drawn from their seed and ``index``."""
+def control_candidate(
+    *, study: Study, annotator: Annotator, expert: bool, kinds: Iterable[str], index: int
+) -> Item | None:
+    """A control of ``kinds`` this annotator never had (in any state), drawn from their seed and ``index``;
+    expert-only controls only for an annotator of the expert pool in this study (``expert``)."""
     mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
     items = Item.objects.filter(study=study, control_kind__in=list(kinds)).filter(
         ~Exists(mine), ~Exists(active_exclusions(study).filter(annotator=annotator))
     )
-    if annotator.pool != Annotator.Pool.EXPERT:
+    if not expert:
         items = items.filter(expert_only=False)
     candidates = list(items.order_by("id"))
     if not candidates:

@@ -2,7 +2,9 @@
 (the JSONL plus the image files). Generators stream row by row in constant memory.
 
 JSONL records, one per line, in this order: ``study`` (protocol and settings), ``annotator``
-(each annotator that answered), ``item`` (provenance, file hashes, expert-only, control marks),
+(each annotator that answered, with their pool and demographic answers in this study; of a
+labeller only its kind and model, ``presenters.labeller_summary``), ``item`` (provenance, file
+hashes, expert-only, control marks),
 ``annotation`` (with its revisions), ``consensus`` (stored labels with their rule and support, and
 adjudicated decisions with who made them), ``exclusion`` (annotators excluded from the study, with
 the history of reinstatements). ``import_study`` rebuilds a study from it (see ``study_import.py``).
@@ -33,8 +35,11 @@ from annotations.models import (
     ExportJob,
     Item,
     ItemImage,
+    Pool,
     Study,
 )
+from annotations.presenters import labeller_summary
+from annotations.selectors.pools import attributes_in_study, pools_in_study
 from annotations.selectors.study_options import study_options
 from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
 
@@ -99,6 +104,10 @@ def export_jsonl(study: Study) -> Iterator[str]:
             "options": study_options(study),
         }
     )
+    # Pool and demographic answers as they are in this study; of a labeller, only its kind and model
+    # (its configuration may hold API keys and internal addresses: docs/security.md).
+    pools = pools_in_study(study.pk)
+    attributes = attributes_in_study(study.pk)
     for annotator in _annotators(study):
         yield _json_line(
             {
@@ -106,9 +115,9 @@ def export_jsonl(study: Study) -> Iterator[str]:
                 "kind": annotator.kind,
                 "name": annotator.name,
                 "version": annotator.version,
-                "pool": annotator.pool,
-                "config": annotator.config,
-                "attributes": annotator.attributes,
+                "pool": pools.get(annotator.pk, Pool.CROWD),
+                "config": labeller_summary(annotator),
+                "attributes": attributes.get(annotator.pk, {}),
             }
         )
     items = (
@@ -257,6 +266,7 @@ def export_csv(study: Study) -> Iterator[str]:
 
     writer.writerow(CSV_COLUMNS)
     yield flush()
+    pools = pools_in_study(study.pk)
     annotations = Annotation.objects.filter(study=study).order_by("id").select_related("item", "annotator")
     for annotation in annotations.iterator(chunk_size=CHUNK):
         item, annotator = annotation.item, annotation.annotator
@@ -273,7 +283,7 @@ def export_csv(study: Study) -> Iterator[str]:
                 annotator.name,
                 annotator.kind,
                 annotator.version,
-                annotator.pool,
+                pools.get(annotator.pk, Pool.CROWD),
                 annotation.question_key,
                 value,
                 annotation.reason,

@@ -112,7 +112,7 @@ def demographics_from_text(text: str) -> list[dict[str, Any]]:
 def demographics_clean(value: Any) -> list[dict[str, Any]]:
     """Validate a demographic form: ``[{key, label, kind: choice|text, choices, required}]``.
 
-    Keys are lower-case identifiers (they become ``Annotator.attributes`` keys, the names a
+    Keys are lower-case identifiers (they become ``Enrollment.attributes`` keys, the names a
     breakdown uses); ``choices`` is required for ``choice`` and not allowed for ``text``;
     ``required`` defaults to true.
     """
@@ -426,7 +426,7 @@ def participant_join(
     participant for the same (study, platform, participant id) without counting a use; refuses a
     used-up link; checks consent and the demographic answers; raises ``uses`` by compare-and-set;
     creates an annotator account with an unusable password, enrolled in this study only with the
-    link's pool, whose ``Annotator.attributes`` hold the demographic answers; and the
+    link's pool, the enrolment holding the demographic answers (they belong to this study); and the
     ``Participant`` row. Nothing is written when any check fails.
     """
     now = now or timezone.now()
@@ -469,11 +469,8 @@ def participant_join(
         if again is None:
             raise
         return again, False
-    enrollment_add(study=invitation.study, user=user, pool=invitation.pool)
-    annotator = Annotator.objects.get(user=user)
-    annotator.attributes = cleaned
-    annotator.save(update_fields=["attributes"])
-    user.annotator = annotator
+    enrollment_add(study=invitation.study, user=user, pool=invitation.pool, attributes=cleaned)
+    user.annotator = Annotator.objects.get(user=user)
     return participant, True
 
 

@@ -8,7 +8,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from annotations.models import Annotator, Enrollment, Participant, Study, User
+from annotations.access import accounts_enrollable_by, enrollment_check, studies_writable_by
+from annotations.models import Annotator, Enrollment, Participant, Pool, Study, User
 from annotations.protocols.schema import (
     Protocol,
     ProtocolError,
@@ -133,53 +134,91 @@ def study_share(*, study: Study, user: User) -> None:
     study.shared_with.add(user)
 
 
-def annotator_for_user(*, user: User, pool: str | None = None) -> Annotator:
+def annotator_for_user(*, user: User) -> Annotator:
     """The human annotator record of an account, created on first use. Free when the account was
-    loaded with its annotator (``select_related``, as the API's token authentication does)."""
-    if pool is None:
-        try:
-            return user.annotator
-        except Annotator.DoesNotExist:
-            pass
-    annotator, created = Annotator.objects.get_or_create(
-        user=user,
-        defaults={"kind": Annotator.Kind.HUMAN, "name": user.username, "pool": pool or Annotator.Pool.CROWD},
+    loaded with its annotator (``select_related``, as the API's token authentication does).
+
+    It holds no pool and no demographic answers: those belong to each enrolment (per study)."""
+    try:
+        return user.annotator
+    except Annotator.DoesNotExist:
+        pass
+    annotator, _created = Annotator.objects.get_or_create(
+        user=user, defaults={"kind": Annotator.Kind.HUMAN, "name": user.username}
     )
-    if not created and pool and annotator.pool != pool:
-        annotator.pool = pool
-        annotator.save(update_fields=["pool"])
     return annotator
 
 
+def _check_pool(pool: str | None) -> None:
+    if pool is not None and pool not in Pool.values:
+        raise ValidationFailed(f"pool must be one of {', '.join(Pool.values)}", {"pool": "invalid"})
+
+
 @transaction.atomic
-def enrollment_add(*, study: Study, user: User, pool: str | None = None) -> Enrollment:
+def enrollment_add(
+    *,
+    study: Study,
+    user: User,
+    pool: str | None = None,
+    by: User | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> Enrollment:
     """Enrol an account in a study (idempotent) and make sure it has an annotator record.
 
-    An account made by an invitation (a participant) belongs to its study only and is refused elsewhere.
+    ``pool`` is the account's pool *in this study* (default crowd for a new enrolment; an existing
+    enrolment keeps its pool unless one is given); ``attributes`` its demographic answers to this
+    study. Nothing of another study changes. ``by``: the person asking, held to the enrolment rule
+    (``access.enrollment_check``); None only for the workbench's own steps (an invitation's join,
+    the demo, tests). An account made by an invitation (a participant) belongs to its study only and
+    is refused elsewhere.
     """
-    if pool is not None and pool not in Annotator.Pool.values:
-        raise ValidationFailed(f"pool must be one of {', '.join(Annotator.Pool.values)}")
+    _check_pool(pool)
+    if by is not None:
+        enrollment_check(by=by, study=study, user=user)
     if Participant.objects.filter(user=user).exclude(study=study).exists():
         raise NotAllowed(f"{user.username} joined another study through an invitation and is limited to it")
-    annotator_for_user(user=user, pool=pool)
-    enrollment, _ = Enrollment.objects.get_or_create(study=study, user=user)
+    annotator_for_user(user=user)
+    enrollment, created = Enrollment.objects.select_for_update().get_or_create(
+        study=study,
+        user=user,
+        defaults={"pool": pool or Pool.CROWD, "attributes": attributes or {}},
+    )
+    changed = []
+    if not created and pool is not None and enrollment.pool != pool:
+        enrollment.pool = pool
+        changed.append("pool")
+    if not created and attributes is not None and enrollment.attributes != attributes:
+        enrollment.attributes = attributes
+        changed.append("attributes")
+    if changed:
+        enrollment.save(update_fields=changed)
     return enrollment
 
 
 @transaction.atomic
-def enrollment_add_pool(*, study: Study, pool: str) -> list[Enrollment]:
-    """Enrol every annotator account of a pool (accounts never given a pool count as crowd); idempotent.
+def enrollment_add_pool(*, study: Study, pool: str, by: User) -> list[Enrollment]:
+    """Enrol, in ``pool``, every account ``by`` may enrol that is of that pool in another study ``by``
+    may change (admins: in any study; for the crowd pool, admins also take annotator accounts never
+    enrolled anywhere). Idempotent: an account already enrolled here keeps its pool here.
 
-    Accounts made by invitations (participants) are left out: each belongs to its own study only.
+    The candidates are ``access.accounts_enrollable_by(by)``: never staff, researchers or admins,
+    never another researcher's annotators, never participants (each belongs to its own study).
     """
-    if pool not in Annotator.Pool.values:
-        raise ValidationFailed(f"pool must be one of {', '.join(Annotator.Pool.values)}")
-    users = User.objects.filter(role=User.Role.ANNOTATOR, is_active=True, participant__isnull=True)
-    if pool == Annotator.Pool.CROWD:
-        users = users.filter(Q(annotator__pool=pool) | Q(annotator__isnull=True))
-    else:
-        users = users.filter(annotator__pool=pool)
-    return [enrollment_add(study=study, user=user) for user in users.order_by("username")]
+    if pool not in Pool.values:
+        raise ValidationFailed(f"pool must be one of {', '.join(Pool.values)}", {"pool": "invalid"})
+    candidates = (
+        accounts_enrollable_by(by)
+        .filter(is_active=True, participant__isnull=True)
+        .exclude(enrollments__study=study)
+    )
+    source = Enrollment.objects.filter(pool=pool)
+    if not by.is_admin:
+        source = source.filter(study__in=studies_writable_by(by))
+    of_pool = Q(pk__in=source.values("user_id"))
+    if pool == Pool.CROWD and by.is_admin:
+        of_pool |= ~Q(pk__in=Enrollment.objects.values("user_id"))
+    users = candidates.filter(of_pool).distinct().order_by("username")
+    return [enrollment_add(study=study, user=user, pool=pool) for user in users]
 
 
 def study_set_running(*, study: Study, running: bool) -> Study:

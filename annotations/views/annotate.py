@@ -23,6 +23,7 @@ from annotations.presenters import image_display_url, image_views
 from annotations.protocols.answers import SubmissionError
 from annotations.protocols.colours import BASIC_COLOURS
 from annotations.selectors import tasks as task_selectors
+from annotations.selectors.pools import sees_expert_questions
 from annotations.selectors.quality import claim_refusal
 from annotations.services.assignment import (
     assignment_claim_next,
@@ -42,14 +43,8 @@ MAX_TIME_MS = 24 * 3600 * 1000
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    annotator = getattr(request_user(request), "annotator", None)
     return render(
-        request,
-        "annotate/dashboard.html",
-        {
-            "rows": task_selectors.enrolled_studies(request_user(request)),
-            "is_expert": annotator is not None and annotator.pool == "expert",
-        },
+        request, "annotate/dashboard.html", {"rows": task_selectors.enrolled_studies(request_user(request))}
     )
 
 
@@ -107,11 +102,12 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
         messages.info(request, "That item is no longer yours; here is your next one.")
         return redirect("annotate-next", pk=assignment.study_id)
     study, annotator = assignment.study, assignment.annotator
+    expert = sees_expert_questions(study=study, annotator=annotator)
     item = task_selectors.item_with_images(assignment.item_id)
     errors: dict[str, str] = {}
     status = 200
     if request.method == "POST":
-        answers = answers_from_form(study=study, item=item, annotator=annotator, data=request.POST)
+        answers = answers_from_form(study=study, item=item, expert=expert, data=request.POST)
         was_submitted = assignment.status == Assignment.Status.SUBMITTED
         try:
             assignment = assignment_submit(
@@ -149,7 +145,7 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
         "item": item,
         "images": image_views(item),
         "questions": task_selectors.question_views(
-            study=study, item=item, annotator=annotator, answers=answers, errors=errors
+            study=study, item=item, expert=expert, answers=answers, errors=errors
         ),
         "errors": errors,
         "editing": assignment.status == Assignment.Status.SUBMITTED,

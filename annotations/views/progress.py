@@ -97,9 +97,14 @@ def study_run(request: HttpRequest, pk: int) -> HttpResponse:
 def enroll_pool(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True, write=True)
     try:
-        enrolled = study_services.enrollment_add_pool(study=study, pool=request.POST.get("pool", ""))
+        enrolled = study_services.enrollment_add_pool(
+            study=study, pool=request.POST.get("pool", ""), by=request_user(request)
+        )
     except WorkbenchError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"{len(enrolled)} annotator accounts of the pool are enrolled.")
+        messages.success(
+            request,
+            f"{len(enrolled)} annotator accounts of that pool in your other studies are enrolled.",
+        )
     return redirect("study-progress", pk=pk)

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.models import Annotator, Item, Study
+from annotations.models import Item, Study
 from annotations.presenters import image_views
 from annotations.protocols.colours import BASIC_COLOURS
 from annotations.selectors import controls as control_selectors
@@ -37,14 +37,6 @@ def _item(request: HttpRequest, study: Study, item_id: int) -> Item:
     if item is None:
         raise Http404("no such item in this study")
     return item
-
-
-def _annotator(annotator_id: int) -> Annotator:
-    """A human annotator by id (the services check they have work in the study)."""
-    annotator = Annotator.objects.filter(pk=annotator_id, kind=Annotator.Kind.HUMAN).first()
-    if annotator is None:
-        raise Http404("no such annotator")
-    return annotator
 
 
 @login_required
@@ -110,22 +102,17 @@ def controls_upload(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("study-quality", pk=pk)
 
 
-def _dummy_expert() -> Annotator:
-    # The researcher sees every question (expert-only ones too); nothing is saved for this annotator.
-    return Annotator(kind=Annotator.Kind.HUMAN, pool=Annotator.Pool.EXPERT)
-
-
 @login_required
 def item_control(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
     """One item as a control: answer the questions whose answer is known, choose gold or attention check."""
     study = study_for_page(request, pk, researcher=True, write=request.method == "POST")
     item = _item(request, study, item_id)
-    reader = _dummy_expert()
     errors: dict[str, str] = {}
     status = 200
     form = ControlForm(request.POST or None, initial={"kind": item.control_kind or "gold", "note": item.note})
     if request.method == "POST":
-        raw = answers_from_form(study=study, item=item, annotator=reader, data=request.POST)
+        # The researcher sees every question, expert-only ones too.
+        raw = answers_from_form(study=study, item=item, expert=True, data=request.POST)
         answers = {key: answer["value"] for key, answer in raw.items()}
         if form.is_valid():
             try:
@@ -150,7 +137,7 @@ def item_control(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
     questions = [
         view
         for view in task_selectors.question_views(
-            study=study, item=item, annotator=reader, answers=shown, errors=errors
+            study=study, item=item, expert=True, answers=shown, errors=errors
         )
         if view.kind != "boxes"
     ]
@@ -185,7 +172,7 @@ def item_control_remove(request: HttpRequest, pk: int, item_id: int) -> HttpResp
 @require_POST
 def annotator_exclude(request: HttpRequest, pk: int, annotator_id: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True, write=True)
-    annotator = _annotator(annotator_id)
+    annotator = access.annotator_get_in_study(study=study, id=annotator_id)
     form = ExcludeForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Not excluded: say why (a reason is required).")
@@ -208,7 +195,7 @@ def annotator_exclude(request: HttpRequest, pk: int, annotator_id: int) -> HttpR
 @require_POST
 def annotator_reinstate(request: HttpRequest, pk: int, annotator_id: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True, write=True)
-    annotator = _annotator(annotator_id)
+    annotator = access.annotator_get_in_study(study=study, id=annotator_id)
     form = ReinstateForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
     try:

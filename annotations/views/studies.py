@@ -75,7 +75,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "summary": selectors.study_summary(study),
         "can_write": access.study_can_write(request_user(request), study),
         "is_owner": request_user(request).is_admin or study.owner_id == request_user(request).pk,
-        "enrollments": study.enrollments.select_related("user", "user__annotator").order_by("user__username"),
+        "enrollments": study.enrollments.select_related("user").order_by("user__username"),
         "export_jobs": study.export_jobs.filter(requested_by=request_user(request))[:5],
         "upload_form": UploadForm(),
         "enroll_form": EnrollForm(),
@@ -191,19 +191,20 @@ def export_download(request: HttpRequest, pk: int, job_id: int) -> FileResponse:
 def study_enroll(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     form = EnrollForm(request.POST)
+    by = request_user(request)
     if form.is_valid():
-        user = User.objects.filter(username=form.cleaned_data["username"]).first()
-        if user is None:
-            messages.error(request, f"No account named “{form.cleaned_data['username']}”.")
-        elif not access.study_can_write(request_user(request), study):
+        if not access.study_can_write(by, study):
             messages.error(request, "You may read this study but not change it.")
         else:
             try:
-                study_services.enrollment_add(study=study, user=user, pool=form.cleaned_data["pool"])
+                user = access.enrollable_account_get(by=by, username=form.cleaned_data["username"])
+                study_services.enrollment_add(study=study, user=user, pool=form.cleaned_data["pool"], by=by)
             except WorkbenchError as exc:
                 messages.error(request, exc.message)
             else:
-                messages.success(request, f"{user.username} is enrolled.")
+                messages.success(
+                    request, f"{user.username} is enrolled in the {form.cleaned_data['pool']} pool."
+                )
     return redirect("study-detail", pk=pk)
 
 

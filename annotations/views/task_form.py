@@ -8,23 +8,22 @@ from typing import Any
 
 from django.http import QueryDict
 
-from annotations.models import Annotator, Item, Study
+from annotations.models import Item, Study
 from annotations.protocols.answers import questions_to_answer
 
 
 def answers_from_form(
-    *, study: Study, item: Item, annotator: Annotator, data: QueryDict
+    *, study: Study, item: Item, expert: bool, data: QueryDict
 ) -> dict[str, dict[str, Any]]:
     """Turn the task page's form into ``clean_submission``'s input (shape only; no rules applied).
 
     Field names: ``q-KEY`` (value; several for multi; JSON for boxes), ``shown-KEY`` (multi: the
     comma-separated options this person was shown), ``reason-KEY`` (binary). Questions hidden by
-    ``show_if`` (the page disables their fields) are left out here the same way.
+    ``show_if`` (the page disables their fields) are left out here the same way; expert-only
+    questions are read only for ``expert`` (of the expert pool in this study, or the researcher).
     """
     answers: dict[str, dict[str, Any]] = {}
-    for question in questions_to_answer(
-        study.protocol_obj, item.metadata, expert=annotator.pool == Annotator.Pool.EXPERT
-    ):
+    for question in questions_to_answer(study.protocol_obj, item.metadata, expert=expert):
         name = f"q-{question.key}"
         if question.show_if is not None:
             parent = answers.get(question.show_if["question"])

@@ -21,7 +21,7 @@ from annotations.models import (
 )
 from annotations.services.studies import enrollment_add
 from tests.annotations.builders import image_item
-from tests.factories import ItemFactory, MachineAnnotatorFactory, UserFactory
+from tests.factories import ItemFactory, MachineAnnotatorFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -328,13 +328,26 @@ def test_progress_figures_by_hand(setup, owner) -> None:
 
 
 def test_enrol_a_pool_and_toggle_reveal(study, owner) -> None:
+    # The owner's annotators are those enrolled in the owner's other studies (docs/security.md).
+    earlier = StudyFactory.create(owner=owner)
     crowd = [UserFactory.create(username=f"c{i}", role="annotator") for i in range(2)]
+    for person in crowd:
+        enrollment_add(study=earlier, user=person)
     expert = UserFactory.create(username="e", role="annotator")
-    enrollment_add(study=ItemFactory.create().study, user=expert, pool="expert")
+    enrollment_add(study=earlier, user=expert, pool="expert")
+    enrollment_add(
+        study=ItemFactory.create().study, user=UserFactory.create(username="someone-elses", role="annotator")
+    )
     client = login(owner)
     client.post(f"/studies/{study.pk}/enroll-pool/", {"pool": "expert"})
-    assert list(Enrollment.objects.filter(study=study).values_list("user__username", flat=True)) == ["e"]
+    assert list(Enrollment.objects.filter(study=study).values_list("user__username", "pool")) == [
+        ("e", "expert")
+    ]
     client.post(f"/studies/{study.pk}/enroll-pool/", {"pool": "crowd"})
-    assert Enrollment.objects.filter(study=study).count() == 1 + len(crowd)
+    assert sorted(Enrollment.objects.filter(study=study).values_list("user__username", "pool")) == [
+        ("c0", "crowd"),
+        ("c1", "crowd"),
+        ("e", "expert"),
+    ]
     client.post(f"/studies/{study.pk}/run/", {"action": "reveal", "reveal": "on"})
     assert Study.objects.get(pk=study.pk).reveal_after_submit is True

@@ -260,14 +260,18 @@ def test_sharing_is_for_the_owner(clients, study, other_researcher, role, status
     ("role", "status"), [("owner", 201), ("other", 404), ("annotator", 403), ("anonymous", 401)]
 )
 def test_enrolment(clients, study, role, status) -> None:
-    from tests.factories import UserFactory
+    from tests.factories import StudyFactory, UserFactory
 
-    UserFactory.create(username="newbie", role="annotator")
+    newbie = UserFactory.create(username="newbie", role="annotator")
+    # An annotator of another study of the owner's: one the owner may enrol (docs/security.md).
+    enrollment_add(study=StudyFactory.create(owner=study.owner), user=newbie)
     response = clients[role].post(
         f"/api/studies/{study.pk}/enrollments/", {"username": "newbie", "pool": "expert"}, format="json"
     )
     assert response.status_code == status
-    assert Enrollment.objects.filter(user__username="newbie").exists() is (status == 201)
+    assert Enrollment.objects.filter(study=study, user__username="newbie").exists() is (status == 201)
+    if status == 201:
+        assert response.json()["pool"] == "expert"
 
 
 def test_presets_protocol_validation_and_me(clients) -> None:

@@ -146,8 +146,10 @@ class TestJoin:
         assert user.role == "annotator" and not user.has_usable_password() and not user.is_staff
         assert user.username.startswith(f"p{study.pk}-") and pid(1).participant_id not in user.username
         assert list(Enrollment.objects.filter(user=user).values_list("study_id", flat=True)) == [study.pk]
-        assert user.annotator.pool == "expert"
-        assert user.annotator.attributes == {"region": "EMEA", "language": "Greek"}
+        enrolment = Enrollment.objects.get(user=user, study=study)
+        assert enrolment.pool == "expert"
+        assert enrolment.attributes == {"region": "EMEA", "language": "Greek"}
+        assert (user.annotator.study_pool, user.annotator.study_attributes) == ("crowd", {})
         assert (
             participant.platform,
             participant.participant_id,
@@ -341,7 +343,8 @@ class TestScope:
         with pytest.raises(NotAllowed):
             enrollment_add(study=other, user=participant.user)
         regular = UserFactory.create(username="regular", role="annotator")
-        enrolled = enrollment_add_pool(study=other, pool="crowd")
+        enrollment_add(study=study, user=regular)
+        enrolled = enrollment_add_pool(study=other, pool="crowd", by=owner)
         assert [e.user_id for e in enrolled] == [regular.pk]
         enrollment_add(study=study, user=participant.user)  # its own study: idempotent, allowed
 

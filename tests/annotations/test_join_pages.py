@@ -93,7 +93,7 @@ def test_full_flow_consent_form_quota_completion(crowd) -> None:
         "sess42",
     )
     assert participant.consented_at is not None
-    assert participant.user.annotator.attributes == {"region": "EMEA", "language": "Greek"}
+    assert participant.user.enrollments.get(study=study).attributes == {"region": "EMEA", "language": "Greek"}
     # the completion page is not reachable before the work is done
     assert (
         client.get(f"/annotate/studies/{study.pk}/complete/")["Location"]

@@ -18,10 +18,9 @@ def _line(item: str, who: str, value: str, kind: str = "human") -> dict[str, Any
 
 @pytest.fixture
 def judged(transactional_db: None) -> dict[str, Any]:
-    from annotations.models import Annotator
     from annotations.services.annotation_writes import annotations_import_records
     from annotations.services.consensus import consensus_compute
-    from annotations.services.studies import annotator_for_user, enrollment_add
+    from annotations.services.studies import enrollment_add
     from tests.factories import ItemFactory, StudyFactory, UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")
@@ -43,8 +42,7 @@ def judged(transactional_db: None) -> dict[str, Any]:
     annotations_import_records(study=study, records=list(enumerate(records, start=1)))
     consensus_compute(study=study, question="gender")  # i1 male; i2 female but bot said male; i3 a tie
     expert = UserFactory.create(username="expert", role="annotator")
-    enrollment_add(study=study, user=expert)
-    Annotator.objects.filter(pk=annotator_for_user(user=expert).pk).update(pool="expert")
+    enrollment_add(study=study, user=expert, pool="expert")
     crowd = UserFactory.create(username="crowd", role="annotator")
     enrollment_add(study=study, user=crowd)
     return {"study": study, "expert": expert}

@@ -113,7 +113,7 @@ def test_participant_consents_fills_the_form_annotates_to_the_quota_and_resumes(
     _answer_and_submit(page)  # first item
     participant = Participant.objects.get()
     assert (participant.participant_id, participant.session_id) == (PID, "sess42")
-    assert participant.user.annotator.attributes == {"region": "EMEA", "language": "Greek"}
+    assert participant.user.enrollments.get().attributes == {"region": "EMEA", "language": "Greek"}
     assert page.locator("#progress-count").inner_text() == "1 of 2"
     assert page.locator("nav").get_by_role("link", name="Studies").count() == 0  # a scoped top bar
     shot(page, "22-join-task-1280")

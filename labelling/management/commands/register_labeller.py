@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.commands._common import dump
 from common.errors import WorkbenchError
+from common.redaction import redact
 from labelling.labellers.registry import LABELLER_CLASSES
 from labelling.services import labeller_register
 
@@ -64,7 +65,7 @@ class Command(BaseCommand):
                     "id": annotator.pk,
                     "name": annotator.name,
                     "version": annotator.version,
-                    "config": annotator.config,
+                    "config": redact(annotator.config),  # secrets are write-only (docs/security.md)
                 }
             )
         )
