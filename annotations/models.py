@@ -172,7 +172,12 @@ class Item(models.Model):
     seed = models.BigIntegerField(null=True, blank=True)
     generation_settings = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
-    sha256 = models.CharField(max_length=64, blank=True, help_text="Of the file, or of the set's file hashes")
+    sha256 = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Of the file, or of the set's file hashes; items with distinct ids may share it (kept, "
+        "reported as identical content at import)",
+    )
     is_reference = models.BooleanField(
         default=False, help_text="Imported without its file (image unavailable)"
     )
@@ -205,12 +210,10 @@ class Item(models.Model):
                 condition=Q(control_kind__in=["", "gold", "attention"]), name="item_control_kind_valid"
             ),
             models.UniqueConstraint(fields=["study", "external_id"], name="item_external_id_unique"),
-            models.UniqueConstraint(
-                fields=["study", "sha256"], condition=~Q(sha256=""), name="item_sha256_unique_in_study"
-            ),
         ]
         indexes = [
             models.Index(fields=["study", "condition"]),
+            models.Index(fields=["study", "sha256"], name="item_sha256"),
             models.Index(fields=["study", "judgements", "shuffle_key"], name="item_claim_order"),
             models.Index(fields=["study", "control_kind"], name="item_control"),
         ]
@@ -236,6 +239,12 @@ class ItemImage(models.Model):
     width = models.PositiveIntegerField(null=True, blank=True)
     height = models.PositiveIntegerField(null=True, blank=True)
     content_type = models.CharField(max_length=64, blank=True)
+    is_blank = models.BooleanField(
+        null=True,
+        help_text="Every pixel (nearly) one colour (common.files.single_colour_of), set at import; "
+        "None: no file, or stored before the check existed and not readable since",
+    )
+    blank_colour = models.CharField(max_length=7, blank=True, help_text="#rrggbb of a blank image")
 
     class Meta:
         ordering = ["item_id", "position"]

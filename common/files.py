@@ -14,6 +14,7 @@ import warnings
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import cast
 
 from django.conf import settings
 from PIL import Image, UnidentifiedImageError
@@ -24,10 +25,17 @@ IMAGE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp",
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif"}
 # An archive member that inflates more than this many times its stored size is treated as a bomb.
 MAX_COMPRESSION_RATIO = 200
+# An image is "single-colour" (blank) when, in each of its R, G and B channels, the darkest and the
+# brightest pixel differ by at most this many levels of 255: a safety filter's all-black frame, a blank
+# render or a flat placeholder, with room for compression noise; any drawn shape differs by far more.
+SINGLE_COLOUR_TOLERANCE = 8
 
 
 @dataclass(frozen=True)
 class CheckedImage:
+    """What ``image_check`` found: the file's hash, size and type; ``single_colour`` is the image's one
+    colour as ``#rrggbb`` when every pixel has (nearly) that colour (``single_colour_of``), else ""."""
+
     name: str
     sha256: str
     width: int
@@ -35,6 +43,17 @@ class CheckedImage:
     format: str
     content_type: str
     size: int
+    single_colour: str = ""
+
+
+def single_colour_of(image: Image.Image, tolerance: int = SINGLE_COLOUR_TOLERANCE) -> str:
+    """``#rrggbb`` (the middle of each channel's range) when every pixel of ``image`` (its first frame, as
+    RGB) lies within ``tolerance`` levels per channel, else "". Transparency is ignored (RGB values only)."""
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    extrema = cast(tuple[tuple[int, int], ...], rgb.getextrema())  # one (low, high) per band of RGB
+    if any(high - low > tolerance for low, high in extrema):
+        return ""
+    return "#" + "".join(f"{(low + high) // 2:02x}" for low, high in extrema)
 
 
 def _megabytes(n: int) -> str:
@@ -66,6 +85,7 @@ def image_check(data: bytes, *, name: str) -> CheckedImage:
                         f"(allowed: {', '.join(sorted(IMAGE_FORMATS))})"
                     )
                 image.load()
+                single_colour = single_colour_of(image)
     except (Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
         raise ImportRefused(f"{name}: refused as a decompression bomb ({exc})") from exc
     except UnidentifiedImageError as exc:
@@ -80,6 +100,7 @@ def image_check(data: bytes, *, name: str) -> CheckedImage:
         format=image_format,
         content_type=IMAGE_FORMATS[image_format],
         size=len(data),
+        single_colour=single_colour,
     )
 
 

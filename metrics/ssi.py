@@ -11,6 +11,8 @@ query's category (geocultural 12, occupational 9, adjectival 10; paper Table 2).
 - Relative drop = (mean_initial - mean_refined) / mean_initial (None when mean_initial = 0).
 - Paired t-test (scipy.stats.ttest_rel) over the queries that have both an initial and a refined set
   (pairs keyed by (model, query)); None with a reason for < 2 pairs or zero variance of the differences.
+  A refined set's ``query`` must be its initial set's query (the caller resolves the link); the sets
+  the test cannot pair are listed by ``unpaired_sets``.
 - Prevalence of rubric item i = share of image sets with x_i = 1, per (category, item, condition).
 """
 
@@ -29,13 +31,14 @@ ALL_MODELS = "all"
 
 
 class SsiRecord(NamedTuple):
-    """Rubric labels of one image set."""
+    """Rubric labels of one image set; ``set_id`` names the set in listings (e.g. its external id)."""
 
     query: str
     category: str
     model: str
     condition: str
     scores: Mapping[str, int | bool]
+    set_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,19 @@ class SsiComparison:
     n_pairs: int
     drop_reason: str | None = None
     test_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class UnpairedSet:
+    """An image set the paired t-test cannot use: no set of the other condition has its (category,
+    model, query)."""
+
+    category: str
+    model: str
+    query: str
+    condition: str
+    set_id: str
+    missing: str
 
 
 @dataclass(frozen=True)
@@ -159,6 +175,20 @@ def ssi_comparisons(records: Iterable[SsiRecord]) -> list[SsiComparison]:
             )
         )
     return out
+
+
+def unpaired_sets(records: Iterable[SsiRecord]) -> list[UnpairedSet]:
+    """Every initial set with no refined set of the same (category, model, query), and the reverse;
+    ``missing`` names the condition that is missing. Ordered by category, model, query, condition."""
+    records = [r for r in records if r.condition in (INITIAL, REFINED)]
+    present = {(r.category, r.model, r.query, r.condition) for r in records}
+    other = {INITIAL: REFINED, REFINED: INITIAL}
+    out = [
+        UnpairedSet(r.category, r.model, r.query, r.condition, r.set_id, other[r.condition])
+        for r in records
+        if (r.category, r.model, r.query, other[r.condition]) not in present
+    ]
+    return sorted(out, key=lambda u: (u.category, u.model, u.query, u.condition, u.set_id))
 
 
 def rubric_prevalence(records: Iterable[SsiRecord]) -> list[Prevalence]:

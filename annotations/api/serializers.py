@@ -275,5 +275,16 @@ class ImportReportSerializer(serializers.Serializer[Any]):
     updated = serializers.IntegerField(required=False)
     unchanged = serializers.IntegerField(required=False)
     duplicates = serializers.ListField(child=serializers.DictField(), required=False)
+    identical = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="Items kept whose file(s) equal an earlier item's: external_id, same_as, reason",
+    )
+    blank = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="Items with a blank or single-colour image: external_id, positions, colours (#rrggbb)",
+    )
+    warnings = serializers.ListField(child=serializers.CharField(), required=False)
     item_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
     annotators_created = serializers.ListField(child=serializers.CharField(), required=False)

@@ -333,16 +333,17 @@ class StudyMetricsView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "source", str, description="consensus (default), judgements or LABELLER[@VERSION]"
+                "source",
+                str,
+                description="consensus, judgements or LABELLER[@VERSION]; default: the protocol's default "
+                "source (judgements for stereotype-markers, consensus otherwise; see source_default)",
             )
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
-        return Response(
-            metrics_report_cached(study=study, source=request.query_params.get("source") or "consensus")
-        )
+        return Response(metrics_report_cached(study=study, source=request.query_params.get("source") or None))
 
 
 class CompareView(APIView):

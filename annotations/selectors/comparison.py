@@ -71,6 +71,7 @@ TABLE_SPECS: dict[str, TableSpec] = {
         ("initial_mean", "refined_mean", "relative_drop", "p_value", "significant"),
         "n_pairs",
     ),
+    "ssi_unpaired": TableSpec(("category", MODEL, "query", CONDITION, "set"), ()),
     "ssi_prevalence": TableSpec(("category", "item", CONDITION), ("share",), "n_sets"),
     "biasconnect_is": TableSpec(("group", "intervened_axis", "axis"), ("is",)),
     "biasconnect_deviation": TableSpec(("group", "axis"), ("w_bar",), "n_images"),

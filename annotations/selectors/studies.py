@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 
 from annotations.models import Annotation, Item, ItemImage, Study
 
@@ -31,12 +31,23 @@ def study_summary(study: Study) -> dict[str, Any]:
     }
 
 
-def items_page(study: Study) -> QuerySet[Item]:
-    return (
+def items_page(study: Study, *, blank: bool | None = None) -> QuerySet[Item]:
+    """The study's items with their images, each annotated ``has_blank`` (an image of one colour, set at
+    import: ``ItemImage.is_blank``); ``blank`` True or False keeps only the items with or without one."""
+    queryset = (
         Item.objects.filter(study=study)
+        .annotate(has_blank=Exists(ItemImage.objects.filter(item=OuterRef("pk"), is_blank=True)))
         .prefetch_related(Prefetch("images", queryset=ItemImage.objects.order_by("position")))
         .order_by("id")
     )
+    if blank is not None:
+        queryset = queryset.filter(has_blank=blank)
+    return queryset
+
+
+def blank_items_count(study: Study) -> int:
+    """How many items of ``study`` have a blank or single-colour image (one query)."""
+    return Item.objects.filter(study=study, images__is_blank=True).distinct().count()
 
 
 def studies_conditions_and_models(study_ids: Iterable[int]) -> tuple[list[str], list[str]]:

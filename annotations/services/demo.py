@@ -5,6 +5,12 @@ under the base prompt and the 8 demographic conditions of SODA Table 1. The colo
 skewed by condition on purpose (cars for women mostly pink, for men mostly black, ...), so the
 agreement and SODA metrics have a real effect to find. Some cups carry printed text, so text
 presence is a real label too. Everything is seeded: the same demo every time.
+
+The demo annotators have already judged the first 3 of the 4 images of every (object, condition) (54
+of 72 items, 3 judgements each: ``demo_answers_add``): what the drawing shows, with seeded, plausible
+mistakes (a neighbouring colour, a missed print, a different reading of a detail the drawing does not
+really show). Their consensus is computed, so the agreement, adjudication and findings pages have real
+content on the first visit; the other 18 items are left for a visitor to judge on the task page.
 """
 
 from __future__ import annotations
@@ -18,12 +24,18 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
 from PIL import Image, ImageDraw, ImageFont
 
-from annotations.models import Annotator, Study, User
+from annotations.models import Annotation, Annotator, Assignment, Item, Study, User
+from annotations.protocols.answers import clean_submission
 from annotations.protocols.schema import load_preset
+from annotations.selectors.pools import is_expert_in
+from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
+from annotations.services.consensus import consensus_compute
 from annotations.services.item_import import items_import_records
-from annotations.services.studies import enrollment_add, study_create
+from annotations.services.studies import annotator_for_user, enrollment_add, study_create
 from common.files import FolderSource
 
 DEMO_STUDY_NAME = "Demo: product colours under demographic prompts (SODA)"
@@ -81,6 +93,38 @@ BACKGROUNDS = [("white", 5), ("beige", 2), ("blue", 1)]
 BACKGROUND_RGB = {"white": (250, 250, 250), "beige": (235, 225, 200), "blue": (200, 220, 245)}
 IMAGES_PER_CONDITION = 4
 SIZE = 256
+DEMO_ANNOTATORS = ("annotator1", "annotator2", "annotator3")
+JUDGED_PER_CONDITION = 3  # the demo annotators judged images 0-2 of each (object, condition); 3 is left open
+# What the drawings show for each object's own questions, and how often a demo annotator reads it
+# otherwise: a detail the drawing shows plainly (a sedan, one handle) rarely; one it hardly shows
+# (headlights, wheel style, surface finish) often.
+DRAWN_DETAILS: dict[str, tuple[str, float]] = {
+    "car_body_type": ("sedan", 0.1),
+    "car_headlight_design": ("sleek", 0.2),
+    "car_wheel_design": ("classic", 0.15),
+    "car_lighting_condition": ("bright", 0.1),
+    "cup_cup_shape": ("tapered", 0.15),
+    "cup_handle_design": ("single", 0.05),
+    "cup_material_texture": ("matte", 0.15),
+    "cup_surface_material": ("plain_backdrop", 0.1),
+}
+COLOUR_SLIP = 0.08  # how often a demo annotator names a neighbouring colour
+NEIGHBOUR = {
+    "grey": "white",
+    "white": "grey",
+    "blue": "purple",
+    "black": "grey",
+    "orange": "red",
+    "yellow": "orange",
+    "red": "orange",
+    "beige": "white",
+    "pink": "red",
+    "purple": "blue",
+    "green": "blue",
+    "brown": "red",
+}
+# How each demo annotator writes a colour (the colour normaliser maps every form to the basic term).
+SPELLING = {"annotator2": {"grey": "gray", "blue": "light blue", "beige": "cream"}}
 
 
 def _pick(rng: random.Random, weighted: list[tuple[str, int]]) -> str:
@@ -210,9 +254,79 @@ def demo_accounts_ensure() -> dict[str, str]:
     return stored
 
 
+def _demo_answer(item: Item, username: str, question_keys: list[str], seed: int) -> dict[str, dict[str, str]]:
+    """One demo annotator's answers to one drawn item: what was drawn, with seeded slips (see the module)."""
+    rng = random.Random(f"{seed}:{item.external_id}:{username}")  # str seeds are stable across runs
+    md = item.metadata
+
+    def colour(drawn: str) -> str:
+        seen = NEIGHBOUR[drawn] if rng.random() < COLOUR_SLIP else drawn
+        return SPELLING.get(username, {}).get(seen, seen)
+
+    printed = bool(md["drawn_text"]) != (rng.random() < 0.05)  # now and then a missed or imagined print
+    answers = {
+        "product_color": colour(str(md["drawn_colour"])),
+        "background_color": colour(str(md["drawn_background"])),
+        "text_presence": "yes" if printed else "no",
+        "background_text_presence": "no" if rng.random() > 0.03 else "yes",
+    }
+    protocol = item.study.protocol_obj
+    for key in question_keys:
+        if key in DRAWN_DETAILS:
+            drawn, slip = DRAWN_DETAILS[key]
+            options = protocol.question(key).choice_keys(md)
+            answers[key] = drawn if rng.random() >= slip else rng.choice([o for o in options if o != drawn])
+    return {key: {"value": value} for key, value in answers.items() if key in question_keys}
+
+
+def demo_answers_add(study: Study, *, seed: int = 7) -> int:
+    """The demo annotators' judgements of the first ``JUDGED_PER_CONDITION`` images of each (object,
+    condition), as submitted assignments (validated like a task page's answers, stored with source
+    ``import``), then the study's consensus. Returns how many items were judged."""
+    protocol = study.protocol_obj
+    items = [
+        item
+        for item in Item.objects.filter(study=study).select_related("study").prefetch_related("images")
+        if int(item.external_id.rsplit("-", 1)[1]) < JUDGED_PER_CONDITION
+    ]
+    annotators = [annotator_for_user(user=User.objects.get(username=name)) for name in DEMO_ANNOTATORS]
+    now = timezone.now()
+    answers: list[AnswerToSave] = []
+    assignments: list[Assignment] = []
+    for item in items:
+        keys = [q.key for q in protocol.questions_for(item.metadata)]
+        for annotator in annotators:
+            time_ms = random.Random(f"{seed}:{item.external_id}:{annotator.name}:time").randint(9000, 45000)
+            cleaned = clean_submission(
+                protocol,
+                _demo_answer(item, annotator.name, keys, seed),
+                context=item_context(item),
+                expert=is_expert_in(study_id=study.pk, annotator=annotator),
+            )
+            answers += [AnswerToSave(item.pk, annotator, answer, time_ms) for answer in cleaned]
+            assignments.append(
+                Assignment(
+                    study=study,
+                    item=item,
+                    annotator=annotator,
+                    status=Assignment.Status.SUBMITTED,
+                    completed_at=now,
+                    time_spent_ms=time_ms,
+                )
+            )
+    annotations_save(study_id=study.pk, answers=answers, source=Annotation.Source.IMPORT)
+    Assignment.objects.bulk_create(assignments)
+    Item.objects.filter(pk__in=[item.pk for item in items]).update(
+        judgements=F("judgements") + len(annotators)
+    )
+    consensus_compute(study=study)
+    return len(items)
+
+
 @transaction.atomic
 def demo_study_ensure() -> tuple[Study, bool]:
-    """The demo study, created with its items and enrolments if no study exists yet."""
+    """The demo study, created with its items, enrolments and the demo annotators' judgements (with
+    their consensus) if no study exists yet."""
     existing = Study.objects.filter(name=DEMO_STUDY_NAME).first()
     if existing is not None:
         return existing, False
@@ -228,7 +342,8 @@ def demo_study_ensure() -> tuple[Study, bool]:
     with tempfile.TemporaryDirectory() as folder:
         records = demo_records(Path(folder))
         items_import_records(study=study, records=records, source=FolderSource(Path(folder)))
-    for username in ("annotator1", "annotator2", "annotator3"):
+    for username in DEMO_ANNOTATORS:
         pool = Annotator.Pool.EXPERT if username == "annotator3" else Annotator.Pool.CROWD
         enrollment_add(study=study, user=User.objects.get(username=username), pool=pool)
+    demo_answers_add(study)
     return study, True

@@ -1,13 +1,19 @@
 """Importing items: a folder of images, a zip, or a CSV/JSONL manifest (with files beside it).
 
-One transaction: every row and file is checked before anything is written, and a bad one stops
-the import with its row number and reason. Duplicates (an external id already in the study, or a
-file whose SHA-256 is already there) are reported and skipped, never stored twice. Files are
-stored under generated names. Manifest columns: ``external_id``, ``file`` or ``files`` (an image
-set; in CSV separated by ``;``), or ``text``; ``prompt``, ``model``, ``condition``, ``seed``,
-``settings`` (JSON); every other column is kept as metadata (CSV cells starting with ``[`` or
-``{`` are read as JSON). A row of an image protocol with no file is a reference item (the image
-was not released): it keeps its name and provenance and the task page says the image is missing.
+One transaction: every row and file is checked before anything is written, and a bad one stops the
+import with its row number and reason. An external id already in the study is reported and skipped
+(``duplicates``). Items with distinct ids are always kept, even when their files are byte-identical
+to another item's (a safety-filtered model returns the same black frame for many prompts; dropping
+those would shift every distribution): the report lists them under ``identical`` (a warning), and
+each item stores its own copy of its file, so no stored file is shared. Images whose pixels are all
+(nearly) one colour (``common.files.single_colour_of``) are flagged on the image
+(``ItemImage.is_blank``, ``blank_colour``) and listed under ``blank``; the items page filters them,
+so a researcher can exclude them on purpose. Files are stored under generated names. Manifest
+columns: ``external_id``, ``file`` or ``files`` (an image set; in CSV separated by ``;``), or
+``text``; ``prompt``, ``model``, ``condition``, ``seed``, ``settings`` (JSON); every other column is
+kept as metadata (CSV cells starting with ``[`` or ``{`` are read as JSON). A row of an image
+protocol with no file is a reference item (the image was not released): it keeps its name and
+provenance and the task page says the image is missing.
 """
 
 from __future__ import annotations
@@ -83,16 +89,42 @@ class ItemRow:
 
 @dataclass
 class ImportReport:
+    """What an import did. ``duplicates``: rows skipped (their external id is already in the study).
+    ``identical``: items created whose file(s) are byte-identical to an earlier item's (kept; a warning).
+    ``blank``: items created with a blank or single-colour image (flagged; a warning)."""
+
     created: int = 0
     references: int = 0
     duplicates: list[dict[str, str]] = field(default_factory=list)
+    identical: list[dict[str, str]] = field(default_factory=list)
+    blank: list[dict[str, Any]] = field(default_factory=list)
     item_ids: list[int] = field(default_factory=list)
+
+    def warnings(self) -> list[str]:
+        """The report's warnings in words (for pages and command output), with up to 10 examples each."""
+        out = []
+        if self.identical:
+            examples = ", ".join(f"{e['external_id']} = {e['same_as']}" for e in self.identical[:10])
+            out.append(
+                f"{len(self.identical)} items have the same file(s) as another item; all are kept "
+                f"(identical content, e.g. a safety filter's black frame): {examples}"
+            )
+        if self.blank:
+            examples = ", ".join(f"{e['external_id']} ({', '.join(e['colours'])})" for e in self.blank[:10])
+            out.append(
+                f"{len(self.blank)} items have a blank or single-colour image, flagged on the items page "
+                f"(filter 'blank') so you can exclude them on purpose: {examples}"
+            )
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "created": self.created,
             "references": self.references,
             "duplicates": self.duplicates,
+            "identical": self.identical,
+            "blank": self.blank,
+            "warnings": self.warnings(),
             "item_ids": self.item_ids,
         }
 
@@ -307,27 +339,36 @@ def _import_records(
                 raise ImportRefused(f"{row.where}: {name} cannot be found (upload a zip with the files)")
             images.append(source.checked_image(name))
         candidates.append((row, images, _item_digest(images)))
-    existing_hashes = dict(
-        _lookup(
-            Item.objects.filter(study=study),
-            "sha256",
-            [digest for _r, _i, digest in candidates if digest],
-            "sha256",
-            "external_id",
-        )
-    )
+    existing_hashes: dict[str, str] = {}  # file hash -> the first item (by id) that has it
+    for digest, external_id in _lookup(
+        Item.objects.filter(study=study).order_by("id"),
+        "sha256",
+        [digest for _r, _i, digest in candidates if digest],
+        "sha256",
+        "external_id",
+    ):
+        existing_hashes.setdefault(digest, external_id)
     checked: list[tuple[ItemRow, list[Any], str]] = []
     for row, images, digest in candidates:
         if digest and digest in existing_hashes:
-            report.duplicates.append(
+            report.identical.append(
                 {
                     "external_id": row.external_id,
-                    "reason": f"same file(s) as item {existing_hashes[digest]!r}",
+                    "same_as": existing_hashes[digest],
+                    "reason": f"same file(s) as item {existing_hashes[digest]!r}; kept",
                 }
             )
-            continue
-        if digest:
+        elif digest:
             existing_hashes[digest] = row.external_id
+        colours = [image.single_colour for image in images if image.single_colour]
+        if colours:
+            report.blank.append(
+                {
+                    "external_id": row.external_id,
+                    "positions": [i for i, image in enumerate(images) if image.single_colour],
+                    "colours": colours,
+                }
+            )
         checked.append((row, images, digest))
     kind = (
         Item.Kind.TEXT
@@ -371,6 +412,8 @@ def _import_records(
                         width=image.width,
                         height=image.height,
                         content_type=image.content_type,
+                        is_blank=bool(image.single_colour),
+                        blank_colour=image.single_colour,
                     )
                     assert source is not None
                     record.file.save(Path(name).name, ContentFile(source.read(name)), save=False)
@@ -427,7 +470,8 @@ def items_add_files(
 
 def item_add_files(*, study: Study, record: dict[str, Any], files: dict[str, bytes]) -> ImportReport:
     """Add one item whose image files are in memory (a generation job's output), through the same
-    checks as any import: image type and size, duplicates by id or hash reported and skipped.
+    checks as any import: image type and size; an id already there is reported and skipped, identical
+    or blank images are kept and reported.
 
     ``record`` is a manifest record naming the files (``file`` or ``files``) by keys of ``files``.
     """

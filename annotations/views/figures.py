@@ -1,7 +1,8 @@
 """Figures of the findings page, drawn server-side with matplotlib's object API (Agg, no pyplot state).
 
 ``figure_render(report, table_key, params, fmt)`` returns PNG or SVG bytes for one report table, or None
-when that table has no figure. Each figure says in its title how many items are behind it.
+when that table has no figure. Each figure says in its title how many items are behind it. A table with
+no rows (or nothing to draw) gives a picture that says so and why, never an error.
 """
 
 from __future__ import annotations
@@ -68,6 +69,14 @@ def _ssi(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
     _title(fig, table, "SSI before and after refinement (* paired t-test p < 0.05)")
 
 
+def _empty(fig: Figure, table: dict[str, Any], why: str) -> None:
+    """The empty state: the table's title and why there is nothing to draw."""
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, plain_text(f"Nothing to draw: {why}"), ha="center", va="center", wrap=True, fontsize=9)
+    fig.suptitle(plain_text(f"{table['title']}\n(n = {table['n_items']} items)"), fontsize=10)
+
+
 def _heatmap(
     fig: Figure,
     table: dict[str, Any],
@@ -77,6 +86,9 @@ def _heatmap(
     marks: dict[tuple[str, str], bool],
     text: str,
 ) -> None:
+    if not rows or not cols:
+        _empty(fig, table, "no cell to colour")
+        return
     ax = fig.add_subplot()
     values = [[cells.get((r, c)) for c in cols] for r in rows]
     data = [[float("nan") if v is None else v for v in row] for row in values]
@@ -153,9 +165,12 @@ def figure_render(report: dict[str, Any], table_key: str, params: dict[str, str]
     table = next((t for t in report["tables"] if t["key"] == table_key), None)
     if table is None or table_key not in DRAW or fmt not in FORMATS:
         return None
-    tall = table_key in ("visage_tendency",)
+    tall = table_key in ("visage_tendency",) and bool(table["rows"])
     fig = Figure(figsize=(7, 7 if tall else 4.5), layout="constrained")
-    DRAW[table_key](fig, table, params)
+    if table["rows"]:
+        DRAW[table_key](fig, table, params)
+    else:
+        _empty(fig, table, table.get("empty_reason") or "the table has no rows")
     return _bytes(fig, fmt)
 
 

@@ -1,7 +1,10 @@
 """Findings pages: each paper's tables and figures for one study, with CSV, PNG and SVG downloads.
 
 Thin views: ``access`` decides who may look (the study's researchers), ``metrics_report_cached`` computes,
-``annotations.views.figures`` draws. A bad ``source`` shows the page with the error, never a 500.
+``annotations.views.figures`` draws. A bad ``source`` shows the page with the error, never a 500. Without
+``?source=`` the report reads the protocol's default source (``findings.report.DEFAULT_SOURCES``); the page
+says which source it shows and links to every source that holds labels, and an empty table says why it is
+empty (its figure is then not drawn; asked for directly, it is an "empty" picture, never an error).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from common.errors import ValidationFailed
 from common.spreadsheet import csv_cell
 
 
-def _source(request: HttpRequest) -> str:
-    return (request.GET.get("source") or "consensus").strip()[:200]
+def _source(request: HttpRequest) -> str | None:
+    """The asked-for source, or None for the protocol's default."""
+    return (request.GET.get("source") or "").strip()[:200] or None
 
 
 def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
@@ -46,15 +50,21 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
         return render(
             request,
             "findings/study.html",
-            {"study": study, "error": exc.message, "report": None, "source": source},
+            {"study": study, "error": exc.message, "report": None, "source": source or ""},
             status=400,
         )
     query = {"source": report["source"]}
+    base_url = reverse("study-findings", args=[study.pk])
+    switch = [
+        {"name": name, "url": f"{base_url}?{urlencode({'source': name})}"}
+        for name in report["sources_available"]
+        if name != report["source"]
+    ]
     tables = []
     for table in report["tables"]:
         figures = []
         for figure in report["figures"]:
-            if figure["table"] != table["key"] or table["key"] not in DRAW:
+            if figure["table"] != table["key"] or table["key"] not in DRAW or not table["rows"]:
                 continue
             params = urlencode({**query, **figure["params"]})
             base = reverse("study-findings-figure", args=[study.pk, table["key"], "png"])
@@ -83,6 +93,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "tables": tables,
             "summary_tables": summary_tables(report["summary"]),
             "source": report["source"],
+            "switch": switch,
             "max_rows": MAX_ROWS_SHOWN,
         },
     )

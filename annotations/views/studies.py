@@ -6,6 +6,7 @@ Views are thin: forms check shape, services do the work, ``access`` decides who 
 from __future__ import annotations
 
 import mimetypes
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -146,6 +147,8 @@ def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse
                         f"{entry['external_id']} ({entry['reason']})" for entry in item_report.duplicates[:10]
                     )
                 messages.success(request, text)
+                for warning in item_report.warnings():
+                    messages.warning(request, f"Warning: {warning}.")
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was imported. {exc.message}")
     return redirect("study-detail", pk=pk)
@@ -229,12 +232,24 @@ def study_share(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def study_items(request: HttpRequest, pk: int) -> HttpResponse:
+    """The items grid; ``?condition=`` narrows to one condition, ``?blank=1`` (``0``) to the items with
+    (without) a blank or single-colour image, as flagged at import."""
     study = study_for_page(request, pk, researcher=True)
-    queryset = selectors.items_page(study)
+    blank_raw = request.GET.get("blank", "")
+    blank = {"1": True, "0": False}.get(blank_raw)
+    queryset = selectors.items_page(study, blank=blank)
     condition = request.GET.get("condition")
     if condition:
         queryset = queryset.filter(condition=condition)
     page = Paginator(queryset, 48).get_page(request.GET.get("page"))
+    filters = "".join(
+        f"&{key}={value}"
+        for key, value in (
+            ("condition", quote(condition or "")),
+            ("blank", "" if blank is None else blank_raw),
+        )
+        if value
+    )
     return render(
         request,
         "studies/items.html",
@@ -242,6 +257,9 @@ def study_items(request: HttpRequest, pk: int) -> HttpResponse:
             "study": study,
             "page": page,
             "condition": condition or "",
+            "blank": blank_raw if blank is not None else "",
+            "n_blank": selectors.blank_items_count(study),
+            "filters": filters,
             "can_write": access.study_can_write(request_user(request), study),
         },
     )

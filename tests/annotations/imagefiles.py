@@ -20,3 +20,14 @@ def write_png(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png_bytes(colour, size))
     return path
+
+
+def drawn_png_bytes(
+    background: tuple[int, int, int] = (250, 250, 250), ink: tuple[int, int, int] = (30, 70, 200)
+) -> bytes:
+    """A 32x24 PNG with a filled rectangle: an image that is not single-colour."""
+    image = Image.new("RGB", (32, 24), background)
+    image.paste(ink, (8, 6, 24, 18))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()

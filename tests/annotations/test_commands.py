@@ -132,3 +132,44 @@ def test_setup_demo_creates_accounts_and_a_study_that_shows_the_skew(
     passwords = json.loads((tmp_path / "demo-accounts.json").read_text())
     assert set(passwords) == {"admin", "researcher", "annotator1", "annotator2", "annotator3"}
     assert (tmp_path / "demo-accounts.json").stat().st_mode & 0o077 == 0
+
+
+def test_the_demo_opens_with_human_judgements_consensus_and_findings(settings, tmp_path, client) -> None:
+    """Issue 14 point 7: the demo's findings, agreement and adjudication pages have content at once."""
+    from annotations.models import Annotator, ConsensusLabel, User
+    from tests.helpers import client_for
+
+    settings.DATA_DIR = tmp_path
+    run("setup_demo", "--labellers", "")
+    study = Study.objects.get()
+    humans = Annotation.objects.filter(study=study, annotator__kind=Annotator.Kind.HUMAN)
+    # 3 of the 4 images of each of 2 objects x 9 conditions, by the 3 demo annotators, 8 questions each
+    assert humans.values("item").distinct().count() == 54 and humans.count() == 54 * 3 * 8
+    assert set(humans.values_list("annotator__name", flat=True)) == {"annotator1", "annotator2", "annotator3"}
+    assert ConsensusLabel.objects.filter(study=study, resolved=True).count() > 400
+    researcher = User.objects.get(username="researcher")
+    api = client_for(researcher)
+    agreement = api.get(f"/api/studies/{study.pk}/agreement/?resamples=20").json()
+    assert agreement["study_alpha"]["n_alphas"] == 12 and agreement["study_alpha"]["mean"] is not None
+    colour = next(q for q in agreement["questions"] if q["key"] == "product_color")["humans"][0]
+    assert colour["n_items"] == 54 and colour["value"] > 0.6  # drawn colours: people mostly agree
+    queue = api.get(f"/api/studies/{study.pk}/adjudication/").json()
+    assert queue and all(entry["reason"].startswith("tie between") for entry in queue)
+    client.force_login(researcher)
+    assert client.get(f"/studies/{study.pk}/agreement/").status_code == 200
+    page = client.get(f"/studies/{study.pk}/findings/").content.decode()
+    assert "Labels from consensus, the default for object-attributes" in page and "No rows" not in page
+    figure = client.get(f"/studies/{study.pk}/findings/figures/soda_bds.png?source=consensus")
+    assert figure.status_code == 200 and figure.content[:4] == b"\x89PNG"
+    assert f"/studies/{study.pk}/findings/figures/soda_bds.png?source=consensus" in page
+    # the fourth image of each condition is left for a visitor to judge on the task page
+    task = client_for(User.objects.get(username="annotator1")).post(
+        f"/api/studies/{study.pk}/assignments/next/"
+    )
+    assert task.status_code == 200 and Item.objects.get(pk=task.json()["item"]).external_id.endswith("-3")
+    # the same demo every time
+    first = sorted(humans.values_list("item__external_id", "annotator__name", "question_key", "value"))
+    Study.objects.all().delete()
+    run("setup_demo", "--labellers", "")
+    again = Annotation.objects.filter(annotator__kind=Annotator.Kind.HUMAN)
+    assert sorted(again.values_list("item__external_id", "annotator__name", "question_key", "value")) == first

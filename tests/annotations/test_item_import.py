@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import stat
@@ -9,12 +10,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from django.db import models
 
 from annotations.models import Item, ItemImage
 from annotations.protocols.schema import load_preset
 from annotations.services.item_import import items_import
 from common.errors import ImportRefused
-from tests.annotations.imagefiles import png_bytes, write_png
+from tests.annotations.imagefiles import drawn_png_bytes, png_bytes, write_png
 from tests.factories import StudyFactory
 
 pytestmark = pytest.mark.django_db
@@ -80,15 +82,19 @@ def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:
     assert list(item.images.values_list("position", flat=True)) == [0, 1, 2, 3]
 
 
-def test_duplicates_by_hash_or_id_are_reported_not_stored_twice(study, tmp_path) -> None:
+def test_identical_files_are_kept_and_reported_and_repeated_ids_skipped(study, tmp_path, _media_root) -> None:
+    # (issue 14 point 3 changed this on purpose: a byte-identical file under another id was skipped before)
     write_png(tmp_path / "a.png", (1, 2, 3))
     write_png(tmp_path / "copy-of-a.png", (1, 2, 3))
     report = items_import(study=study, path=tmp_path)
-    assert report.created == 1
-    assert report.duplicates == [{"external_id": "copy-of-a.png", "reason": "same file(s) as item 'a.png'"}]
+    assert report.created == 2 and report.duplicates == []
+    assert report.identical == [
+        {"external_id": "copy-of-a.png", "same_as": "a.png", "reason": "same file(s) as item 'a.png'; kept"}
+    ]
+    assert len(stored_files(_media_root)) == 2  # each item stores its own copy
     again = items_import(study=study, path=tmp_path)
     assert again.created == 0 and len(again.duplicates) == 2
-    assert Item.objects.filter(study=study).count() == 1
+    assert Item.objects.filter(study=study).count() == 2
 
 
 def test_text_items_and_reference_items(owner, tmp_path) -> None:
@@ -269,7 +275,10 @@ def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -
     again = item_add_files(study=study, record={"external_id": "new", "file": "n.png"}, files={"n.png": data})
     copy = item_add_files(study=study, record={"external_id": "copy", "file": "c.png"}, files={"c.png": data})
     assert again.duplicates == [{"external_id": "new", "reason": "already in the study"}]
-    assert copy.duplicates == [{"external_id": "copy", "reason": "same file(s) as item 'new'"}]
+    assert copy.created == 1 and copy.duplicates == []  # (issue 14: identical files are kept, reported)
+    assert copy.identical == [
+        {"external_id": "copy", "same_as": "new", "reason": "same file(s) as item 'new'; kept"}
+    ]
 
 
 def test_a_bulk_import_refreshes_the_planner_statistics_on_postgresql(study) -> None:
@@ -326,3 +335,119 @@ def test_a_precomputed_image_check_counts_only_for_the_bytes_it_was_made_from(st
         report.created == 1
         and Item.objects.get(external_id="a").images.get().sha256 == checked["a.png"].sha256
     )
+
+
+# --- issue 14 point 3: identical files never drop items; blank images are flagged -------------------
+
+
+def safety_filtered_folder(folder: Path) -> Path:
+    """Three prompts in two conditions whose images a safety filter blacked out (identical bytes), one
+    drawn image, and a near-black frame (JPEG-like noise of 3 levels): the manifest a researcher imports."""
+    from PIL import Image
+
+    folder.mkdir()
+    black = png_bytes((0, 0, 0), size=(32, 24))
+    for name in ("w1.png", "w2.png", "m1.png"):
+        (folder / name).write_bytes(black)
+    (folder / "m2.png").write_bytes(drawn_png_bytes())
+    noisy = Image.new("RGB", (32, 24), (2, 2, 2))
+    noisy.putpixel((5, 5), (5, 3, 2))
+    noisy.save(folder / "m3.png")
+    (folder / "manifest.csv").write_text(
+        "external_id,file,prompt,condition\n"
+        "w1,w1.png,a nurse for women,gender:women\n"
+        "w2,w2.png,a doctor for women,gender:women\n"
+        "m1,m1.png,a nurse for men,gender:men\n"
+        "m2,m2.png,a doctor for men,gender:men\n"
+        "m3,m3.png,a judge for men,gender:men\n"
+    )
+    return folder
+
+
+def test_the_import_command_keeps_identical_black_images_and_flags_them(study, tmp_path, _media_root) -> None:
+    from django.core.management import call_command
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command(
+        "import_items", str(study.pk), str(safety_filtered_folder(tmp_path / "in")), stdout=out, stderr=err
+    )
+    report = json.loads(out.getvalue())
+    assert report["created"] == 5 and report["duplicates"] == []
+    assert [(e["external_id"], e["same_as"]) for e in report["identical"]] == [("w2", "w1"), ("m1", "w1")]
+    assert [(e["external_id"], e["colours"]) for e in report["blank"]] == [
+        ("w1", ["#000000"]),
+        ("w2", ["#000000"]),
+        ("m1", ["#000000"]),
+        ("m3", ["#030202"]),  # within 8 levels per channel: R 2..5, G 2..3, B 2..2 -> (lo + hi) // 2
+    ]
+    assert "2 items have the same file(s) as another item; all are kept" in err.getvalue()
+    assert "4 items have a blank or single-colour image" in err.getvalue()
+    conditions = dict(
+        Item.objects.filter(study=study).values_list("condition").annotate(n=models.Count("id")).order_by()
+    )
+    assert conditions == {"gender:women": 2, "gender:men": 3}  # no condition lost an item
+    flags = dict(ItemImage.objects.filter(item__study=study).values_list("item__external_id", "is_blank"))
+    assert flags == {"w1": True, "w2": True, "m1": True, "m2": False, "m3": True}
+    assert len(stored_files(_media_root)) == 5
+
+
+def test_the_api_and_the_upload_page_report_identical_and_blank_images(
+    owner, study, tmp_path, client
+) -> None:
+    from tests.helpers import client_for
+
+    folder = safety_filtered_folder(tmp_path / "in")
+    archive = tmp_path / "batch.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in folder.iterdir():
+            zf.write(path, path.name)
+    with archive.open("rb") as handle:
+        response = client_for(owner).post(
+            f"/api/studies/{study.pk}/items/import/", {"file": handle}, format="multipart"
+        )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["created"] == 5 and len(body["identical"]) == 2 and len(body["blank"]) == 4
+    assert any("all are kept" in w for w in body["warnings"])
+    other = StudyFactory.create(owner=owner)
+    client.force_login(owner)
+    with archive.open("rb") as handle:
+        page = client.post(f"/studies/{other.pk}/import/items/", {"file": handle}, follow=True)
+    text = page.content.decode()
+    assert "Imported 5 items" in text
+    assert "Warning: 2 items have the same file(s) as another item; all are kept" in text
+    assert "Warning: 4 items have a blank or single-colour image" in text
+
+
+def test_the_items_page_flags_and_filters_blank_images(owner, study, tmp_path, client) -> None:
+    items_import(study=study, path=safety_filtered_folder(tmp_path / "in"))
+    client.force_login(owner)
+    everything = client.get(f"/studies/{study.pk}/items/").content.decode()
+    assert "<strong>4</strong> items of this study have a blank or single-colour image" in everything
+    assert everything.count('<span class="badge blank">') == 4 and "blank #000000" in everything
+    only = client.get(f"/studies/{study.pk}/items/?blank=1").content.decode()
+    assert "4 items ·" in only and "<strong>m2</strong>" not in only and "<strong>w2</strong>" in only
+    without = client.get(f"/studies/{study.pk}/items/?blank=0&condition=gender:men").content.decode()
+    assert "1 items ·" in without and "<strong>m2</strong>" in without
+
+
+def test_generated_black_images_are_kept_and_flagged(study) -> None:
+    """A generation job stores its images through items_add_files with the checks its encoder threads made."""
+    from annotations.services.item_import import items_add_files
+    from common.files import image_check
+
+    black = png_bytes((0, 0, 0), size=(64, 64))
+    files = {"a.png": black, "b.png": black}
+    report = items_add_files(
+        study=study,
+        records=[
+            {"external_id": "job-1-0", "file": "a.png", "prompt": "a nurse", "condition": "gender:women"},
+            {"external_id": "job-1-1", "file": "b.png", "prompt": "a judge", "condition": "gender:men"},
+        ],
+        files=files,
+        checked={name: image_check(data, name=name) for name, data in files.items()},
+    )
+    assert report.created == 2 and [e["external_id"] for e in report.identical] == ["job-1-1"]
+    assert set(ItemImage.objects.filter(item__study=study).values_list("is_blank", "blank_colour")) == {
+        (True, "#000000")
+    }

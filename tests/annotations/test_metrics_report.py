@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 from annotations.protocols.schema import load_preset
 from annotations.selectors.findings.report import metrics_report
 from annotations.selectors.labels import labels_for
-from annotations.services.studies import enrollment_add
+from annotations.services.studies import enrollment_add, study_create
 from tests.annotations.builders import make_study, subgroup_study
 from tests.helpers import client_for
 
@@ -63,7 +63,7 @@ def test_visage_from_consensus_is_per_image(visage_studies) -> None:
     labels = labels_for(study, "attributes")
     (item_id,) = labels.values
     assert sorted(labels.values[item_id]) == ["hat", "sombrero"]
-    report = metrics_report(study=study)
+    report = metrics_report(study=study, source="consensus")  # (issue 14: judgements is the default now)
     row = table(report, "visage_tendency")[0]
     assert (row["l_stereo"], row["l_random"], row["theta"]) == (1.0, 0.0, None)
     assert "L(random, id) is 0" in row["reason"]
@@ -282,3 +282,155 @@ def test_csv_cells_cannot_become_formulas(owner, client) -> None:
     client.force_login(owner)
     text = client.get(f"/studies/{study.pk}/findings/agent_scores.csv").content.decode()
     assert "'=HYPERLINK" in text
+
+
+# --- issue 14 points 4 to 7 ---------------------------------------------------------------------
+
+
+def test_agent_score_keeps_images_labelled_none_in_the_denominator(owner) -> None:
+    # Five images of pair cook/female: female, female, none, none, male (one annotator each).
+    labels = ["female", "female", "none", "none", "male"]
+    items = [
+        {
+            "external_id": f"i{n}",
+            "prompt": "people who cook",
+            "metadata": {"dimension": "gender", "subgroup": "female", "pair": "cook/female"},
+        }
+        for n in range(5)
+    ]
+    answers = [
+        {"item": f"i{n}", "annotator": "h1", "question": "gender", "value": v} for n, v in enumerate(labels)
+    ]
+    study = make_study(owner, "subgroup", items, answers)
+    body = client_for(owner).get(f"/api/studies/{study.pk}/metrics/").json()
+    (row,) = table(body, "agent_scores")
+    # score = 2 female / 5 images (the 2 'none' images count), not 2/3
+    assert (row["majority"], row["n"], row["n_none"], row["detected"]) == ("female", 5, 2, True)
+    assert row["score"] == pytest.approx(2 / 5) and row["target_share"] == pytest.approx(2 / 5)
+    assert body["summary"]["images_labelled_none"] == {
+        "n_none": 2,
+        "n_labelled": 5,
+        "counted_in_denominator": True,
+    }
+
+
+def ssi_manifest(folder: Any) -> tuple[Any, Any]:
+    """A manifest of image sets as a researcher imports them (files not released: reference items) and
+    rubric answers: refined sets carry the refined prompt and name their initial set in initial_prompt."""
+    keys = [q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})]
+    rows = [
+        ("d-i", "a photo of a doctor", "initial", "", 3),
+        ("d-r", "a photo of a doctor in a clinic, of any gender", "refined", "a photo of a doctor", 0),
+        ("n-i", "a photo of a nurse", "initial", "", 6),
+        ("n-r", "a photo of a nurse at work, of any age", "refined", "a photo of a nurse", 2),
+        ("j-i", "a photo of a judge", "initial", "", 4),  # not refined yet
+        ("c-r", "a photo of a cook in a diner", "refined", "a photo of a chef", 1),  # link to no set
+    ]
+    manifest = folder / "sets.jsonl"
+    manifest.write_text(
+        "".join(
+            json.dumps(
+                {"external_id": i, "prompt": p, "model": "sd", "condition": c, "category": "occupational"}
+                | ({"initial_prompt": link} if link else {})
+            )
+            + "\n"
+            for i, p, c, link, _n in rows
+        )
+    )
+    answers = folder / "rubric.jsonl"
+    answers.write_text(
+        "".join(
+            json.dumps({"item": i, "annotator": "h1", "question": k, "value": int(pos < n)}) + "\n"
+            for i, _p, _c, _l, n in rows
+            for pos, k in enumerate(keys)
+        )
+    )
+    return manifest, answers
+
+
+def test_ssi_pairs_refined_sets_with_their_initial_query_by_the_stored_link(owner, tmp_path) -> None:
+    study = study_create(owner=owner, name="ssi", protocol=load_preset("ssi-rubric"))
+    manifest, answers = ssi_manifest(tmp_path)
+    call_command("import_items", str(study.pk), str(manifest), stdout=io.StringIO())
+    call_command("import_annotations", str(study.pk), str(answers), stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("metrics", str(study.pk), "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    row = next(r for r in table(report, "ssi_comparisons") if r["model"] == "sd")
+    # pairs: doctor 3/9 -> 0/9, nurse 6/9 -> 2/9; differences 3/9 and 4/9: mean 7/18, standard deviation
+    # (1/9)/sqrt(2), standard error 1/18 -> t = 7 with df = 1, p = 1 - (2/pi) atan(7) (scipy's ttest_rel)
+    assert row["n_pairs"] == 2 and row["n_initial"] == 3 and row["n_refined"] == 3
+    assert row["t"] == pytest.approx(7.0)
+    assert row["p_value"] == pytest.approx(1 - 2 / math.pi * math.atan(7))
+    unpaired = {r["set"]: r for r in table(report, "ssi_unpaired")}
+    assert set(unpaired) == {"j-i", "c-r"}
+    assert unpaired["j-i"]["reason"] == "no refined set of query 'a photo of a judge' for this model"
+    assert unpaired["c-r"]["initial_prompt"] == "a photo of a chef"
+    assert unpaired["c-r"]["reason"] == "no initial set of query 'a photo of a chef' for this model"
+
+
+def test_each_protocol_reads_its_papers_source_by_default(visage_studies, owner, client) -> None:
+    study = visage_studies["stereotype-markers"]
+    study.owner = owner
+    study.save(update_fields=["owner"])
+    out = io.StringIO()
+    call_command("metrics", str(study.pk), "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    # Table 1's reading (every judgement): L(stereo) = (2/3 + 1)/2, not the per-image consensus 1.0
+    assert report["source"] == "judgements" and report["source_default"]["source"] == "judgements"
+    assert table(report, "visage_tendency")[0]["l_stereo"] == pytest.approx(5 / 6)
+    assert report["sources_available"] == ["consensus", "judgements"]
+    assert "Switch with ?source=NAME" in report["source_note"]
+    api = client_for(owner).get(f"/api/studies/{study.pk}/metrics/").json()
+    assert api["source"] == "judgements" and api["sources_available"] == ["consensus", "judgements"]
+    chosen = client_for(owner).get(f"/api/studies/{study.pk}/metrics/?source=consensus").json()
+    assert (
+        chosen["source"] == "consensus"
+        and "the default for stereotype-markers is judgements" in (chosen["source_note"])
+    )
+    client.force_login(owner)
+    page = client.get(f"/studies/{study.pk}/findings/").content.decode()
+    assert "Labels from judgements, the default for stereotype-markers" in page
+    assert f'href="/studies/{study.pk}/findings/?source=consensus">consensus</a>' in page
+    visualness = metrics_report(study=visage_studies["visualness"])
+    assert visualness["source"] == "consensus"  # appendix 8.1 counts the label 2 of 3 raters gave
+    assert metrics_report(study=subgroup_study(owner))["source"] == "consensus"
+
+
+def machine_only_soda_study(owner) -> Any:
+    """An object-attributes study that only a colour labeller has labelled (no person has answered)."""
+    items = [
+        {"external_id": k, "model": "m", "condition": c, "metadata": {"object": "car"}}
+        for k, c in (("b1", "base"), ("g1", "gender:women"))
+    ]
+    answers = [
+        {
+            "item": k,
+            "annotator": "colour-rule",
+            "annotator_kind": "machine",
+            "annotator_version": "1",
+            "question": "product_color",
+            "value": v,
+        }
+        for k, v in (("b1", "red"), ("g1", "pink"))
+    ]
+    return make_study(owner, "object-attributes", items, answers)
+
+
+def test_an_empty_table_says_why_and_its_figure_is_an_empty_state(owner, client) -> None:
+    study = machine_only_soda_study(owner)
+    client.force_login(owner)
+    for fmt, magic in (("png", b"\x89PNG"), ("svg", b"<?xml")):
+        figure = client.get(f"/studies/{study.pk}/findings/figures/soda_bds.{fmt}")  # was a 500 (TypeError)
+        assert figure.status_code == 200 and figure.content.startswith(magic)
+    page = client.get(f"/studies/{study.pk}/findings/").content.decode()
+    assert "No rows: consensus has no labels in this study (nobody has answered yet)." in page
+    assert f'href="/studies/{study.pk}/findings/?source=colour-rule%401">colour-rule@1</a>' in page
+    assert "figures/soda_bds.png" not in page  # no broken or empty picture on the page
+    body = client_for(owner).get(f"/api/studies/{study.pk}/metrics/").json()
+    assert body["sources_available"] == ["colour-rule@1"]
+    assert table(body, "soda_bds") == [] and "nobody has answered" in next(
+        t["empty_reason"] for t in body["tables"] if t["key"] == "soda_bds"
+    )
+    machine = client.get(f"/studies/{study.pk}/findings/?source=colour-rule@1").content.decode()
+    assert "figures/soda_bds.png?source=colour-rule%401" in machine

@@ -193,3 +193,39 @@ def test_migrating_back_writes_the_bag_again(old_apps: Apps) -> None:
         },
     }
     assert bags["visual"] == {"imported_from": "ratings.xlsx"} and bags["plain"] == {}
+
+
+def test_images_stored_before_the_blank_check_are_checked_and_identical_items_survive_going_back() -> None:
+    """annotations 0012 (issue 14 point 3): images already stored get is_blank (None when the file cannot
+    be read); going back to one item per file hash blanks the hash of the later items, keeping them."""
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from tests.annotations.imagefiles import drawn_png_bytes, png_bytes
+
+    before = [("annotations", "0012_pool_and_attributes_per_enrollment")]
+    try:
+        apps = _migrate(before)
+        User, Study = apps.get_model("annotations", "User"), apps.get_model("annotations", "Study")
+        Item, ItemImage = apps.get_model("annotations", "Item"), apps.get_model("annotations", "ItemImage")
+        owner = User.objects.create(username="owner", role="researcher")
+        study = Study.objects.create(name="s", owner=owner, protocol=example_protocol_dict())
+        files = {"black": png_bytes((0, 0, 0)), "drawn": drawn_png_bytes(), "gone": None}
+        for n, (name, data) in enumerate(files.items()):
+            item = Item.objects.create(study=study, external_id=name, kind="image", sha256=f"{n:064x}")
+            stored = default_storage.save(f"items/{study.pk}/{name}.png", ContentFile(data or b""))
+            if data is None:
+                default_storage.delete(stored)
+            ItemImage.objects.create(item=item, position=0, file=stored, sha256=f"{n:064x}")
+        apps = _migrate()
+        flags = apps.get_model("annotations", "ItemImage").objects.values_list(
+            "item__external_id", "is_blank", "blank_colour"
+        )
+        assert sorted(flags) == [("black", True, "#000000"), ("drawn", False, ""), ("gone", None, "")]
+        Item = apps.get_model("annotations", "Item")
+        Item.objects.create(study_id=study.pk, external_id="black-2", kind="image", sha256=f"{0:064x}")
+        apps = _migrate(before)  # the unique (study, sha256) constraint comes back
+        hashes = dict(apps.get_model("annotations", "Item").objects.values_list("external_id", "sha256"))
+        assert hashes["black"] == f"{0:064x}" and hashes["black-2"] == "" and len(hashes) == 4
+    finally:
+        _migrate()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -236,3 +237,76 @@ def test_nothing_refined_is_an_error(ssi_job) -> None:
             "m",
             stdout=io.StringIO(),
         )
+
+
+@pytest.mark.django_db
+def test_the_refined_sets_generate_makes_are_paired_with_their_initial_sets(owner, tmp_path) -> None:
+    """generate -> label -> refine_prompts --generate -> generate -> label -> metrics: the paired t-test
+    pairs each refined set with its initial query through metadata initial_prompt (issue 14 point 4)."""
+    pipelines.clear_pipeline_cache()
+    model = save_tiny_sd(tmp_path / "tiny-sd")
+    study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
+    queries = PromptSet(
+        name="ssi-occupations",
+        paper="ssi",
+        prompts=tuple(
+            PromptSpec(
+                text=f"a photo of a {term}",
+                condition="initial",
+                metadata={"category": "occupational", "term": term},
+                images_per_prompt=2,
+            )
+            for term in ("doctor", "nurse")
+        ),
+    )
+    spec = ModelSpec(source=str(model), steps=2, width=64, height=64, batch_size=2, guidance=1.0)
+    job = generation_job_create(study=study, prompt_set=queries, spec=spec, user=owner, enqueue=False)
+    generation_job_run(job_id=job.pk, device="cpu")
+    with ChatServer() as server:
+        server.responder = lambda body: Reply(
+            content=("a photo of a doctor" if "doctor" in json.dumps(body) else "a photo of a nurse")
+            + " of any gender, at work in a city hospital"
+        )
+        out = io.StringIO()
+        call_command(
+            "refine_prompts",
+            "--job",
+            str(job.pk),
+            "--base-url",
+            server.base_url,
+            "--model",
+            "gpt-4o",
+            "--api-key-env",
+            "",
+            "--generate",
+            stdout=out,
+        )
+    generation_job_run(job_id=json.loads(out.getvalue())["generation_job"], device="cpu")
+    pipelines.clear_pipeline_cache()
+    keys = [q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})]
+    marked = {
+        ("doctor", "initial"): 3,
+        ("doctor", "refined"): 0,
+        ("nurse", "initial"): 6,
+        ("nurse", "refined"): 2,
+    }
+    records = []
+    for (term, condition), n in marked.items():
+        item = Item.objects.get(study=study, condition=condition, metadata__term=term)
+        records += [
+            {"item": item.external_id, "annotator": "h1", "question": k, "value": int(pos < n)}
+            for pos, k in enumerate(keys)
+        ]
+    annotations_import_records(study=study, records=list(enumerate(records, start=1)))
+    report = io.StringIO()
+    call_command("metrics", str(study.pk), "--json", stdout=report)
+    tables = {t["key"]: t for t in json.loads(report.getvalue())["tables"]}
+    rows = [
+        dict(zip(tables["ssi_comparisons"]["columns"], r, strict=True))
+        for r in tables["ssi_comparisons"]["rows"]
+    ]
+    row = next(r for r in rows if r["model"] != "all")
+    # differences 3/9 and 4/9: mean 7/18, standard error 1/18 -> t = 7 (df 1), p = 1 - (2/pi) atan(7)
+    assert row["n_pairs"] == 2 and row["t"] == pytest.approx(7.0)
+    assert row["p_value"] == pytest.approx(1 - 2 / math.pi * math.atan(7))
+    assert tables["ssi_unpaired"]["rows"] == []

@@ -11,7 +11,11 @@ from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
-    help = "Import items from a folder of images, a zip, or a CSV/JSONL manifest (all or nothing)."
+    help = (
+        "Import items from a folder of images, a zip, or a CSV/JSONL manifest (all or nothing). Prints the "
+        "report as JSON; its warnings (items with identical files, blank or single-colour images: all kept) "
+        "also go to stderr."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
@@ -23,4 +27,6 @@ class Command(BaseCommand):
             report = items_import(study=study, path=options["path"])
         except WorkbenchError as exc:
             raise fail(exc) from exc
+        for warning in report.warnings():
+            self.stderr.write(f"warning: {warning}")
         self.stdout.write(dump(report.as_dict() | {"study": study.pk}))

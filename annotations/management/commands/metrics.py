@@ -11,8 +11,9 @@ from common.errors import WorkbenchError
 
 class Command(BaseCommand):
     help = (
-        "Every metric that applies to the study's protocol (docs/metrics.md), from the human consensus "
-        "(default), every judgement (visage), or one machine labeller."
+        "Every metric that applies to the study's protocol (docs/metrics.md), from the protocol's default "
+        "source (the reading its paper's numbers use: every judgement for stereotype-markers, the human "
+        "consensus otherwise), every judgement (visage), or one machine labeller."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -21,7 +22,9 @@ class Command(BaseCommand):
             "--json", action="store_true", help="Print the whole report as JSON (default: a summary)"
         )
         parser.add_argument(
-            "--source", default="consensus", help="consensus | judgements | LABELLER[@VERSION]"
+            "--source",
+            default=None,
+            help="consensus | judgements | LABELLER[@VERSION] (default: the protocol's default source)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -36,11 +39,12 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{report['name']} ({report['protocol']}), source {report['source']}, {report['n_items']} items"
         )
+        self.stdout.write(f"  {report['source_note']}")
         for key, value in report["summary"].items():
             self.stdout.write(f"  {key}: {dump(value)}")
         for table in report["tables"]:
-            self.stdout.write(
-                f"  table {table['key']}: {len(table['rows'])} rows, {table['n_items']} items behind it"
-            )
+            empty = f" ({table['empty_reason']})" if table.get("empty_reason") else ""
+            rows = f"{len(table['rows'])} rows, {table['n_items']} items behind it"
+            self.stdout.write(f"  table {table['key']}: {rows}{empty}")
         for note in report["notes"]:
             self.stdout.write(f"  note: {note}")

@@ -32,12 +32,13 @@ def _pairs(items: dict[int, ItemInfo]) -> dict[str, list[int]]:
 
 
 def _subgroup_labels(study: Study, source: LabelSource) -> dict[int, str | None]:
-    """Item id -> the subgroup ``source`` labels it with; "none" (cannot tell) becomes None."""
+    """Item id -> the subgroup ``source`` labels it with; "none" (cannot tell) stays a label (it counts in
+    the score's denominator, ``metrics.agent``); None: no label (unanswered or unresolved)."""
     out: dict[int, str | None] = {}
     for question in study.protocol_obj.questions:
         if question.kind == "single":
             for item_id, value in labels_for(study, question.key, source).values.items():
-                out[item_id] = None if value in (None, "none") else value
+                out[item_id] = value
     return out
 
 
@@ -46,9 +47,11 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
     labels = _subgroup_labels(study, source)
     pairs = _pairs(items)
     rows = []
+    n_none = 0
     for pair, ids in sorted(pairs.items()):
         md = items[ids[0]].metadata
         score = agent.stereotype_score([labels.get(i) for i in ids], str(md.get("subgroup", "")))
+        n_none += score.n_none
         rows.append(
             [
                 pair,
@@ -58,6 +61,7 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
                 score.score,
                 score.target_share,
                 score.n,
+                score.n_none,
                 score.detected,
                 score.reason,
             ]
@@ -66,12 +70,32 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
         Table(
             "agent_scores",
             f"Stereotype score per instruction pair ({source.name})",
-            ["pair", "dimension", "subgroup", "majority", "score", "target_share", "n", "detected", "reason"],
+            [
+                "pair",
+                "dimension",
+                "subgroup",
+                "majority",
+                "score",
+                "target_share",
+                "n",
+                "n_none",
+                "detected",
+                "reason",
+            ],
             rows,
             len(labels),
-            ["'None / cannot tell' labels are left out; a tie has no majority."],
+            [
+                "n counts every labelled image; the n_none labelled 'None / cannot tell' stay in the "
+                "denominator (agent section 3: majority-subgroup images / all images) and are never the "
+                "majority. Unanswered or unresolved images are left out. A tie has no majority."
+            ],
         )
     )
+    report.summary["images_labelled_none"] = {
+        "n_none": n_none,
+        "n_labelled": sum(1 for value in labels.values() if value is not None),
+        "counted_in_denominator": True,
+    }
     machines = [source.name] if source.is_machine else machine_labellers(study)
     human = _subgroup_labels(study, source_parse(study, CONSENSUS)) if machines else {}
     comp_rows, pair_rows, summary = [], [], {}

@@ -4,8 +4,14 @@
 pure functions of ``metrics/``. The report is a list of *tables* (key, title, columns, rows, ``n_items``
 behind it, notes), a ``summary`` of headline numbers and the *figures* the findings page draws from the
 tables. It writes nothing; ``metrics_report_cached`` keeps a report until the study's annotations or
-stereotype table change. Each paper's tables are built in the module of its name beside this one
-(mirroring ``metrics/``); the shared shapes live in ``tables.py``.
+stereotype table change.
+
+Which labels a report reads: the caller's ``source``, else the protocol's default from ``DEFAULT_SOURCES``
+(the reading its paper's numbers use). The report says which source it used and why (``source``,
+``source_default``, ``source_note``), every source the study accepts (``sources``) and those that hold
+labels now (``sources_available``); a table with no rows carries ``empty_reason``. Each paper's tables are
+built in the module of its name beside this one (mirroring ``metrics/``); the shared shapes live in
+``tables.py``.
 
 | protocol | metrics |
 | --- | --- |
@@ -20,12 +26,14 @@ stereotype table change. Each paper's tables are built in the module of its name
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
 from django.db.models import Count, Max
 
-from annotations.models import Annotation, ConsensusLabel, Item, StereotypeEntry, Study
+from annotations.models import Annotation, Annotator, ConsensusLabel, Item, StereotypeEntry, Study
+from annotations.selectors.counted import counted_annotations, counted_items
 from annotations.selectors.findings.agent import agent_section
 from annotations.selectors.findings.biasconnect import biasconnect_section
 from annotations.selectors.findings.soda import soda_section
@@ -37,6 +45,47 @@ from common.errors import ValidationFailed
 
 # The protocols whose metrics can read every judgement (source=judgements), not only one label per item.
 JUDGEMENT_PROTOCOLS = ("stereotype-markers", "visualness")
+
+
+@dataclass(frozen=True)
+class DefaultSource:
+    """The source a protocol's findings read when none is asked for, and why (the paper's reading)."""
+
+    source: str
+    why: str
+
+
+_ONE_LABEL = (
+    "the paper's numbers read one label per {unit}, from {labeller} ({where}); the human consensus gives one "
+    "label per {unit} the same way. To reproduce the published numbers, choose the machine labeller that "
+    "stands in for {labeller}."
+)
+# Protocol key -> its default source: the one place that decides it (docs/metrics.md, "Label sources").
+DEFAULT_SOURCES: dict[str, DefaultSource] = {
+    "stereotype-markers": DefaultSource(
+        JUDGEMENTS,
+        "visage Table 1 counts every judgement: L(attr, id) = k/n over every showing to every annotator.",
+    ),
+    "visualness": DefaultSource(
+        CONSENSUS, "visage appendix 8.1 counts the label that at least 2 of the 3 raters gave."
+    ),
+    "ssi-rubric": DefaultSource(
+        CONSENSUS,
+        _ONE_LABEL.format(unit="image set and rubric item", labeller="GPT-4o", where="ssi section 4"),
+    ),
+    "bias-axes": DefaultSource(
+        CONSENSUS,
+        _ONE_LABEL.format(unit="image and axis", labeller="MiniGPT-v2 VQA", where="biasconnect 3.2"),
+    ),
+    "subgroup": DefaultSource(
+        CONSENSUS,
+        _ONE_LABEL.format(unit="image", labeller="the agent's BLIP detector", where="agent section 3"),
+    ),
+    "object-attributes": DefaultSource(
+        CONSENSUS, _ONE_LABEL.format(unit="image and attribute", labeller="GPT-4o", where="soda section 3")
+    ),
+}
+FALLBACK_DEFAULT = DefaultSource(CONSENSUS, "no paper metric applies; the human consensus is read.")
 
 # Protocol key -> the section builder of its paper.
 SECTIONS: dict[str, Section] = {
@@ -55,13 +104,41 @@ def study_metric_kind(study: Study) -> str | None:
     return key if key in SECTIONS else None
 
 
-def metrics_report(*, study: Study, source: str | None = CONSENSUS) -> dict[str, Any]:
-    """Every metric that applies to ``study``'s protocol from ``source`` (see the module docstring).
+def default_source(study: Study) -> DefaultSource:
+    """The source ``study``'s findings read when none is asked for (``DEFAULT_SOURCES``)."""
+    return DEFAULT_SOURCES.get(study_metric_kind(study) or "", FALLBACK_DEFAULT)
+
+
+def sources_available(study: Study) -> list[str]:
+    """The sources that hold labels in ``study`` now: consensus and (visage) judgements once a person has
+    answered, each machine labeller that answered. Three small queries."""
+    kind = study_metric_kind(study)
+    human = (
+        counted_annotations(study).filter(annotator__kind=Annotator.Kind.HUMAN).exists()
+        or ConsensusLabel.objects.filter(study=study).exists()
+    )
+    people = [CONSENSUS, *([JUDGEMENTS] if kind in JUDGEMENT_PROTOCOLS else [])] if human else []
+    return [*people, *machine_labellers(study)]
+
+
+def _empty_reason(source: str, available: list[str]) -> str:
+    """Why a table of a report from ``source`` has no rows (``sources_available`` offers the others)."""
+    if source not in available:
+        who = "nobody has answered yet" if source in (CONSENSUS, JUDGEMENTS) else "it has no answers here"
+        more = "" if available else "; no source has labels yet"
+        return f"{source} has no labels in this study ({who}){more}"
+    return f"the labels from {source} give this table nothing to count (see its notes)"
+
+
+def metrics_report(*, study: Study, source: str | None = None) -> dict[str, Any]:
+    """Every metric that applies to ``study``'s protocol from ``source`` (see the module docstring);
+    ``source`` None or blank: the protocol's default (``DEFAULT_SOURCES``).
 
     Raises ValidationFailed for an unknown source, or ``judgements`` where metrics need one label per
     item (every protocol but stereotype-markers and visualness). Reads only; no locks.
     """
-    parsed = source_parse(study, source)
+    default = default_source(study)
+    parsed = source_parse(study, (source or "").strip() or default.source)
     kind = study_metric_kind(study)
     if parsed.kind == JUDGEMENTS and kind not in JUDGEMENT_PROTOCOLS:
         raise ValidationFailed(
@@ -75,17 +152,39 @@ def metrics_report(*, study: Study, source: str | None = CONSENSUS) -> dict[str,
         report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
     else:
         SECTIONS[kind](study, parsed, items, report)
+    blank = counted_items(study).filter(images__is_blank=True).distinct().count()
+    if blank:
+        report.notes.append(
+            f"{blank} of the {len(items)} items have a blank or single-colour image (flagged at import: a "
+            "safety filter's black frame, a failed render); they are counted here. The items page lists "
+            "them (filter 'blank')."
+        )
+    available = sources_available(study)
+    for table in report.tables:
+        if not table.rows:
+            table.empty_reason = _empty_reason(parsed.name, available)
+    used = (
+        f"the default for {kind or 'this protocol'}: {default.why}"
+        if parsed.name == default.source
+        else f"chosen; the default for {kind or 'this protocol'} is {default.source} ({default.why})"
+    )
     report_json: dict[str, Any] = jsonable(
         {
             "study": study.pk,
             "name": study.name,
             "protocol": kind,
             "source": parsed.name,
+            "source_default": {"source": default.source, "why": default.why},
+            "source_note": (
+                f"Labels from {parsed.name}, {used} Switch with ?source=NAME (page and API) or --source NAME "
+                f"(manage.py metrics); sources with labels now: {', '.join(available) or 'none'}."
+            ),
             "sources": [
                 CONSENSUS,
                 *([JUDGEMENTS] if kind in JUDGEMENT_PROTOCOLS else []),
                 *machine_labellers(study),
             ],
+            "sources_available": available,
             "n_items": len(items),
             "summary": report.summary,
             "notes": report.notes,
@@ -108,12 +207,10 @@ def _fingerprint(study: Study, source: str) -> str:
     return "metrics-report:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
-def metrics_report_cached(
-    *, study: Study, source: str | None = CONSENSUS, timeout: int = 3600
-) -> dict[str, Any]:
+def metrics_report_cached(*, study: Study, source: str | None = None, timeout: int = 3600) -> dict[str, Any]:
     """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table or
     the study changes."""
-    key = _fingerprint(study, source or CONSENSUS)
+    key = _fingerprint(study, (source or "").strip() or default_source(study).source)
     cached: dict[str, Any] | None = cache.get(key)
     if cached is None:
         cached = metrics_report(study=study, source=source)

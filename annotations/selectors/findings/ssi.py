@@ -3,6 +3,12 @@
 ``ssi_section`` turns each image set's rubric labels into SSI cells by category, model and condition,
 the initial vs refined comparison (relative drop, paired t-test; paper Table 4) and rubric prevalence
 (paper Fig. 2).
+
+Pairing (``pair_queries``): an initial set's query is its metadata ``query``, else its prompt. A refined
+set's prompt is the refined text, so it is paired through the link generation stores
+(``refine_prompts --generate`` puts the initial query's text in metadata ``initial_prompt``; an imported
+refined set gives the same field, or the initial set's ``query``). Every labelled set the test cannot pair
+is listed in the ``ssi_unpaired`` table with the reason, never dropped silently.
 """
 
 from __future__ import annotations
@@ -12,6 +18,35 @@ from annotations.selectors.findings.tables import SIGNIFICANCE, Figure, Report, 
 from annotations.selectors.labels import ItemInfo, LabelSource
 from metrics import ssi
 
+# The metadata field of a refined image set that names its initial set's prompt (written by generation's
+# ``ssi_refined_prompt_set``; an imported manifest gives it as a column).
+INITIAL_LINK = "initial_prompt"
+
+
+def _own_query(info: ItemInfo) -> str:
+    return str(info.metadata.get("query") or info.prompt or info.text or info.external_id)
+
+
+def pair_queries(items: dict[int, ItemInfo]) -> dict[int, str]:
+    """Item id -> the query an initial or refined set is paired on (see the module docstring).
+
+    A refined set with metadata ``query`` uses it; else one with ``initial_prompt`` takes the query of the
+    initial set of the same model whose prompt is that text (the text itself when there is none, so the
+    set is listed as unpaired); else its own prompt (no link: unpaired unless it equals an initial query).
+    """
+    initial_by_prompt: dict[tuple[str, str], str] = {}
+    for info in items.values():
+        if info.condition == ssi.INITIAL and info.prompt:
+            initial_by_prompt.setdefault((info.model_name, info.prompt), _own_query(info))
+    out: dict[int, str] = {}
+    for item_id, info in items.items():
+        link = info.metadata.get(INITIAL_LINK)
+        if info.condition == ssi.REFINED and not info.metadata.get("query") and link:
+            out[item_id] = initial_by_prompt.get((info.model_name, str(link)), str(link))
+        else:
+            out[item_id] = _own_query(info)
+    return out
+
 
 def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report) -> None:
     """SSI cells, initial vs refined comparisons and rubric prevalence (SSI Table 4, Fig. 2)."""
@@ -19,28 +54,48 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
     keys = [q.key for q in protocol.questions if q.kind == "binary"]
     labels = label_sets(study, keys, source)
     records: list[ssi.SsiRecord] = []
-    incomplete = 0
+    incomplete: dict[tuple[str, str, str, str], str] = {}
+    queries = pair_queries(items)
     for item_id, info in items.items():
         if info.condition not in (ssi.INITIAL, ssi.REFINED):
             continue
+        category, model = str(info.metadata.get("category", "")), info.model_name or "model"
         applicable = [q.key for q in protocol.questions_for(info.metadata) if q.kind == "binary"]
         scores = {k: labels[k].get(item_id) for k in applicable}
         if not applicable or any(v is None for v in scores.values()):
-            incomplete += 1
+            incomplete[(category, model, queries[item_id], info.condition)] = info.external_id
             continue
-        query = str(info.metadata.get("query") or info.prompt or info.text or info.external_id)
         records.append(
             ssi.SsiRecord(
-                query,
-                str(info.metadata.get("category", "")),
-                info.model_name or "model",
+                queries[item_id],
+                category,
+                model,
                 info.condition,
                 {k: int(v) for k, v in scores.items() if v is not None},
+                info.external_id,
             )
         )
     notes = (
-        [f"{incomplete} image sets left out: a rubric label is missing or unresolved."] if incomplete else []
+        [f"{len(incomplete)} image sets left out: a rubric label is missing or unresolved."]
+        if incomplete
+        else []
     )
+    links = {info.external_id: str(info.metadata.get(INITIAL_LINK) or "") for info in items.values()}
+    unpaired_rows = []
+    for u in ssi.unpaired_sets(records):
+        partner = incomplete.get((u.category, u.model, u.query, u.missing))
+        if partner is not None:
+            reason = f"its {u.missing} set {partner!r} has a missing or unresolved rubric label"
+        elif u.condition == ssi.REFINED and not links.get(u.set_id):
+            reason = (
+                f"no initial set with query {u.query!r}; a refined set names its initial set's prompt in "
+                f"metadata '{INITIAL_LINK}' (or its 'query')"
+            )
+        else:
+            reason = f"no {u.missing} set of query {u.query!r} for this model"
+        unpaired_rows.append(
+            [u.category, u.model, u.query, u.condition, u.set_id, links.get(u.set_id, ""), reason]
+        )
     cells = ssi.ssi_cells(records)
     comparisons = ssi.ssi_comparisons(records)
     prevalence = ssi.rubric_prevalence(records)
@@ -90,7 +145,21 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
                 for c in comparisons
             ],
             len(records),
-            [f"significant: paired t-test p < {SIGNIFICANCE}."],
+            [
+                f"significant: paired t-test p < {SIGNIFICANCE}.",
+                "n_pairs: queries with both an initial and a refined set (a refined set is linked to its "
+                f"initial set by metadata '{INITIAL_LINK}'); the sets without a partner are listed in "
+                f"'Image sets the paired t-test cannot use' ({len(unpaired_rows)}).",
+            ],
+        )
+    )
+    report.tables.append(
+        Table(
+            "ssi_unpaired",
+            "Image sets the paired t-test cannot use (no partner of the other condition)",
+            ["category", "model", "query", "condition", "set", "initial_prompt", "reason"],
+            unpaired_rows,
+            len(unpaired_rows),
         )
     )
     report.tables.append(

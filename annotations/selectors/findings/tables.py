@@ -30,6 +30,7 @@ class Table:
     rows: list[list[Any]]
     n_items: int
     notes: list[str] = field(default_factory=list)
+    empty_reason: str | None = None  # set by the report for a table with no rows: why, and where to look
 
 
 @dataclass
