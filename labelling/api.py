@@ -29,6 +29,7 @@ class LabellingJobSerializer(serializers.ModelSerializer):
             "labeller",
             "sample_size",
             "seed",
+            "metadata_filter",
             "status",
             "cancel_requested",
             "total_items",
@@ -51,6 +52,12 @@ class LabellingJobCreateSerializer(serializers.Serializer):
     annotator = serializers.IntegerField(help_text="The machine annotator (a registered labeller)")
     sample_size = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     seed = serializers.IntegerField(required=False, default=0)
+    metadata_filter = serializers.DictField(
+        child=serializers.CharField(max_length=500),
+        required=False,
+        default=dict,
+        help_text='Only items whose metadata holds these values, e.g. {"prompt_set": NAME}',
+    )
 
 
 class LabelAttemptSerializer(serializers.ModelSerializer):
@@ -102,6 +109,7 @@ class LabellingJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
             user=request.user,  # type: ignore[arg-type]
             sample_size=values.get("sample_size"),
             seed=values["seed"],
+            metadata_filter=values["metadata_filter"],
         )
         return Response(LabellingJobSerializer(job).data, status=status.HTTP_201_CREATED)
 
