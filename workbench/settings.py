@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "annotations",
     "generation",
     "labelling",
+    "mitigation",
     "workbench",
 ]
 

@@ -75,7 +75,7 @@ def _parse(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ImportRefused(f"{name}: is not UTF-8 text") from exc
-    records = []
+    records: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
