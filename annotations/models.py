@@ -375,6 +375,36 @@ class Annotation(models.Model):
         return {"value": self.value, "shown": self.shown, "reason": self.reason}
 
 
+class ItemFeature(models.Model):
+    """What a machine computed about an item besides answers: image embeddings (stereotypical pull) and
+    captions (salience), by one machine annotator (a labeller, or one named in an imported file).
+
+    It lives here, beside ``Annotation``, because findings read it and ``annotations`` reads only its own
+    rows; labellers (``labelling``) and the feature import write it. The table kept the name it had when
+    the model lived in ``generation`` and then ``labelling`` (moved by state-only migrations).
+    """
+
+    class Kind(models.TextChoices):
+        EMBEDDING = "embedding", "Image embedding"
+        CAPTIONS = "captions", "Captions"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="features")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    vector = models.BinaryField(null=True, blank=True, help_text="float32 little-endian, one row per image")
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "generation_itemfeature"
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator", "kind"], name="item_feature_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of item {self.item_id}"
+
+
 class AnnotationRevision(models.Model):
     """An earlier state of an annotation, kept when it is changed."""
 

@@ -39,6 +39,16 @@ urlpatterns = [
         findings.study_findings_figure,
         name="study-findings-figure",
     ),
+    path(
+        "studies/<int:pk>/findings/features/import/",
+        findings.study_features_import,
+        name="study-features-import",
+    ),
+    path(
+        "studies/<int:pk>/findings/features.jsonl",
+        findings.study_features_export,
+        name="study-features-export",
+    ),
     # Comparisons across studies (compare.py)
     path("compare/", compare.compare, name="compare"),
     path("compare/csv/", compare.compare_csv, name="compare-csv"),

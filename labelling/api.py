@@ -32,6 +32,7 @@ class LabellingJobSerializer(serializers.ModelSerializer[LabellingJob]):
             "labeller",
             "sample_size",
             "seed",
+            "metadata_filter",
             "status",
             "cancel_requested",
             "total_items",
@@ -54,6 +55,12 @@ class LabellingJobCreateSerializer(serializers.Serializer[Any]):
     annotator = serializers.IntegerField(help_text="The machine annotator (a registered labeller)")
     sample_size = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     seed = serializers.IntegerField(required=False, default=0)
+    metadata_filter = serializers.DictField(
+        child=serializers.CharField(max_length=500),
+        required=False,
+        default=dict,
+        help_text='Only items whose metadata holds these values, e.g. {"prompt_set": NAME}',
+    )
 
 
 class LabelAttemptSerializer(serializers.ModelSerializer[LabelAttempt]):
@@ -108,6 +115,7 @@ class LabellingJobViewSet(
             user=user,
             sample_size=values.get("sample_size"),
             seed=values["seed"],
+            metadata_filter=values["metadata_filter"],
         )
         return Response(LabellingJobSerializer(job).data, status=status.HTTP_201_CREATED)
 

@@ -1,5 +1,6 @@
-"""Machine labelling: jobs running a labeller over a study, failed attempts, the answer cache, and
-what labellers compute besides answers (embeddings, captions).
+"""Machine labelling: jobs running a labeller over a study, failed attempts and the answer cache. What
+labellers compute besides answers (embeddings, captions) is ``annotations.models.ItemFeature``: findings
+read it, and ``annotations`` reads only its own rows.
 
 These models lived in ``generation`` before; their tables keep those names (``db_table``), moved by a
 state-only migration, so an existing database keeps its rows.
@@ -24,6 +25,13 @@ class LabellingJob(BackgroundJob):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     sample_size = models.PositiveIntegerField(null=True, blank=True, help_text="None: every item")
+    metadata_filter = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=(
+            "Only the items whose metadata holds these values, e.g. {'prompt_set': NAME}; {}: every item"
+        ),
+    )
     seed = models.BigIntegerField(default=0)
     total_items = models.PositiveIntegerField(default=0)
     done_items = models.PositiveIntegerField(default=0)
@@ -78,28 +86,3 @@ class LabelCacheEntry(models.Model):
 
     def __str__(self) -> str:
         return self.key
-
-
-class ItemFeature(models.Model):
-    """What a machine computed about an item besides answers: CLIP image embeddings (stereotypical
-    pull) and captions (salience)."""
-
-    class Kind(models.TextChoices):
-        EMBEDDING = "embedding", "Image embedding"
-        CAPTIONS = "captions", "Captions"
-
-    item = models.ForeignKey("annotations.Item", on_delete=models.CASCADE, related_name="features")
-    annotator = models.ForeignKey("annotations.Annotator", on_delete=models.CASCADE, related_name="+")
-    kind = models.CharField(max_length=16, choices=Kind.choices)
-    vector = models.BinaryField(null=True, blank=True, help_text="float32 little-endian, one row per image")
-    data = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        db_table = "generation_itemfeature"
-        constraints = [
-            models.UniqueConstraint(fields=["item", "annotator", "kind"], name="item_feature_unique")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} of item {self.item_id}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,21 +32,23 @@ from django.db.models import F
 from django.utils import timezone
 from PIL import Image
 
-from annotations.models import Annotation, Annotator, Item, Study, User
+from annotations.models import Annotation, Annotator, Item, ItemFeature, Study, User
 from annotations.protocols.answers import AnswerError, ItemContext, clean_answer
 from annotations.protocols.schema import Question
+from annotations.selectors.features import embeddings_by_item
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from common.errors import ValidationFailed
 from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
 from labelling.cache import CachedAnswer
 from labelling.labellers.base import LabelItem, Labeller, LabellerError, LabelOutcome
 from labelling.labellers.registry import LABELLER_CLASSES, get_labeller_class
-from labelling.models import ItemFeature, LabelAttempt, LabelCacheEntry, LabellingJob
+from labelling.models import LabelAttempt, LabelCacheEntry, LabellingJob
 
 Progress = Callable[[LabellingJob], None]
 DEFAULT_BATCH = 8
 LOCAL_MODEL_KINDS = ("clip", "blip_vqa", "captioner")
 LABELLING_TASK = "labelling.tasks.label_items_task"
+METADATA_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
 class DbLabelCache:
@@ -150,15 +153,30 @@ def labelling_job_create(
     user: User | None,
     sample_size: int | None = None,
     seed: int = 0,
+    metadata_filter: dict[str, str] | None = None,
     enqueue: bool = True,
 ) -> LabellingJob:
-    """Queue a labeller over every item of ``study`` or a seeded random sample of ``sample_size``."""
+    """Queue a labeller over every item of ``study`` or a seeded random sample of ``sample_size``;
+    ``metadata_filter`` narrows to the items whose metadata holds those values (e.g. the items one
+    prompt set made: ``{"prompt_set": NAME}``)."""
     if annotator.kind != Annotator.Kind.MACHINE:
         raise ValidationFailed(f"{annotator} is not a machine labeller")
     if sample_size is not None and sample_size < 1:
         raise ValidationFailed("the sample size must be at least 1")
+    metadata_filter = dict(metadata_filter or {})
+    for key, value in metadata_filter.items():
+        if not METADATA_KEY_RE.match(str(key)) or not isinstance(value, str) or len(value) > 500:
+            raise ValidationFailed(
+                "a metadata filter maps metadata keys (letters, digits, _) to text values",
+                {"metadata_filter": "invalid"},
+            )
     job = LabellingJob.objects.create(
-        study=study, annotator=annotator, created_by=user, sample_size=sample_size, seed=seed
+        study=study,
+        annotator=annotator,
+        created_by=user,
+        sample_size=sample_size,
+        seed=seed,
+        metadata_filter=metadata_filter,
     )
     if enqueue:
         # Local models want a GPU worker; API labellers and rules run anywhere.
@@ -177,8 +195,12 @@ def labelling_job_cancel(*, job: LabellingJob) -> LabellingJob:
 
 
 def job_items(job: LabellingJob) -> list[int]:
-    """The job's item ids: all, or a sample drawn with ``random.Random(seed)`` from the sorted ids."""
-    ids = list(Item.objects.filter(study=job.study).order_by("id").values_list("id", flat=True))
+    """The job's item ids: all (or those its metadata filter keeps), or a sample drawn with
+    ``random.Random(seed)`` from the sorted ids."""
+    items = Item.objects.filter(study=job.study)
+    for key, value in (job.metadata_filter or {}).items():
+        items = items.filter(**{f"metadata__{key}": value})
+    ids = list(items.order_by("id").values_list("id", flat=True))
     if job.sample_size is not None and job.sample_size < len(ids):
         ids = sorted(random.Random(job.seed).sample(ids, job.sample_size))
     return ids
@@ -463,11 +485,5 @@ def _store_features(job: LabellingJob, labeller: Labeller, items: Sequence[Label
 
 
 def item_embeddings(*, study: Study, annotator: Annotator) -> dict[int, np.ndarray]:
-    """Stored embeddings by item id (rows: the item's images)."""
-    result = {}
-    for feature in ItemFeature.objects.filter(
-        item__study=study, annotator=annotator, kind=ItemFeature.Kind.EMBEDDING
-    ):
-        shape = tuple(feature.data.get("shape", (-1,)))
-        result[feature.item_id] = np.frombuffer(bytes(feature.vector or b""), dtype="<f4").reshape(shape)
-    return result
+    """Stored embeddings by item id (rows: the item's images), read by ``annotations.selectors.features``."""
+    return embeddings_by_item(study, annotator.pk)

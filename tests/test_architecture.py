@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("workbench", "common", "metrics", "annotations", "generation", "labelling")
+PACKAGES = ("workbench", "common", "metrics", "annotations", "generation", "labelling", "mitigation")
 # Which top-level packages each package may import (besides itself and third-party libraries).
 MAY_IMPORT = {
     "metrics": set(),
@@ -21,7 +21,8 @@ MAY_IMPORT = {
     "annotations": {"common", "metrics"},
     "generation": {"annotations", "common", "metrics"},
     "labelling": {"annotations", "common", "metrics"},
-    "workbench": {"annotations", "generation", "labelling", "common", "metrics"},
+    "mitigation": {"generation", "labelling", "annotations", "common", "metrics"},
+    "workbench": {"mitigation", "annotations", "generation", "labelling", "common", "metrics"},
 }
 # Modules that compose apps the way ``workbench`` does, named in docs/architecture.md.
 COMPOSITION_POINTS = {
@@ -39,6 +40,7 @@ PAGE_MODULES = {
     "annotations.views.quality",
     "generation.views",
     "labelling.views",
+    "mitigation.views",
 }
 
 
@@ -168,7 +170,7 @@ def test_every_path_the_map_names_exists(doc: str) -> None:
     text = (ROOT / doc).read_text()
     named = set(
         re.findall(
-            r"`((?:workbench|common|metrics|annotations|generation|labelling|templates|tests|static|docs)"
+            r"`((?:workbench|common|metrics|annotations|generation|labelling|mitigation|templates|tests|static|docs)"
             r"/[\w/.-]*)`",
             text,
         )

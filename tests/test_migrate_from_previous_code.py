@@ -87,8 +87,8 @@ def test_a_database_of_the_previous_code_migrates_forward_with_every_row(previou
     made = _fill(previous_apps)
     _migrate()
 
-    from annotations.models import Annotation, Enrollment, Study
-    from labelling.models import ItemFeature, LabelAttempt, LabelCacheEntry, LabellingJob
+    from annotations.models import Annotation, Enrollment, ItemFeature, Study
+    from labelling.models import LabelAttempt, LabelCacheEntry, LabellingJob
 
     study = Study.objects.get(pk=made["study"])
     assert study.seed == 7 and study.items.count() == 3

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "annotations",
     "generation",
     "labelling",
+    "mitigation",
     "workbench",
 ]
 

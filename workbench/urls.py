@@ -9,9 +9,11 @@ urlpatterns = [
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("api/", include("generation.api_urls")),
     path("api/", include("labelling.api_urls")),
+    path("api/", include("mitigation.api_urls")),
     path("api/", include("annotations.api.urls")),
     path("", include("annotations.urls")),
     path("", include("generation.urls")),
     path("", include("labelling.urls")),
+    path("", include("mitigation.urls")),
     path("", include("workbench.page_urls")),
 ]

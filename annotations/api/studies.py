@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, QuerySet
-from django.http import FileResponse
+from django.http import FileResponse, HttpResponse
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -25,6 +25,7 @@ from annotations.downloads import streaming_export
 from annotations.models import Annotation, Annotator, ExportJob, Item, Study, User
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
+from annotations.selectors.features import features_export_lines
 from annotations.selectors.findings.report import metrics_report_cached
 from annotations.selectors.study_options import with_study_options
 from annotations.services import studies as study_services
@@ -34,6 +35,7 @@ from annotations.services.exports import (
     export_job_create,
     export_size,
 )
+from annotations.services.feature_import import features_import
 from annotations.services.item_import import items_import
 from common.errors import NotFoundError, ValidationFailed
 from common.uploads import ANNOTATION_SUFFIXES, ITEM_SUFFIXES, upload_to_temp
@@ -167,6 +169,45 @@ class AnnotationImportView(APIView):
         with upload_to_temp(data.validated_data["file"], suffixes=ANNOTATION_SUFFIXES) as path:
             report = annotations_import(study=study, path=path)
         return Response(report.as_dict(), status=status.HTTP_201_CREATED)
+
+
+class FeatureImportView(APIView):
+    """Import image embeddings and captions made elsewhere (JSONL; all or nothing; docs/import-export.md)."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request={"multipart/form-data": s.UploadSerializer}, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
+        data = s.UploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        with upload_to_temp(data.validated_data["file"], suffixes=ANNOTATION_SUFFIXES) as path:
+            report = features_import(study=study, path=path)
+        return Response(report.as_dict(), status=status.HTTP_201_CREATED)
+
+
+class FeatureExportView(APIView):
+    """The study's stored embeddings and captions as the JSONL the import reads."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("labeller", str, description="name or name@version (default: every labeller)"),
+            OpenApiParameter("kind", str, description="embedding or captions (default: both)"),
+        ],
+        responses={200: OpenApiTypes.BINARY},
+    )
+    def get(self, request: Request, pk: int) -> HttpResponse:
+        study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
+        lines = list(
+            features_export_lines(
+                study,
+                labeller=request.query_params.get("labeller") or None,
+                kind=request.query_params.get("kind") or None,
+            )
+        )
+        response = HttpResponse("".join(lines), content_type="application/x-ndjson; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-features.jsonl"'
+        return response
 
 
 class StudyExportView(APIView):
@@ -337,13 +378,27 @@ class StudyMetricsView(APIView):
                 str,
                 description="consensus, judgements or LABELLER[@VERSION]; default: the protocol's default "
                 "source (judgements for stereotype-markers, consensus otherwise; see source_default)",
-            )
+            ),
+            OpenApiParameter(
+                "embeddings",
+                str,
+                description="visage pull: whose stored image embeddings (LABELLER[@VERSION])",
+            ),
+            OpenApiParameter("captions", str, description="visage salience: whose stored captions"),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
-        return Response(metrics_report_cached(study=study, source=request.query_params.get("source") or None))
+        params = request.query_params
+        return Response(
+            metrics_report_cached(
+                study=study,
+                source=params.get("source") or None,
+                embeddings=params.get("embeddings") or None,
+                captions=params.get("captions") or None,
+            )
+        )
 
 
 class CompareView(APIView):

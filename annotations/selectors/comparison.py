@@ -63,6 +63,12 @@ TABLE_SPECS: dict[str, TableSpec] = {
     "visage_tendency": TableSpec(("identity",), ("l_stereo", "l_random", "theta"), "n_showings"),
     "visage_likelihoods": TableSpec(("identity", "attribute"), ("likelihood",), "n"),
     "visage_offensiveness": TableSpec(("identity",), ("offensiveness",), "n_present"),
+    "visage_pull": TableSpec(
+        ("identity",),
+        ("sim_d_s", "sim_d_ns", "sim_s_ns", "mean_sim"),
+        ("n_d_images", "n_s_images", "n_ns_images"),
+    ),
+    "visage_salience": TableSpec(("identity", "attribute"), ("salience", "rank"), "n_captions"),
     "visualness_shares": TableSpec(("label",), ("share", "count"), "n_items"),
     "visual_attributes": TableSpec(("attribute",), ()),
     "ssi_cells": TableSpec(("category", MODEL, CONDITION), ("mean_ssi",), "n_sets"),

@@ -150,8 +150,33 @@ def _agent(fig: Figure, table: dict[str, Any], params: dict[str, str]) -> None:
     _title(fig, table, "Stereotype score, human vs machine")
 
 
+def _pull(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+    rows = [r for r in _rows(table) if r["mean_sim"] is not None][:MAX_BARS]
+    ax = fig.add_subplot()
+    ys = range(len(rows))
+    for offset, key, label in (
+        (-0.27, "sim_d_s", "Sim(d, s)"),
+        (0.0, "sim_d_ns", "Sim(d, ns)"),
+        (0.27, "sim_s_ns", "Sim(s, ns)"),
+    ):
+        ax.barh([y + offset for y in ys], [r[key] or 0 for r in rows], height=0.27, label=label)
+    ax.set_yticks(
+        list(ys),
+        [
+            plain_text(f"{r['identity']} (d {r['n_d_images']}, s {r['n_s_images']}, ns {r['n_ns_images']})")
+            for r in rows
+        ],
+        fontsize=7,
+    )
+    ax.invert_yaxis()
+    ax.set_xlabel("mean cosine similarity of image embeddings")
+    ax.legend(fontsize=8)
+    _title(fig, table, "Stereotypical pull: default vs stereotypical vs non-stereotypical images")
+
+
 DRAW = {
     "visage_tendency": _visage,
+    "visage_pull": _pull,
     "visualness_shares": _visualness,
     "ssi_comparisons": _ssi,
     "biasconnect_is": _biasconnect,
@@ -165,7 +190,7 @@ def figure_render(report: dict[str, Any], table_key: str, params: dict[str, str]
     table = next((t for t in report["tables"] if t["key"] == table_key), None)
     if table is None or table_key not in DRAW or fmt not in FORMATS:
         return None
-    tall = table_key in ("visage_tendency",) and bool(table["rows"])
+    tall = table_key in ("visage_tendency", "visage_pull") and bool(table["rows"])
     fig = Figure(figsize=(7, 7 if tall else 4.5), layout="constrained")
     if table["rows"]:
         DRAW[table_key](fig, table, params)

@@ -1,4 +1,5 @@
-"""Findings pages: each paper's tables and figures for one study, with CSV, PNG and SVG downloads.
+"""Findings pages: each paper's tables and figures for one study, with CSV, PNG and SVG downloads, and the
+upload and download of the embeddings and captions the visage pull and salience read.
 
 Thin views: ``access`` decides who may look (the study's researchers), ``metrics_report_cached`` computes,
 ``annotations.views.figures`` draws. A bad ``source`` shows the page with the error, never a 500. Without
@@ -14,17 +15,25 @@ import io
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
+from annotations import access
+from annotations.access import request_user
+from annotations.selectors.features import features_export_lines
 from annotations.selectors.findings.report import metrics_report_cached
+from annotations.services.feature_import import features_import
 from annotations.views.figures import DRAW, FORMATS, figure_render
+from annotations.views.forms import UploadForm
 from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN, study_for_page
 from common.display import cell_display, summary_tables
-from common.errors import ValidationFailed
+from common.errors import ValidationFailed, WorkbenchError
 from common.spreadsheet import csv_cell
+from common.uploads import ANNOTATION_SUFFIXES, upload_to_temp
 
 
 def _source(request: HttpRequest) -> str | None:
@@ -32,10 +41,21 @@ def _source(request: HttpRequest) -> str | None:
     return (request.GET.get("source") or "").strip()[:200] or None
 
 
+def _features(request: HttpRequest) -> dict[str, str | None]:
+    """The embedding and caption sources asked for (None: the report's default)."""
+    return {key: (request.GET.get(key) or "").strip()[:200] or None for key in ("embeddings", "captions")}
+
+
 def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
     study = study_for_page(request, pk, researcher=True)
     try:
-        return study, metrics_report_cached(study=study, source=_source(request))
+        features = _features(request)
+        return study, metrics_report_cached(
+            study=study,
+            source=_source(request),
+            embeddings=features["embeddings"],
+            captions=features["captions"],
+        )
     except ValidationFailed as exc:
         raise Http404(exc.message) from exc
 
@@ -45,7 +65,10 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     source = _source(request)
     try:
-        report = metrics_report_cached(study=study, source=source)
+        features = _features(request)
+        report = metrics_report_cached(
+            study=study, source=source, embeddings=features["embeddings"], captions=features["captions"]
+        )
     except ValidationFailed as exc:
         return render(
             request,
@@ -53,7 +76,9 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             {"study": study, "error": exc.message, "report": None, "source": source or ""},
             status=400,
         )
-    query = {"source": report["source"]}
+    query = {"source": report["source"]} | {
+        key: report[key] for key in ("embeddings", "captions") if report.get(key)
+    }
     base_url = reverse("study-findings", args=[study.pk])
     switch = [
         {"name": name, "url": f"{base_url}?{urlencode({'source': name})}"}
@@ -95,8 +120,57 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "source": report["source"],
             "switch": switch,
             "max_rows": MAX_ROWS_SHOWN,
+            "can_write": access.study_can_write(request_user(request), study),
+            "show_features": bool(
+                report["embedding_sources"]
+                or report["caption_sources"]
+                or any(t["key"] in ("visage_pull", "visage_salience") for t in report["tables"])
+            ),
         },
     )
+
+
+@login_required
+@require_POST
+def study_features_import(request: HttpRequest, pk: int) -> HttpResponse:
+    """Upload a JSONL of image embeddings and captions made elsewhere (all or nothing)."""
+    study = study_for_page(request, pk, researcher=True)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        problem = " ".join(str(message) for message in form.errors.get("file", ["Choose a file to import."]))
+        messages.error(request, f"Nothing was imported. {problem}")
+        return redirect("study-findings", pk=pk)
+    try:
+        if not access.study_can_write(request_user(request), study):
+            raise WorkbenchError("you may read this study but not change it")
+        with upload_to_temp(form.cleaned_data["file"], suffixes=ANNOTATION_SUFFIXES) as path:
+            report = features_import(study=study, path=path)
+    except WorkbenchError as exc:
+        messages.error(request, f"Nothing was imported. {exc.message}")
+    else:
+        messages.success(
+            request,
+            f"Imported {report.embeddings} embeddings and {report.captions} caption sets "
+            f"({report.replaced} replaced).",
+        )
+    return redirect("study-findings", pk=pk)
+
+
+@login_required
+def study_features_export(request: HttpRequest, pk: int) -> HttpResponse:
+    """The study's embeddings and captions as the JSONL the import reads (``labeller``, ``kind`` narrow)."""
+    study = study_for_page(request, pk, researcher=True)
+    try:
+        lines = list(
+            features_export_lines(
+                study, labeller=request.GET.get("labeller") or None, kind=request.GET.get("kind") or None
+            )
+        )
+    except ValidationFailed as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain; charset=utf-8")
+    response = HttpResponse("".join(lines), content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-features.jsonl"'
+    return response
 
 
 @login_required
@@ -119,7 +193,7 @@ def study_findings_csv(request: HttpRequest, pk: int, key: str) -> HttpResponse:
 @login_required
 def study_findings_figure(request: HttpRequest, pk: int, key: str, fmt: str) -> HttpResponse:
     study, report = _report(request, pk)
-    params = {k: v for k, v in request.GET.dict().items() if k != "source"}
+    params = {k: str(v) for k, v in request.GET.items() if k not in ("source", "embeddings", "captions")}
     data = figure_render(report, key, params, fmt)
     if data is None:
         raise Http404("no such figure for this study")

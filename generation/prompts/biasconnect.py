@@ -107,6 +107,7 @@ def biasconnect_mitigation_set(
     *,
     total_images: int = 48,
     with_counterfactuals: bool = False,
+    counterfactual_axes: Sequence[str] | None = None,
     name: str | None = None,
     parent: str | None = None,
     data_path: Path | str | None = None,
@@ -124,7 +125,8 @@ def biasconnect_mitigation_set(
     ``with_counterfactuals`` also adds, for every axis not mitigated and each of its groups, the
     same n combinations with that group's phrase after the mitigated ones (condition
     ``AXIS:GROUP``), each prompt with the same image count, which is what BiasConnect measures
-    next (A.7: "[A photo of a male nurse working indoors, ... outdoors]"). Metadata: ``subject``,
+    next (A.7: "[A photo of a male nurse working indoors, ... outdoors]"); ``counterfactual_axes``
+    narrows them to the axes a study measures (default: every axis). Metadata: ``subject``,
     ``mitigation`` (axis -> group) and, for counterfactuals, ``axis`` and ``group``.
     """
     data = load_prompt_data("biasconnect", data_path)
@@ -154,8 +156,13 @@ def biasconnect_mitigation_set(
                 images_per_prompt=per_prompt,
             )
         )
+    if counterfactual_axes is not None:
+        unknown = sorted(set(counterfactual_axes) - set(table))
+        if unknown:
+            raise ValueError(f"unknown biasconnect axes {unknown}; use {list(table)}")
+    measured = set(table if counterfactual_axes is None else counterfactual_axes)
     if with_counterfactuals:
-        for axis in (a for a in table if a not in axes):
+        for axis in (a for a in table if a not in axes and a in measured):
             for cf in table[axis]:
                 for combo in combos:
                     prompts.append(

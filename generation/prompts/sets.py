@@ -18,9 +18,14 @@ from generation.prompts.base import PromptSet, PromptSpec
 from generation.prompts.biasconnect import biasconnect_mitigation_set, biasconnect_prompt_set
 from generation.prompts.soda import soda_prompt_set
 from generation.prompts.ssi import ssi_prompt_set
-from generation.prompts.visage import visage_prompt_set
+from generation.prompts.visage import (
+    sample_non_stereotypes,
+    seegull_stereotypes,
+    visage_prompt_set,
+    visage_pull_prompt_set,
+)
 
-DESIGNS = ("ssi", "visage", "biasconnect", "biasconnect-mitigation", "soda", "agent", "file")
+DESIGNS = ("ssi", "visage", "visage-pull", "biasconnect", "biasconnect-mitigation", "soda", "agent", "file")
 
 
 class PromptSetError(ValueError):
@@ -37,19 +42,39 @@ def prompt_set_build(
     subject: str | None = None,
     mitigate: list[str] | None = None,
     total_images: int = 48,
+    seed: int = 0,
 ) -> PromptSet:
     """The prompt set of a paper's design (``ssi``, ``visage``, ``biasconnect``, ``soda``), of an
     agent instruction-pair CSV (``agent`` with ``path``), or of a prompt file (``file``: CSV or
     JSONL with ``text`` and optional ``condition``, ``images_per_prompt`` and metadata columns),
     or BiasConnect's prompt-modification mitigation of ``subject`` along the ``mitigate`` axes
     (``biasconnect-mitigation``, A.7: every combination of their phrases, ``total_images`` split
-    equally, plus the other axes' counterfactuals so the next IS matrix can be measured).
-    ``limit`` keeps the first N prompts (for trying a design on a few prompts first)."""
+    equally, plus the other axes' counterfactuals so the next IS matrix can be measured), or
+    visage's stereotypical-pull sets (``visage-pull`` with ``path`` = a SeeGULL CSV: each identity's
+    pairs with NA_stereo >= 2 are its stereotypes, and as many other attributes of the file, drawn
+    with ``seed``, its non-stereotypes). ``limit`` keeps the first N prompts (for trying a design on a
+    few prompts first)."""
     try:
         if design == "ssi":
             built = ssi_prompt_set(images_per_prompt=images_per_prompt)
         elif design == "visage":
             built = visage_prompt_set(images_per_prompt=images_per_prompt)
+        elif design == "visage-pull":
+            if path is None:
+                raise PromptSetError(
+                    "the visage pull sets need a SeeGULL CSV (identity, attribute, NA_stereo columns)"
+                )
+            stereotypes = seegull_stereotypes(path)
+            if not stereotypes:
+                raise PromptSetError(
+                    f"{path.name}: no pair with NA_stereo >= 2 (no stereotype to prompt with)"
+                )
+            pool = [a for attrs in seegull_stereotypes(path, min_na_stereo=0).values() for a in attrs]
+            built = visage_pull_prompt_set(
+                stereotypes,
+                sample_non_stereotypes(stereotypes, pool, seed=seed),
+                images_per_prompt=images_per_prompt,
+            )
         elif design == "biasconnect":
             built = biasconnect_prompt_set(images_per_prompt=images_per_prompt)
         elif design == "biasconnect-mitigation":

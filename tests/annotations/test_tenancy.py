@@ -20,6 +20,7 @@ from django.test import Client
 
 from annotations.models import Annotation, ConsensusLabel, Enrollment, Invitation, Study, User
 from annotations.services.assignment import assignment_claim_next, assignment_submit
+from annotations.services.controls import quality_settings_update
 from annotations.services.studies import annotator_for_user, enrollment_add
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 from tests.helpers import client_for, streamed
@@ -412,8 +413,9 @@ def test_annotators_get_no_researcher_only_description(world) -> None:
     a = world["a"]
     a.description = "Hypothesis: nurses are drawn as women"
     a.protocol = {**a.protocol, "description": "Researchers only: we expect bias here"}
-    a.options = {"reveal_after_submit": True, "quality": {"control_rate": 0.1}}
+    a.reveal_after_submit = True
     a.save()
+    quality_settings_update(study=a, changes={"control_rate": 0.1})
     shared = UserFactory.create(username="colleague")
     a.shared_with.add(shared)
     annotator = client_for(world["crowd"])

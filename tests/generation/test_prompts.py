@@ -295,6 +295,52 @@ def test_biasconnect_mitigation_split_rounds_up_and_adds_counterfactuals() -> No
         biasconnect_mitigation_set("nurse", ["mood"])
 
 
+def test_biasconnect_mitigation_counterfactuals_of_the_measured_axes_only() -> None:
+    prompt_set = biasconnect_mitigation_set(
+        "nurse",
+        ["gender"],
+        total_images=4,
+        with_counterfactuals=True,
+        counterfactual_axes=["gender", "environment"],
+    )
+    # 2 mitigated prompts (2 images each), then environment's 2 groups x 2 combinations.
+    assert texts(prompt_set) == [
+        "A photo of a male nurse",
+        "A photo of a female nurse",
+        "A photo of a male nurse working indoors",
+        "A photo of a female nurse working indoors",
+        "A photo of a male nurse working outdoors",
+        "A photo of a female nurse working outdoors",
+    ]
+    assert prompt_set.conditions() == ["base", "environment:indoor", "environment:outdoor"]
+    with pytest.raises(ValueError, match="unknown"):
+        biasconnect_mitigation_set(
+            "nurse", ["gender"], with_counterfactuals=True, counterfactual_axes=["mood"]
+        )
+
+
+def test_visage_pull_design_from_a_seegull_file(tmp_path: Path) -> None:
+    from generation.prompts.sets import PromptSetError, prompt_set_build
+
+    table = tmp_path / "seegull.csv"
+    table.write_text("identity,attribute,NA_stereo\nMexican,sombrero,3\nMexican,tall,1\nSwiss,rich,2\n")
+    built = prompt_set_build("visage-pull", path=table, images_per_prompt=1, seed=3)
+    assert built.conditions() == ["default", "stereotypical", "non-stereotypical"]
+    assert "a Mexican person described as sombrero" in texts(built)
+    non = {
+        p.metadata["attribute"]
+        for p in built.by_condition("non-stereotypical")
+        if p.metadata["identity"] == "Mexican"
+    }
+    assert len(non) == 1 and non <= {"tall", "rich"}
+    assert built == prompt_set_build("visage-pull", path=table, images_per_prompt=1, seed=3)
+    with pytest.raises(PromptSetError, match="SeeGULL CSV"):
+        prompt_set_build("visage-pull")
+    (tmp_path / "none.csv").write_text("identity,attribute,NA_stereo\nMexican,tall,1\n")
+    with pytest.raises(PromptSetError, match="no pair with NA_stereo >= 2"):
+        prompt_set_build("visage-pull", path=tmp_path / "none.csv")
+
+
 # --- agent --------------------------------------------------------------------------------------
 
 

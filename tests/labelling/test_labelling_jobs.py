@@ -11,11 +11,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotations.models import Annotation
+from annotations.models import Annotation, ItemFeature
 from annotations.protocols.schema import load_preset, load_protocol_text
 from annotations.services.item_import import item_add_files
 from common.errors import ValidationFailed
-from labelling.models import ItemFeature, LabelAttempt, LabellingJob
+from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import item_embeddings, labeller_register, labelling_job_create, labelling_job_run
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import StudyFactory

@@ -26,11 +26,24 @@ class Command(BaseCommand):
             default=None,
             help="consensus | judgements | LABELLER[@VERSION] (default: the protocol's default source)",
         )
+        parser.add_argument(
+            "--embeddings",
+            help="visage pull: whose stored image embeddings, LABELLER[@VERSION] (default: the only one)",
+        )
+        parser.add_argument(
+            "--captions",
+            help="visage salience: whose stored captions, LABELLER[@VERSION] (default: the only one)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         try:
-            report = metrics_report(study=study, source=options["source"])
+            report = metrics_report(
+                study=study,
+                source=options["source"],
+                embeddings=options["embeddings"],
+                captions=options["captions"],
+            )
         except WorkbenchError as exc:
             raise fail(exc) from exc
         if options["json"]:

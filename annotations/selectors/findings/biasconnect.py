@@ -2,7 +2,8 @@
 
 ``biasconnect_section`` groups a study's images by prompt group (occupation), reads each bias axis's
 label and computes the intersectional sensitivity matrix IS, each axis's normalised Wasserstein
-distance to uniform and the base prompt's axis distributions.
+distance to uniform and the base prompt's axis distributions. ``bias_axes``, ``axis_images`` and
+``group_of`` are the reads the InterMit loop (``mitigation``) composes with the same metrics.
 """
 
 from __future__ import annotations
@@ -35,15 +36,18 @@ def _disability(parts: Sequence[Any]) -> str | None:
     return "fit"
 
 
-def _group_of(info: ItemInfo) -> str:
-    """The prompt group an IS matrix is computed within: the occupation, else ``prompt_group``, else all."""
+def group_of(info: ItemInfo) -> str:
+    """The prompt group an IS matrix is computed within: the occupation, else ``prompt_group``; the items
+    of a mitigation set (metadata ``mitigation``, e.g. an InterMit step) form their own group, named by
+    their prompt set, so they never mix with the initial images; else one group for all."""
+    if "mitigation" in info.metadata:
+        return str(info.metadata.get("prompt_set") or f"{info.metadata.get('subject', '')} (mitigated)")
     return str(info.metadata.get("occupation") or info.metadata.get("prompt_group") or "all")
 
 
-def biasconnect_section(
-    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report
-) -> None:
-    """IS matrix, deviation from uniform and base distributions per prompt group."""
+def bias_axes(study: Study) -> dict[str, list[str]]:
+    """Axis -> its options, in the protocol's order: every single question but ``person`` and the three
+    disability parts, which make the derived ``disability`` axis (fit, blind, hearing_aid, wheelchair)."""
     protocol = study.protocol_obj
     part_keys = {k for k, _ in DISABILITY_PARTS}
     axes = {
@@ -51,18 +55,41 @@ def biasconnect_section(
         for q in protocol.questions
         if q.kind == "single" and q.key != "person" and q.key not in part_keys
     }
-    has_disability = all(protocol.has_question(k) for k in part_keys)
-    if has_disability:
+    if all(protocol.has_question(k) for k in part_keys):
         axes["disability"] = ["fit", *(name for _k, name in DISABILITY_PARTS)]
-    keys = [k for k in axes if k != "disability"] + (sorted(part_keys) if has_disability else [])
+    return axes
+
+
+def axis_images(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo]
+) -> dict[int, biasconnect.AxisImage]:
+    """Item id -> its ``AxisImage`` (condition, the label of each axis from ``source``, person) for
+    ``items``; the disability axis is derived from its three parts, ``person`` is True without that
+    question."""
+    protocol = study.protocol_obj
+    axes = bias_axes(study)
+    has_disability = "disability" in axes
+    part_keys = sorted(k for k, _ in DISABILITY_PARTS) if has_disability else []
+    keys = [k for k in axes if k != "disability"] + part_keys
     labels = label_sets(study, [*keys, "person"] if protocol.has_question("person") else keys, source)
-    groups: dict[str, list[biasconnect.AxisImage]] = defaultdict(list)
+    images = {}
     for item_id, info in items.items():
         values = {k: labels[k].get(item_id) for k in axes if k != "disability"}
         if has_disability:
             values["disability"] = _disability([labels[k].get(item_id) for k, _ in DISABILITY_PARTS])
         person = labels["person"].get(item_id) == "yes" if "person" in labels else True
-        groups[_group_of(info)].append(biasconnect.AxisImage(info.condition or "base", values, person))
+        images[item_id] = biasconnect.AxisImage(info.condition or "base", values, person)
+    return images
+
+
+def biasconnect_section(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report
+) -> None:
+    """IS matrix, deviation from uniform and base distributions per prompt group."""
+    axes = bias_axes(study)
+    groups: dict[str, list[biasconnect.AxisImage]] = defaultdict(list)
+    for item_id, image in axis_images(study, source, items).items():
+        groups[group_of(items[item_id])].append(image)
     is_rows, dev_rows, dist_rows = [], [], []
     n_person = 0
     for group, images in sorted(groups.items()):

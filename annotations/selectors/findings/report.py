@@ -16,6 +16,7 @@ built in the module of its name beside this one (mirroring ``metrics/``); the sh
 | protocol | metrics |
 | --- | --- |
 | stereotype-markers | visage L(attr, id), L(stereo), L(random), theta, thrice ratio, offensiveness O(id) |
+| (+ any study with the visage pull sets) | stereotypical pull Sim(d,s), Sim(d,ns), Sim(s,ns); salience |
 | visualness | consensus shares of each Likert label, the visual attributes |
 | ssi-rubric | SSI cells, initial vs refined (relative drop, paired t-test), rubric prevalence |
 | bias-axes | per-axis distributions, w_bar against uniform, IS matrix per prompt group |
@@ -34,12 +35,25 @@ from django.db.models import Count, Max
 
 from annotations.models import Annotation, Annotator, ConsensusLabel, Item, StereotypeEntry, Study
 from annotations.selectors.counted import counted_annotations, counted_items
+from annotations.selectors.features import (
+    CAPTIONS,
+    EMBEDDING,
+    feature_source_parse,
+    feature_sources,
+    features_fingerprint,
+)
 from annotations.selectors.findings.agent import agent_section
 from annotations.selectors.findings.biasconnect import biasconnect_section
 from annotations.selectors.findings.soda import soda_section
 from annotations.selectors.findings.ssi import ssi_section
 from annotations.selectors.findings.tables import Report, Section, jsonable
-from annotations.selectors.findings.visage import visage_section, visualness_section
+from annotations.selectors.findings.visage import (
+    visage_features_apply,
+    visage_pull_section,
+    visage_salience_section,
+    visage_section,
+    visualness_section,
+)
 from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, items_info, machine_labellers, source_parse
 from common.errors import ValidationFailed
 
@@ -104,6 +118,10 @@ def study_metric_kind(study: Study) -> str | None:
     return key if key in SECTIONS else None
 
 
+# Tables read from stored embeddings and captions, not from labels: their notes say why they are empty.
+FEATURE_TABLES = ("visage_pull", "visage_salience")
+
+
 def default_source(study: Study) -> DefaultSource:
     """The source ``study``'s findings read when none is asked for (``DEFAULT_SOURCES``)."""
     return DEFAULT_SOURCES.get(study_metric_kind(study) or "", FALLBACK_DEFAULT)
@@ -130,15 +148,33 @@ def _empty_reason(source: str, available: list[str]) -> str:
     return f"the labels from {source} give this table nothing to count (see its notes)"
 
 
-def metrics_report(*, study: Study, source: str | None = None) -> dict[str, Any]:
+def metrics_report(
+    *,
+    study: Study,
+    source: str | None = None,
+    embeddings: str | None = None,
+    captions: str | None = None,
+) -> dict[str, Any]:
     """Every metric that applies to ``study``'s protocol from ``source`` (see the module docstring);
     ``source`` None or blank: the protocol's default (``DEFAULT_SOURCES``).
+
+    ``embeddings`` and ``captions`` name the machine source (``name[@version]``) whose stored image
+    embeddings and captions the visage stereotypical pull and salience read (default: the only one,
+    else the first by name); they apply to stereotype-markers studies and to any study holding the
+    visage pull sets (conditions default / stereotypical / non-stereotypical).
+
+    ``embeddings`` and ``captions`` name the machine source (``name[@version]``) whose stored image
+    embeddings and captions the visage stereotypical pull and salience read (default: the only one,
+    else the first by name); they apply to stereotype-markers studies and to any study holding the
+    visage pull sets (conditions default / stereotypical / non-stereotypical).
 
     Raises ValidationFailed for an unknown source, or ``judgements`` where metrics need one label per
     item (every protocol but stereotype-markers and visualness). Reads only; no locks.
     """
     default = default_source(study)
     parsed = source_parse(study, (source or "").strip() or default.source)
+    embedding_source = feature_source_parse(study, EMBEDDING, embeddings)
+    caption_source = feature_source_parse(study, CAPTIONS, captions)
     kind = study_metric_kind(study)
     if parsed.kind == JUDGEMENTS and kind not in JUDGEMENT_PROTOCOLS:
         raise ValidationFailed(
@@ -148,10 +184,14 @@ def metrics_report(*, study: Study, source: str | None = None) -> dict[str, Any]
         )
     items = items_info(study)
     report = Report()
-    if kind is None:
+    features = visage_features_apply(kind, items)
+    if kind is None and not features:
         report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
-    else:
+    elif kind is not None:
         SECTIONS[kind](study, parsed, items, report)
+    if features:
+        visage_pull_section(study, items, report, embedding_source)
+        visage_salience_section(study, items, report, caption_source)
     blank = counted_items(study).filter(images__is_blank=True).distinct().count()
     if blank:
         report.notes.append(
@@ -162,7 +202,11 @@ def metrics_report(*, study: Study, source: str | None = None) -> dict[str, Any]
     available = sources_available(study)
     for table in report.tables:
         if not table.rows:
-            table.empty_reason = _empty_reason(parsed.name, available)
+            table.empty_reason = (
+                "the notes above say which labeller to run or what to import"
+                if table.key in FEATURE_TABLES
+                else _empty_reason(parsed.name, available)
+            )
     used = (
         f"the default for {kind or 'this protocol'}: {default.why}"
         if parsed.name == default.source
@@ -185,6 +229,10 @@ def metrics_report(*, study: Study, source: str | None = None) -> dict[str, Any]
                 *machine_labellers(study),
             ],
             "sources_available": available,
+            "embeddings": embedding_source.name if embedding_source else None,
+            "captions": caption_source.name if caption_source else None,
+            "embedding_sources": feature_sources(study, EMBEDDING),
+            "caption_sources": feature_sources(study, CAPTIONS),
             "n_items": len(items),
             "summary": report.summary,
             "notes": report.notes,
@@ -195,24 +243,34 @@ def metrics_report(*, study: Study, source: str | None = None) -> dict[str, Any]
     return report_json
 
 
-def _fingerprint(study: Study, source: str) -> str:
+def _fingerprint(study: Study, source: str, embeddings: str | None, captions: str | None) -> str:
     annotations = Annotation.objects.filter(study=study).aggregate(n=Count("id"), last=Max("updated_at"))
     entries = StereotypeEntry.objects.filter(study=study).count()
     consensus = ConsensusLabel.objects.filter(study=study).aggregate(n=Count("id"), last=Max("computed_at"))
     items = Item.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
     raw = (
-        f"{study.pk}|{source}|{study.updated_at.isoformat()}|{annotations['n']}|{annotations['last']}|"
-        f"{entries}|{items['n']}|{items['last']}|{consensus['n']}|{consensus['last']}"
+        f"{study.pk}|{source}|{embeddings}|{captions}|{study.updated_at.isoformat()}|{annotations['n']}|"
+        f"{annotations['last']}|{entries}|{items['n']}|{items['last']}|{consensus['n']}|{consensus['last']}|"
+        f"{features_fingerprint(study)}"
     )
     return "metrics-report:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
-def metrics_report_cached(*, study: Study, source: str | None = None, timeout: int = 3600) -> dict[str, Any]:
-    """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table or
-    the study changes."""
-    key = _fingerprint(study, (source or "").strip() or default_source(study).source)
+def metrics_report_cached(
+    *,
+    study: Study,
+    source: str | None = None,
+    embeddings: str | None = None,
+    captions: str | None = None,
+    timeout: int = 3600,
+) -> dict[str, Any]:
+    """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table,
+    a stored embedding or caption, or the study changes."""
+    key = _fingerprint(
+        study, (source or "").strip() or default_source(study).source, embeddings or None, captions or None
+    )
     cached: dict[str, Any] | None = cache.get(key)
     if cached is None:
-        cached = metrics_report(study=study, source=source)
+        cached = metrics_report(study=study, source=source, embeddings=embeddings, captions=captions)
         cache.set(key, cached, timeout)
     return cached

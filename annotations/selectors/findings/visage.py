@@ -3,15 +3,22 @@
 ``visage_section`` reads the attribute judgements of a stereotype-markers study and the study's
 stereotype table (SeeGULL) into L(attr, id), L(stereo), L(random), theta, the thrice ratio and
 offensiveness (paper Table 1); ``visualness_section`` reads a visual-ness study's Likert ratings into
-consensus shares (paper Fig. 6) and the attributes every rater found visual.
+consensus shares (paper Fig. 6) and the attributes every rater found visual. ``visage_pull_section`` and
+``visage_salience_section`` read the stored image embeddings and captions of one machine source
+(``annotations.selectors.features``) into the stereotypical pull (section 6) and salience (section 4.3);
+``report.py`` adds them to stereotype-markers studies and to any study holding the pull sets.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
+
+import numpy as np
 
 from annotations.models import StereotypeEntry, Study
 from annotations.protocols.schema import NONE_OPTION_KEY
+from annotations.selectors.features import FeatureSource, captions_by_item, embeddings_by_item
 from annotations.selectors.findings.tables import Figure, Report, Table, jsonable
 from annotations.selectors.labels import (
     CONSENSUS,
@@ -236,3 +243,236 @@ def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemI
     )
     report.summary["visual_attributes"] = len(visual)
     report.figures.append(Figure("visualness_shares", "Visual-ness consensus shares", "visualness_shares"))
+
+
+# --- Stereotypical pull and salience (ViSAGe sections 4.3 and 6): stored embeddings and captions ---------
+
+# The pull sets' conditions (generation/prompts/visage.py ``visage_pull_prompt_set``) -> the paper's names.
+PULL_CONDITIONS = {"default": "d", "stereotypical": "s", "non-stereotypical": "ns"}
+# Images prompted with an attribute ("... described as attr") would mention it by construction: their
+# captions are left out of salience.
+ATTRIBUTE_PROMPTED = ("stereotypical", "non-stereotypical")
+NO_PULL_ITEMS = (
+    "No items with the conditions default, stereotypical and non-stereotypical: generate the visage pull "
+    "prompt set (manage.py generate STUDY --prompt-set visage-pull --prompts SEEGULL.csv) or import "
+    "such items."
+)
+NO_EMBEDDINGS = (
+    "No image embeddings stored for this study: run an embedding labeller (kind clip) over it (the labelling "
+    "page, or manage.py autolabel STUDY --labeller NAME), or import embeddings made elsewhere (the upload on "
+    "the findings page, manage.py import_features STUDY FILE.jsonl, POST /api/studies/{id}/features/import/)."
+)
+NO_CAPTIONS = (
+    "No captions stored for this study: run a captioner (kind captioner) over it (the labelling page, or "
+    "manage.py autolabel STUDY --labeller NAME), or import captions made elsewhere (the upload on the "
+    "findings page, manage.py import_features STUDY FILE.jsonl, POST /api/studies/{id}/features/import/)."
+)
+
+
+def visage_features_apply(kind: str | None, items: dict[int, ItemInfo]) -> bool:
+    """Pull and salience apply to stereotype-markers studies and to any study holding the pull sets."""
+    return kind == "stereotype-markers" or any(info.condition in PULL_CONDITIONS for info in items.values())
+
+
+def visage_pull_section(
+    study: Study, items: dict[int, ItemInfo], report: Report, source: FeatureSource | None
+) -> None:
+    """Stereotypical pull per identity: Sim(d,s), Sim(d,ns), Sim(s,ns) and their mean over the stored image
+    embeddings of ``source`` (ViSAGe section 6, Tables 2-4), with the images and items behind each set."""
+    pull_items = {i: info for i, info in items.items() if info.condition in PULL_CONDITIONS}
+    notes: list[str] = []
+    rows: list[list[Any]] = []
+    n_used = 0
+    if not pull_items:
+        notes.append(NO_PULL_ITEMS)
+    elif source is None:
+        notes.append(NO_EMBEDDINGS)
+    else:
+        vectors = embeddings_by_item(study, source.annotator_id)
+        sets: dict[str, dict[str, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
+        missing = no_identity = 0
+        for item_id, info in sorted(pull_items.items()):
+            identity = _identity_of(info)
+            if not identity:
+                no_identity += 1
+            elif item_id not in vectors:
+                missing += 1
+            else:
+                sets[identity][info.condition].append(vectors[item_id])
+        if missing:
+            notes.append(f"{missing} of {len(pull_items)} pull items have no embedding from {source.name}.")
+        if no_identity:
+            notes.append(f"{no_identity} pull items have no 'identity' metadata and are left out.")
+        if not sets:
+            notes.append(
+                NO_EMBEDDINGS if not vectors else f"No pull item has an embedding from {source.name}."
+            )
+        for identity in sorted(sets):
+            by_condition = sets[identity]
+            try:
+                matrices = [
+                    np.vstack(by_condition[c]) if by_condition[c] else np.zeros((0, 1))
+                    for c in PULL_CONDITIONS
+                ]
+                pull = visage.stereotypical_pull(*matrices)
+            except ValueError as exc:  # embeddings of different dimensions under one source
+                notes.append(f"{identity}: {exc}")
+                continue
+            counts = [len(by_condition[c]) for c in PULL_CONDITIONS]
+            n_used += sum(counts)
+            pulled = (
+                None if pull.sim_d_s is None or pull.sim_d_ns is None else bool(pull.sim_d_s > pull.sim_d_ns)
+            )
+            rows.append(
+                [
+                    identity,
+                    pull.sim_d_s,
+                    pull.sim_d_ns,
+                    pull.sim_s_ns,
+                    pull.mean,
+                    pulled,
+                    pull.n_d,
+                    pull.n_s,
+                    pull.n_ns,
+                    *counts,
+                    pull.reason,
+                ]
+            )
+        rows.sort(key=lambda r: (r[4] is None, -(r[4] or 0.0), r[0]))
+        defined = [r for r in rows if r[5] is not None]
+        report.summary["stereotypical_pull"] = {
+            "embeddings": source.name,
+            "identities_pulled": sum(1 for r in defined if r[5]),
+            "identities_defined": len(defined),
+        }
+        if source.note:
+            notes.append(source.note)
+    report.tables.append(
+        Table(
+            "visage_pull",
+            "Stereotypical pull per identity: mean cosine similarity between the default (d), "
+            "stereotypical (s) and non-stereotypical (ns) image sets (ViSAGe section 6)",
+            [
+                "identity",
+                "sim_d_s",
+                "sim_d_ns",
+                "sim_s_ns",
+                "mean_sim",
+                "pulled",
+                "n_d_images",
+                "n_s_images",
+                "n_ns_images",
+                "n_d_items",
+                "n_s_items",
+                "n_ns_items",
+                "reason",
+            ],
+            rows,
+            n_used,
+            [
+                "Sim(X, Y) = mean over every pair (x in X, y in Y) of cos(x, y) over the stored image "
+                "embeddings"
+                + (f" of {source.name}" if source else "")
+                + "; mean_sim = the mean of the three; "
+                "pulled = Sim(d,s) > Sim(d,ns).",
+                *notes,
+            ],
+        )
+    )
+    if rows:
+        report.figures.append(Figure("visage_pull", "Stereotypical pull per identity", "visage_pull"))
+    report.notes.extend(n for n in notes if n in (NO_EMBEDDINGS, NO_PULL_ITEMS))
+
+
+def salience_attributes(study: Study, items: dict[int, ItemInfo]) -> dict[str, list[str]]:
+    """identity -> the stereotypical attributes whose salience is scored: the stereotype table's
+    stereotypical pairs (as for L(stereo)) and the attributes of the identity's ``stereotypical`` pull
+    prompts (item metadata ``attribute``), in that order."""
+    table: dict[str, list[str]] = defaultdict(list)
+    for identity, attribute, na, visual in StereotypeEntry.objects.filter(study=study).values_list(
+        "identity", "attribute", "na_stereo", "visual"
+    ):
+        if na is not None and na >= MIN_NA_STEREO and visual is not False:
+            table[identity].append(attribute)
+    for info in items.values():
+        attribute = str(info.metadata.get("attribute") or "").strip()
+        if info.condition == "stereotypical" and attribute:
+            table[_identity_of(info)].append(attribute)
+    return {identity: list(dict.fromkeys(attrs)) for identity, attrs in table.items() if identity}
+
+
+def visage_salience_section(
+    study: Study, items: dict[int, ItemInfo], report: Report, source: FeatureSource | None
+) -> None:
+    """Salience S(attr, id) = tf * idf of each stereotypical attribute in the captions of each identity's
+    images (ViSAGe section 4.3), ranked per identity; definitions in ``metrics.visage.salience``."""
+    notes: list[str] = []
+    rows: list[list[Any]] = []
+    n_used = 0
+    attributes = salience_attributes(study, items)
+    if source is None:
+        notes.append(NO_CAPTIONS)
+    elif not attributes:
+        notes.append(
+            "No stereotypical attributes to score: import a stereotype table (manage.py import_seegull) or "
+            "generate the visage pull sets, whose stereotypical prompts name their attribute."
+        )
+    else:
+        stored = captions_by_item(study, source.annotator_id)
+        captions: dict[str, list[str]] = defaultdict(list)
+        for item_id, info in sorted(items.items()):
+            identity = _identity_of(info)
+            if identity and info.condition not in ATTRIBUTE_PROMPTED and item_id in stored:
+                captions[identity].extend(stored[item_id])
+                n_used += 1
+        if not captions:
+            notes.append(
+                f"No captions from {source.name} on images prompted without an attribute (conditions other "
+                "than stereotypical / non-stereotypical)."
+            )
+        pairs = [(identity, attr) for identity in sorted(attributes) for attr in attributes[identity]]
+        by_identity: dict[str, list[visage.Salience]] = defaultdict(list)
+        for s in visage.salience(captions, pairs):
+            by_identity[s.identity].append(s)
+        for identity in sorted(by_identity):
+            ranked = sorted(
+                by_identity[identity], key=lambda s: (s.value is None, -(s.value or 0.0), s.attribute)
+            )
+            for rank, s in enumerate(ranked, start=1):
+                rows.append(
+                    [
+                        identity,
+                        rank if s.value is not None else None,
+                        s.attribute,
+                        s.count,
+                        s.n_captions,
+                        s.tf,
+                        s.idf,
+                        s.value,
+                        s.reason,
+                    ]
+                )
+        if source.note:
+            notes.append(source.note)
+        report.summary["salience_captions"] = {
+            "captions": source.name,
+            "identities": len(captions),
+            "captions_total": sum(len(c) for c in captions.values()),
+        }
+    report.tables.append(
+        Table(
+            "visage_salience",
+            "Salience of stereotypical attributes in the captions of each identity's images (ViSAGe 4.3)",
+            ["identity", "rank", "attribute", "mentions", "n_captions", "tf", "idf", "salience", "reason"],
+            rows,
+            n_used,
+            [
+                "S(attr, id) = tf(attr, id) * idf(attr, C); tf = (c + 1)/(N_id + |A_id|) with c the "
+                "captions of id mentioning attr (whole words, any case), N_id the captions of id and "
+                "|A_id| its attributes scored; idf = ln((1 + |C|)/(1 + df)) + 1 over all captions C; "
+                "images prompted with an attribute are left out (docs/metrics.md).",
+                *notes,
+            ],
+        )
+    )
+    report.notes.extend(n for n in notes if n == NO_CAPTIONS)

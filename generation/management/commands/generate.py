@@ -24,7 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument("--prompt-set", required=True, choices=DESIGNS)
         parser.add_argument(
-            "--prompts", type=Path, help="CSV/JSONL of prompts (file) or instruction pairs (agent)"
+            "--prompts",
+            type=Path,
+            help="CSV/JSONL of prompts (file), instruction pairs (agent) or a SeeGULL CSV (visage-pull)",
         )
         parser.add_argument("--subject", help="biasconnect-mitigation: the occupation, e.g. nurse")
         parser.add_argument("--mitigate", help="biasconnect-mitigation: axes to mitigate, comma-separated")
@@ -67,6 +69,7 @@ class Command(BaseCommand):
                 subject=options["subject"],
                 mitigate=[a.strip() for a in (options["mitigate"] or "").split(",") if a.strip()],
                 total_images=options["total_images"],
+                seed=options["seed"],
             )
             spec = model_spec_from_dict(
                 {
