@@ -27,6 +27,11 @@ urlpatterns = [
         studies.study_import_annotations,
         name="study-import-annotations",
     ),
+    path(
+        "studies/<int:pk>/import/labelstudio/",
+        studies.study_import_labelstudio,
+        name="study-import-labelstudio",
+    ),
     path("studies/<int:pk>/export/<str:fmt>/", studies.study_export, name="study-export"),
     path("studies/<int:pk>/exports/<int:job_id>/", studies.export_download, name="study-export-download"),
     path("studies/<int:pk>/enroll/", studies.study_enroll, name="study-enroll"),
