@@ -9,8 +9,8 @@
   or the slug of the name; a category that annotations use and no option matches is refused by name.
 - ``bbox`` ``[x, y, width, height]`` in pixels becomes a box; every box of one image by one annotator
   is one answer. The image's size in the file must be the item's (boxes are not rescaled).
-- The annotator: ``--annotator`` (and ``--kind``) when given; else the ``annotator`` and
-  ``annotator_kind`` fields the workbench's export writes; else ``coco``. Without a kind, an
+- The annotator: ``--annotator`` (and ``--kind``) when given; else the ``annotator``,
+  ``annotator_kind`` and ``annotator_version`` fields the workbench's export writes; else ``coco``. Without a kind, an
   annotation with a ``score`` is a machine's, one without a person's.
 
 All or nothing: the first bad image, category or annotation stops the import with its index and id,
@@ -234,7 +234,10 @@ def coco_import(
         }
         if position:
             box["image"] = position
-        key = (item_id, Who(kind=who_kind, name=name))
+        version = str(entry.get("annotator_version") or "") if annotator is None else ""
+        if who_kind == Annotator.Kind.HUMAN or len(version) > 64:
+            version = ""
+        key = (item_id, Who(kind=who_kind, name=name, version=version))
         grouped.setdefault(key, (where, []))[1].append(box)
     answers = []
     for (item_id, who), (where, boxes) in grouped.items():

@@ -355,7 +355,8 @@ def export_coco(study: Study) -> dict[str, Any]:
     ``images``: every image file of the study (``file_name`` as in the zip export, plus the item's
     external id and the image's position in it); ``categories``: see ``coco_categories``;
     ``annotations``: one per box, ``bbox`` = [x, y, width, height] in original image pixels, with the
-    annotator's name and kind (human and machine boxes alike; filter on ``annotator_kind``).
+    annotator's name, kind and version (human and machine boxes alike; filter on ``annotator_kind``);
+    ``import_annotations --format coco`` reads it back (``coco_import.py``).
     """
     categories = coco_categories(study)
     category_ids = {(c["boxes_question"], c["name"]): c["id"] for c in categories}
@@ -403,6 +404,7 @@ def export_coco(study: Study) -> dict[str, Any]:
                     "iscrowd": 0,
                     "annotator": annotation.annotator.name,
                     "annotator_kind": annotation.annotator.kind,
+                    "annotator_version": annotation.annotator.version,
                 }
             )
     return {
