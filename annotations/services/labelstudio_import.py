@@ -56,7 +56,7 @@ from annotations.services.answer_import import (
 from annotations.services.item_import import ImportReport, items_import_records
 from annotations.services.studies import protocol_resolve, study_create
 from common.errors import ImportRefused, ValidationFailed
-from common.files import CheckedImage, FileSource, FolderSource, ZipSource, safe_member_path
+from common.files import CheckedImage, FileSource, FolderSource, ZipSource, image_check, safe_member_path
 
 MAX_TASKS = 500_000
 CHUNK = 2000
@@ -79,6 +79,7 @@ SCORES_FIELD = "labelstudio_scores"
 RESULT_TYPES = tuple(RESULT_KINDS)
 BINARY_WORDS = {"1": 1, "0": 0, "yes": 1, "no": 0, "true": 1, "false": 0}
 BOX_TOLERANCE_PX = 1.0
+KEEP_BYTES = 256 * 1024 * 1024  # checked image bytes kept for the write (see _TaskFiles)
 
 
 @dataclass
@@ -616,12 +617,20 @@ def _answers(
 
 
 class _TaskFiles(FileSource):
-    """The media source, with refusals that name the task and the field."""
+    """The media source, with refusals that name the task and the field. The bytes of checked images
+    are kept (up to ``KEEP_BYTES`` in all) for the write that follows the checks, so most files are
+    read once."""
 
     def __init__(self, inner: FileSource, where: dict[str, str]) -> None:
         self.inner, self.where = inner, where
+        self.kept: dict[str, bytes] = {}
+        self.kept_bytes = 0
 
     def read(self, name: str, *, limit: int | None = None) -> bytes:
+        kept = self.kept.pop(name, None)
+        if kept is not None:
+            self.kept_bytes -= len(kept)
+            return kept
         try:
             return self.inner.read(name, limit=limit)
         except ImportRefused as exc:
@@ -629,9 +638,14 @@ class _TaskFiles(FileSource):
 
     def checked_image(self, name: str) -> CheckedImage:
         try:
-            return self.inner.checked_image(name)
+            data = self.inner.read(name)
+            checked = image_check(data, name=name)
         except ImportRefused as exc:
             raise ImportRefused(f"{self.where.get(name, name)}: {exc.message}") from exc
+        if self.kept_bytes + len(data) <= KEEP_BYTES:
+            self.kept[name] = data
+            self.kept_bytes += len(data)
+        return checked
 
     def names(self) -> list[str]:
         return self.inner.names()
