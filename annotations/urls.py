@@ -18,6 +18,7 @@ urlpatterns = [
     path("studies/<int:pk>/adjudicate/", agreement.adjudication_list, name="adjudication-queue"),
     path("studies/<int:pk>/adjudicate/<int:item_id>/", agreement.adjudication_item, name="adjudication-item"),
     path("studies/new/", studies.study_create, name="study-create"),
+    path("studies/new/labelstudio/", studies.study_create_labelstudio, name="study-create-labelstudio"),
     path("studies/<int:pk>/", studies.study_detail, name="study-detail"),
     path("studies/<int:pk>/settings/", studies.study_settings, name="study-settings"),
     path("studies/<int:pk>/items/", studies.study_items, name="study-items"),

@@ -186,7 +186,7 @@ def _insert(rows: list[dict[str, Any]]) -> None:
     fields = [column for column in Annotation._meta.concrete_fields if not column.primary_key]
     quote = connection.ops.quote_name
     sql = (
-        f"INSERT INTO {quote(Annotation._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"INSERT INTO {quote(Annotation._meta.db_table)} ({', '.join(quote(str(f.column)) for f in fields)}) "
         f"VALUES ({', '.join(['%s'] * len(fields))})"
     )
     stamp = Annotation._meta.get_field("created_at").get_db_prep_save(timezone.now(), connection)

@@ -145,15 +145,15 @@ def _category_keys(
         if not isinstance(category, dict) or "id" not in category:
             raise ImportRefused(f"categories[{index}]: must be an object with an id and a name")
         name = str(category.get("name", ""))
-        key = lookup.get(name) or lookup.get(slugify_option(name))
-        if key is None:
+        found_key = lookup.get(name) or lookup.get(slugify_option(name))
+        if found_key is None:
             if category["id"] in used:
                 options = ", ".join(o.key for o in linked.options) or "the items' own options"
                 raise ImportRefused(
                     f"categories[{index}] {name!r} (id {category['id']}) is not an option of {linked.key!r} ({options})"
                 )
             continue
-        found[category["id"]] = key
+        found[category["id"]] = found_key
     return found
 
 
@@ -189,10 +189,11 @@ def coco_import(
         sizes = index.sizes.get(item_id, [])
         size = sizes[position] if position < len(sizes) else None
         width, height = image.get("width"), image.get("height")
-        if size is not None and _number(width) and _number(height) and (int(width), int(height)) != size:
-            raise ImportRefused(
-                f"{where}: is {int(width)}x{int(height)} in the file but {size[0]}x{size[1]} in the study"
-            )
+        if size is not None and isinstance(width, int | float) and isinstance(height, int | float):
+            if _number(width) and _number(height) and (int(width), int(height)) != size:
+                raise ImportRefused(
+                    f"{where}: is {int(width)}x{int(height)} in the file but {size[0]}x{size[1]} in the study"
+                )
         images[image["id"]] = (item_id, position, image, where)
     metadata_options = sorted(
         {

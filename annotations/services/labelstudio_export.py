@@ -117,7 +117,8 @@ def _task(
     images = list(item.images.all())
     first = images[0] if images else None
     metadata = dict(item.metadata)
-    scores = metadata.get(SCORES_FIELD) if isinstance(metadata.get(SCORES_FIELD), dict) else {}
+    raw_scores = metadata.get(SCORES_FIELD)
+    scores: dict[str, Any] = raw_scores if isinstance(raw_scores, dict) else {}
     data: dict[str, Any] = {}
     if obj == "text":
         data["text"] = item.text
@@ -187,8 +188,8 @@ def _task(
                 "lead_time": skip.time_spent_ms / 1000 if skip.time_spent_ms is not None else None,
             }
         )
-    for number, annotation in enumerate(annotations, start=1):
-        annotation["id"] = item.pk * 1000 + number
+    for number, written in enumerate(annotations, start=1):
+        written["id"] = item.pk * 1000 + number
     task = {"id": item.pk, "data": data, "annotations": annotations, "predictions": predictions}
     return task, left_out
 

@@ -561,19 +561,19 @@ def _value(
             )
         return options[int(rating) - 1].key
     if question.kind == "binary":
-        lookup = {k.lower(): v for k, v in BINARY_WORDS.items()}
-        lookup.update({k.lower(): int(v) for k, v in control.values.items() if v in ("0", "1")})
+        words: dict[str, int] = {k.lower(): v for k, v in BINARY_WORDS.items()}
+        words.update({k.lower(): int(v) for k, v in control.values.items() if v in ("0", "1")})
         chosen = []
         for result in results:
             raw = result.value.get("choices")
             if not isinstance(raw, list):
                 raise ImportRefused(f"{result.where}: value.choices must be a list")
             for choice in raw:
-                if str(choice).strip().lower() not in lookup:
+                if str(choice).strip().lower() not in words:
                     raise ImportRefused(
                         f"{result.where}: choice {str(choice)[:80]!r} is not yes/no (1/0) for {question.key!r}"
                     )
-                chosen.append(lookup[str(choice).strip().lower()])
+                chosen.append(words[str(choice).strip().lower()])
         if len(chosen) != 1:
             raise ImportRefused(f"{first.where}: {question.key!r} takes one choice, got {len(chosen)}")
         return chosen[0]

@@ -64,6 +64,10 @@ class LabelStudioUploadForm(UploadForm):
     config = forms.FileField(required=False)
 
 
+class LabelStudioCreateForm(LabelStudioUploadForm):
+    name = forms.CharField(max_length=200)
+
+
 class EnrollForm(forms.Form):
     username = forms.CharField(max_length=150)
     pool = forms.ChoiceField(choices=Annotator.Pool.choices, initial=Annotator.Pool.CROWD)

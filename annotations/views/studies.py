@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import mimetypes
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -33,10 +34,11 @@ from annotations.services.exports import (
     export_size,
 )
 from annotations.services.item_import import items_import
-from annotations.services.labelstudio_import import labelstudio_import
+from annotations.services.labelstudio_import import LabelStudioImportReport, labelstudio_import
 from annotations.views.forms import (
     AnnotationUploadForm,
     EnrollForm,
+    LabelStudioCreateForm,
     LabelStudioUploadForm,
     ShareForm,
     StudyCreateForm,
@@ -88,6 +90,46 @@ def study_create(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Study “{study.name}” created.")
             return redirect("study-detail", pk=study.pk)
     return render(request, "studies/create.html", {"form": form})
+
+
+@login_required
+@require_POST
+def study_create_labelstudio(request: HttpRequest) -> HttpResponse:
+    """A new study from a Label Studio export and its labeling config (the protocol)."""
+    if not request_user(request).is_researcher:
+        return render(
+            request, "errors/forbidden.html", {"message": "Only researchers create studies."}, status=403
+        )
+    form = LabelStudioCreateForm(request.POST, request.FILES)
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+        messages.error(request, f"No study was created. {problems}")
+        return redirect("study-create")
+    try:
+        report = _labelstudio_from_form(
+            form, study=None, name=form.cleaned_data["name"], owner=request_user(request)
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"No study was created. {exc.message}")
+        return redirect("study-create")
+    messages.success(
+        request,
+        f"Study “{report.study_name}” created from {report.tasks} Label Studio tasks: "
+        f"{report.answers.get('created', 0)} answers, {report.answers.get('skips', 0)} skips.",
+    )
+    return redirect("study-detail", pk=report.study_id)
+
+
+def _labelstudio_from_form(
+    form: LabelStudioUploadForm, *, study: Any, name: str | None = None, owner: Any = None
+) -> LabelStudioImportReport:
+    with contextlib.ExitStack() as stack:
+        path = stack.enter_context(upload_to_temp(form.cleaned_data["file"], suffixes=LABELSTUDIO_SUFFIXES))
+        config = form.cleaned_data.get("config")
+        config_path = (
+            stack.enter_context(upload_to_temp(config, suffixes=CONFIG_SUFFIXES)) if config else None
+        )
+        return labelstudio_import(path=path, study=study, owner=owner, name=name, config_path=config_path)
 
 
 @login_required
@@ -214,15 +256,7 @@ def study_import_labelstudio(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
-        with contextlib.ExitStack() as stack:
-            path = stack.enter_context(
-                upload_to_temp(form.cleaned_data["file"], suffixes=LABELSTUDIO_SUFFIXES)
-            )
-            config = form.cleaned_data.get("config")
-            config_path = (
-                stack.enter_context(upload_to_temp(config, suffixes=CONFIG_SUFFIXES)) if config else None
-            )
-            report = labelstudio_import(path=path, study=study, config_path=config_path)
+        report = _labelstudio_from_form(form, study=study)
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was imported. {exc.message}")
     else:

@@ -468,3 +468,43 @@ def test_study_page_imports_an_export_and_escapes_what_it_reports(owner, tmp_pat
     )
     assert "Imported 4 Label Studio tasks (1 new items)" in response.content.decode()
     assert f'action="/studies/{study.pk}/import/labelstudio/"' in response.content.decode()
+
+
+def test_the_new_study_page_creates_a_study_from_label_studio(owner, annotator_user, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    client = Client()
+    client.force_login(owner)
+    assert 'action="/studies/new/labelstudio/"' in client.get("/studies/new/").content.decode()
+    before = row_counts()
+    refused = client.post(
+        "/studies/new/labelstudio/",
+        {
+            "name": "LS",
+            "file": SimpleUploadedFile(
+                "export.json", (LABELSTUDIO_FIXTURES / "project_export.json").read_bytes()
+            ),
+        },
+        follow=True,
+    )
+    assert (
+        "No study was created." in refused.content.decode()
+        and "needs the labeling config" in refused.content.decode()
+    )
+    assert row_counts() == before
+    response = client.post(
+        "/studies/new/labelstudio/",
+        {
+            "name": "LS",
+            "file": SimpleUploadedFile(
+                "export.json", (LABELSTUDIO_FIXTURES / "project_export.json").read_bytes()
+            ),
+            "config": SimpleUploadedFile("config.xml", CONFIG.read_bytes()),
+        },
+        follow=True,
+    )
+    study = Study.objects.get(name="LS")
+    assert response.redirect_chain[-1][0] == f"/studies/{study.pk}/"
+    assert "created from 3 Label Studio tasks" in response.content.decode()
+    assert study.items.count() == 3 and study.items.filter(is_reference=True).count() == 3  # no media given
+    other = Client()
+    other.force_login(annotator_user)
+    assert other.post("/studies/new/labelstudio/", {"name": "x"}).status_code == 403
