@@ -14,8 +14,9 @@ DTDs, entities and external references) into a protocol and a map from each cont
   config has one, otherwise a question
   ``<name>_labels`` whose answer is the labels drawn (see docs/import-export.md);
 - ``<View>``, ``<Header>`` (its text becomes the next control's prompt) and ``<Style>`` shape the page;
-  one ``<Image>`` (an image study) or ``<Text>`` (a text study) is the object; every other tag is
-  refused by name with its line.
+  the ``<Image>`` (an image study) or ``<Text>`` (a text study) the controls point to is the object
+  (other ``<Text>`` tags, such as a caption, are only shown); every other tag is refused by name
+  with its line.
 
 ``protocol_to_config`` writes the config of a study's protocol for the Label Studio export, and keeps
 the whole protocol in a comment (``<!-- workbench-protocol {...} -->``) so that an import of that config
@@ -232,19 +233,29 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
             prompt = ""
             continue
         raise ConfigError(f"<{element.tag}> is not supported (supported: {SUPPORTED})", line=element.line)
-    if len(objects) != 1:
-        where = objects[1].line if len(objects) > 1 else root.line
+    images = [element for element in objects if element.tag == "Image"]
+    if len(images) > 1:
+        raise ConfigError("a second <Image>: one image per task is labelled", line=images[1].line)
+    if not controls:
+        raise ConfigError("the config has no Choices, Rating, TextArea or RectangleLabels", line=root.line)
+    targets = sorted({element.attrs.get("toName", "").strip() for element, _prompt in controls})
+    if len(targets) != 1:
         raise ConfigError(
-            "the config needs exactly one <Image> or <Text> to label (one image or text per task)", line=where
+            f"the controls point to several objects ({', '.join(repr(t) for t in targets)}); one is labelled",
+            line=controls[0][0].line,
         )
-    obj = objects[0]
+    named = [element for element in objects if element.attrs.get("name", "").strip() == targets[0]]
+    if not named:
+        raise ConfigError(
+            f"the controls point to {targets[0]!r}, which is no <Image> or <Text> of the config",
+            line=controls[0][0].line,
+        )
+    obj = named[0]  # other <Text> objects (a caption shown beside the image) are display only
     object_name = obj.attrs.get("name", "").strip()
     value = obj.attrs.get("value", "").strip()
     if not object_name or not value.startswith("$") or len(value) < 2:
         raise ConfigError(f'<{obj.tag}> needs a name and a value="$field"', line=obj.line)
     unit = OBJECT_TAGS[obj.tag]
-    if not controls:
-        raise ConfigError("the config has no Choices, Rating, TextArea or RectangleLabels", line=root.line)
     used: set[str] = set()
     questions: list[Question] = []
     boxes: list[tuple[_Element, str, str, tuple[Option, ...], dict[str, str]]] = []

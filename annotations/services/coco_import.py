@@ -51,6 +51,8 @@ def _load(path: Path) -> dict[str, Any]:
         raise ImportRefused(f"{path.name}: is not UTF-8 text") from exc
     except json.JSONDecodeError as exc:
         raise ImportRefused(f"{path.name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    except RecursionError as exc:
+        raise ImportRefused(f"{path.name}: nested too deeply to be a COCO file") from exc
     if not isinstance(data, dict):
         raise ImportRefused(
             f"{path.name}: a COCO file is an object with images, categories and annotations "

@@ -183,6 +183,8 @@ def _load(data: bytes, name: str) -> list[dict[str, Any]]:
         records = json.loads(_decode(data, name))
     except json.JSONDecodeError as exc:
         raise ImportRefused(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    except RecursionError as exc:
+        raise ImportRefused(f"{name}: nested too deeply to be a Label Studio export") from exc
     if not isinstance(records, list):
         raise ImportRefused(f"{name}: a Label Studio JSON export is a list of tasks")
     if not records:
@@ -799,7 +801,9 @@ def _study_controls(
             names: dict[str, str] = {}
             for record in records:
                 for key in record:
-                    if key not in JSON_MIN_META and (protocol.has_question(key)):
+                    if key not in JSON_MIN_META and (
+                        protocol.has_question(key) or protocol.has_question(slugify_option(key))
+                    ):
                         names.setdefault(key, "")
             return controls_for_study(protocol, names)
         seen: dict[str, str] = {}

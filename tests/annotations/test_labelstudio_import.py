@@ -354,7 +354,7 @@ def test_media_are_checked_as_any_upload(owner, tmp_path, _media_root) -> None: 
         ),
         (
             '<View><Image name="i" value="$image"/><Rating name="r" toName="other"/></View>',
-            "points to 'other'",
+            "point to 'other', which is no <Image> or <Text>",
         ),
         ('<View><Image name="i" value="$image"/>', "not well-formed XML"),
         ('<View><Image name="i" valueList="$images"/><TextArea name="t" toName="i"/></View>', "valueList"),
