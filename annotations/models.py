@@ -488,7 +488,7 @@ class ExportJob(BackgroundJob):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    format = models.CharField(max_length=8)
+    format = models.CharField(max_length=16)
     file = models.FileField(upload_to="exports/", max_length=255, blank=True)
 
     class Meta:

@@ -15,6 +15,9 @@ from common.errors import ValidationFailed
 ITEM_SUFFIXES = (".zip", ".csv", ".jsonl", ".ndjson")
 ANNOTATION_SUFFIXES = (".jsonl", ".ndjson")
 STUDY_SUFFIXES = (".jsonl", ".zip")
+COCO_SUFFIXES = (".json",)
+LABELSTUDIO_SUFFIXES = (".json", ".zip")  # an export, or a zip of it with its config and media
+CONFIG_SUFFIXES = (".xml",)
 
 
 @contextlib.contextmanager

@@ -147,6 +147,25 @@ class UploadSerializer(serializers.Serializer[Any]):
     file = serializers.FileField()
 
 
+class AnnotationUploadSerializer(UploadSerializer):
+    """An annotation file: JSONL (default) or COCO boxes for one question."""
+
+    format = serializers.ChoiceField(choices=["jsonl", "coco"], default="jsonl")
+    question = serializers.CharField(required=False, max_length=64, help_text="coco: the boxes question")
+    annotator = serializers.CharField(required=False, max_length=150, help_text="coco: who drew the boxes")
+    kind = serializers.ChoiceField(choices=["human", "machine"], required=False, help_text="coco")
+
+
+class LabelStudioUploadSerializer(UploadSerializer):
+    """A Label Studio export (.json, or .zip with its config and media) and its labeling config."""
+
+    config = serializers.FileField(required=False, help_text="The labeling config (.xml)")
+
+
+class LabelStudioCreateSerializer(LabelStudioUploadSerializer):
+    name = serializers.CharField(max_length=200)
+
+
 class ItemImageSerializer(serializers.ModelSerializer[ItemImage]):
     url = serializers.SerializerMethodField()
 

@@ -30,15 +30,26 @@ from annotations.selectors.findings.report import metrics_report_cached
 from annotations.selectors.study_options import with_study_options
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
+from annotations.services.coco_import import coco_import
 from annotations.services.exports import (
-    FORMATS,
+    FILE_FORMATS,
+    export_filename,
     export_job_create,
+    export_refusal,
     export_size,
 )
 from annotations.services.feature_import import features_import
 from annotations.services.item_import import items_import
+from annotations.services.labelstudio_import import labelstudio_import
 from common.errors import NotFoundError, ValidationFailed
-from common.uploads import ANNOTATION_SUFFIXES, ITEM_SUFFIXES, upload_to_temp
+from common.uploads import (
+    ANNOTATION_SUFFIXES,
+    COCO_SUFFIXES,
+    CONFIG_SUFFIXES,
+    ITEM_SUFFIXES,
+    LABELSTUDIO_SUFFIXES,
+    upload_to_temp,
+)
 
 
 class StudyViewSet(viewsets.ModelViewSet[Study]):
@@ -157,16 +168,32 @@ class ItemImportView(APIView):
 
 
 class AnnotationImportView(APIView):
+    """JSONL annotations, or (``format=coco``) the boxes of a COCO file into one boxes question."""
+
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
-        request={"multipart/form-data": s.UploadSerializer}, responses={201: s.ImportReportSerializer}
+        request={"multipart/form-data": s.AnnotationUploadSerializer},
+        responses={201: s.ImportReportSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
-        data = s.UploadSerializer(data=request.data)
+        data = s.AnnotationUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with upload_to_temp(data.validated_data["file"], suffixes=ANNOTATION_SUFFIXES) as path:
+        values = data.validated_data
+        if values["format"] == "coco":
+            if not values.get("question"):
+                raise ValidationFailed("a COCO import needs the boxes question", {"question": "required"})
+            with upload_to_temp(values["file"], suffixes=COCO_SUFFIXES) as path:
+                coco_report = coco_import(
+                    study=study,
+                    path=path,
+                    question=values["question"],
+                    annotator=values.get("annotator") or None,
+                    kind=values.get("kind") or None,
+                )
+            return Response(coco_report, status=status.HTTP_201_CREATED)
+        with upload_to_temp(values["file"], suffixes=ANNOTATION_SUFFIXES) as path:
             report = annotations_import(study=study, path=path)
         return Response(report.as_dict(), status=status.HTTP_201_CREATED)
 
@@ -210,16 +237,63 @@ class FeatureExportView(APIView):
         return response
 
 
+def _labelstudio_upload(
+    values: dict[str, Any], *, study: Study | None, owner: User | None, name: str | None
+) -> dict[str, Any]:
+    with upload_to_temp(values["file"], suffixes=LABELSTUDIO_SUFFIXES) as path:
+        config = values.get("config")
+        if config is None:
+            return labelstudio_import(path=path, study=study, owner=owner, name=name).as_dict()
+        with upload_to_temp(config, suffixes=CONFIG_SUFFIXES) as config_path:
+            return labelstudio_import(
+                path=path, study=study, owner=owner, name=name, config_path=config_path
+            ).as_dict()
+
+
+class LabelStudioImportView(APIView):
+    """A Label Studio export into this study: its ``from_name``s must be the study's question keys."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": s.LabelStudioUploadSerializer}, responses={201: OpenApiTypes.OBJECT}
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
+        data = s.LabelStudioUploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        report = _labelstudio_upload(data.validated_data, study=study, owner=None, name=None)
+        return Response(report, status=status.HTTP_201_CREATED)
+
+
+class LabelStudioCreateView(APIView):
+    """A new study from a Label Studio export and its labeling config (which gives the protocol)."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": s.LabelStudioCreateSerializer}, responses={201: OpenApiTypes.OBJECT}
+    )
+    def post(self, request: Request) -> Response:
+        data = s.LabelStudioCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        report = _labelstudio_upload(
+            data.validated_data, study=None, owner=request_user(request), name=data.validated_data["name"]
+        )
+        return Response(report, status=status.HTTP_201_CREATED)
+
+
 class StudyExportView(APIView):
     """Small studies stream at once; large ones (or zip) become a background job (202)."""
 
     @extend_schema(responses={200: OpenApiTypes.BINARY, 202: s.ExportJobSerializer})
     def get(self, request: Request, pk: int, fmt: str) -> Any:
         study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
-        if fmt not in FORMATS:
-            raise ValidationFailed(f"format must be one of {', '.join(FORMATS)}")
+        refusal = export_refusal(study, fmt)
+        if refusal is not None:
+            raise ValidationFailed(refusal)
         background = request.query_params.get("background") in ("1", "true")
-        if fmt == "zip" or background or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
+        if fmt in FILE_FORMATS or background or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
             job = export_job_create(study=study, user=request_user(request), fmt=fmt)
             return Response(s.ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
         return streaming_export(study, fmt)
@@ -251,7 +325,7 @@ class ExportDownloadView(APIView):
         if job.status != ExportJob.Status.DONE:
             raise ValidationFailed(f"export {pk} is {job.status}, not ready")
         response = FileResponse(
-            job.file.open("rb"), as_attachment=True, filename=f"study-{job.study_id}.{job.format}"
+            job.file.open("rb"), as_attachment=True, filename=export_filename(job.study_id, job.format)
         )
         return response
 

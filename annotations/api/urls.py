@@ -30,6 +30,12 @@ urlpatterns = [
         "studies/<int:pk>/features/import/", studies.FeatureImportView.as_view(), name="api-features-import"
     ),
     path("studies/<int:pk>/features/", studies.FeatureExportView.as_view(), name="api-features-export"),
+    path(
+        "studies/<int:pk>/labelstudio/import/",
+        studies.LabelStudioImportView.as_view(),
+        name="api-labelstudio-import",
+    ),
+    path("studies/labelstudio/", studies.LabelStudioCreateView.as_view(), name="api-labelstudio-create"),
     path("studies/<int:pk>/export/<str:fmt>/", studies.StudyExportView.as_view(), name="api-study-export"),
     path("exports/<int:pk>/download/", studies.ExportDownloadView.as_view(), name="api-export-download"),
     path("presets/", studies.PresetListView.as_view(), name="api-presets"),

@@ -41,12 +41,16 @@ from annotations.models import (
 from annotations.presenters import labeller_summary
 from annotations.selectors.pools import attributes_in_study, pools_in_study
 from annotations.selectors.study_options import study_options
+from annotations.services.labelstudio_export import export_labelstudio, labelstudio_refusal
+from annotations.services.parquet_export import export_parquet
 from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
 
 FORMAT_VERSION = 1
-FORMATS = ("jsonl", "csv", "zip", "coco")
+FORMATS = ("jsonl", "csv", "zip", "coco", "labelstudio", "parquet")
+FILE_FORMATS = ("zip", "labelstudio", "parquet")  # zips: written to a file (a background job), never streamed
 CONTENT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv", "coco": "application/json"}
 COCO_SUFFIX = "coco.json"
+SUFFIXES = {"coco": COCO_SUFFIX, "labelstudio": "labelstudio.zip", "parquet": "parquet.zip"}
 CHUNK = 2000
 CSV_COLUMNS = [
     "item",
@@ -361,7 +365,8 @@ def export_coco(study: Study) -> dict[str, Any]:
     ``images``: every image file of the study (``file_name`` as in the zip export, plus the item's
     external id and the image's position in it); ``categories``: see ``coco_categories``;
     ``annotations``: one per box, ``bbox`` = [x, y, width, height] in original image pixels, with the
-    annotator's name and kind (human and machine boxes alike; filter on ``annotator_kind``).
+    annotator's name, kind and version (human and machine boxes alike; filter on ``annotator_kind``);
+    ``import_annotations --format coco`` reads it back (``coco_import.py``).
     """
     categories = coco_categories(study)
     category_ids = {(c["boxes_question"], c["name"]): c["id"] for c in categories}
@@ -409,6 +414,7 @@ def export_coco(study: Study) -> dict[str, Any]:
                     "iscrowd": 0,
                     "annotator": annotation.annotator.name,
                     "annotator_kind": annotation.annotator.kind,
+                    "annotator_version": annotation.annotator.version,
                 }
             )
     return {
@@ -437,10 +443,30 @@ def export_lines(study: Study, fmt: str) -> Iterator[str]:
     raise ValueError(f"{fmt} is not a text export format")
 
 
+def export_filename(study_id: int, fmt: str) -> str:
+    """The download name of an export: ``study-3.jsonl``, ``study-3.labelstudio.zip``..."""
+    return f"study-{study_id}.{SUFFIXES.get(fmt, fmt)}"
+
+
+def export_refusal(study: Study, fmt: str) -> str | None:
+    """Why ``study`` cannot be exported in ``fmt`` (a Label Studio config cannot hold it), or None."""
+    if fmt not in FORMATS:
+        return f"format must be one of {', '.join(FORMATS)}"
+    if fmt == "labelstudio":
+        return labelstudio_refusal(study)
+    return None
+
+
 def export_to_file(study: Study, fmt: str, out: Path) -> None:
-    """Write an export in ``fmt`` (jsonl, csv, zip, coco) to ``out``."""
+    """Write an export in ``fmt`` (jsonl, csv, zip, coco, labelstudio, parquet) to ``out``."""
     if fmt == "zip":
         export_zip(study, out)
+        return
+    if fmt == "labelstudio":
+        export_labelstudio(study, out)
+        return
+    if fmt == "parquet":
+        export_parquet(study, out)
         return
     lines = export_lines(study, fmt)
     with out.open("w", encoding="utf-8", newline="") as handle:
@@ -473,10 +499,10 @@ def export_job_run(*, job_id: int) -> ExportJob:
     if job_heartbeat(ExportJob, job.pk):
         return job_finish(ExportJob, job.pk, status=ExportJob.Status.CANCELLED)
     with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / f"study-{job.study_id}.{job.format}"
+        out = Path(folder) / export_filename(job.study_id, job.format)
         try:
             export_to_file(job.study, job.format, out)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             return job_finish(ExportJob, job.pk, status=ExportJob.Status.FAILED, error=str(exc))
         with out.open("rb") as handle:
             job.file.save(out.name, File(handle), save=False)

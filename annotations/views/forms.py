@@ -53,6 +53,23 @@ class UploadForm(forms.Form):
     file = forms.FileField()
 
 
+class AnnotationUploadForm(UploadForm):
+    format = forms.ChoiceField(
+        choices=[("jsonl", "JSONL"), ("coco", "COCO boxes")], initial="jsonl", required=False
+    )
+    question = forms.CharField(max_length=64, required=False)
+    annotator = forms.CharField(max_length=150, required=False)
+    kind = forms.ChoiceField(choices=[("", "from the file"), *Annotator.Kind.choices], required=False)
+
+
+class LabelStudioUploadForm(UploadForm):
+    config = forms.FileField(required=False)
+
+
+class LabelStudioCreateForm(LabelStudioUploadForm):
+    name = forms.CharField(max_length=200)
+
+
 class EnrollForm(forms.Form):
     username = forms.CharField(max_length=150)
     pool = forms.ChoiceField(choices=Annotator.Pool.choices, initial=Annotator.Pool.CROWD)

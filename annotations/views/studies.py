@@ -5,7 +5,9 @@ Views are thin: forms check shape, services do the work, ``access`` decides who 
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
+from typing import Any
 from urllib.parse import quote
 
 from django.contrib import messages
@@ -24,12 +26,37 @@ from annotations.protocols.schema import ProtocolError
 from annotations.selectors import studies as selectors
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
-from annotations.services.exports import FORMATS, export_job_create, export_size
+from annotations.services.coco_import import coco_import
+from annotations.services.exports import (
+    FILE_FORMATS,
+    FORMATS,
+    export_filename,
+    export_job_create,
+    export_refusal,
+    export_size,
+)
 from annotations.services.item_import import items_import
-from annotations.views.forms import EnrollForm, ShareForm, StudyCreateForm, StudySettingsForm, UploadForm
+from annotations.services.labelstudio_import import LabelStudioImportReport, labelstudio_import
+from annotations.views.forms import (
+    AnnotationUploadForm,
+    EnrollForm,
+    LabelStudioCreateForm,
+    LabelStudioUploadForm,
+    ShareForm,
+    StudyCreateForm,
+    StudySettingsForm,
+    UploadForm,
+)
 from annotations.views.pages import IMAGE_CSP, study_for_page
 from common.errors import WorkbenchError
-from common.uploads import ANNOTATION_SUFFIXES, ITEM_SUFFIXES, upload_to_temp
+from common.uploads import (
+    ANNOTATION_SUFFIXES,
+    COCO_SUFFIXES,
+    CONFIG_SUFFIXES,
+    ITEM_SUFFIXES,
+    LABELSTUDIO_SUFFIXES,
+    upload_to_temp,
+)
 
 
 @login_required
@@ -65,6 +92,48 @@ def study_create(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Study “{study.name}” created.")
             return redirect("study-detail", pk=study.pk)
     return render(request, "studies/create.html", {"form": form})
+
+
+@login_required
+@require_POST
+def study_create_labelstudio(request: HttpRequest) -> HttpResponse:
+    """A new study from a Label Studio export and its labeling config (the protocol)."""
+    if not request_user(request).is_researcher:
+        return render(
+            request, "errors/forbidden.html", {"message": "Only researchers create studies."}, status=403
+        )
+    form = LabelStudioCreateForm(request.POST, request.FILES)
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items()
+        )
+        messages.error(request, f"No study was created. {problems}")
+        return redirect("study-create")
+    try:
+        report = _labelstudio_from_form(
+            form, study=None, name=form.cleaned_data["name"], owner=request_user(request)
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"No study was created. {exc.message}")
+        return redirect("study-create")
+    messages.success(
+        request,
+        f"Study “{report.study_name}” created from {report.tasks} Label Studio tasks: "
+        f"{report.answers.get('created', 0)} answers, {report.answers.get('skips', 0)} skips.",
+    )
+    return redirect("study-detail", pk=report.study_id)
+
+
+def _labelstudio_from_form(
+    form: LabelStudioUploadForm, *, study: Any, name: str | None = None, owner: Any = None
+) -> LabelStudioImportReport:
+    with contextlib.ExitStack() as stack:
+        path = stack.enter_context(upload_to_temp(form.cleaned_data["file"], suffixes=LABELSTUDIO_SUFFIXES))
+        config = form.cleaned_data.get("config")
+        config_path = (
+            stack.enter_context(upload_to_temp(config, suffixes=CONFIG_SUFFIXES)) if config else None
+        )
+        return labelstudio_import(path=path, study=study, owner=owner, name=name, config_path=config_path)
 
 
 @login_required
@@ -122,7 +191,7 @@ def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
-    form = UploadForm(request.POST, request.FILES)
+    form = (AnnotationUploadForm if annotations else UploadForm)(request.POST, request.FILES)
     if not form.is_valid():
         problem = " ".join(str(e) for e in form.errors.get("file", ["Choose a file to import."]))
         messages.error(request, f"Nothing was imported. {problem}")
@@ -130,9 +199,25 @@ def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
-        suffixes = ANNOTATION_SUFFIXES if annotations else ITEM_SUFFIXES
+        coco = annotations and form.cleaned_data.get("format") == "coco"
+        suffixes = COCO_SUFFIXES if coco else (ANNOTATION_SUFFIXES if annotations else ITEM_SUFFIXES)
         with upload_to_temp(form.cleaned_data["file"], suffixes=suffixes) as path:
-            if annotations:
+            if coco:
+                if not form.cleaned_data.get("question"):
+                    raise WorkbenchError("a COCO import needs the boxes question")
+                coco_report = coco_import(
+                    study=study,
+                    path=path,
+                    question=form.cleaned_data["question"],
+                    annotator=form.cleaned_data.get("annotator") or None,
+                    kind=form.cleaned_data.get("kind") or None,
+                )
+                messages.success(
+                    request,
+                    f"Imported {coco_report['boxes']} COCO boxes: {coco_report['created']} answers new, "
+                    f"{coco_report['updated']} changed, {coco_report['unchanged']} unchanged.",
+                )
+            elif annotations:
                 report = annotations_import(study=study, path=path)
                 messages.success(
                     request,
@@ -167,13 +252,44 @@ def study_import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@require_POST
+def study_import_labelstudio(request: HttpRequest, pk: int) -> HttpResponse:
+    """A Label Studio export (.json, or a .zip with its config and images) into this study."""
+    study = study_for_page(request, pk, researcher=True)
+    form = LabelStudioUploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        problem = " ".join(str(e) for e in form.errors.get("file", ["Choose a Label Studio export."]))
+        messages.error(request, f"Nothing was imported. {problem}")
+        return redirect("study-detail", pk=pk)
+    try:
+        if not access.study_can_write(request_user(request), study):
+            raise WorkbenchError("you may read this study but not change it")
+        report = _labelstudio_from_form(form, study=study)
+    except WorkbenchError as exc:
+        messages.error(request, f"Nothing was imported. {exc.message}")
+    else:
+        answers = report.answers
+        messages.success(
+            request,
+            f"Imported {report.tasks} Label Studio tasks ({report.items.get('created', 0)} new items): "
+            f"{answers.get('created', 0)} answers new, {answers.get('updated', 0)} changed, "
+            f"{answers.get('skips', 0)} skips." + (f" {' '.join(report.notes)}." if report.notes else ""),
+        )
+    return redirect("study-detail", pk=pk)
+
+
+@login_required
 def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
     from django.conf import settings
 
     study = study_for_page(request, pk, researcher=True)
     if fmt not in FORMATS:
         raise Http404("unknown export format")
-    if fmt == "zip" or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
+    refusal = export_refusal(study, fmt)
+    if refusal is not None:
+        messages.error(request, f"Not exported: {refusal}.")
+        return redirect("study-detail", pk=pk)
+    if fmt in FILE_FORMATS or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
         export_job_create(study=study, user=request_user(request), fmt=fmt)
         messages.info(request, "The export is being prepared in the background; its link appears below.")
         return redirect("study-detail", pk=pk)
@@ -186,7 +302,9 @@ def export_download(request: HttpRequest, pk: int, job_id: int) -> FileResponse:
     job = study.export_jobs.filter(pk=job_id, requested_by=request_user(request), status="done").first()
     if job is None:
         raise Http404("no such finished export")
-    return FileResponse(job.file.open("rb"), as_attachment=True, filename=f"study-{study.pk}.{job.format}")
+    return FileResponse(
+        job.file.open("rb"), as_attachment=True, filename=export_filename(study.pk, job.format)
+    )
 
 
 @login_required

@@ -9,6 +9,10 @@ import openpyxl
 from django.core.files.base import ContentFile
 
 from annotations.models import (
+    Annotation,
+    AnnotationRevision,
+    Annotator,
+    Assignment,
     Item,
     ItemImage,
     Study,
@@ -20,6 +24,19 @@ from annotations.services.item_import import items_import_records
 from annotations.services.studies import study_create
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import ItemFactory
+
+LABELSTUDIO_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "labelstudio"
+
+
+def row_counts(media: Path | None = None) -> dict[str, int]:
+    """Rows of every table an import writes (and files under ``media``): equal before and after a refusal."""
+    counts = {
+        model.__name__: model.objects.count()
+        for model in (Study, Item, ItemImage, Annotation, AnnotationRevision, Annotator, Assignment, User)
+    }
+    if media is not None:
+        counts["files"] = sum(1 for path in media.rglob("*") if path.is_file())
+    return counts
 
 
 def image_item(study: Study, name: str, size: tuple[int, int] = (2000, 1000)) -> Item:

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.commands._common import study_arg
-from annotations.services.exports import FORMATS, export_lines, export_to_file
+from annotations.services.exports import FILE_FORMATS, FORMATS, export_lines, export_refusal, export_to_file
 
 
 class Command(BaseCommand):
@@ -16,19 +16,24 @@ class Command(BaseCommand):
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument("--format", choices=FORMATS, default="jsonl")
         parser.add_argument(
-            "--out", type=Path, help="Output file (default: standard output; zip needs --out)"
+            "--out",
+            type=Path,
+            help="Output file (default: standard output; zip, labelstudio and parquet need --out)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         fmt, out = options["format"], options["out"]
+        refusal = export_refusal(study, fmt)
+        if refusal is not None:
+            raise CommandError(refusal)
         if out is not None:
             if out.parent and not out.parent.exists():
                 raise CommandError(f"{out.parent}: no such folder")
             export_to_file(study, fmt, out)
             self.stderr.write(f"wrote {out}")
             return
-        if fmt == "zip":
-            raise CommandError("a zip export needs --out FILE")
+        if fmt in FILE_FORMATS:
+            raise CommandError(f"a {fmt} export is a zip: it needs --out FILE")
         for line in export_lines(study, fmt):
             self.stdout.write(line, ending="")

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotations.management.commands._common import dump, fail, study_arg, user_arg
+from annotations.services.labelstudio_import import labelstudio_import
+from common.errors import WorkbenchError
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a Label Studio JSON export (project, snapshot or JSON_MIN; .json, or a .zip with its config "
+        "and media) into a study, or create a study from its labeling config (all or nothing)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("export", type=Path, help="EXPORT.json (or a .zip holding it)")
+        group = parser.add_mutually_exclusive_group(required=True)
+        group.add_argument("--study", help="Study id or exact name to import into")
+        group.add_argument("--create", metavar="NAME", help="Create a study of this name")
+        parser.add_argument("--config", type=Path, help="The project's labeling config (XML)")
+        parser.add_argument(
+            "--media-root",
+            type=Path,
+            help="Folder holding the images: upload/... for /data/upload/..., and ?d= paths of local files",
+        )
+        parser.add_argument("--owner", help="Username of the new study's owner (with --create)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        study = study_arg(options["study"]) if options["study"] else None
+        owner = user_arg(options["owner"]) if study is None else None
+        if study is not None and options["owner"]:
+            raise CommandError("--owner goes with --create")
+        try:
+            report = labelstudio_import(
+                path=options["export"],
+                study=study,
+                owner=owner,
+                name=options["create"],
+                config_path=options["config"],
+                media_root=options["media_root"],
+            )
+        except WorkbenchError as exc:
+            raise fail(exc) from exc
+        self.stdout.write(dump(report.as_dict()))

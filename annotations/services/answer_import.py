@@ -1,0 +1,303 @@
+"""Answers read from other tools' files (Label Studio, COCO): who gave them, checked, then stored.
+
+Shared by ``labelstudio_import.py`` and ``coco_import.py``; the JSONL import has its own line-numbered
+twin in ``annotation_writes.py``. Every value goes through ``clean_answer`` like any answer, and a
+refusal names the place in the file (``task 12, annotations[0].result[3]``) the caller gave. Values are
+stored with ``annotations_save``, the one annotation write.
+
+Annotators, by the rule documented in docs/import-export.md ("Who the annotators are"):
+
+- a machine (``Who(kind="machine")``) is the shared labeller of that name and version;
+- a person named by an email address is the account with that username or, failing that, the one
+  account with that email (case-insensitive); when none has it, an annotator account is created with
+  the email as its username and no usable password (an admin sets one, or the person resets it);
+- a person named without an email (a Label Studio user id, a COCO annotator name) is an annotator of
+  this study without an account, like the raters of a JSONL import.
+
+A boxes answer names options of its linked multi question: they must be selected in that question's
+answer by the same annotator, given in the same file or stored already. When neither exists, the
+linked answer is the options the boxes name (in the question's order), stored with them and counted
+as ``derived``: drawing a box labelled "hat" says a hat is there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotations.models import Annotation, Annotator, Assignment, Study, User
+from annotations.protocols.answers import AnswerError, CleanAnswer, ItemContext, clean_answer
+from annotations.protocols.schema import Protocol, Question
+from annotations.services.annotation_writes import AnswerToSave, annotations_save
+from annotations.services.studies import annotator_for_user
+from common.errors import ImportRefused
+from common.planner_statistics import statistics_refresh
+
+CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class Who:
+    """An annotator as a file names it (see the module docstring for how it is found or made)."""
+
+    kind: str  # human | machine
+    name: str
+    version: str = ""
+    email: str = ""
+
+    def label(self) -> str:
+        return f"{self.name} {self.version}".strip() if self.kind == Annotator.Kind.MACHINE else self.name
+
+
+@dataclass(frozen=True)
+class ItemFacts:
+    """What checking an answer needs to know of its item."""
+
+    item_id: int
+    external_id: str
+    metadata: dict[str, Any]
+    image_sizes: tuple[tuple[int, int] | None, ...] = ()
+
+
+@dataclass
+class ForeignAnswer:
+    where: str
+    item: ItemFacts
+    who: Who
+    question_key: str
+    value: Any
+    time_spent_ms: int | None = None
+
+
+@dataclass
+class ForeignSkip:
+    """An item a person declined (a cancelled Label Studio annotation): a skipped assignment."""
+
+    where: str
+    item: ItemFacts
+    who: Who
+    time_spent_ms: int | None = None
+    when: datetime | None = None
+    reason: str = "cancelled in Label Studio"
+
+
+@dataclass
+class AnswersReport:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    derived: int = 0
+    skips: int = 0
+    annotators_created: list[str] = field(default_factory=list)
+    accounts_created: list[str] = field(default_factory=list)
+    accounts_matched: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "derived": self.derived,
+            "skips": self.skips,
+            "annotators_created": self.annotators_created,
+            "accounts_created": self.accounts_created,
+            "accounts_matched": self.accounts_matched,
+        }
+
+
+def _account(email: str, report: AnswersReport) -> User:
+    user = User.objects.filter(username__iexact=email).order_by("id").first()
+    if user is None:
+        matches = list(User.objects.filter(email__iexact=email).order_by("id")[:2])
+        if len(matches) > 1:
+            raise ImportRefused(f"several accounts have the email {email!r}; give one of them that username")
+        user = matches[0] if matches else None
+    if user is None:
+        user = User.objects.create_user(username=email[:150], email=email, role=User.Role.ANNOTATOR)
+        report.accounts_created.append(user.username)
+    elif user.username not in report.accounts_matched:
+        report.accounts_matched.append(user.username)
+    return user
+
+
+def annotators_resolve(study: Study, people: set[Who], report: AnswersReport) -> dict[Who, Annotator]:
+    """The annotator of each ``Who`` (found, or created by the module's rule); call inside a transaction."""
+    found: dict[Who, Annotator] = {}
+    plain = sorted({who.name for who in people if who.kind == Annotator.Kind.HUMAN and not who.email})
+    known = {
+        annotator.name: annotator
+        for start in range(0, len(plain), CHUNK)
+        for annotator in Annotator.objects.filter(
+            kind=Annotator.Kind.HUMAN, study=study, name__in=plain[start : start + CHUNK]
+        )
+    }
+    new = [
+        Annotator(kind=Annotator.Kind.HUMAN, study=study, name=name) for name in plain if name not in known
+    ]
+    for annotator in Annotator.objects.bulk_create(new, batch_size=CHUNK):
+        known[annotator.name] = annotator
+        report.annotators_created.append(annotator.name)
+    for who in sorted(people, key=lambda w: (w.kind, w.name, w.version, w.email)):
+        if who.kind == Annotator.Kind.MACHINE:
+            annotator, created = Annotator.objects.get_or_create(
+                kind=Annotator.Kind.MACHINE, name=who.name, version=who.version, defaults={"config": {}}
+            )
+            if created:
+                report.annotators_created.append(who.label())
+        elif who.email:
+            annotator = annotator_for_user(user=_account(who.email, report))
+        else:
+            annotator = known[who.name]
+        found[who] = annotator
+    return found
+
+
+def _stored_selections(
+    study: Study, wanted: set[tuple[int, int, str]]
+) -> dict[tuple[int, int, str], list[str]]:
+    """Stored answers to linked multi questions, by (item id, annotator id, question key)."""
+    stored: dict[tuple[int, int, str], list[str]] = {}
+    items = sorted({item for item, _a, _q in wanted})
+    annotators = sorted({a for _i, a, _q in wanted})
+    questions = sorted({q for _i, _a, q in wanted})
+    for start in range(0, len(items), CHUNK):
+        rows = Annotation.objects.filter(
+            study=study,
+            item_id__in=items[start : start + CHUNK],
+            annotator_id__in=annotators,
+            question_key__in=questions,
+        ).values_list("item_id", "annotator_id", "question_key", "value")
+        for item_id, annotator_id, question_key, value in rows:
+            if isinstance(value, list):
+                stored[(item_id, annotator_id, question_key)] = [str(v) for v in value]
+    return stored
+
+
+def _clean(
+    protocol: Protocol, question: Question, entry: ForeignAnswer, value: Any, selected: Sequence[str] | None
+) -> CleanAnswer:
+    if not question.applies_to(entry.item.metadata):
+        raise ImportRefused(
+            f"{entry.where}: question {question.key!r} does not apply to item {entry.item.external_id!r}"
+        )
+    context = ItemContext(metadata=entry.item.metadata, image_sizes=entry.item.image_sizes)
+    try:
+        return clean_answer(question, value, context=context, protocol=protocol, selected=selected)
+    except AnswerError as exc:
+        raise ImportRefused(f"{entry.where}: {exc}") from exc
+
+
+@transaction.atomic
+def foreign_answers_save(
+    *, study: Study, answers: Sequence[ForeignAnswer], skips: Sequence[ForeignSkip] = ()
+) -> AnswersReport:
+    """Check every answer and store them all, or refuse the first bad one by its place in the file.
+
+    Also records ``skips`` as skipped assignments (an assignment the person already has is left as
+    it is). Runs in the caller's transaction, so a refusal leaves the study as it was.
+    """
+    protocol = study.protocol_obj
+    report = AnswersReport()
+    seen: dict[tuple[int, Who, str], str] = {}
+    for entry in answers:
+        if not protocol.has_question(entry.question_key):
+            raise ImportRefused(f"{entry.where}: question {entry.question_key!r} is not in the protocol")
+        key = (entry.item.item_id, entry.who, entry.question_key)
+        if key in seen:
+            raise ImportRefused(
+                f"{entry.where}: a second answer to {entry.question_key!r} (first: {seen[key]})"
+            )
+        seen[key] = entry.where
+    annotators = annotators_resolve(study, {a.who for a in answers} | {s.who for s in skips}, report)
+    cleaned: dict[tuple[int, Who, str], tuple[ForeignAnswer, CleanAnswer]] = {}
+    boxes: list[ForeignAnswer] = []
+    for entry in answers:
+        question = protocol.question(entry.question_key)
+        if question.kind == "boxes":
+            boxes.append(entry)
+            continue
+        answer = _clean(protocol, question, entry, entry.value, None)
+        cleaned[(entry.item.item_id, entry.who, question.key)] = (entry, answer)
+    missing = {
+        (
+            entry.item.item_id,
+            annotators[entry.who].pk,
+            str(protocol.question(entry.question_key).linked_question),
+        )
+        for entry in boxes
+        if (entry.item.item_id, entry.who, protocol.question(entry.question_key).linked_question)
+        not in cleaned
+    }
+    stored = _stored_selections(study, missing) if missing else {}
+    for entry in boxes:
+        question = protocol.question(entry.question_key)
+        linked = protocol.question(str(question.linked_question))
+        link_key = (entry.item.item_id, entry.who, linked.key)
+        given = cleaned.get(link_key)
+        selected = given[1].value if given is not None else None
+        if selected is None:
+            selected = stored.get((entry.item.item_id, annotators[entry.who].pk, linked.key))
+        if selected is None:
+            named = {box.get("option") for box in entry.value if isinstance(box, dict)}
+            derived = [o.key for o in linked.options_for(entry.item.metadata) if o.key in named]
+            cleaned[link_key] = (entry, _clean(protocol, linked, entry, derived, None))
+            report.derived += 1
+            selected = derived
+        answer = _clean(protocol, question, entry, entry.value, selected)
+        cleaned[(entry.item.item_id, entry.who, question.key)] = (entry, answer)
+    counts = annotations_save(
+        study_id=study.pk,
+        answers=[
+            AnswerToSave(
+                item_id=entry.item.item_id,
+                annotator=annotators[entry.who],
+                answer=answer,
+                time_spent_ms=entry.time_spent_ms,
+            )
+            for entry, answer in cleaned.values()
+        ],
+        source=Annotation.Source.IMPORT,
+    )
+    report.created, report.updated, report.unchanged = counts.created, counts.updated, counts.unchanged
+    report.skips = _skips_save(study, skips, annotators)
+    statistics_refresh(Annotation, Annotator, rows=counts.created)
+    return report
+
+
+def _skips_save(study: Study, skips: Sequence[ForeignSkip], annotators: dict[Who, Annotator]) -> int:
+    if not skips:
+        return 0
+    pairs = {(skip.item.item_id, annotators[skip.who].pk) for skip in skips}
+    existing: set[tuple[int, int]] = set()
+    items = sorted({item for item, _a in pairs})
+    for start in range(0, len(items), CHUNK):
+        existing.update(
+            Assignment.objects.filter(
+                item_id__in=items[start : start + CHUNK], annotator_id__in={a for _i, a in pairs}
+            ).values_list("item_id", "annotator_id")
+        )
+    now = timezone.now()
+    rows = []
+    for skip in skips:
+        pair = (skip.item.item_id, annotators[skip.who].pk)
+        if pair in existing:
+            continue
+        existing.add(pair)
+        rows.append(
+            Assignment(
+                study=study,
+                item_id=skip.item.item_id,
+                annotator=annotators[skip.who],
+                status=Assignment.Status.SKIPPED,
+                skip_reason=skip.reason,
+                completed_at=skip.when or now,
+                time_spent_ms=skip.time_spent_ms,
+            )
+        )
+    Assignment.objects.bulk_create(rows, batch_size=CHUNK)
+    return len(rows)
