@@ -11,7 +11,7 @@ from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from annotations import access
 from annotations.access import request_user
 from annotations.api import serializers as s
+from annotations.api.parsers import CheckedJSONParser
 from annotations.downloads import streaming_export
 from annotations.models import Annotation, Annotator, ExportJob, Item, Study, User
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
@@ -33,6 +34,7 @@ from annotations.services.exports import (
     export_size,
 )
 from annotations.services.item_import import items_import
+from common.checked_input import id_from_text
 from common.errors import NotFoundError, ValidationFailed
 from common.uploads import ANNOTATION_SUFFIXES, ITEM_SUFFIXES, upload_to_temp
 
@@ -53,11 +55,16 @@ class StudyViewSet(viewsets.ModelViewSet):
             .order_by("-created_at", "-id")
         )
 
+    def _study_id(self) -> int:
+        """The id in the URL; the router's pattern takes any text, so one that is not an id is a 404."""
+        study_id = id_from_text(self.kwargs["pk"])
+        if study_id is None:
+            raise NotFoundError(f"study {str(self.kwargs['pk'])[:40]!r} does not exist")
+        return study_id
+
     def get_object(self) -> Study:
         write = self.request.method not in ("GET", "HEAD", "OPTIONS")
-        return access.study_get_for_user(
-            user=request_user(self.request), id=int(self.kwargs["pk"]), write=write
-        )
+        return access.study_get_for_user(user=request_user(self.request), id=self._study_id(), write=write)
 
     @extend_schema(request=s.StudyCreateSerializer, responses={201: s.StudySerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -90,7 +97,7 @@ class StudyViewSet(viewsets.ModelViewSet):
         return Response(s.StudySerializer(study).data)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        study = access.study_get_for_owner(user=request_user(request), id=int(kwargs["pk"]))
+        study = access.study_get_for_owner(user=request_user(request), id=self._study_id())
         study.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -295,7 +302,7 @@ class PresetDetailView(APIView):
 
 
 class ProtocolValidateView(APIView):
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [CheckedJSONParser, FormParser, MultiPartParser]
 
     @extend_schema(
         request=s.ProtocolValidateSerializer,

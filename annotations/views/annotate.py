@@ -35,6 +35,7 @@ from annotations.services.reveals import reveal_enabled, reveal_log_create, reve
 from annotations.services.studies import annotator_for_user
 from annotations.views.pages import IMAGE_CSP
 from annotations.views.task_form import answers_from_form
+from common.checked_input import id_from_text, whole_number_from_text
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, WorkbenchError
 
 MAX_TIME_MS = 24 * 3600 * 1000
@@ -93,10 +94,9 @@ def _assignment_or_404(request: HttpRequest, pk: int) -> Assignment:
 
 
 def _time_spent(request: HttpRequest) -> int | None:
-    raw = request.POST.get("time_spent_ms", "")
-    if not raw.isdigit():
-        return None
-    return min(int(raw), MAX_TIME_MS)
+    """The time the page measured, capped at a day; None when absent or not plain digits."""
+    spent = whole_number_from_text(request.POST.get("time_spent_ms", ""), high=10**30)
+    return None if spent is None else min(spent, MAX_TIME_MS)
 
 
 @login_required
@@ -111,9 +111,10 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
     errors: dict[str, str] = {}
     status = 200
     if request.method == "POST":
-        answers = answers_from_form(study=study, item=item, annotator=annotator, data=request.POST)
+        answers = {}
         was_submitted = assignment.status == Assignment.Status.SUBMITTED
         try:
+            answers = answers_from_form(study=study, item=item, annotator=annotator, data=request.POST)
             assignment = assignment_submit(
                 assignment=assignment,
                 answers=answers,
@@ -202,8 +203,7 @@ def reveal(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = _assignment_or_404(request, pk)
     if request.method == "POST":
         log = RevealLog.objects.filter(
-            pk=request.POST.get("reveal", "0") if request.POST.get("reveal", "").isdigit() else 0,
-            assignment=assignment,
+            pk=id_from_text(request.POST.get("reveal")) or 0, assignment=assignment
         ).first()
         if log is None:
             raise Http404("no such reveal")
