@@ -62,7 +62,7 @@ def study_next(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         assignment = assignment_claim_next(study=study, annotator=annotator)
     except QuotaReached:
-        return _participant_finished(request, study)
+        return _participant_finished(request, study, quota_reached=True)
     except (Conflict, NotAllowed) as exc:
         return render(request, "annotate/done.html", {"study": study, "message": exc.message}, status=409)
     if assignment is None:
@@ -75,18 +75,25 @@ def study_next(request: HttpRequest, pk: int) -> HttpResponse:
                 status=403 if refusal.final else 200,
             )
         if access.participant_for_user(request_user(request)) is not None:
-            return _participant_finished(request, study)
+            return _participant_finished(request, study, quota_reached=False)
         return render(request, "annotate/done.html", {"study": study, "message": ""})
     return redirect("annotate-task", pk=assignment.pk)
 
 
-def _participant_finished(request: HttpRequest, study: Study) -> HttpResponse:
-    """An invited participant reached their quota or there is nothing left: record it, show the code."""
+def _participant_finished(request: HttpRequest, study: Study, *, quota_reached: bool) -> HttpResponse:
+    """An invited participant reached their quota or there is nothing left: when they answered the items
+    their invitation requires, record it and show the code; otherwise say how many are missing."""
     participant = access.participant_for_user(request_user(request))
     if participant is None:  # a quota belongs to an invitation, so this does not happen; be plain about it
         return render(request, "annotate/done.html", {"study": study, "message": ""})
-    participant_complete(participant=participant)
-    return redirect("annotate-complete", pk=study.pk)
+    progress = participant_complete(participant=participant)
+    if progress.reached:
+        return redirect("annotate-complete", pk=study.pk)
+    return render(
+        request,
+        "annotate/unfinished.html",
+        {"study": study, "progress": progress, "quota_reached": quota_reached},
+    )
 
 
 def _assignment_or_404(request: HttpRequest, pk: int) -> Assignment:

@@ -275,8 +275,16 @@ class TestJoin:
 
     def test_complete_records_the_first_completion_only(self, study, owner) -> None:  # type: ignore[no-untyped-def]
         participant, _ = participant_join(invitation=invite(study, owner), ids=pid(1))
+        assert not participant_complete(participant=participant).reached  # no code for no work
+        assert participant.completed_at is None
+        Assignment.objects.create(
+            study=study,
+            item=ItemFactory(study=study),
+            annotator=participant.user.annotator,
+            status="submitted",
+        )
         first = timezone.now() - timedelta(hours=1)
-        participant_complete(participant=participant, now=first)
+        assert participant_complete(participant=participant, now=first).reached
         participant_complete(participant=participant)
         assert participant.completed_at == first
 
