@@ -21,7 +21,7 @@ from annotations import access
 from annotations.access import request_user
 from annotations.api import serializers as s
 from annotations.api.parsers import CheckedJSONParser
-from annotations.downloads import streaming_export
+from annotations.downloads import raw_requested, streaming_export
 from annotations.models import Annotation, Annotator, ExportJob, Item, Study, User
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
@@ -167,18 +167,28 @@ class AnnotationImportView(APIView):
 
 
 class StudyExportView(APIView):
-    """Small studies stream at once; large ones (or zip) become a background job (202)."""
+    """Small studies stream at once; large ones (or zip) become a background job (202). CSV text that a
+    spreadsheet would run as a formula gets a leading apostrophe unless ``raw=1``."""
 
-    @extend_schema(responses={200: OpenApiTypes.BINARY, 202: s.ExportJobSerializer})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("background", bool, description="always write the file in the background"),
+            OpenApiParameter(
+                "raw", bool, description="CSV: text as stored, no apostrophe before formula-like cells"
+            ),
+        ],
+        responses={200: OpenApiTypes.BINARY, 202: s.ExportJobSerializer},
+    )
     def get(self, request: Request, pk: int, fmt: str) -> Any:
         study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
         if fmt not in FORMATS:
             raise ValidationFailed(f"format must be one of {', '.join(FORMATS)}")
         background = request.query_params.get("background") in ("1", "true")
+        raw = raw_requested(request.query_params.get("raw"))
         if fmt == "zip" or background or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
-            job = export_job_create(study=study, user=request_user(request), fmt=fmt)
+            job = export_job_create(study=study, user=request_user(request), fmt=fmt, raw=raw)
             return Response(s.ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-        return streaming_export(study, fmt)
+        return streaming_export(study, fmt, raw=raw)
 
 
 class ExportJobViewSet(viewsets.ReadOnlyModelViewSet):

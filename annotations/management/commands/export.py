@@ -18,6 +18,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--out", type=Path, help="Output file (default: standard output; zip needs --out)"
         )
+        parser.add_argument(
+            "--raw",
+            action="store_true",
+            help="CSV: text as stored (default: formula-like cells get a leading apostrophe for spreadsheets)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
@@ -25,10 +30,10 @@ class Command(BaseCommand):
         if out is not None:
             if out.parent and not out.parent.exists():
                 raise CommandError(f"{out.parent}: no such folder")
-            export_to_file(study, fmt, out)
+            export_to_file(study, fmt, out, raw=options["raw"])
             self.stderr.write(f"wrote {out}")
             return
         if fmt == "zip":
             raise CommandError("a zip export needs --out FILE")
-        for line in export_lines(study, fmt):
+        for line in export_lines(study, fmt, raw=options["raw"]):
             self.stdout.write(line, ending="")
