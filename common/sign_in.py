@@ -7,6 +7,8 @@ admin's sign-in page and the API's token endpoint (all three go through
 account name, or the address, is refused for ``AXES_COOLOFF_TIME``. This module gives axes the
 client's address (behind ``WORKBENCH_TRUSTED_PROXIES`` reverse proxies) and the answer a refused client
 gets: 429 with a message that says how long to wait, as JSON for the API and as a page otherwise.
+
+Passwords are hashed with Argon2id (``WorkbenchArgon2PasswordHasher``, first in ``PASSWORD_HASHERS``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,22 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.hashers import Argon2PasswordHasher
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 LOCKED_OUT_STATUS = 429
+
+
+class WorkbenchArgon2PasswordHasher(Argon2PasswordHasher):
+    """Argon2id with OWASP's recommended parameters (19 MiB of memory, 2 passes, 1 lane): about 0.06 s
+    per sign-in on a busy 2-core machine, where Django's defaults (100 MiB, 8 lanes) took 0.6 to 1.1 s,
+    no faster than the PBKDF2 it replaces. Same algorithm name (``argon2``): hashes made with other
+    parameters still verify and are re-hashed with these at the next sign-in."""
+
+    time_cost = 2
+    memory_cost = 19 * 1024  # KiB
+    parallelism = 1
 
 
 def client_ip(request: HttpRequest) -> str:

@@ -7,7 +7,7 @@ test out."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.hashers import make_password
+from django.contrib.auth.hashers import Argon2PasswordHasher, make_password
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -97,13 +97,21 @@ def test_behind_a_trusted_proxy_the_forwarded_address_is_the_client(settings) ->
 def test_passwords_are_hashed_with_argon2_and_older_hashes_upgrade_on_sign_in(settings) -> None:  # type: ignore[no-untyped-def]
     from workbench import settings as production
 
-    assert production.PASSWORD_HASHERS[0] == "django.contrib.auth.hashers.Argon2PasswordHasher"
+    assert production.PASSWORD_HASHERS[0] == "common.sign_in.WorkbenchArgon2PasswordHasher"
     assert "django.contrib.auth.hashers.PBKDF2PasswordHasher" in production.PASSWORD_HASHERS
     settings.PASSWORD_HASHERS = production.PASSWORD_HASHERS  # the test suite's fast hasher, undone here
     old = UserFactory(username="veteran")
     old.password = make_password(PASSWORD, hasher="pbkdf2_sha256")
     old.save(update_fields=["password"])
     assert _page_login(Client(), "/accounts/login/", "veteran", PASSWORD) == 302
-    assert User.objects.get(username="veteran").password.startswith("argon2$")
+    assert User.objects.get(username="veteran").password.startswith("argon2$argon2id$v=19$m=19456,t=2,p=1$")
     new = User.objects.create_user(username="newcomer", password=PASSWORD)
-    assert new.password.startswith("argon2$")
+    assert new.password.startswith("argon2$argon2id$")
+    # an Argon2 hash made with Django's heavier default parameters verifies, and takes ours at sign-in
+    heavy = UserFactory(username="heavy")
+    django_argon2 = Argon2PasswordHasher()
+    heavy.password = django_argon2.encode(PASSWORD, django_argon2.salt())
+    heavy.save(update_fields=["password"])
+    assert "m=102400" in heavy.password
+    assert _page_login(Client(), "/accounts/login/", "heavy", PASSWORD) == 302
+    assert "m=19456,t=2,p=1" in User.objects.get(username="heavy").password

@@ -114,10 +114,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-# Argon2 (Django's recommended hasher) for every new or changed password; the others verify older hashes,
-# which Django re-hashes with Argon2 when their owner next signs in.
+# Argon2id (Django's recommended hasher, OWASP's parameters: common/sign_in.py) for every new or changed
+# password; the others verify older hashes, which Django re-hashes with Argon2 at their owner's next sign-in.
 PASSWORD_HASHERS = [
-    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "common.sign_in.WorkbenchArgon2PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
     "django.contrib.auth.hashers.ScryptPasswordHasher",
@@ -165,12 +165,24 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- Security -----------------------------------------------------------------------------------
+# Behind HTTPS, docs/deploy.md sets every DJANGO_SECURE_* below; `manage.py check --deploy` is then
+# clean (tests/test_deploy_check.py runs it with the documented values).
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)  # true behind HTTPS
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz/$"]  # a load balancer's health check may use plain HTTP
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+# The proxy that ends TLS says so in X-Forwarded-Proto (it must overwrite what a client sends).
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False) else None
+)
+SILENCED_SYSTEM_CHECKS = env_list("DJANGO_SILENCED_SYSTEM_CHECKS", [])
 # A body that is not an upload (forms, JSON) may be this large; uploads are held in memory up to
 # FILE_UPLOAD_MAX_MEMORY_SIZE, then in a temporary file (docs/security.md, "Request and upload size").
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_MAX_BODY_MB", 10) * 1024 * 1024

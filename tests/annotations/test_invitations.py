@@ -466,6 +466,8 @@ def test_invite_and_payments_commands(study, owner, tmp_path) -> None:  # type: 
             "3",
             "--quota",
             "5",
+            "--min-answered",
+            "4",
             "--demographics",
             str(form),
             "--consent",
@@ -477,6 +479,7 @@ def test_invite_and_payments_commands(study, owner, tmp_path) -> None:  # type: 
         )
     )
     invitation = Invitation.objects.get(pk=created["id"])
+    assert invitation.min_answered_items == 4
     assert created["url"] == f"https://wb.example.org/join/{invitation.token}/"
     assert (invitation.max_uses, invitation.items_per_participant, invitation.consent_text) == (
         3,
