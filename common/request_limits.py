@@ -5,10 +5,10 @@
 
 - ``body_refusal``: a body declared larger than the limit (``413``): a multipart upload may be
   ``WORKBENCH_MAX_UPLOAD_MB`` plus ``UPLOAD_FORM_OVERHEAD``; any other body
-  ``DATA_UPLOAD_MAX_MEMORY_SIZE``. A client who is not signed in (no session, no ``Authorization``
-  header) may send no body over ``WORKBENCH_MAX_ANONYMOUS_BODY_KB`` (the sign-in and join forms are far
-  smaller; no upload is): ``401``. Before this check, Django's CSRF check parsed an anonymous
-  1 GB upload to a temporary file before the view could redirect to the sign-in page.
+  ``DATA_UPLOAD_MAX_MEMORY_SIZE``. A client who is not signed in (no session; for the API, no
+  ``Authorization`` header) may send no body over ``WORKBENCH_MAX_ANONYMOUS_BODY_KB`` (the sign-in
+  and join forms are far smaller; no upload is): ``401``. Before this check, Django's CSRF check
+  parsed an anonymous 1 GB upload to a temporary file before the view could redirect to sign-in.
 - ``null_character_field``: the path, a query parameter or a form field holding ``\\u0000`` (PostgreSQL
   cannot store it; a lookup with one fails): ``400`` naming the parameter.
 """
@@ -59,13 +59,13 @@ def _megabytes(size: int) -> str:
 def body_refusal(request: HttpRequest, *, signed_in: bool) -> Refusal | None:
     """Why this request's body must not be read (see the module docstring), or None.
 
-    ``signed_in``: a session user, or an ``Authorization`` header (the API checks a token before it
-    reads a body, so a bad token is refused there without reading it either).
+    ``signed_in``: a session user, or for the API an ``Authorization`` header (the API checks a token
+    before it reads a body, so a made-up token is refused there without reading it either).
     """
     length = declared_length(request)
     if length is None:
         return Refusal(400, "The Content-Length header is not a number.")
-    if length == 0 and not request.META.get("HTTP_TRANSFER_ENCODING"):
+    if length == 0:  # no body, or a chunked one, which Django does not read (WSGI gives it no length)
         return None
     if (
         not signed_in
@@ -106,6 +106,12 @@ def null_character_field(request: HttpRequest, *, read_form: bool) -> str | None
     if found is None and read_form and request.method == "POST":
         found = _first_null("form field", _pairs(request.POST))
         if found is None:
-            names = ((name, upload.name or "") for name, upload in request.FILES.items())
-            found = _first_null("uploaded file's name in", names)
+            found = next(
+                (
+                    f"the name of the uploaded file {field!r}"
+                    for field, upload in request.FILES.items()
+                    if text_problem(upload.name or "") is not None
+                ),
+                None,
+            )
     return found

@@ -142,12 +142,14 @@ class RequestLimitsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         refusal = self._null_characters(request, read_form=False)
         if refusal is None:
-            signed_in = request.user.is_authenticated or "HTTP_AUTHORIZATION" in request.META
-            refusal = body_refusal(request, signed_in=signed_in)
+            # The API checks a token before it parses a body (a made-up one is refused unread), so there
+            # credentials count as signed in; a page's CSRF check would parse the body, so there only a
+            # session does.
+            token = request.path_info.startswith("/api/") and "HTTP_AUTHORIZATION" in request.META
+            session = request.user.is_authenticated
+            refusal = body_refusal(request, signed_in=session or token)
             if refusal is None:
-                # A token's request is parsed by DRF once the token is checked: its body is not read here.
-                read_form = request.user.is_authenticated or "HTTP_AUTHORIZATION" not in request.META
-                refusal = self._null_characters(request, read_form=read_form)
+                refusal = self._null_characters(request, read_form=session or not token)
         if refusal is None:
             return self.get_response(request)
         return _refused(request, refusal)
@@ -165,7 +167,10 @@ def _refused(request: HttpRequest, refusal: Refusal) -> HttpResponse:
     server, not the app, decides about the connection: gunicorn drains at most 64 KB of an unread
     body before it closes the connection.)"""
     if request.path_info.startswith("/api/"):
-        return JsonResponse({"detail": refusal.message}, status=refusal.status)
+        response = JsonResponse({"detail": refusal.message}, status=refusal.status)
+        if refusal.status == 401:
+            response["WWW-Authenticate"] = 'Token realm="api"'  # as DRF's own 401
+        return response
     if refusal.status == 401:
         return redirect_to_login(request.get_full_path())
     return render(request, "errors/refused.html", {"message": refusal.message}, status=refusal.status)
