@@ -79,10 +79,10 @@ class InvitationForm(forms.Form):
         min_value=1,
         max_value=100_000,
         required=False,
-        label="Items needed for the completion code",
+        label="Minimum answered items",
         help_text=(
-            "Skips and failed attention checks do not count. Empty: the quota (or every item they were "
-            "given, if the study runs out first), or 1 without a quota"
+            "Needed for the completion code; skips and failed attention checks do not count. Empty: the "
+            "quota (or every item they were given, if the study runs out first), or 1 without a quota"
         ),
     )
     completion_code = forms.CharField(

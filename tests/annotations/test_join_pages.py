@@ -154,6 +154,10 @@ def test_a_participant_who_skips_every_item_gets_no_completion_code(study, owner
     assert record["completed"] == "False" and record["completed_at"] == ""
     api = client_for(owner).get(f"/api/studies/{study.pk}/payments/").json()[0]
     assert (api["items_answered"], api["items_required"], api["completed"]) == (0, 1, False)
+    researcher = Client()
+    researcher.force_login(owner)
+    progress = researcher.get(f"/studies/{study.pk}/progress/").content.decode()
+    assert '<span class="payment-answered">0 of 1</span> <small class="muted">no code</small>' in progress
 
 
 def test_the_study_sets_how_many_answers_the_code_needs_and_failed_checks_do_not_count(study, owner) -> None:  # type: ignore[no-untyped-def]
