@@ -489,6 +489,9 @@ class ExportJob(BackgroundJob):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     format = models.CharField(max_length=16)
+    raw = models.BooleanField(
+        default=False, help_text="CSV: text cells as stored (no apostrophe before formula-like text)"
+    )
     file = models.FileField(upload_to="exports/", max_length=255, blank=True)
 
     class Meta:
@@ -598,6 +601,15 @@ class Invitation(models.Model):
         validators=[MinValueValidator(1)],
         help_text="Quota: a participant is done after this many submitted items (empty: no quota)",
     )
+    min_answered_items = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=(
+            "Answered items a participant needs for the completion code (skips and failed attention "
+            "checks do not count); empty: the quota (or every item they were given, if fewer), or 1"
+        ),
+    )
     consent_text = models.TextField(blank=True)
     demographics = models.JSONField(default=list, blank=True)
     completion_code = models.CharField(max_length=64, blank=True)
@@ -617,6 +629,10 @@ class Invitation(models.Model):
                 condition=Q(items_per_participant__isnull=True) | Q(items_per_participant__gte=1),
                 name="invitation_quota_positive",
             ),
+            models.CheckConstraint(
+                condition=Q(min_answered_items__isnull=True) | Q(min_answered_items__gte=1),
+                name="invitation_min_answered_positive",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -625,6 +641,20 @@ class Invitation(models.Model):
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+def required_answers(
+    min_answered_items: int | None, items_per_participant: int | None, *, handed: int
+) -> int:
+    """Answered items a participant needs for the completion code (never fewer than 1: no code for no
+    work): the invitation's ``min_answered_items`` when set; else its quota, but no more than the
+    ``handed`` items the participant was given (submitted or skipped), for a study that ran out of items
+    before the quota; else 1."""
+    if min_answered_items:
+        return min_answered_items
+    if items_per_participant:
+        return max(1, min(items_per_participant, handed))
+    return 1
 
 
 class Participant(models.Model):

@@ -2,9 +2,10 @@
 
 Prompts, labels, item ids and platform ids are untrusted text. A cell that starts with ``=``, ``+``,
 ``-``, ``@``, a tab or a carriage return is run as a formula by Excel and LibreOffice, so the
-report-style downloads (progress, agreement, findings, comparisons, payments) prefix such text with
-an apostrophe. Numbers stay numbers. The data exports (``annotations/services/exports.py``) are left
-as they are so that they round-trip into other tools; docs/import-export.md says so.
+report-style downloads (progress, agreement, findings, comparisons, payments) and the CSV data export
+(``annotations/services/exports.py``) prefix such text with an apostrophe. Numbers stay numbers. The
+data export's ``raw`` option (``?raw=1``, ``manage.py export --raw``) writes text as stored, for
+programs; docs/import-export.md says so.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations import access
+from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import ValidationFailed
 from generation.models import GenerationFailure, GenerationJob
 from generation.prompts.base import PromptSet, PromptSpec
@@ -73,7 +74,7 @@ class PromptInputSerializer(serializers.Serializer[Any]):
 
 
 class GenerationJobCreateSerializer(serializers.Serializer[Any]):
-    study = serializers.IntegerField()
+    study = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     design = serializers.ChoiceField(
         choices=["ssi", "visage", "biasconnect", "soda"],
         required=False,
@@ -82,12 +83,14 @@ class GenerationJobCreateSerializer(serializers.Serializer[Any]):
     prompts = PromptInputSerializer(many=True, required=False)
     name = serializers.CharField(max_length=200, required=False)
     images_per_prompt = serializers.IntegerField(min_value=1, max_value=1000, required=False)
-    limit = serializers.IntegerField(min_value=1, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_POSITIVE_INT, required=False)
     model = serializers.DictField(
         help_text="ModelSpec fields: source, revision, dtype, scheduler, steps, guidance, "
         "width, height, negative_prompt, batch_size"
     )
-    base_seed = serializers.IntegerField(required=False, default=0)
+    base_seed = serializers.IntegerField(
+        required=False, default=0, min_value=MIN_BIG_INT, max_value=MAX_ID, help_text="A 64-bit integer"
+    )
     model_label = serializers.CharField(max_length=120, required=False)
 
 

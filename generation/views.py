@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.access import request_user
 from annotations.models import Study
+from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import WorkbenchError
 from generation.models import GenerationJob
 from generation.prompts.sets import PromptSetError, prompt_set_build
@@ -34,7 +35,10 @@ class GenerationJobForm(forms.Form):
         ]
     )
     limit = forms.IntegerField(
-        min_value=1, required=False, help_text="Only the first N prompts (try a design first)"
+        min_value=1,
+        max_value=MAX_POSITIVE_INT,
+        required=False,
+        help_text="Only the first N prompts (try a design first)",
     )
     images_per_prompt = forms.IntegerField(
         min_value=1, max_value=1000, required=False, help_text="Default: the paper's"
@@ -48,7 +52,7 @@ class GenerationJobForm(forms.Form):
     height = forms.IntegerField(min_value=8, initial=512)
     batch_size = forms.IntegerField(min_value=1, max_value=256, initial=4)
     negative_prompt = forms.CharField(required=False)
-    base_seed = forms.IntegerField(initial=0)
+    base_seed = forms.IntegerField(initial=0, min_value=MIN_BIG_INT, max_value=MAX_ID)
 
 
 def _study(request: HttpRequest, pk: int, *, write: bool = False) -> Study:

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 
 from annotations import access
 from annotations.models import Annotator
+from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import ValidationFailed
 from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import labelling_job_cancel, labelling_job_create
@@ -51,10 +52,14 @@ class LabellingJobSerializer(serializers.ModelSerializer[LabellingJob]):
 
 
 class LabellingJobCreateSerializer(serializers.Serializer[Any]):
-    study = serializers.IntegerField()
-    annotator = serializers.IntegerField(help_text="The machine annotator (a registered labeller)")
-    sample_size = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    seed = serializers.IntegerField(required=False, default=0)
+    study = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    annotator = serializers.IntegerField(
+        min_value=1, max_value=MAX_ID, help_text="The machine annotator (a registered labeller)"
+    )
+    sample_size = serializers.IntegerField(
+        min_value=1, max_value=MAX_POSITIVE_INT, required=False, allow_null=True
+    )
+    seed = serializers.IntegerField(required=False, default=0, min_value=MIN_BIG_INT, max_value=MAX_ID)
     metadata_filter = serializers.DictField(
         child=serializers.CharField(max_length=500),
         required=False,

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.access import request_user
 from annotations.models import Annotator, Study
+from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import WorkbenchError
 from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import labelling_job_cancel, labelling_job_create
@@ -25,8 +26,10 @@ def _study(request: HttpRequest, pk: int, *, write: bool = False) -> Study:
 
 class LabellingJobForm(forms.Form):
     annotator = forms.ModelChoiceField(queryset=Annotator.objects.none(), label="Labeller")
-    sample_size = forms.IntegerField(min_value=1, required=False, help_text="Empty: every item")
-    seed = forms.IntegerField(initial=0)
+    sample_size = forms.IntegerField(
+        min_value=1, max_value=MAX_POSITIVE_INT, required=False, help_text="Empty: every item"
+    )
+    seed = forms.IntegerField(initial=0, min_value=MIN_BIG_INT, max_value=MAX_ID)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

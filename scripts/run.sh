@@ -17,5 +17,8 @@ trap cleanup EXIT INT TERM
 
 echo ""
 echo "The workbench is at http://127.0.0.1:${PORT}/  (sign in with an account above; Ctrl-C stops it)"
+# Request line and headers capped (gunicorn has no body limit: the app refuses oversized and anonymous
+# uploads from their headers; see docs/security.md).
 $BIN/gunicorn workbench.wsgi --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 --timeout 120 \
+  --limit-request-line 8190 --limit-request-fields 100 --limit-request-field_size 8190 \
   --access-logfile - --log-level warning

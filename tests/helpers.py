@@ -12,11 +12,18 @@ if TYPE_CHECKING:
 
 
 def client_for(user: User | None) -> APIClient:
+    """An API client signed in as ``user`` (None: anonymous).
+
+    DRF takes the forced user and ignores credentials. The client still sends an ``Authorization``
+    header, as every real API client does: the request limits (``workbench.middleware``), which run
+    before DRF, refuse uploads from a client that sends neither a session nor credentials.
+    """
     from rest_framework.test import APIClient
 
     client = APIClient()
     if user is not None:
         client.force_authenticate(user)
+        client.credentials(HTTP_AUTHORIZATION="Token forced-by-the-test-client")
     return client
 
 

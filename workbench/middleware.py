@@ -1,11 +1,13 @@
 """A content-security policy on every response (Django 5.2 has none built in), domain errors as
-404/403 pages, and the fence that keeps participant accounts (made by invitation links) inside
-their study's annotate pages."""
+404/403 pages, the fence that keeps participant accounts (made by invitation links) inside
+their study's annotate pages, and the limits on what a request may carry (checked before its body
+is read)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.handlers.exception import response_for_exception
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -14,6 +16,7 @@ from django.urls import Resolver404, resolve
 
 from annotations.access import participant_study_id
 from common.errors import NotAllowed, NotFoundError
+from common.request_limits import Refusal, body_refusal, null_character_field
 
 PAGE_POLICY = (
     "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
@@ -124,3 +127,50 @@ def _participant_study(request: HttpRequest) -> int | None:
     # A token is read only inside DRF, after this middleware: annotations/api/authentication.py
     # refuses participants' tokens there, in the query that finds the token.
     return None
+
+
+class RequestLimitsMiddleware:
+    """Refuses, from the headers and before anything reads the body, what ``common/request_limits.py``
+    decides: a body over the limits (413), a body over a few KB (an upload) from a client who is not
+    signed in (401; a page redirects to the sign-in page), and null characters in the path, a query
+    parameter or a form field (400 naming it). Sits right after ``AuthenticationMiddleware``: it needs to know
+    who is signed in, and Django's CSRF check would parse the body next."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        refusal = self._null_characters(request, read_form=False)
+        if refusal is None:
+            # The API checks a token before it parses a body (a made-up one is refused unread), so there
+            # credentials count as signed in; a page's CSRF check would parse the body, so there only a
+            # session does.
+            token = request.path_info.startswith("/api/") and "HTTP_AUTHORIZATION" in request.META
+            session = request.user.is_authenticated
+            refusal = body_refusal(request, signed_in=session or token)
+            if refusal is None:
+                refusal = self._null_characters(request, read_form=session or not token)
+        if refusal is None:
+            return self.get_response(request)
+        return _refused(request, refusal)
+
+    @staticmethod
+    def _null_characters(request: HttpRequest, *, read_form: bool) -> Refusal | None:
+        where = null_character_field(request, read_form=read_form)
+        if where is None:
+            return None
+        return Refusal(400, f"{where[0].upper()}{where[1:]} contains a null character or invalid Unicode.")
+
+
+def _refused(request: HttpRequest, refusal: Refusal) -> HttpResponse:
+    """The refusal as JSON for the API, the sign-in page for a page's 401, else a short page. (The WSGI
+    server, not the app, decides about the connection: gunicorn drains at most 64 KB of an unread
+    body before it closes the connection.)"""
+    if request.path_info.startswith("/api/"):
+        response = JsonResponse({"detail": refusal.message}, status=refusal.status)
+        if refusal.status == 401:
+            response["WWW-Authenticate"] = 'Token realm="api"'  # as DRF's own 401
+        return response
+    if refusal.status == 401:
+        return redirect_to_login(request.get_full_path())
+    return render(request, "errors/refused.html", {"message": refusal.message}, status=refusal.status)

@@ -8,6 +8,7 @@ See ``.env.example`` for every variable.
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -54,6 +55,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_results",
+    "axes",
     "annotations",
     "generation",
     "labelling",
@@ -68,11 +70,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "workbench.middleware.RequestLimitsMiddleware",  # before anything reads the body (CSRF's check does)
     "django.contrib.messages.middleware.MessageMiddleware",
     "workbench.middleware.ParticipantScopeMiddleware",
     "workbench.middleware.DomainErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "workbench.middleware.ContentSecurityPolicyMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: turns its lockout mark into the 429
 ]
 
 ROOT_URLCONF = "workbench.urls"
@@ -115,6 +119,34 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Argon2id (Django's recommended hasher, OWASP's parameters: common/sign_in.py) for every new or changed
+# password; the others verify older hashes, which Django re-hashes with Argon2 at their owner's next sign-in.
+PASSWORD_HASHERS = [
+    "common.sign_in.WorkbenchArgon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
+# Sign-in throttling (django-axes) on the sign-in page, the admin's and /api/auth/token/: after
+# WORKBENCH_LOGIN_FAILURE_LIMIT failures, the account name and the address are each refused (429) for
+# WORKBENCH_LOGIN_COOLOFF_MINUTES. common/sign_in.py gives the address and the message.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out client before a password is hashed
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("WORKBENCH_LOGIN_LOCKOUT", True)
+AXES_FAILURE_LIMIT = env_int("WORKBENCH_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("WORKBENCH_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: an account, or an address
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a lockout ends on time, whatever is tried meanwhile
+AXES_LOCKOUT_CALLABLE = "common.sign_in.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "common.sign_in.client_ip"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False
+# Reverse proxies in front of the app that append to X-Forwarded-For (nginx: 1). 0: REMOTE_ADDR is the client.
+WORKBENCH_TRUSTED_PROXIES = env_int("WORKBENCH_TRUSTED_PROXIES", 0)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -138,17 +170,33 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- Security -----------------------------------------------------------------------------------
+# Behind HTTPS, docs/deploy.md sets every DJANGO_SECURE_* below; `manage.py check --deploy` is then
+# clean (tests/test_deploy_check.py runs it with the documented values).
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)  # true behind HTTPS
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz/$"]  # a load balancer's health check may use plain HTTP
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+# The proxy that ends TLS says so in X-Forwarded-Proto (it must overwrite what a client sends).
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False) else None
+)
+SILENCED_SYSTEM_CHECKS = env_list("DJANGO_SILENCED_SYSTEM_CHECKS", [])
+# A body that is not an upload (forms, JSON) may be this large; uploads are held in memory up to
+# FILE_UPLOAD_MAX_MEMORY_SIZE, then in a temporary file (docs/security.md, "Request and upload size").
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_MAX_BODY_MB", 10) * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_UPLOAD_MEMORY_MB", 5) * 1024 * 1024
 
 # --- Workbench limits ---------------------------------------------------------------------------
 WORKBENCH_MAX_UPLOAD_BYTES = env_int("WORKBENCH_MAX_UPLOAD_MB", 200) * 1024 * 1024
+# What a client who is not signed in may send (the sign-in and join forms): no upload, no larger body.
+WORKBENCH_MAX_ANONYMOUS_BODY_BYTES = env_int("WORKBENCH_MAX_ANONYMOUS_BODY_KB", 64) * 1024
 WORKBENCH_MAX_IMAGE_BYTES = env_int("WORKBENCH_MAX_IMAGE_MB", 40) * 1024 * 1024
 WORKBENCH_MAX_IMAGE_PIXELS = env_int("WORKBENCH_MAX_IMAGE_PIXELS", 50_000_000)
 WORKBENCH_MAX_ARCHIVE_MEMBERS = env_int("WORKBENCH_MAX_ARCHIVE_MEMBERS", 100_000)
@@ -166,6 +214,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON bodies through common.checked_input (depth, finite numbers, no null characters): a 400, not 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "annotations.api.parsers.CheckedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     # Relations filter by id on the user's own rows: no existence leak (annotations/api/filters.py).
@@ -176,6 +230,7 @@ REST_FRAMEWORK = {
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
     ],
+    "NUM_PROXIES": WORKBENCH_TRUSTED_PROXIES or None,
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("WORKBENCH_THROTTLE_ANON", "60/minute"),
         "user": env_str("WORKBENCH_THROTTLE_USER", "6000/minute"),

@@ -47,6 +47,7 @@ class InvitationSerializer(serializers.ModelSerializer[Invitation]):
             "uses",
             "joined",
             "items_per_participant",
+            "min_answered_items",
             "consent_text",
             "demographics",
             "completion_code",
@@ -78,6 +79,14 @@ class InvitationCreateSerializer(serializers.Serializer[Any]):
     max_uses = serializers.IntegerField(min_value=1, max_value=MAX_USES)
     items_per_participant = serializers.IntegerField(
         min_value=1, max_value=MAX_QUOTA, required=False, allow_null=True, default=None
+    )
+    min_answered_items = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_QUOTA,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Answered items needed for the completion code (default: the quota, or 1)",
     )
     consent_text = serializers.CharField(required=False, allow_blank=True, default="")
     demographics = serializers.JSONField(
@@ -131,6 +140,13 @@ class PaymentRecordSerializer(serializers.Serializer[Any]):
     invitation = serializers.CharField()
     items_completed = serializers.IntegerField()
     items_skipped = serializers.IntegerField()
+    items_answered = serializers.IntegerField(
+        allow_null=True, help_text="Participants: submitted items less failed attention checks"
+    )
+    items_required = serializers.IntegerField(
+        allow_null=True, help_text="Participants: answered items the completion code needs"
+    )
+    completed = serializers.BooleanField(allow_null=True, help_text="Participants: given the completion code")
     items_timed = serializers.IntegerField()
     seconds_total = serializers.FloatField()
     seconds_median = serializers.FloatField(allow_null=True)

@@ -9,6 +9,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotations.protocols.answers import AnswerError, SubmissionError
 from annotations.protocols.schema import ProtocolError
+from common.checked_input import id_from_text
 from common.errors import ValidationFailed, WorkbenchError
 
 
@@ -24,4 +25,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response({"detail": "some answers are not valid", "errors": exc.errors}, status=400)
     if isinstance(exc, AnswerError):
         return Response({"detail": str(exc), "errors": {exc.question_key: exc.message}}, status=400)
+    if isinstance(exc, OverflowError) and _id_too_large(context):
+        # A detail route's id beyond what the database stores: no row has it (docs/security.md).
+        return Response({"detail": "Not found."}, status=404)
     return drf_exception_handler(exc, context)
+
+
+def _id_too_large(context: dict[str, Any]) -> bool:
+    """Does the URL carry a whole number id that no database row can have?"""
+    view = context.get("view")
+    kwargs = getattr(view, "kwargs", None) or {}
+    return any(
+        str(value).isascii() and str(value).isdigit() and id_from_text(value) is None
+        for value in kwargs.values()
+    )

@@ -22,11 +22,22 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django_filters import rest_framework as filters
 
+from common.checked_input import MAX_ID
+
+
+class IdField(forms.IntegerField):
+    """A whole number a database id can be (0 to ``MAX_ID``): a larger one is a 400, never a 500."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 0)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(*args, **kwargs)
+
 
 class IdFilter(filters.NumberFilter):
     """A relation filtered by id as a whole number, with no look-up of the related table."""
 
-    field_class = forms.IntegerField
+    field_class = IdField
 
 
 _BY_ID = {"filter_class": IdFilter}

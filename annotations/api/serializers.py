@@ -277,7 +277,17 @@ class ExportJobSerializer(serializers.ModelSerializer[ExportJob]):
 
     class Meta:
         model = ExportJob
-        fields = ["id", "study", "format", "status", "error", "created_at", "finished_at", "download_url"]
+        fields = [
+            "id",
+            "study",
+            "format",
+            "raw",
+            "status",
+            "error",
+            "created_at",
+            "finished_at",
+            "download_url",
+        ]
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_download_url(self, job: ExportJob) -> str | None:

@@ -11,7 +11,7 @@ from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,7 +21,8 @@ from annotations import access
 from annotations.access import request_user
 from annotations.api import serializers as s
 from annotations.api.filters import ScopedFilterSet
-from annotations.downloads import streaming_export
+from annotations.api.parsers import CheckedJSONParser
+from annotations.downloads import raw_requested, streaming_export
 from annotations.models import Annotation, Annotator, ExportJob, Item, Study, User
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
@@ -41,6 +42,7 @@ from annotations.services.exports import (
 from annotations.services.feature_import import features_import
 from annotations.services.item_import import items_import
 from annotations.services.labelstudio_import import labelstudio_import
+from common.checked_input import id_from_text
 from common.errors import NotFoundError, ValidationFailed
 from common.uploads import (
     ANNOTATION_SUFFIXES,
@@ -75,11 +77,16 @@ class StudyViewSet(viewsets.ModelViewSet[Study]):
             .order_by("-created_at", "-id")
         )
 
+    def _study_id(self) -> int:
+        """The id in the URL; the router's pattern takes any text, so one that is not an id is a 404."""
+        study_id = id_from_text(self.kwargs["pk"])
+        if study_id is None:
+            raise NotFoundError(f"study {str(self.kwargs['pk'])[:40]!r} does not exist")
+        return study_id
+
     def get_object(self) -> Study:
         write = self.request.method not in ("GET", "HEAD", "OPTIONS")
-        return access.study_get_for_user(
-            user=request_user(self.request), id=int(self.kwargs["pk"]), write=write
-        )
+        return access.study_get_for_user(user=request_user(self.request), id=self._study_id(), write=write)
 
     @extend_schema(request=s.StudyCreateSerializer, responses={201: s.StudySerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -114,7 +121,7 @@ class StudyViewSet(viewsets.ModelViewSet[Study]):
         return Response(s.StudySerializer(study, context={"request": request}).data)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        study = access.study_get_for_owner(user=request_user(request), id=int(kwargs["pk"]))
+        study = access.study_get_for_owner(user=request_user(request), id=self._study_id())
         study.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -284,19 +291,29 @@ class LabelStudioCreateView(APIView):
 
 
 class StudyExportView(APIView):
-    """Small studies stream at once; large ones (or zip) become a background job (202)."""
+    """Small studies stream at once; large ones (or zip) become a background job (202). CSV text that a
+    spreadsheet would run as a formula gets a leading apostrophe unless ``raw=1``."""
 
-    @extend_schema(responses={200: OpenApiTypes.BINARY, 202: s.ExportJobSerializer})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("background", bool, description="always write the file in the background"),
+            OpenApiParameter(
+                "raw", bool, description="CSV: text as stored, no apostrophe before formula-like cells"
+            ),
+        ],
+        responses={200: OpenApiTypes.BINARY, 202: s.ExportJobSerializer},
+    )
     def get(self, request: Request, pk: int, fmt: str) -> Any:
         study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
         refusal = export_refusal(study, fmt)
         if refusal is not None:
             raise ValidationFailed(refusal)
         background = request.query_params.get("background") in ("1", "true")
+        raw = raw_requested(request.query_params.get("raw"))
         if fmt in FILE_FORMATS or background or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
-            job = export_job_create(study=study, user=request_user(request), fmt=fmt)
+            job = export_job_create(study=study, user=request_user(request), fmt=fmt, raw=raw)
             return Response(s.ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-        return streaming_export(study, fmt)
+        return streaming_export(study, fmt, raw=raw)
 
 
 class ExportJobViewSet(viewsets.ReadOnlyModelViewSet[ExportJob]):
@@ -421,7 +438,7 @@ class PresetDetailView(APIView):
 
 
 class ProtocolValidateView(APIView):
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [CheckedJSONParser, FormParser, MultiPartParser]
 
     @extend_schema(
         request=s.ProtocolValidateSerializer,

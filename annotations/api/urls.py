@@ -1,8 +1,8 @@
 from django.urls import include, path
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from annotations.api import agreement, assignments, crowd, quality, studies
+from annotations.api.sign_in import TokenView
 
 router = DefaultRouter()
 router.register("studies", studies.StudyViewSet, basename="study")
@@ -42,7 +42,7 @@ urlpatterns = [
     path("presets/<str:key>/", studies.PresetDetailView.as_view(), name="api-preset"),
     path("protocols/validate/", studies.ProtocolValidateView.as_view(), name="api-protocol-validate"),
     path("me/", studies.MeView.as_view(), name="api-me"),
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", TokenView.as_view(), name="api-token"),
     path("studies/<int:pk>/metrics/", studies.StudyMetricsView.as_view(), name="api-study-metrics"),
     path("compare/", studies.CompareView.as_view(), name="api-compare"),
     path("studies/<int:pk>/assignments/next/", assignments.ClaimNextView.as_view(), name="api-claim-next"),

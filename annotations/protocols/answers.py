@@ -18,15 +18,18 @@ Two completeness rules a protocol can turn on (docs/protocols.md, "Completeness 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from annotations.protocols.colours import BASIC_COLOURS, normalise_colour
 from annotations.protocols.schema import Protocol, Question
+from common.checked_input import text_problem
 
 MAX_TEXT_LENGTH = 2000
 MAX_BOXES = 200
+MAX_PIXELS = 1_000_000  # a box coordinate or size beyond this is no image's
 
 
 class AnswerError(ValueError):
@@ -158,6 +161,9 @@ def _binary(question: Question, value: Any) -> int:
 def _text(question: Question, value: Any) -> str:
     if not isinstance(value, str):
         raise AnswerError(question.key, "must be text")
+    problem = text_problem(value)
+    if problem is not None:
+        raise AnswerError(question.key, problem)
     text = value.strip()
     if len(text) > MAX_TEXT_LENGTH:
         raise AnswerError(question.key, f"is longer than {MAX_TEXT_LENGTH} characters")
@@ -177,8 +183,12 @@ def _text(question: Question, value: Any) -> str:
 
 def _number(question: Question, box: Mapping[str, Any], name: str, index: int) -> int:
     raw = box.get(name)
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw != raw:  # raw != raw: NaN
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise AnswerError(question.key, f"box {index + 1}: '{name}' must be a number of pixels")
+    if not math.isfinite(raw):  # NaN, Infinity, or 1e400 read as a float
+        raise AnswerError(question.key, f"box {index + 1}: '{name}' is not a finite number")
+    if abs(raw) > MAX_PIXELS:
+        raise AnswerError(question.key, f"box {index + 1}: '{name}' is more than {MAX_PIXELS} pixels")
     return int(round(raw))
 
 
@@ -247,6 +257,9 @@ def clean_answer(
     reason_text = "" if reason is None else reason
     if not isinstance(reason_text, str):
         raise AnswerError(question.key, "the reason must be text")
+    problem = text_problem(reason_text)
+    if problem is not None:
+        raise AnswerError(question.key, f"the reason {problem}")
     reason_text = reason_text.strip()
     if len(reason_text) > MAX_TEXT_LENGTH:
         raise AnswerError(question.key, f"the reason is longer than {MAX_TEXT_LENGTH} characters")

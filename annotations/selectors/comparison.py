@@ -32,6 +32,7 @@ from typing import Any
 from annotations.models import Study
 from annotations.selectors.findings.report import metrics_report, metrics_report_cached
 from annotations.selectors.labels import CONSENSUS
+from common.checked_input import MAX_ID, id_from_text
 from common.errors import ValidationFailed
 from metrics.ssi import ALL_MODELS
 
@@ -198,14 +199,16 @@ def comparison_query_parse(
         raw = raw.strip()
         if not raw:
             continue
-        if not raw.isdigit():
+        study_id = id_from_text(raw)
+        if study_id is None:
             raise ValidationFailed(
-                f"study must be a study id (a number), not {raw[:40]!r}", {"study": "not an id"}
+                f"study must be a study id (a number up to {MAX_ID}), not {raw[:40]!r}",
+                {"study": "not an id"},
             )
         text = {k: v[i].strip()[: MAX_TEXT[k]] for k, v in spread.items()}
         out.append(
             SideQuery(
-                int(raw),
+                study_id,
                 text["source"] or CONSENSUS,
                 text[CONDITION] or None,
                 text[MODEL] or None,

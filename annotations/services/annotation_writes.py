@@ -8,7 +8,6 @@ edited annotation as an ``AnnotationRevision``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +26,12 @@ from annotations.protocols.answers import (
     options_without_box,
 )
 from annotations.protocols.schema import Protocol
+from common.checked_input import InputRefused, json_loads
 from common.errors import ImportRefused
 from common.planner_statistics import statistics_refresh
 
 BULK_BATCH = 2000
+MAX_TIME_SPENT_MS = 24 * 3600 * 1000  # the same day's cap as the task page and the submit API
 
 
 def item_context(item: Item, images: Iterable[ItemImage] | None = None) -> ItemContext:
@@ -271,9 +272,9 @@ def _parse_lines(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportRefused(f"line {number}: not valid JSON ({exc.msg})") from exc
+            record = json_loads(line, where=f"line {number}")
+        except InputRefused as exc:
+            raise ImportRefused(exc.message) from exc
         if not isinstance(record, dict):
             raise ImportRefused(f"line {number}: each line must be a JSON object")
         missing = [key for key in REQUIRED_FIELDS if key not in record]
@@ -383,9 +384,14 @@ def annotations_import_records(
             raise ImportRefused(f"line {number}: {exc}") from exc
         time_spent = record.get("time_spent_ms")
         if time_spent is not None and (
-            isinstance(time_spent, bool) or not isinstance(time_spent, int) or time_spent < 0
+            isinstance(time_spent, bool)
+            or not isinstance(time_spent, int)
+            or not 0 <= time_spent <= MAX_TIME_SPENT_MS
         ):
-            raise ImportRefused(f"line {number}: time_spent_ms must be a non-negative integer")
+            raise ImportRefused(
+                f"line {number}: time_spent_ms must be a whole number of milliseconds from 0 to "
+                f"{MAX_TIME_SPENT_MS} (a day)"
+            )
         if question.kind == "multi":
             selected[key] = answer.value
         lines.append(_Line(number, item.pk, annotator_key, answer, time_spent))

@@ -8,6 +8,10 @@ hashes, expert-only, control marks),
 ``annotation`` (with its revisions), ``consensus`` (stored labels with their rule and support, and
 adjudicated decisions with who made them), ``exclusion`` (annotators excluded from the study, with
 the history of reinstatements). ``import_study`` rebuilds a study from it (see ``study_import.py``).
+
+The CSV is read in spreadsheets, and its text comes from annotators and imports: a cell that starts
+like a formula (``=``, ``+``, ``-``, ``@``, tab, carriage return) gets a leading apostrophe
+(``common.spreadsheet.csv_cell``), unless ``raw`` asks for the text as stored (for programs).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import io
 import json
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -44,6 +48,7 @@ from annotations.selectors.study_options import study_options
 from annotations.services.labelstudio_export import export_labelstudio, labelstudio_refusal
 from annotations.services.parquet_export import export_parquet
 from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
+from common.spreadsheet import csv_cell
 
 FORMAT_VERSION = 1
 FORMATS = ("jsonl", "csv", "zip", "coco", "labelstudio", "parquet")
@@ -257,10 +262,13 @@ def _consensus_lines(study: Study) -> Iterator[str]:
         )
 
 
-def export_csv(study: Study) -> Iterator[str]:
-    """One CSV row per annotation, with the item's provenance; lists and objects as JSON."""
+def export_csv(study: Study, *, raw: bool = False) -> Iterator[str]:
+    """One CSV row per annotation, with the item's provenance; lists and objects as JSON. Text that a
+    spreadsheet would run as a formula gets a leading apostrophe, unless ``raw`` (see the module's
+    docstring)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
+    cell: Callable[[Any], Any] = (lambda value: value) if raw else csv_cell
 
     def flush() -> str:
         text = buffer.getvalue()
@@ -276,7 +284,8 @@ def export_csv(study: Study) -> Iterator[str]:
         item, annotator = annotation.item, annotation.annotator
         value = annotation.value if isinstance(annotation.value, str | int) else json.dumps(annotation.value)
         writer.writerow(
-            [
+            cell(value)
+            for value in (
                 item.external_id,
                 item.kind,
                 item.condition,
@@ -296,7 +305,7 @@ def export_csv(study: Study) -> Iterator[str]:
                 annotation.source,
                 _iso(annotation.created_at),
                 _iso(annotation.updated_at),
-            ]
+            )
         )
         yield flush()
 
@@ -432,12 +441,12 @@ def export_coco(study: Study) -> dict[str, Any]:
     }
 
 
-def export_lines(study: Study, fmt: str) -> Iterator[str]:
-    """A text export (jsonl, csv, coco) as a stream of strings."""
+def export_lines(study: Study, fmt: str, *, raw: bool = False) -> Iterator[str]:
+    """A text export (jsonl, csv, coco) as a stream of strings; ``raw``: CSV text as stored."""
     if fmt == "jsonl":
         return export_jsonl(study)
     if fmt == "csv":
-        return export_csv(study)
+        return export_csv(study, raw=raw)
     if fmt == "coco":
         return iter([json.dumps(export_coco(study), ensure_ascii=False)])
     raise ValueError(f"{fmt} is not a text export format")
@@ -457,8 +466,9 @@ def export_refusal(study: Study, fmt: str) -> str | None:
     return None
 
 
-def export_to_file(study: Study, fmt: str, out: Path) -> None:
-    """Write an export in ``fmt`` (jsonl, csv, zip, coco, labelstudio, parquet) to ``out``."""
+def export_to_file(study: Study, fmt: str, out: Path, *, raw: bool = False) -> None:
+    """Write an export in ``fmt`` (jsonl, csv, zip, coco, labelstudio, parquet) to ``out``; ``raw``: CSV
+    text as stored."""
     if fmt == "zip":
         export_zip(study, out)
         return
@@ -468,7 +478,7 @@ def export_to_file(study: Study, fmt: str, out: Path) -> None:
     if fmt == "parquet":
         export_parquet(study, out)
         return
-    lines = export_lines(study, fmt)
+    lines = export_lines(study, fmt, raw=raw)
     with out.open("w", encoding="utf-8", newline="") as handle:
         for line in lines:
             handle.write(line)
@@ -482,9 +492,10 @@ EXPORT_TASK = "annotations.tasks.run_export_job_task"
 
 
 @transaction.atomic
-def export_job_create(*, study: Study, user: Any, fmt: str) -> ExportJob:
-    """Queue a background export; the task runs after this transaction commits."""
-    job = ExportJob.objects.create(study=study, requested_by=user, format=fmt)
+def export_job_create(*, study: Study, user: Any, fmt: str, raw: bool = False) -> ExportJob:
+    """Queue a background export; the task runs after this transaction commits. ``raw``: CSV text as
+    stored (no apostrophes before formula-like text)."""
+    job = ExportJob.objects.create(study=study, requested_by=user, format=fmt, raw=raw)
     job_enqueue(task_name=EXPORT_TASK, job_id=job.pk)
     return job
 
@@ -501,7 +512,7 @@ def export_job_run(*, job_id: int) -> ExportJob:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / export_filename(job.study_id, job.format)
         try:
-            export_to_file(job.study, job.format, out)
+            export_to_file(job.study, job.format, out, raw=job.raw)
         except (OSError, ValueError) as exc:
             return job_finish(ExportJob, job.pk, status=ExportJob.Status.FAILED, error=str(exc))
         with out.open("rb") as handle:

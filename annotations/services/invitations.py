@@ -29,6 +29,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotations.models import Annotator, Invitation, Participant, Study, User
+from annotations.selectors.payments import CompletionProgress, completion_progress
 from annotations.services.studies import enrollment_add
 from common.errors import NotAllowed, ValidationFailed, WorkbenchError
 
@@ -252,6 +253,7 @@ def invitation_create(
     pool: str = Annotator.Pool.CROWD,
     platform: str = Invitation.Platform.NONE,
     items_per_participant: int | None = None,
+    min_answered_items: int | None = None,
     consent_text: str = "",
     demographics: Any = None,
     completion_code: str = "",
@@ -262,6 +264,8 @@ def invitation_create(
     """Create an invitation link to a study. The caller checked that ``created_by`` may write the study.
 
     A Prolific link without a completion URL gets Prolific's (``.../submissions/complete?cc=CODE``).
+    ``min_answered_items``: answered items a participant needs for the completion code (None: the
+    quota, or 1); at most the quota, which could otherwise never be met.
     """
     now = now or timezone.now()
     if not created_by.is_researcher:
@@ -285,6 +289,16 @@ def invitation_create(
             f"items per participant must be between 1 and {MAX_QUOTA}",
             {"items_per_participant": "out of range"},
         )
+    if min_answered_items is not None and (
+        isinstance(min_answered_items, bool)
+        or not isinstance(min_answered_items, int)
+        or not 1 <= min_answered_items <= (items_per_participant or MAX_QUOTA)
+    ):
+        raise ValidationFailed(
+            "the items needed for the completion code must be between 1 and "
+            + ("the quota" if items_per_participant else str(MAX_QUOTA)),
+            {"min_answered_items": "out of range"},
+        )
     consent_text = (consent_text or "").strip()
     if len(consent_text) > MAX_CONSENT_CHARS:
         raise ValidationFailed(
@@ -304,6 +318,7 @@ def invitation_create(
         pool=pool,
         platform=platform,
         items_per_participant=items_per_participant,
+        min_answered_items=min_answered_items,
         consent_text=consent_text,
         demographics=demographics_clean(demographics),
         completion_code=code,
@@ -475,10 +490,15 @@ def participant_join(
 
 
 @transaction.atomic
-def participant_complete(*, participant: Participant, now: datetime | None = None) -> Participant:
-    """Record that the participant finished (quota reached or nothing left); the first time counts."""
-    Participant.objects.filter(pk=participant.pk, completed_at__isnull=True).update(
-        completed_at=now or timezone.now()
-    )
-    participant.refresh_from_db(fields=["completed_at"])
-    return participant
+def participant_complete(*, participant: Participant, now: datetime | None = None) -> CompletionProgress:
+    """The participant stopped (quota reached or nothing left): record the completion when they answered
+    the items their invitation requires (``models.required_answers``; skips and failed attention
+    checks do not count), the first time only. Returns where they stand, so that the page can say what
+    is left when they fall short (then nothing is recorded and no completion code is shown)."""
+    progress = completion_progress(participant)
+    if progress.reached:
+        Participant.objects.filter(pk=participant.pk, completed_at__isnull=True).update(
+            completed_at=now or timezone.now()
+        )
+        participant.refresh_from_db(fields=["completed_at"])
+    return progress

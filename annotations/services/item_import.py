@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from django.db import transaction
 
 from annotations.models import Item, ItemImage, Study
 from annotations.protocols.schema import slugify_option
+from common.checked_input import InputRefused, MalformedJSON, json_loads, text_problem
 from common.errors import ImportRefused
 from common.files import (
     IMAGE_SUFFIXES,
@@ -129,14 +129,39 @@ class ImportReport:
         }
 
 
-def _csv_cell(value: str) -> Any:
+def _csv_cell(value: str, where: str) -> Any:
+    """A CSV cell: JSON when it starts with ``[`` or ``{`` and parses (checked: finite numbers, not
+    too deep), else the text."""
     value = value.strip()
     if value[:1] in ("[", "{"):
         try:
-            return json.loads(value)
-        except json.JSONDecodeError:
+            return json_loads(value)
+        except MalformedJSON:
             return value
+        except InputRefused as exc:
+            raise ImportRefused(f"{where}: {exc.message}") from exc
     return value
+
+
+def csv_records(name: str, text: str) -> Iterator[tuple[int, dict[str, str | None]]]:
+    """(line number, row) of a CSV text with a header row; a row the csv module cannot read (a cell
+    longer than ``csv.field_size_limit()``, a null character) stops with ImportRefused naming it."""
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        if not reader.fieldnames:
+            raise ImportRefused(f"{name}: has no header row")
+        for row in reader:
+            for key, value in row.items():
+                cells = [cell for cell in (key, value) if isinstance(cell, str)]
+                problem = next((p for p in map(text_problem, cells) if p is not None), None)
+                if problem is not None:
+                    raise ImportRefused(f"{name} row {reader.line_num}: column {key!r} {problem}")
+            yield reader.line_num, row
+    except csv.Error as exc:
+        reason = str(exc)
+        if "field larger than field limit" in reason:
+            reason = f"a cell is longer than {csv.field_size_limit()} characters"
+        raise ImportRefused(f"{name} row {reader.line_num + 1}: {reason}") from exc
 
 
 def _read_manifest(name: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -145,16 +170,14 @@ def _read_manifest(name: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]
     except UnicodeDecodeError as exc:
         raise ImportRefused(f"{name}: is not UTF-8 text") from exc
     if name.lower().endswith(".csv"):
-        reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames:
-            raise ImportRefused(f"{name}: has no header row")
-        for row in reader:
+        for line_num, row in csv_records(name, text):
+            where = f"{name} row {line_num}"
             if None in row:
-                raise ImportRefused(f"{name} row {reader.line_num}: more cells than header columns")
+                raise ImportRefused(f"{where}: more cells than header columns")
             yield (
-                f"{name} row {reader.line_num}",
+                where,
                 {
-                    key.strip(): _csv_cell(value)
+                    key.strip(): _csv_cell(value, where)
                     for key, value in row.items()
                     if value is not None and value.strip()
                 },
@@ -164,9 +187,9 @@ def _read_manifest(name: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportRefused(f"{name} line {number}: not valid JSON ({exc.msg})") from exc
+                record = json_loads(line, where=f"{name} line {number}")
+            except InputRefused as exc:
+                raise ImportRefused(exc.message) from exc
             if not isinstance(record, dict):
                 raise ImportRefused(f"{name} line {number}: each line must be a JSON object")
             yield f"{name} line {number}", record

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from annotations.services.controls import control_answers_clean
 from annotations.services.item_import import items_import_records
 from annotations.services.studies import protocol_resolve, study_create
 from annotations.services.study_options import study_options_parse, study_options_restore
+from common.checked_input import InputRefused, json_loads
 from common.errors import ImportRefused, ValidationFailed
 from common.files import FileSource, ZipSource
 
@@ -48,9 +48,9 @@ def _records(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportRefused(f"{name} line {number}: not valid JSON ({exc.msg})") from exc
+            record = json_loads(line, where=f"{name} line {number}")
+        except InputRefused as exc:
+            raise ImportRefused(exc.message) from exc
         if not isinstance(record, dict) or "type" not in record:
             raise ImportRefused(f"{name} line {number}: not a workbench export record")
         records.append((number, record))

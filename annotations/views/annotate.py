@@ -36,6 +36,7 @@ from annotations.services.reveals import reveal_enabled, reveal_log_create, reve
 from annotations.services.studies import annotator_for_user
 from annotations.views.pages import IMAGE_CSP
 from annotations.views.task_form import answers_from_form
+from common.checked_input import id_from_text, whole_number_from_text
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, WorkbenchError
 
 MAX_TIME_MS = 24 * 3600 * 1000
@@ -56,7 +57,7 @@ def study_next(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         assignment = assignment_claim_next(study=study, annotator=annotator)
     except QuotaReached:
-        return _participant_finished(request, study)
+        return _participant_finished(request, study, quota_reached=True)
     except (Conflict, NotAllowed) as exc:
         return render(request, "annotate/done.html", {"study": study, "message": exc.message}, status=409)
     if assignment is None:
@@ -69,18 +70,25 @@ def study_next(request: HttpRequest, pk: int) -> HttpResponse:
                 status=403 if refusal.final else 200,
             )
         if access.participant_for_user(request_user(request)) is not None:
-            return _participant_finished(request, study)
+            return _participant_finished(request, study, quota_reached=False)
         return render(request, "annotate/done.html", {"study": study, "message": ""})
     return redirect("annotate-task", pk=assignment.pk)
 
 
-def _participant_finished(request: HttpRequest, study: Study) -> HttpResponse:
-    """An invited participant reached their quota or there is nothing left: record it, show the code."""
+def _participant_finished(request: HttpRequest, study: Study, *, quota_reached: bool) -> HttpResponse:
+    """An invited participant reached their quota or there is nothing left: when they answered the items
+    their invitation requires, record it and show the code; otherwise say how many are missing."""
     participant = access.participant_for_user(request_user(request))
     if participant is None:  # a quota belongs to an invitation, so this does not happen; be plain about it
         return render(request, "annotate/done.html", {"study": study, "message": ""})
-    participant_complete(participant=participant)
-    return redirect("annotate-complete", pk=study.pk)
+    progress = participant_complete(participant=participant)
+    if progress.reached:
+        return redirect("annotate-complete", pk=study.pk)
+    return render(
+        request,
+        "annotate/unfinished.html",
+        {"study": study, "progress": progress, "quota_reached": quota_reached},
+    )
 
 
 def _assignment_or_404(request: HttpRequest, pk: int) -> Assignment:
@@ -88,10 +96,9 @@ def _assignment_or_404(request: HttpRequest, pk: int) -> Assignment:
 
 
 def _time_spent(request: HttpRequest) -> int | None:
-    raw = request.POST.get("time_spent_ms", "")
-    if not raw.isdigit():
-        return None
-    return min(int(raw), MAX_TIME_MS)
+    """The time the page measured, capped at a day; None when absent or not plain digits."""
+    spent = whole_number_from_text(request.POST.get("time_spent_ms", ""), high=10**30)
+    return None if spent is None else min(spent, MAX_TIME_MS)
 
 
 @login_required
@@ -107,9 +114,10 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
     errors: dict[str, str] = {}
     status = 200
     if request.method == "POST":
-        answers = answers_from_form(study=study, item=item, expert=expert, data=request.POST)
+        answers = {}
         was_submitted = assignment.status == Assignment.Status.SUBMITTED
         try:
+            answers = answers_from_form(study=study, item=item, expert=expert, data=request.POST)
             assignment = assignment_submit(
                 assignment=assignment,
                 answers=answers,
@@ -198,8 +206,7 @@ def reveal(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = _assignment_or_404(request, pk)
     if request.method == "POST":
         log = RevealLog.objects.filter(
-            pk=request.POST.get("reveal", "0") if request.POST.get("reveal", "").isdigit() else 0,
-            assignment=assignment,
+            pk=id_from_text(request.POST.get("reveal")) or 0, assignment=assignment
         ).first()
         if log is None:
             raise Http404("no such reveal")

@@ -95,6 +95,16 @@ class InvitationForm(forms.Form):
         label="Items per participant (quota)",
         help_text="Empty: no quota, they stop when nothing is left",
     )
+    min_answered_items = forms.IntegerField(
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        label="Minimum answered items",
+        help_text=(
+            "Needed for the completion code; skips and failed attention checks do not count. Empty: the "
+            "quota (or every item they were given, if the study runs out first), or 1 without a quota"
+        ),
+    )
     completion_code = forms.CharField(
         max_length=64, required=False, help_text="Shown at the end; required for Prolific and MTurk"
     )

@@ -57,6 +57,7 @@ def study_invitations(request: HttpRequest, pk: int) -> HttpResponse:
                     expires_at=timezone.now() + timedelta(days=data["valid_days"]),
                     max_uses=data["max_uses"],
                     items_per_participant=data["items_per_participant"],
+                    min_answered_items=data["min_answered_items"],
                     completion_code=data["completion_code"],
                     completion_url=data["completion_url"],
                     consent_text=data["consent_text"],

@@ -20,7 +20,8 @@ from django.utils.dateparse import parse_datetime
 
 from annotations import access
 from annotations.access import request_user
-from annotations.models import Assignment, Invitation, Participant
+from annotations.models import Invitation, Participant
+from annotations.selectors.payments import completion_progress
 from annotations.services.invitations import (
     InvitationRefused,
     PlatformIds,
@@ -216,8 +217,9 @@ def join_begin(request: HttpRequest, token: str) -> HttpResponse:
 def complete(request: HttpRequest, pk: int) -> HttpResponse:
     """The participant's last page: the completion code and the platform's completion link.
 
-    Shown only once the task pages recorded completion (quota reached or nothing left); before that
-    it sends the participant back to work, so the code cannot be had by typing this URL.
+    Shown only once the task pages recorded completion (quota reached or nothing left, with the items
+    the invitation requires answered); before that it sends the participant back to work, so the code
+    cannot be had by typing this URL.
     """
     study = access.study_get_for_annotator(user=request_user(request), id=pk)
     participant = access.participant_for_user(request_user(request))
@@ -225,11 +227,14 @@ def complete(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("this page is for participants who joined through an invitation")
     if participant.completed_at is None:
         return redirect("annotate-next", pk=study.pk)
-    done = Assignment.objects.filter(
-        study=study, annotator__user=participant.user_id, status=Assignment.Status.SUBMITTED
-    ).count()
+    progress = completion_progress(participant)
     return render(
         request,
         "join/complete.html",
-        {"study": study, "participant": participant, "invitation": participant.invitation, "done": done},
+        {
+            "study": study,
+            "participant": participant,
+            "invitation": participant.invitation,
+            "done": progress.answered,
+        },
     )

@@ -17,6 +17,7 @@ from annotations import access
 from annotations.access import request_user
 from annotations.models import Item, Study
 from annotations.presenters import image_views
+from annotations.protocols.answers import SubmissionError
 from annotations.protocols.colours import BASIC_COLOURS
 from annotations.selectors import controls as control_selectors
 from annotations.selectors import quality as quality_selectors
@@ -112,9 +113,14 @@ def item_control(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
     form = ControlForm(request.POST or None, initial={"kind": item.control_kind or "gold", "note": item.note})
     if request.method == "POST":
         # The researcher sees every question, expert-only ones too.
-        raw = answers_from_form(study=study, item=item, expert=True, data=request.POST)
+        try:
+            raw = answers_from_form(study=study, item=item, expert=True, data=request.POST)
+        except SubmissionError as exc:
+            raw, errors = {}, exc.errors
         answers = {key: answer["value"] for key, answer in raw.items()}
-        if form.is_valid():
+        if errors:
+            status = 400
+        elif form.is_valid():
             try:
                 control_services.control_mark(
                     study=study,

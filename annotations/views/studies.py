@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.downloads import streaming_export
+from annotations.downloads import raw_requested, streaming_export
 from annotations.models import User
 from annotations.protocols.schema import ProtocolError
 from annotations.selectors import studies as selectors
@@ -289,11 +289,12 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
     if refusal is not None:
         messages.error(request, f"Not exported: {refusal}.")
         return redirect("study-detail", pk=pk)
+    raw = raw_requested(request.GET.get("raw"))
     if fmt in FILE_FORMATS or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
-        export_job_create(study=study, user=request_user(request), fmt=fmt)
+        export_job_create(study=study, user=request_user(request), fmt=fmt, raw=raw)
         messages.info(request, "The export is being prepared in the background; its link appears below.")
         return redirect("study-detail", pk=pk)
-    return streaming_export(study, fmt)
+    return streaming_export(study, fmt, raw=raw)
 
 
 @login_required

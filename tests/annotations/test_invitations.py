@@ -277,8 +277,16 @@ class TestJoin:
 
     def test_complete_records_the_first_completion_only(self, study, owner) -> None:
         participant, _ = participant_join(invitation=invite(study, owner), ids=pid(1))
+        assert not participant_complete(participant=participant).reached  # no code for no work
+        assert participant.completed_at is None
+        Assignment.objects.create(
+            study=study,
+            item=ItemFactory.create(study=study),
+            annotator=participant.user.annotator,
+            status="submitted",
+        )
         first = timezone.now() - timedelta(hours=1)
-        participant_complete(participant=participant, now=first)
+        assert participant_complete(participant=participant, now=first).reached
         participant_complete(participant=participant)
         assert participant.completed_at == first
 
@@ -461,6 +469,8 @@ def test_invite_and_payments_commands(study, owner, tmp_path) -> None:
             "3",
             "--quota",
             "5",
+            "--min-answered",
+            "4",
             "--demographics",
             str(form),
             "--consent",
@@ -472,6 +482,7 @@ def test_invite_and_payments_commands(study, owner, tmp_path) -> None:
         )
     )
     invitation = Invitation.objects.get(pk=created["id"])
+    assert invitation.min_answered_items == 4
     assert created["url"] == f"https://wb.example.org/join/{invitation.token}/"
     assert (invitation.max_uses, invitation.items_per_participant, invitation.consent_text) == (
         3,

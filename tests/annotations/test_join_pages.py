@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from datetime import timedelta
 from typing import Any
@@ -10,11 +11,14 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from annotations.models import Invitation, Participant, Study, User
+from annotations.models import Assignment, Invitation, Participant, Study, User
+from annotations.protocols.answers import CleanAnswer
+from annotations.services.annotation_writes import AnswerToSave, annotations_save
+from annotations.services.controls import control_mark
 from annotations.services.invitations import invitation_create
 from annotations.services.studies import enrollment_add
 from tests.factories import ItemFactory, UserFactory
-from tests.helpers import client_for
+from tests.helpers import client_for, streamed
 
 pytestmark = pytest.mark.django_db
 
@@ -114,6 +118,104 @@ def test_full_flow_consent_form_quota_completion(crowd) -> None:
     participant.refresh_from_db()
     assert participant.completed_at is not None
     assert participant.user.annotator.assignments.filter(status="submitted").count() == 2
+
+
+def _payment_record(owner: User, study: Study) -> dict[str, str]:
+    researcher = Client()
+    researcher.force_login(owner)
+    response = researcher.get(f"/studies/{study.pk}/payments.csv")
+    lines = b"".join(streamed(response)).decode().splitlines()
+    rows = list(csv.DictReader(lines))
+    assert len(rows) == 1
+    return rows[0]
+
+
+def test_a_participant_who_skips_every_item_gets_no_completion_code(study, owner) -> None:
+    study.overlap = 1
+    study.save()
+    for n in range(3):
+        ItemFactory.create(study=study, external_id=f"i{n}")
+    invitation = invite(study, owner, consent_text="", demographics=[], items_per_participant=None)
+    client = Client()
+    assert client.get(f"/join/{invitation.token}/{PROLIFIC}")["Location"].endswith("/begin/")
+    client.post(f"/join/{invitation.token}/begin/")
+    for _ in range(3):
+        task = client.get(f"/annotate/studies/{study.pk}/next/")["Location"]
+        assert client.post(task + "skip/", {"reason": "rather not"}).status_code == 302
+    finished = client.get(f"/annotate/studies/{study.pk}/next/")
+    page = finished.content.decode()
+    assert finished.status_code == 200 and "C0DE42" not in page and "prolific.com" not in page
+    assert "You have answered <strong>0</strong> of the 1 item" in page and "<strong>1</strong> left" in page
+    assert "you skipped 3" in page
+    assert client.get(f"/annotate/studies/{study.pk}/complete/")["Location"].endswith("/next/")
+    assert Participant.objects.get().completed_at is None
+    record = _payment_record(owner, study)
+    assert (record["items_skipped"], record["items_answered"], record["items_required"]) == ("3", "0", "1")
+    assert record["completed"] == "False" and record["completed_at"] == ""
+    api = client_for(owner).get(f"/api/studies/{study.pk}/payments/").json()[0]
+    assert (api["items_answered"], api["items_required"], api["completed"]) == (0, 1, False)
+    researcher = Client()
+    researcher.force_login(owner)
+    progress = researcher.get(f"/studies/{study.pk}/progress/").content.decode()
+    assert '<span class="payment-answered">0 of 1</span> <small class="muted">no code</small>' in progress
+
+
+def test_the_study_sets_how_many_answers_the_code_needs_and_failed_checks_do_not_count(study, owner) -> None:
+    study.overlap = 1
+    study.save()
+    items = [ItemFactory.create(study=study, external_id=f"i{n}") for n in range(3)]
+    invitation = invite(
+        study, owner, consent_text="", demographics=[], items_per_participant=None, min_answered_items=3
+    )
+    client = Client()
+    client.get(f"/join/{invitation.token}/{PROLIFIC}")
+    client.post(f"/join/{invitation.token}/begin/")
+    annotator = Participant.objects.get().user.annotator
+    # an attention check the participant was shown and failed (answered "female"; "male" was expected)
+    check = items.pop()
+    control_mark(study=study, item=check, kind="attention", answers={"gender": "male"})
+    Assignment.objects.create(
+        study=study, item=check, annotator=annotator, status="submitted", completed_at=timezone.now()
+    )
+    annotations_save(
+        study_id=study.pk,
+        answers=[AnswerToSave(check.pk, annotator, CleanAnswer("gender", "female"))],
+        source="ui",
+    )
+    for _ in items:
+        task = client.get(f"/annotate/studies/{study.pk}/next/")["Location"]
+        assert client.post(task, ANSWERS).status_code == 302
+    page = client.get(f"/annotate/studies/{study.pk}/next/").content.decode()
+    assert (
+        "You have answered <strong>2</strong> of the 3 items" in page
+        and "failed attention checks (1)" in page
+    )
+    assert "C0DE42" not in page
+    record = _payment_record(owner, study)
+    assert (record["items_completed"], record["items_answered"], record["items_required"]) == ("3", "2", "3")
+    # the researcher lowers nothing, but a study needing 2 lets the same work through
+    Invitation.objects.filter(pk=invitation.pk).update(min_answered_items=2)
+    done = client.get(f"/annotate/studies/{study.pk}/next/")
+    assert done["Location"] == f"/annotate/studies/{study.pk}/complete/"
+    assert "C0DE42" in client.get(done["Location"]).content.decode()
+    assert _payment_record(owner, study)["completed"] == "True"
+
+
+def test_the_items_needed_for_the_code_are_set_on_the_invitation(study, owner) -> None:
+    api = client_for(owner)
+    url = f"/api/studies/{study.pk}/invitations/"
+    made = api.post(url, {"max_uses": 3, "items_per_participant": 10, "min_answered_items": 8}, format="json")
+    assert made.status_code == 201 and made.json()["min_answered_items"] == 8
+    too_many = api.post(
+        url, {"max_uses": 3, "items_per_participant": 10, "min_answered_items": 11}, format="json"
+    )
+    assert too_many.status_code == 400 and "between 1 and the quota" in too_many.json()["detail"]
+    page = Client()
+    page.force_login(owner)
+    form = {"platform": "none", "pool": "crowd", "valid_days": 7, "max_uses": 5, "min_answered_items": 4}
+    assert page.post(f"/studies/{study.pk}/invitations/", form).status_code == 302
+    assert Invitation.objects.get(max_uses=5).min_answered_items == 4
+    assert "4 answered for the code" in page.get(f"/studies/{study.pk}/invitations/").content.decode()
 
 
 def test_the_task_page_counts_to_the_quota(crowd) -> None:

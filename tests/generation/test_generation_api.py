@@ -95,6 +95,20 @@ def test_bad_job_requests_are_refused(clients, image_study, tmp_path, settings) 
     assert GenerationJob.objects.count() == 0
 
 
+def test_a_seed_too_large_for_the_database_is_refused_with_a_message(clients, image_study) -> None:
+    owner = Client(raise_request_exception=False)
+    owner.force_login(image_study.owner)
+    for seed in (10**30, -(10**30)):
+        job = {"study": image_study.pk, "design": "soda", "limit": 1, "model": MODEL, "base_seed": seed}
+        api = clients["owner"].post("/api/generation-jobs/", job, format="json")
+        assert api.status_code == 400 and "base_seed" in api.json(), api.content
+        form = {"design": "soda", "limit": 1, "source": "org/model", "steps": 2, "guidance": 1}
+        form |= {"width": 64, "height": 64, "batch_size": 1, "base_seed": seed}
+        page = owner.post(f"/studies/{image_study.pk}/generation/", form)
+        assert page.status_code in (200, 400) and "Ensure this value is" in page.content.decode()
+    assert GenerationJob.objects.count() == 0
+
+
 @pytest.mark.parametrize(
     ("role", "status"), [("owner", 200), ("other", 404), ("annotator", 404), ("anonymous", 401)]
 )

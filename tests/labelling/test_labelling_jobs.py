@@ -279,6 +279,25 @@ def test_labelling_jobs_api(
         assert LabellingJob.objects.count() == 0
 
 
+def test_a_sample_size_or_seed_too_large_for_the_database_is_refused(cups, owner) -> None:
+    from django.test import Client
+
+    from tests.helpers import client_for
+
+    colour = labeller_register(name="colour-rule", kind="colour", config={})
+    api = client_for(owner)
+    page = Client(raise_request_exception=False)
+    page.force_login(owner)
+    for field in ("sample_size", "seed"):
+        job = {"study": cups.pk, "annotator": colour.pk, field: 10**30}
+        response = api.post("/api/labelling-jobs/", job, format="json")
+        assert response.status_code == 400 and field in response.json(), response.content
+        form = {"annotator": colour.pk, "seed": 0, field: 10**30}
+        refused = page.post(f"/studies/{cups.pk}/labelling/", form)
+        assert refused.status_code in (200, 400) and "Ensure this value is" in refused.content.decode()
+    assert LabellingJob.objects.count() == 0
+
+
 def test_the_labelling_page(cups, owner, annotator_user, django_capture_on_commit_callbacks) -> None:
     from django.test import Client
 

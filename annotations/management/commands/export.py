@@ -20,6 +20,11 @@ class Command(BaseCommand):
             type=Path,
             help="Output file (default: standard output; zip, labelstudio and parquet need --out)",
         )
+        parser.add_argument(
+            "--raw",
+            action="store_true",
+            help="CSV: text as stored (default: formula-like cells get a leading apostrophe)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
@@ -30,10 +35,10 @@ class Command(BaseCommand):
         if out is not None:
             if out.parent and not out.parent.exists():
                 raise CommandError(f"{out.parent}: no such folder")
-            export_to_file(study, fmt, out)
+            export_to_file(study, fmt, out, raw=options["raw"])
             self.stderr.write(f"wrote {out}")
             return
         if fmt in FILE_FORMATS:
             raise CommandError(f"a {fmt} export is a zip: it needs --out FILE")
-        for line in export_lines(study, fmt):
+        for line in export_lines(study, fmt, raw=options["raw"]):
             self.stdout.write(line, ending="")

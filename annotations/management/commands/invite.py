@@ -46,6 +46,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--pool", choices=Annotator.Pool.values, default=Annotator.Pool.CROWD)
         parser.add_argument("--quota", type=int, help="Items per participant")
+        parser.add_argument(
+            "--min-answered",
+            type=int,
+            help="Answered items needed for the completion code (default: the quota, or 1)",
+        )
         parser.add_argument("--completion-code", default="")
         parser.add_argument("--completion-url", default="", help="Default for Prolific: its completion URL")
         parser.add_argument("--consent", type=Path, help="A text file with the consent text")
@@ -95,6 +100,7 @@ class Command(BaseCommand):
                 platform=options["platform"],
                 pool=options["pool"],
                 items_per_participant=options["quota"],
+                min_answered_items=options["min_answered"],
                 completion_code=options["completion_code"],
                 completion_url=options["completion_url"],
                 consent_text=_read(options["consent"]),
