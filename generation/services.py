@@ -3,7 +3,9 @@
 A job turns every (prompt, image index) into an item of the study with external id
 ``<set>/<model>/s<base seed>/p<prompt index>/i<image index>``. Running a job makes only the images
 whose items are missing, so a second run, a resumed run or a run after cancelling never makes an
-image twice. Each image's seed is ``derive_seed(base_seed, prompt, index)``.
+image twice; each missing image is computed in the same batch it has in a full run (its batch
+companions are computed again and thrown away), so it comes out bit-identical to the one a full
+run makes. Each image's seed is ``derive_seed(base_seed, prompt, index)``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import io
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -210,6 +212,20 @@ def _file_name(item_id: str, index: int) -> str:
     return f"{item_id.replace('/', '_')}_{index:02d}.png"
 
 
+def batch_requests(plan: list[PlannedImage], missing: Container[str]) -> list[ImageRequest]:
+    """The job's whole plan as image requests, in plan order; those whose external id is not in
+    ``missing`` are batch companions (``wanted=False``).
+
+    ``generate_images`` cuts the list in fixed chunks of the batch size, so batch ``k`` of a job
+    always holds plan entries ``k*B .. k*B+B-1``: a re-run that fills in a missing image computes it
+    in the batch it had in the first run (and throws its companions' images away), so the image is
+    bit-identical to the one first made, on any CPU (docs/generation.md, "Seeds")."""
+    return [
+        ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id, wanted=p.external_id in missing)
+        for p in plan
+    ]
+
+
 # An item whose images are all made: its PNGs (encoding, or done) and the request of its last image.
 ReadyItem = tuple[PlannedImage, dict[int, Future[EncodedImage]], ImageRequest]
 EncodedItem = tuple[PlannedImage, dict[int, EncodedImage], ImageRequest]
@@ -230,6 +246,7 @@ class GenerationRun:
         job: GenerationJob,
         spec: ModelSpec,
         pipe: Any,
+        plan: list[PlannedImage],
         missing: list[PlannedImage],
         image_sets: bool,
         provenance: dict[str, Any],
@@ -240,6 +257,7 @@ class GenerationRun:
         self.job = job
         self.spec = spec
         self.pipe = pipe
+        self.plan = plan
         self.missing = missing
         self.image_sets = image_sets
         self.provenance = provenance
@@ -255,9 +273,7 @@ class GenerationRun:
 
     def run(self) -> GenerationJob:
         """Generate, store and count; finish the job DONE, or CANCELLED when asked to stop."""
-        requests = [
-            ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id) for p in self.missing
-        ]
+        requests = batch_requests(self.plan, self.by_key)
         try:
             report = generate_images(
                 self.pipe,
@@ -451,6 +467,7 @@ def generation_job_run(
         spec=spec,
         pipe=pipe,
         missing=missing,
+        plan=plan,
         image_sets=image_sets,
         provenance=provenance,
         failed_before=failed_before,
