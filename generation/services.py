@@ -28,7 +28,15 @@ from annotations.models import Item, ItemImage, Study, User
 from annotations.services.item_import import items_add_files
 from common.errors import ImportRefused, NotAllowed, ValidationFailed
 from common.files import CheckedImage, image_check
-from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
+from common.jobs import (
+    job_claim,
+    job_enqueue,
+    job_finish,
+    job_heartbeat,
+    job_keepalive,
+    job_requeue_stale,
+    jobs_resume_stale,
+)
 from common.planner_statistics import statistics_refresh
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import (
@@ -123,13 +131,17 @@ def generation_job_cancel(*, job: GenerationJob) -> GenerationJob:
 
 @transaction.atomic
 def generation_job_rerun(*, job: GenerationJob, enqueue: bool = True) -> GenerationJob:
-    """Queue a finished, failed or cancelled job again; it fills in only what is missing."""
+    """Queue a finished, failed or cancelled job again; it fills in only what is missing. A stale
+    running job (its worker lost: no heartbeat for ``WORKBENCH_JOB_STALE_SECONDS``) is taken over
+    the same way and counted as resumed; a job that is queued, or running with a live worker, is
+    refused."""
+    reset = {"cancel_requested": False, "error": "", "finished_at": None}
     updated = (
         GenerationJob.objects.filter(pk=job.pk)
         .exclude(status__in=[GenerationJob.Status.PENDING, GenerationJob.Status.RUNNING])
-        .update(status=GenerationJob.Status.PENDING, cancel_requested=False, error="", finished_at=None)
+        .update(status=GenerationJob.Status.PENDING, **reset)
     )
-    if not updated:
+    if not updated and not job_requeue_stale(GenerationJob, job.pk, **reset):
         raise ValidationFailed("the job is already queued or running")
     if enqueue:
         job_enqueue(task_name=GENERATION_TASK, job_id=job.pk)
@@ -252,9 +264,11 @@ class GenerationRun:
         provenance: dict[str, Any],
         failed_before: set[str],
         encoder: Executor,
+        token: str | None = None,
         progress: Progress | None = None,
     ) -> None:
         self.job = job
+        self.token = token  # the claim's: heartbeats and the finish count only while it holds the job
         self.spec = spec
         self.pipe = pipe
         self.plan = plan
@@ -291,7 +305,7 @@ class GenerationRun:
                 self.encoder.shutdown(wait=True, cancel_futures=True)
         status = GenerationJob.Status.CANCELLED if report.cancelled else GenerationJob.Status.DONE
         statistics_refresh(Item, ItemImage, rows=report.generated)  # items arrive a batch at a time
-        job = job_finish(GenerationJob, self.job.pk, status=status)
+        job = job_finish(GenerationJob, self.job.pk, status=status, token=self.token)
         if self.progress is not None:
             self.progress(job)
         return job
@@ -410,8 +424,9 @@ class GenerationRun:
         GenerationJob.objects.filter(pk=self.job.pk).update(failed=F("failed") + 1)
 
     def should_cancel(self) -> bool:
-        """Before every batch: stamp the heartbeat and stop if cancellation was requested (one query)."""
-        return job_heartbeat(GenerationJob, self.job.pk)
+        """Before every batch: stamp the heartbeat and stop if cancellation was requested or the job
+        was taken over by another run (one query)."""
+        return job_heartbeat(GenerationJob, self.job.pk, self.token)
 
 
 def generation_job_run(
@@ -421,19 +436,40 @@ def generation_job_run(
     device: str | None = None,
     encoder_threads: int | None = None,
 ) -> GenerationJob:
-    """Run a pending job (the worker's side). Claims it with a compare-and-set, so two workers
-    never run one job; makes only the missing images; records each failure; stops between
-    batches when cancelled. Terminal problems (bad settings, a model that cannot load) mark the
-    job FAILED with the reason. ``encoder_threads``: PNG encoder threads beside the pipeline
-    (default: two on a GPU, none on the CPU; see ``_encoder_for``)."""
-    claimed = job_claim(GenerationJob, job_id)
+    """Run a pending job, or take over a stale one (the worker's side). Claims it with a
+    compare-and-set, so two workers never run one job; makes only the missing images (so a job
+    resumed after its worker died goes on where it stopped); records each failure; stops between
+    batches when cancelled or taken over. Terminal problems (bad settings, a model that cannot
+    load) mark the job FAILED with the reason. While the run lasts a thread stamps the heartbeat
+    (``job_keepalive``: a model that loads for minutes, or a slow batch on a CPU, never looks like a
+    lost worker); the stamp before every batch also asks whether to stop. ``encoder_threads``: PNG
+    encoder threads beside the pipeline (default: two on a GPU, none on the CPU; see
+    ``_encoder_for``)."""
+    claim = job_claim(GenerationJob, job_id)
     job = GenerationJob.objects.select_related("study").get(pk=job_id)
-    if not claimed:
+    if claim is None:
         return job
+    with job_keepalive(GenerationJob, job.pk, claim.token):
+        return _generation_job_run_claimed(
+            job, claim.token, progress=progress, device=device, encoder_threads=encoder_threads
+        )
+
+
+def _generation_job_run_claimed(
+    job: GenerationJob,
+    token: str,
+    *,
+    progress: Progress | None,
+    device: str | None,
+    encoder_threads: int | None,
+) -> GenerationJob:
+    """The run of a claimed job (see ``generation_job_run``)."""
     try:
         spec = model_spec_from_dict(job.model_spec)
     except ValidationFailed as exc:
-        return job_finish(GenerationJob, job.pk, status=GenerationJob.Status.FAILED, error=exc.message)
+        return job_finish(
+            GenerationJob, job.pk, status=GenerationJob.Status.FAILED, error=exc.message, token=token
+        )
     image_sets = job.study.protocol_obj.unit == "image_set"
     plan = job_plan(job, image_sets=image_sets)
     existing = set(
@@ -449,7 +485,7 @@ def generation_job_run(
     if progress is not None:
         progress(job)
     if not missing:
-        return job_finish(GenerationJob, job.pk, status=GenerationJob.Status.DONE)
+        return job_finish(GenerationJob, job.pk, status=GenerationJob.Status.DONE, token=token)
     try:
         pipe = load_pipeline(spec, device)
     except (OSError, ValueError, RuntimeError, ImportError) as exc:
@@ -458,6 +494,7 @@ def generation_job_run(
             job.pk,
             status=GenerationJob.Status.FAILED,
             error=f"cannot load the model {spec.source!r}: {exc}",
+            token=token,
         )
     provenance = model_provenance(spec, pipe)
     GenerationJob.objects.filter(pk=job.pk).update(provenance=provenance)
@@ -466,11 +503,18 @@ def generation_job_run(
         job=job,
         spec=spec,
         pipe=pipe,
-        missing=missing,
         plan=plan,
+        missing=missing,
         image_sets=image_sets,
         provenance=provenance,
         failed_before=failed_before,
         encoder=_encoder_for(pipe, encoder_threads),
+        token=token,
         progress=progress,
     ).run()
+
+
+def generation_jobs_resume_stale() -> list[int]:
+    """Queue again every generation job whose worker was lost (see ``common.jobs.jobs_resume_stale``);
+    the run makes only the images still missing."""
+    return jobs_resume_stale(GenerationJob, task_name=GENERATION_TASK)

@@ -181,10 +181,26 @@ class AnnotationSerializer(serializers.ModelSerializer):
 
 class ExportJobSerializer(serializers.ModelSerializer):
     download_url = serializers.SerializerMethodField()
+    worker_note = serializers.CharField(
+        read_only=True, help_text='"worker lost, resumed" when a run was taken over from a lost worker'
+    )
 
     class Meta:
         model = ExportJob
-        fields = ["id", "study", "format", "status", "error", "created_at", "finished_at", "download_url"]
+        fields = [
+            "id",
+            "study",
+            "format",
+            "status",
+            "error",
+            "created_at",
+            "heartbeat_at",
+            "finished_at",
+            "resumed_count",
+            "resumed_at",
+            "worker_note",
+            "download_url",
+        ]
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_download_url(self, job: ExportJob) -> str | None:
