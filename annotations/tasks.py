@@ -7,8 +7,9 @@ from celery import shared_task
 from annotations.services.exports import export_job_run
 
 
-@shared_task(name="annotations.tasks.run_export_job_task")
+@shared_task(name="annotations.tasks.run_export_job_task", acks_late=True)
 def run_export_job_task(job_id: int) -> str:
+    """Run one export job (claimed compare-and-set; a run after a lost worker writes the file anew)."""
     return export_job_run(job_id=job_id).status
 
 

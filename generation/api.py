@@ -34,6 +34,9 @@ class GenerationFailureSerializer(serializers.ModelSerializer[GenerationFailure]
 
 class GenerationJobSerializer(serializers.ModelSerializer[GenerationJob]):
     progress_percent = serializers.IntegerField(read_only=True)
+    worker_note = serializers.CharField(
+        read_only=True, help_text='"worker lost, resumed" when a run was taken over from a lost worker'
+    )
     prompt_count = serializers.SerializerMethodField()
 
     class Meta:
@@ -59,7 +62,11 @@ class GenerationJobSerializer(serializers.ModelSerializer[GenerationJob]):
             "error",
             "created_at",
             "started_at",
+            "heartbeat_at",
             "finished_at",
+            "resumed_count",
+            "resumed_at",
+            "worker_note",
         ]
 
     def get_prompt_count(self, job: GenerationJob) -> int:

@@ -7,9 +7,16 @@ image and each failure, and records :func:`model_provenance` with the job.
 Reproducibility: every image gets its own ``torch.Generator`` seeded with its own seed, created on
 the CPU, so its starting noise depends on nothing but that seed: not on the other prompts of its
 batch, the batch size, or the device (diffusers draws CPU-generator noise on the CPU and then moves
-it to the GPU). The same seed on the same device and software gives bit-identical images. Across
-batch sizes the noise is identical but CPU/GPU kernels may round differently for a batch of 4
-than for a batch of 1 (about 1e-6 in float, at most one grey level in 8-bit pixels).
+it to the GPU). The arithmetic after the noise is another matter: matrix-multiply and convolution
+kernels choose their blocking, vector width and reduction order by the shapes they get, and the
+batch is one of those dimensions, so an image computed in a batch of 2 and the same image computed
+alone may differ in the last bits of a float (seen on AVX-512 CPUs as one grey level in a pixel).
+So the guarantee is structural: the same seed *in the same batch composition* (the same requests,
+in the same order, in one pipeline call) on the same device model and software gives bit-identical
+pixels. :func:`generate_images` batches requests in fixed chunks of ``spec.batch_size`` of the list
+it is given, and a request with ``wanted=False`` is computed only to give its chunk the composition
+it had when its wanted neighbours were first made (a re-run that fills in a missing image runs its
+whole original batch and keeps only the missing one).
 """
 
 from __future__ import annotations
@@ -225,11 +232,16 @@ def derive_seed(base_seed: int, prompt_text: str, index: int) -> int:
 
 @dataclass(frozen=True)
 class ImageRequest:
-    """One image to make: its prompt, its seed, and the caller's key for it (e.g. an item id)."""
+    """One image to make: its prompt, its seed, and the caller's key for it (e.g. an item id).
+
+    ``wanted=False``: a batch companion. It is computed with its batch (so the wanted images of that
+    batch get the exact arithmetic they had when the batch was first made) but its image is not
+    handed to ``on_image``, not counted, and its failure alone is not reported."""
 
     prompt: str
     seed: int
     key: Hashable = None
+    wanted: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:
@@ -280,6 +292,16 @@ def _pipeline_call(pipe: Any, spec: ModelSpec, batch: Sequence[ImageRequest]) ->
     return images
 
 
+def split_batch(batch: Sequence[ImageRequest], size: int) -> list[list[ImageRequest]]:
+    """``batch`` cut in halves (the first half the larger), and those in halves, until each part has
+    at most ``size`` requests: the same parts an out-of-memory retry makes, so a chunk run at a
+    smaller size after an out-of-memory error always splits the same way."""
+    if len(batch) <= size:
+        return [list(batch)]
+    half = math.ceil(len(batch) / 2)
+    return split_batch(batch[:half], size) + split_batch(batch[half:], size)
+
+
 def generate_images(
     pipe: Any,
     spec: ModelSpec,
@@ -290,20 +312,25 @@ def generate_images(
     should_cancel: Callable[[], bool] | None = None,
     on_batch_end: Callable[[int], None] | None = None,
 ) -> GenerationReport:
-    """Generate one image per request, ``spec.batch_size`` per pipeline call, in request order.
+    """Generate one image per wanted request, in request order, in fixed batches: request ``i``
+    is always in chunk ``i // spec.batch_size`` with the same neighbours, whatever else is wanted.
 
-    - ``on_image(request, image)`` is called as soon as each image exists, so finished images
-      are stored even if a later batch fails or the job is cancelled.
+    - A chunk with no wanted request is skipped (no pipeline call); a chunk with at least one runs
+      whole, its companions (``wanted=False``) included, so each wanted image is computed in the
+      batch composition it has in a full run (bit-identical pixels; see the module docstring).
+    - ``on_image(request, image)`` is called as soon as each wanted image exists, so finished
+      images are stored even if a later batch fails or the job is cancelled.
     - CUDA out-of-memory (``torch.OutOfMemoryError``) on a batch retries it in halves, down to
-      one image; the smaller size is kept for the rest of the run. Out of memory at one image
-      is that request's failure.
+      one image; the smaller size is kept for the rest of the run, each later chunk cut in the same
+      halves (:func:`split_batch`). Out of memory at one image is that request's failure.
     - Any other error of a pipeline call (ValueError, TypeError, RuntimeError) on a batch of
-      several retries its requests one by one, so one bad prompt fails alone; the error of a
-      single request is reported through ``on_failure(request, reason)`` and the run goes on.
-    - ``should_cancel()`` is asked before every batch; when it answers True the run stops and
-      the report says ``cancelled`` (requests not reached are neither generated nor failed).
-    - ``on_batch_end(n)`` is called after each batch with the number of images it made (for a
-      caller that stores or counts per batch rather than per image).
+      several retries its wanted requests one by one, so one bad prompt fails alone; the error of
+      a single request is reported through ``on_failure(request, reason)`` and the run goes on.
+    - ``should_cancel()`` is asked before every chunk that runs; when it answers True the run
+      stops and the report says ``cancelled`` (requests not reached are neither generated nor
+      failed).
+    - ``on_batch_end(n)`` is called after each chunk that ran, with the number of wanted images it
+      made (for a caller that stores or counts per batch rather than per image).
     Tuples ``(prompt, seed)`` are accepted as requests (their key is their position).
     """
     started = time.perf_counter()
@@ -319,6 +346,8 @@ def generate_images(
             on_failure(request, reason)
 
     def run(batch: list[ImageRequest]) -> None:
+        if not any(request.wanted for request in batch):
+            return  # only companions here (a half of a split chunk): nothing to make
         try:
             images = _pipeline_call(pipe, spec, batch)
         except PIPELINE_ERRORS as error:
@@ -339,21 +368,24 @@ def generate_images(
                 fail(batch[0], f"{type(error).__name__}: {error}")
                 return
             for request in batch:  # isolate the request(s) that make the call fail
-                run([request])
+                if request.wanted:
+                    run([request])
             return
         for request, image in zip(batch, images, strict=True):
-            on_image(request, image)
-            report.generated += 1
+            if request.wanted:
+                on_image(request, image)
+                report.generated += 1
 
-    position = 0
-    while position < len(pending):
+    for start in range(0, len(pending), spec.batch_size):
+        chunk = pending[start : start + spec.batch_size]
+        if not any(request.wanted for request in chunk):
+            continue
         if should_cancel is not None and should_cancel():
             report.cancelled = True
             break
-        size = report.final_batch_size
         before = report.generated
-        run(pending[position : position + size])
-        position += size
+        for part in split_batch(chunk, report.final_batch_size):
+            run(part)
         if on_batch_end is not None:
             on_batch_end(report.generated - before)
     report.seconds = time.perf_counter() - started

@@ -3,7 +3,9 @@
 A job turns every (prompt, image index) into an item of the study with external id
 ``<set>/<model>/s<base seed>/p<prompt index>/i<image index>``. Running a job makes only the images
 whose items are missing, so a second run, a resumed run or a run after cancelling never makes an
-image twice. Each image's seed is ``derive_seed(base_seed, prompt, index)``.
+image twice; each missing image is computed in the same batch it has in a full run (its batch
+companions are computed again and thrown away), so it comes out bit-identical to the one a full
+run makes. Each image's seed is ``derive_seed(base_seed, prompt, index)``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import io
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,7 +28,15 @@ from annotations.models import Item, ItemImage, Study, User
 from annotations.services.item_import import items_add_files
 from common.errors import ImportRefused, NotAllowed, ValidationFailed
 from common.files import CheckedImage, image_check
-from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
+from common.jobs import (
+    job_claim,
+    job_enqueue,
+    job_finish,
+    job_heartbeat,
+    job_keepalive,
+    job_requeue_stale,
+    jobs_resume_stale,
+)
 from common.planner_statistics import statistics_refresh
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import (
@@ -121,13 +131,17 @@ def generation_job_cancel(*, job: GenerationJob) -> GenerationJob:
 
 @transaction.atomic
 def generation_job_rerun(*, job: GenerationJob, enqueue: bool = True) -> GenerationJob:
-    """Queue a finished, failed or cancelled job again; it fills in only what is missing."""
+    """Queue a finished, failed or cancelled job again; it fills in only what is missing. A stale
+    running job (its worker lost: no heartbeat for ``WORKBENCH_JOB_STALE_SECONDS``) is taken over
+    the same way and counted as resumed; a job that is queued, or running with a live worker, is
+    refused."""
+    reset = {"cancel_requested": False, "error": "", "finished_at": None}
     updated = (
         GenerationJob.objects.filter(pk=job.pk)
         .exclude(status__in=[GenerationJob.Status.PENDING, GenerationJob.Status.RUNNING])
-        .update(status=GenerationJob.Status.PENDING, cancel_requested=False, error="", finished_at=None)
+        .update(status=GenerationJob.Status.PENDING, **reset)
     )
-    if not updated:
+    if not updated and not job_requeue_stale(GenerationJob, job.pk, **reset):
         raise ValidationFailed("the job is already queued or running")
     if enqueue:
         job_enqueue(task_name=GENERATION_TASK, job_id=job.pk)
@@ -210,6 +224,20 @@ def _file_name(item_id: str, index: int) -> str:
     return f"{item_id.replace('/', '_')}_{index:02d}.png"
 
 
+def batch_requests(plan: list[PlannedImage], missing: Container[str]) -> list[ImageRequest]:
+    """The job's whole plan as image requests, in plan order; those whose external id is not in
+    ``missing`` are batch companions (``wanted=False``).
+
+    ``generate_images`` cuts the list in fixed chunks of the batch size, so batch ``k`` of a job
+    always holds plan entries ``k*B .. k*B+B-1``: a re-run that fills in a missing image computes it
+    in the batch it had in the first run (and throws its companions' images away), so the image is
+    bit-identical to the one first made, on any CPU (docs/generation.md, "Seeds")."""
+    return [
+        ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id, wanted=p.external_id in missing)
+        for p in plan
+    ]
+
+
 # An item whose images are all made: its PNGs (encoding, or done) and the request of its last image.
 ReadyItem = tuple[PlannedImage, dict[int, Future[EncodedImage]], ImageRequest]
 EncodedItem = tuple[PlannedImage, dict[int, EncodedImage], ImageRequest]
@@ -230,16 +258,20 @@ class GenerationRun:
         job: GenerationJob,
         spec: ModelSpec,
         pipe: Any,
+        plan: list[PlannedImage],
         missing: list[PlannedImage],
         image_sets: bool,
         provenance: dict[str, Any],
         failed_before: set[str],
         encoder: Executor,
+        token: str | None = None,
         progress: Progress | None = None,
     ) -> None:
         self.job = job
+        self.token = token  # the claim's: heartbeats and the finish count only while it holds the job
         self.spec = spec
         self.pipe = pipe
+        self.plan = plan
         self.missing = missing
         self.image_sets = image_sets
         self.provenance = provenance
@@ -255,9 +287,7 @@ class GenerationRun:
 
     def run(self) -> GenerationJob:
         """Generate, store and count; finish the job DONE, or CANCELLED when asked to stop."""
-        requests = [
-            ImageRequest(prompt=p.prompt["text"], seed=p.seed, key=p.external_id) for p in self.missing
-        ]
+        requests = batch_requests(self.plan, self.by_key)
         try:
             report = generate_images(
                 self.pipe,
@@ -275,7 +305,7 @@ class GenerationRun:
                 self.encoder.shutdown(wait=True, cancel_futures=True)
         status = GenerationJob.Status.CANCELLED if report.cancelled else GenerationJob.Status.DONE
         statistics_refresh(Item, ItemImage, rows=report.generated)  # items arrive a batch at a time
-        job = job_finish(GenerationJob, self.job.pk, status=status)
+        job = job_finish(GenerationJob, self.job.pk, status=status, token=self.token)
         if self.progress is not None:
             self.progress(job)
         return job
@@ -394,8 +424,9 @@ class GenerationRun:
         GenerationJob.objects.filter(pk=self.job.pk).update(failed=F("failed") + 1)
 
     def should_cancel(self) -> bool:
-        """Before every batch: stamp the heartbeat and stop if cancellation was requested (one query)."""
-        return job_heartbeat(GenerationJob, self.job.pk)
+        """Before every batch: stamp the heartbeat and stop if cancellation was requested or the job
+        was taken over by another run (one query)."""
+        return job_heartbeat(GenerationJob, self.job.pk, self.token)
 
 
 def generation_job_run(
@@ -405,19 +436,40 @@ def generation_job_run(
     device: str | None = None,
     encoder_threads: int | None = None,
 ) -> GenerationJob:
-    """Run a pending job (the worker's side). Claims it with a compare-and-set, so two workers
-    never run one job; makes only the missing images; records each failure; stops between
-    batches when cancelled. Terminal problems (bad settings, a model that cannot load) mark the
-    job FAILED with the reason. ``encoder_threads``: PNG encoder threads beside the pipeline
-    (default: two on a GPU, none on the CPU; see ``_encoder_for``)."""
-    claimed = job_claim(GenerationJob, job_id)
+    """Run a pending job, or take over a stale one (the worker's side). Claims it with a
+    compare-and-set, so two workers never run one job; makes only the missing images (so a job
+    resumed after its worker died goes on where it stopped); records each failure; stops between
+    batches when cancelled or taken over. Terminal problems (bad settings, a model that cannot
+    load) mark the job FAILED with the reason. While the run lasts a thread stamps the heartbeat
+    (``job_keepalive``: a model that loads for minutes, or a slow batch on a CPU, never looks like a
+    lost worker); the stamp before every batch also asks whether to stop. ``encoder_threads``: PNG
+    encoder threads beside the pipeline (default: two on a GPU, none on the CPU; see
+    ``_encoder_for``)."""
+    claim = job_claim(GenerationJob, job_id)
     job = GenerationJob.objects.select_related("study").get(pk=job_id)
-    if not claimed:
+    if claim is None:
         return job
+    with job_keepalive(GenerationJob, job.pk, claim.token):
+        return _generation_job_run_claimed(
+            job, claim.token, progress=progress, device=device, encoder_threads=encoder_threads
+        )
+
+
+def _generation_job_run_claimed(
+    job: GenerationJob,
+    token: str,
+    *,
+    progress: Progress | None,
+    device: str | None,
+    encoder_threads: int | None,
+) -> GenerationJob:
+    """The run of a claimed job (see ``generation_job_run``)."""
     try:
         spec = model_spec_from_dict(job.model_spec)
     except ValidationFailed as exc:
-        return job_finish(GenerationJob, job.pk, status=GenerationJob.Status.FAILED, error=exc.message)
+        return job_finish(
+            GenerationJob, job.pk, status=GenerationJob.Status.FAILED, error=exc.message, token=token
+        )
     image_sets = job.study.protocol_obj.unit == "image_set"
     plan = job_plan(job, image_sets=image_sets)
     existing = set(
@@ -433,7 +485,7 @@ def generation_job_run(
     if progress is not None:
         progress(job)
     if not missing:
-        return job_finish(GenerationJob, job.pk, status=GenerationJob.Status.DONE)
+        return job_finish(GenerationJob, job.pk, status=GenerationJob.Status.DONE, token=token)
     try:
         pipe = load_pipeline(spec, device)
     except (OSError, ValueError, RuntimeError, ImportError) as exc:
@@ -442,6 +494,7 @@ def generation_job_run(
             job.pk,
             status=GenerationJob.Status.FAILED,
             error=f"cannot load the model {spec.source!r}: {exc}",
+            token=token,
         )
     provenance = model_provenance(spec, pipe)
     GenerationJob.objects.filter(pk=job.pk).update(provenance=provenance)
@@ -450,10 +503,18 @@ def generation_job_run(
         job=job,
         spec=spec,
         pipe=pipe,
+        plan=plan,
         missing=missing,
         image_sets=image_sets,
         provenance=provenance,
         failed_before=failed_before,
         encoder=_encoder_for(pipe, encoder_threads),
+        token=token,
         progress=progress,
     ).run()
+
+
+def generation_jobs_resume_stale() -> list[int]:
+    """Queue again every generation job whose worker was lost (see ``common.jobs.jobs_resume_stale``);
+    the run makes only the images still missing."""
+    return jobs_resume_stale(GenerationJob, task_name=GENERATION_TASK)

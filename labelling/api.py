@@ -23,6 +23,9 @@ from labelling.services import labelling_job_cancel, labelling_job_create
 class LabellingJobSerializer(serializers.ModelSerializer[LabellingJob]):
     labeller = serializers.CharField(source="annotator.__str__", read_only=True)
     progress_percent = serializers.IntegerField(read_only=True)
+    worker_note = serializers.CharField(
+        read_only=True, help_text='"worker lost, resumed" when a run was taken over from a lost worker'
+    )
 
     class Meta:
         model = LabellingJob
@@ -47,7 +50,11 @@ class LabellingJobSerializer(serializers.ModelSerializer[LabellingJob]):
             "error",
             "created_at",
             "started_at",
+            "heartbeat_at",
             "finished_at",
+            "resumed_count",
+            "resumed_at",
+            "worker_note",
         ]
 
 

@@ -12,6 +12,8 @@ validated (``annotations.protocols.answers.clean_answer``), stores valid ones as
 reason, re-asking failed questions with backoff up to ``max_attempts``. Nothing is coerced or
 dropped silently. Items this labeller has already fully answered are skipped, and VLM answers are
 cached by (image hashes, prompt, model, settings), so a re-run costs nothing for what is answered.
+Within an item only the questions this labeller has not answered are asked, so a job resumed after
+its worker died (``common.jobs``: a stale job is taken over) stores no answer twice.
 """
 
 from __future__ import annotations
@@ -38,7 +40,16 @@ from annotations.protocols.schema import Question
 from annotations.selectors.features import embeddings_by_item
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from common.errors import ValidationFailed
-from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
+from common.jobs import (
+    Heartbeat,
+    JobStopped,
+    job_claim,
+    job_enqueue,
+    job_finish,
+    job_heartbeat,
+    job_keepalive,
+    jobs_resume_stale,
+)
 from labelling.cache import CachedAnswer
 from labelling.labellers.base import LabelItem, Labeller, LabellerError, LabelOutcome
 from labelling.labellers.registry import LABELLER_CLASSES, get_labeller_class
@@ -179,10 +190,19 @@ def labelling_job_create(
         metadata_filter=metadata_filter,
     )
     if enqueue:
-        # Local models want a GPU worker; API labellers and rules run anywhere.
-        queue = "gpu" if annotator.config.get("kind") in LOCAL_MODEL_KINDS else "celery"
-        job_enqueue(task_name=LABELLING_TASK, job_id=job.pk, queue=queue)
+        job_enqueue(task_name=LABELLING_TASK, job_id=job.pk, queue=labelling_queue(job))
     return job
+
+
+def labelling_queue(job: LabellingJob) -> str:
+    """Local models want a GPU worker; API labellers and rules run anywhere."""
+    return "gpu" if job.annotator.config.get("kind") in LOCAL_MODEL_KINDS else "celery"
+
+
+def labelling_jobs_resume_stale() -> list[int]:
+    """Queue again every labelling job whose worker was lost (``common.jobs.jobs_resume_stale``);
+    the run asks only the questions still unanswered."""
+    return jobs_resume_stale(LabellingJob, task_name=LABELLING_TASK, queue_for=labelling_queue)
 
 
 def labelling_job_cancel(*, job: LabellingJob) -> LabellingJob:
@@ -229,47 +249,65 @@ def _label_item(item: Item) -> tuple[LabelItem | None, str | None]:
 def labelling_job_run(
     *, job_id: int, progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep
 ) -> LabellingJob:
-    """Run a pending labelling job (claimed compare-and-set); see the module docstring."""
-    claimed = job_claim(LabellingJob, job_id)
+    """Run a pending labelling job, or take over a stale one (claimed compare-and-set); see the
+    module docstring. While the run lasts a thread stamps the heartbeat (``job_keepalive``: a local
+    model that loads, or a slow API, never looks like a lost worker); the stamps before every
+    batch and between retries also ask whether to stop (cancelled, or taken over)."""
+    claim = job_claim(LabellingJob, job_id)
     job = LabellingJob.objects.select_related("study", "annotator").get(pk=job_id)
-    if not claimed:
+    if claim is None:
         return job
+    with job_keepalive(LabellingJob, job.pk, claim.token):
+        return _labelling_job_run_claimed(job, claim.token, progress=progress, sleep=sleep)
+
+
+def _labelling_job_run_claimed(
+    job: LabellingJob, token: str, *, progress: Progress | None, sleep: Callable[[float], None]
+) -> LabellingJob:
+    """The run of a claimed job (see ``labelling_job_run``)."""
     try:
         labeller = labeller_build(job.annotator)
     except ValidationFailed as exc:
-        return job_finish(LabellingJob, job.pk, status=LabellingJob.Status.FAILED, error=exc.message)
+        return job_finish(
+            LabellingJob, job.pk, status=LabellingJob.Status.FAILED, error=exc.message, token=token
+        )
     config = job.annotator.config
     max_attempts = int(config.get("max_attempts", 3 if config.get("kind") == "vlm" else 1))
     backoff = float(config.get("retry_backoff_s", 2.0))
     batch_size = int(config.get("job_batch_size", DEFAULT_BATCH))
     protocol = job.study.protocol_obj
     ids = job_items(job)
-    LabellingJob.objects.filter(pk=job.pk).update(total_items=len(ids))
+    # Progress counts this run's walk over the items (a resumed run walks them all again, skipping
+    # what is answered); answers, failures, cache hits and cost add up over every run of the job.
+    LabellingJob.objects.filter(pk=job.pk).update(total_items=len(ids), done_items=0, skipped=0)
     answered_before = set(
         Annotation.objects.filter(annotator=job.annotator, item_id__in=ids).values_list(
             "item_id", "question_key"
         )
     )
+    beat = Heartbeat(LabellingJob, job.pk, token)
     try:
         for start in range(0, len(ids), batch_size):
-            if job_heartbeat(LabellingJob, job.pk):  # stamps the heartbeat; True: cancelled
-                return job_finish(LabellingJob, job.pk, status=LabellingJob.Status.CANCELLED)
+            if job_heartbeat(LabellingJob, job.pk, token):  # stamps; True: cancelled or taken over
+                return job_finish(LabellingJob, job.pk, status=LabellingJob.Status.CANCELLED, token=token)
             items = list(
                 Item.objects.filter(pk__in=ids[start : start + batch_size])
                 .prefetch_related("images")
                 .order_by("id")
             )
-            _label_batch(job, labeller, protocol, items, answered_before, max_attempts, backoff, sleep)
+            _label_batch(job, labeller, protocol, items, answered_before, max_attempts, backoff, sleep, beat)
             cache = getattr(labeller, "cache", None)
             if isinstance(cache, DbLabelCache):
                 cache.flush()
             if progress is not None:
                 progress(LabellingJob.objects.get(pk=job.pk))
+    except JobStopped:
+        return job_finish(LabellingJob, job.pk, status=LabellingJob.Status.CANCELLED, token=token)
     finally:
         close = getattr(labeller, "close", None)
         if callable(close):
             close()
-    return job_finish(LabellingJob, job.pk, status=LabellingJob.Status.DONE)
+    return job_finish(LabellingJob, job.pk, status=LabellingJob.Status.DONE, token=token)
 
 
 def _label_batch(
@@ -281,6 +319,7 @@ def _label_batch(
     max_attempts: int,
     backoff: float,
     sleep: Callable[[float], None],
+    beat: Callable[[], None] = lambda: None,
 ) -> None:
     # Items that need the same resolved questions go to the labeller together (batched models).
     groups: dict[str, tuple[list[Item], list[dict[str, Any]]]] = {}
@@ -290,15 +329,17 @@ def _label_batch(
             for q in protocol.questions_for(item.metadata)
             if labeller.supports(question_for_labeller(q, item))
         ]
-        if questions and all((item.pk, q.key) in answered_before for q in questions):
+        unanswered = [q for q in questions if (item.pk, q.key) not in answered_before]
+        if questions and not unanswered:
             LabellingJob.objects.filter(pk=job.pk).update(
                 skipped=F("skipped") + 1, done_items=F("done_items") + 1
             )
             continue
-        resolved = [question_for_labeller(q, item) for q in questions]
+        resolved = [question_for_labeller(q, item) for q in unanswered]
         key = json.dumps(resolved, sort_keys=True)
         groups.setdefault(key, ([], resolved))[0].append(item)
     for group_items, resolved in groups.values():
+        beat()
         label_items: list[LabelItem] = []
         by_id: dict[int, Item] = {}
         for item in group_items:
@@ -326,6 +367,7 @@ def _label_batch(
             if not retry:
                 break
             sleep(min(backoff * 2 ** (attempt - 2), 60.0))
+            beat()
             for label_item in label_items:
                 retry_questions = retry.get(label_item.item_id)
                 if not retry_questions:
@@ -348,6 +390,12 @@ def _by_item(outcomes: Sequence[LabelOutcome]) -> dict[Any, list[LabelOutcome]]:
     for outcome in outcomes:
         grouped.setdefault(outcome.item_id, []).append(outcome)
     return grouped
+
+
+def _stored_value(item: Item, annotator: Annotator, question_key: str) -> Any:
+    """The labeller's stored answer to ``question_key`` on ``item``, or None."""
+    stored = Annotation.objects.filter(item=item, annotator=annotator, question_key=question_key).first()
+    return None if stored is None else stored.value
 
 
 def _store(
@@ -389,6 +437,8 @@ def _store(
         if error is None and question is not None:
             if question.show_if is not None:
                 parent = values.get(question.show_if["question"])
+                if parent is None:  # answered in an earlier run (a resumed job asks only the rest)
+                    parent = _stored_value(item, job.annotator, question.show_if["question"])
                 if parent is None or str(parent) not in question.show_if["in"]:
                     LabelAttempt.objects.create(
                         job=job,
@@ -405,10 +455,8 @@ def _store(
             if question.kind == "boxes" and question.linked_question:
                 selected = values.get(question.linked_question)
                 if selected is None:
-                    stored = Annotation.objects.filter(
-                        item=item, annotator=job.annotator, question_key=question.linked_question
-                    ).first()
-                    selected = stored.value if stored is not None else []
+                    selected = _stored_value(item, job.annotator, question.linked_question)
+                    selected = [] if selected is None else selected
             try:
                 answer = clean_answer(
                     question,

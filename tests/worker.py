@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -32,9 +33,11 @@ def test_database_url() -> str:
 
 @contextmanager
 def celery_worker(
-    *, queues: str = "celery,gpu", extra_env: dict[str, str] | None = None
+    *, queues: str = "celery,gpu", extra_env: dict[str, str] | None = None, log: Path | None = None
 ) -> Iterator[subprocess.Popen]:
-    """A worker process (solo pool) that sees the test database and the test media folder."""
+    """A worker process (solo pool) that sees the test database and the test media folder. It runs
+    in its own process group (see :func:`kill_worker`); its output goes to ``log`` when given (a
+    long run could fill a pipe nobody reads), else to a pipe read when a test fails."""
     env = {
         **os.environ,
         "DATABASE_URL": test_database_url(),
@@ -43,6 +46,7 @@ def celery_worker(
         "CELERY_TASK_ALWAYS_EAGER": "false",
         **(extra_env or {}),
     }
+    output = subprocess.PIPE if log is None else log.open("a")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -63,18 +67,32 @@ def celery_worker(
         ],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=output,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,
     )
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+        if not isinstance(output, int):  # a log file we opened (subprocess.PIPE is an int)
+            output.close()
+
+
+def kill_worker(process: subprocess.Popen) -> None:
+    """SIGKILL the worker's whole process group, as the out-of-memory killer or a lost machine would:
+    no shutdown, no acknowledgement, no cleanup."""
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=20)
 
 
 def wait_for(predicate, *, timeout: float = 90, every: float = 0.25) -> bool:

@@ -264,6 +264,23 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 # Diffusers and local-model work run on their own queue, so GPU workers take only that.
 CELERY_TASK_ROUTES = {"generation.tasks.generate_*": {"queue": "gpu"}}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker that dies (docs/deploy.md, "When a worker dies"): a running job's worker stamps its
+# heartbeat every fifth of this; a RUNNING job whose heartbeat is older than this many seconds is
+# taken over and resumed. Every worker sweeps for such jobs this often (0: never; run
+# `manage.py resume_stale_jobs` from cron instead).
+WORKBENCH_JOB_STALE_SECONDS = env_int("WORKBENCH_JOB_STALE_SECONDS", 120)
+WORKBENCH_JOB_SWEEP_SECONDS = env_int("WORKBENCH_JOB_SWEEP_SECONDS", 60)
+# Redis gives an unacknowledged task (its worker died) to another worker after this many seconds;
+# a task given twice is harmless (claims are compare-and-set). The SQLite broker never gives a task
+# twice: the sweep above resumes those jobs.
+WORKBENCH_BROKER_VISIBILITY_TIMEOUT = env_int("WORKBENCH_BROKER_VISIBILITY_TIMEOUT", 900)
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": WORKBENCH_BROKER_VISIBILITY_TIMEOUT,
+        # look for such tasks every quarter of the timeout (at most every 10 s), not every 100 s
+        "unacked_restore_interval": max(1, min(10, WORKBENCH_BROKER_VISIBILITY_TIMEOUT // 4)),
+        "unacked_restore_throttle": 1,
+    }
 CELERY_TIMEZONE = TIME_ZONE
 
 LOGGING = {

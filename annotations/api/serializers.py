@@ -274,6 +274,9 @@ class AnnotationSerializer(serializers.ModelSerializer[Annotation]):
 
 class ExportJobSerializer(serializers.ModelSerializer[ExportJob]):
     download_url = serializers.SerializerMethodField()
+    worker_note = serializers.CharField(
+        read_only=True, help_text='"worker lost, resumed" when a run was taken over from a lost worker'
+    )
 
     class Meta:
         model = ExportJob
@@ -285,7 +288,11 @@ class ExportJobSerializer(serializers.ModelSerializer[ExportJob]):
             "status",
             "error",
             "created_at",
+            "heartbeat_at",
             "finished_at",
+            "resumed_count",
+            "resumed_at",
+            "worker_note",
             "download_url",
         ]
 

@@ -19,13 +19,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import tempfile
+import shutil
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from django.conf import settings
 from django.core.files import File
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
@@ -47,7 +49,16 @@ from annotations.selectors.pools import attributes_in_study, pools_in_study
 from annotations.selectors.study_options import study_options
 from annotations.services.labelstudio_export import export_labelstudio, labelstudio_refusal
 from annotations.services.parquet_export import export_parquet
-from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat
+from common.jobs import (
+    Heartbeat,
+    JobStopped,
+    job_claim,
+    job_enqueue,
+    job_finish,
+    job_heartbeat,
+    job_keepalive,
+    jobs_resume_stale,
+)
 from common.spreadsheet import csv_cell
 
 FORMAT_VERSION = 1
@@ -310,11 +321,13 @@ def export_csv(study: Study, *, raw: bool = False) -> Iterator[str]:
         yield flush()
 
 
-def export_zip(study: Study, out: Path) -> None:
-    """Write ``study.jsonl`` and every image file (under ``files/<sha256>``) to a zip at ``out``."""
+def export_zip(study: Study, out: Path, *, tick: Callable[[], None] = lambda: None) -> None:
+    """Write ``study.jsonl`` and every image file (under ``files/<sha256>``) to a zip at ``out``.
+    ``tick`` is called for every line and file (a background job's heartbeat)."""
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         with archive.open("study.jsonl", "w") as handle:
             for line in export_jsonl(study):
+                tick()
                 handle.write(line.encode("utf-8"))
         written: set[str] = set()
         images = ItemImage.objects.filter(item__study=study).exclude(file="").order_by("id")
@@ -323,6 +336,7 @@ def export_zip(study: Study, out: Path) -> None:
             if path in written:
                 continue
             written.add(path)
+            tick()
             with image.file.open("rb") as source, archive.open(path, "w") as target:
                 while chunk := source.read(1024 * 1024):
                     target.write(chunk)
@@ -466,21 +480,26 @@ def export_refusal(study: Study, fmt: str) -> str | None:
     return None
 
 
-def export_to_file(study: Study, fmt: str, out: Path, *, raw: bool = False) -> None:
+def export_to_file(
+    study: Study, fmt: str, out: Path, *, raw: bool = False, tick: Callable[[], None] = lambda: None
+) -> None:
     """Write an export in ``fmt`` (jsonl, csv, zip, coco, labelstudio, parquet) to ``out``; ``raw``: CSV
-    text as stored."""
+    text as stored; ``tick`` is called for every line or file written (a background job's heartbeat)."""
     if fmt == "zip":
-        export_zip(study, out)
+        export_zip(study, out, tick=tick)
         return
     if fmt == "labelstudio":
+        tick()
         export_labelstudio(study, out)
         return
     if fmt == "parquet":
+        tick()
         export_parquet(study, out)
         return
     lines = export_lines(study, fmt, raw=raw)
     with out.open("w", encoding="utf-8", newline="") as handle:
         for line in lines:
+            tick()
             handle.write(line)
 
 
@@ -500,21 +519,60 @@ def export_job_create(*, study: Study, user: Any, fmt: str, raw: bool = False) -
     return job
 
 
+def export_job_file_name(job: ExportJob) -> str:
+    """The storage name of a job's file: one per job, the same on every run of it."""
+    suffix = SUFFIXES.get(job.format, job.format)
+    return f"{ExportJob.file.field.upload_to}study-{job.study_id}-export-{job.pk}.{suffix}"
+
+
+def export_job_workdir(job: ExportJob) -> Path:
+    """Where a run writes the job's file before storing it (``DATA_DIR/tmp/exports/job-<id>``):
+    a fixed place, so a run that takes over from a lost worker removes what that one left."""
+    return Path(settings.DATA_DIR) / "tmp" / "exports" / f"job-{job.pk}"
+
+
 def export_job_run(*, job_id: int) -> ExportJob:
-    """Claim a pending export job (compare-and-set) and write its file; idempotent. A job whose
-    cancellation is requested before the writing starts ends cancelled."""
-    claimed = job_claim(ExportJob, job_id)
+    """Claim a pending export job, or take over a stale one (compare-and-set), and write its file.
+
+    The file is written from scratch on every run, in :func:`export_job_workdir` (emptied first:
+    what a lost worker left there goes), and stored once, at the end, under
+    :func:`export_job_file_name` (a file a lost run stored before it could finish is replaced, not
+    kept beside the new one). While the run lasts a thread stamps the heartbeat
+    (``job_keepalive``); the writing asks every few seconds whether to stop: a job whose
+    cancellation is requested before or while it writes ends cancelled, and a run that was taken
+    over stops without touching the job."""
+    claim = job_claim(ExportJob, job_id)
     job = ExportJob.objects.select_related("study").get(pk=job_id)
-    if not claimed:
+    if claim is None:
         return job
-    if job_heartbeat(ExportJob, job.pk):
-        return job_finish(ExportJob, job.pk, status=ExportJob.Status.CANCELLED)
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / export_filename(job.study_id, job.format)
+    with job_keepalive(ExportJob, job.pk, claim.token):
+        return _export_job_run_claimed(job, claim.token)
+
+
+def _export_job_run_claimed(job: ExportJob, token: str) -> ExportJob:
+    """The run of a claimed export job (see ``export_job_run``)."""
+    if job_heartbeat(ExportJob, job.pk, token):
+        return job_finish(ExportJob, job.pk, status=ExportJob.Status.CANCELLED, token=token)
+    folder = export_job_workdir(job)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    try:
+        out = folder / export_filename(job.study_id, job.format)
         try:
-            export_to_file(job.study, job.format, out, raw=job.raw)
+            export_to_file(job.study, job.format, out, raw=job.raw, tick=Heartbeat(ExportJob, job.pk, token))
+        except JobStopped:
+            return job_finish(ExportJob, job.pk, status=ExportJob.Status.CANCELLED, token=token)
         except (OSError, ValueError) as exc:
-            return job_finish(ExportJob, job.pk, status=ExportJob.Status.FAILED, error=str(exc))
+            return job_finish(ExportJob, job.pk, status=ExportJob.Status.FAILED, error=str(exc), token=token)
+        name = export_job_file_name(job)
+        default_storage.delete(name)  # a lost run's file, if it stored one
         with out.open("rb") as handle:
-            job.file.save(out.name, File(handle), save=False)
-    return job_finish(ExportJob, job.pk, status=ExportJob.Status.DONE, file=job.file.name)
+            stored = default_storage.save(name, File(handle))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return job_finish(ExportJob, job.pk, status=ExportJob.Status.DONE, file=stored, token=token)
+
+
+def export_jobs_resume_stale() -> list[int]:
+    """Queue again every export job whose worker was lost (``common.jobs.jobs_resume_stale``)."""
+    return jobs_resume_stale(ExportJob, task_name=EXPORT_TASK)

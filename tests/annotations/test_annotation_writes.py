@@ -126,10 +126,24 @@ def test_a_labeller_re_answer_keeps_a_revision_and_takes_the_new_time(owner) -> 
     run()
     product = Annotation.objects.get(annotator=labeller, question_key="product_color")
     assert product.value == "red"
-    # Someone's earlier answer, with a time no labeller run takes; the item is no longer fully answered.
+    # Someone's earlier answer, with a time no labeller run takes.
     Annotation.objects.filter(pk=product.pk).update(value="green", time_spent_ms=999_999)
     Annotation.objects.filter(annotator=labeller, question_key="background_color").delete()
-    run()
+    run()  # a job asks only what is unanswered (docs/labellers.md): the background, not the product
+    assert _shape(product) == {"revisions": [], "time_spent_ms": 999_999, "source": "labeller"}
+    # The labeller's re-answer, stored through the write its jobs use.
+    annotations_save(
+        study_id=study.pk,
+        answers=[
+            AnswerToSave(
+                item_id=product.item_id,
+                annotator=labeller,
+                answer=CleanAnswer("product_color", "red"),
+                time_spent_ms=12,
+            )
+        ],
+        source=Annotation.Source.LABELLER,
+    )
     shape = _shape(product)
     assert shape["revisions"] == [("green", None)] and shape["source"] == "labeller"
     assert shape["time_spent_ms"] is not None and shape["time_spent_ms"] != 999_999

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from annotations.protocols.schema import load_preset
 from annotations.services.studies import enrollment_add
@@ -194,3 +197,46 @@ def test_a_mitigation_prompt_set_is_built_for_the_named_axes() -> None:
         prompt_set_build("biasconnect-mitigation", subject="nurse", mitigate=["hair"])
     with pytest.raises(PromptSetError, match="needs a subject"):
         prompt_set_build("biasconnect-mitigation", mitigate=["age"])
+
+
+def test_a_job_whose_worker_was_lost_can_be_rerun_from_the_page_and_the_api(
+    clients, image_study, owner, settings, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    """A RUNNING job with a fresh heartbeat is refused ("already queued or running"); once its
+    heartbeat is older than WORKBENCH_JOB_STALE_SECONDS the page says so, offers Re-run, and the job
+    is queued again, counted as resumed."""
+    from workbench.celery import app
+
+    settings.WORKBENCH_JOB_STALE_SECONDS = 60
+    sent: list[int] = []
+    task = app.tasks["generation.tasks.generate_images_task"]
+    monkeypatch.setattr(task, "apply_async", lambda args, **options: sent.append(args[0]))
+    job = GenerationJob.objects.create(
+        study=image_study,
+        created_by=owner,
+        name="x",
+        prompts=[{"text": "a"}],
+        model_spec=MODEL,
+        model_label="m",
+        total_images=1,
+        status=GenerationJob.Status.RUNNING,
+        heartbeat_at=timezone.now() - timedelta(seconds=30),
+    )
+    refused = clients["owner"].post(f"/api/generation-jobs/{job.pk}/rerun/")
+    assert refused.status_code == 400 and "already queued or running" in refused.json()["detail"]
+    page = Client()
+    page.force_login(owner)
+    assert "disabled>Re-run" in page.get(f"/generation/jobs/{job.pk}/").content.decode()
+    GenerationJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=90))
+    detail = page.get(f"/generation/jobs/{job.pk}/").content.decode()
+    assert "worker lost, waiting to resume" in detail and "disabled>Re-run" not in detail
+    with django_capture_on_commit_callbacks(execute=True):
+        response = page.post(f"/generation/jobs/{job.pk}/rerun/")
+    assert response.status_code == 302 and sent == [job.pk]
+    data = clients["owner"].get(f"/api/generation-jobs/{job.pk}/").json()
+    assert (data["status"], data["resumed_count"], data["worker_note"]) == (
+        "pending",
+        1,
+        "worker lost, resumed",
+    )
+    assert "worker lost, resumed" in page.get(f"/generation/jobs/{job.pk}/").content.decode()

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotations.models import Annotation, ItemFeature
+from annotations.models import Annotation, AnnotationRevision, ItemFeature
 from annotations.protocols.schema import load_preset, load_protocol_text
 from annotations.services.item_import import item_add_files
 from common.errors import ValidationFailed
@@ -83,6 +83,20 @@ def test_the_colour_rule_labels_drawn_images_into_the_vocabulary(cups) -> None:
     assert Annotation.objects.filter(annotator=colour).first().source == "labeller"
     again = run(cups, colour)  # everything answered: nothing is asked again
     assert (again.skipped, again.answered) == (2, 0)
+
+
+def test_a_partly_answered_item_is_asked_only_what_is_missing(cups) -> None:
+    """A run that stopped inside an item (its worker killed between two answers) left some of the
+    item's questions answered: the resumed run asks only the rest, so no answer is given twice."""
+    colour = labeller_register(name="colour-rule", kind="colour", config={})
+    run(cups, colour)
+    Annotation.objects.filter(
+        annotator=colour, item__external_id="red-on-white", question_key="background_color"
+    ).delete()
+    resumed = run(cups, colour)
+    assert (resumed.status, resumed.answered, resumed.skipped, resumed.done_items) == ("done", 1, 1, 2)
+    assert answers(cups, colour)[("red-on-white", "background_color")] == "white"
+    assert not AnnotationRevision.objects.filter(annotation__annotator=colour).exists()
 
 
 def test_a_new_configuration_is_a_new_version(cups) -> None:
