@@ -31,7 +31,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations.models import Annotation, Annotator, Assignment, Study, User
-from annotations.protocols.answers import AnswerError, CleanAnswer, ItemContext, clean_answer
+from annotations.protocols.answers import (
+    AnswerError,
+    CleanAnswer,
+    ItemContext,
+    clean_answer,
+    missing_boxes_message,
+    options_without_box,
+)
 from annotations.protocols.schema import Protocol, Question
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from annotations.services.studies import annotator_for_user
@@ -250,6 +257,7 @@ def foreign_answers_save(
             selected = derived
         answer = _clean(protocol, question, entry, entry.value, selected)
         cleaned[(entry.item.item_id, entry.who, question.key)] = (entry, answer)
+    _check_boxes_cover_selections(study, protocol, cleaned, annotators)
     counts = annotations_save(
         study_id=study.pk,
         answers=[
@@ -267,6 +275,50 @@ def foreign_answers_save(
     report.skips = _skips_save(study, skips, annotators)
     statistics_refresh(Annotation, Annotator, rows=counts.created)
     return report
+
+
+def _check_boxes_cover_selections(
+    study: Study,
+    protocol: Protocol,
+    cleaned: dict[tuple[int, Who, str], tuple[ForeignAnswer, CleanAnswer]],
+    annotators: dict[Who, Annotator],
+) -> None:
+    """``boxes_required: each_selected`` for a person's selection whose boxes are not in the file.
+
+    Boxes given in the file were checked against their selection when cleaned; a selection without
+    them is checked against the boxes already stored for that person and item, and refused by its
+    place in the file when an option has none (as the JSONL import and the task page do). A machine
+    annotator may answer the multi question alone (docs/protocols.md).
+    """
+    for boxes_question in protocol.questions:
+        if boxes_question.kind != "boxes" or boxes_question.boxes_required != "each_selected":
+            continue
+        linked = protocol.question(str(boxes_question.linked_question))
+        none_key = linked.none_option.key if linked.none_option else None
+        open_selections = [
+            (entry, answer)
+            for (item_id, who, key), (entry, answer) in cleaned.items()
+            if key == linked.key
+            and who.kind != Annotator.Kind.MACHINE
+            and (item_id, who, boxes_question.key) not in cleaned
+            and boxes_question.applies_to(entry.item.metadata)
+            and options_without_box(boxes_question, [], answer.value, none_key)
+        ]
+        for entry, answer in open_selections:
+            stored = Annotation.objects.filter(
+                study=study,
+                item_id=entry.item.item_id,
+                annotator=annotators[entry.who],
+                question_key=boxes_question.key,
+            ).values_list("value", flat=True)
+            boxes = next(iter(stored), None)
+            missing = options_without_box(
+                boxes_question, boxes if isinstance(boxes, list) else [], answer.value, none_key
+            )
+            if missing:
+                raise ImportRefused(
+                    f"{entry.where}: '{boxes_question.key}': {missing_boxes_message(missing, linked.key)}"
+                )
 
 
 def _skips_save(study: Study, skips: Sequence[ForeignSkip], annotators: dict[Who, Annotator]) -> int:

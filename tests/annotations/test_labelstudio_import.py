@@ -514,3 +514,25 @@ def test_the_new_study_page_creates_a_study_from_label_studio(owner, annotator_u
     other = Client()
     other.force_login(annotator_user)
     assert other.post("/studies/new/labelstudio/", {"name": "x"}).status_code == 403
+
+
+def test_a_selection_without_its_boxes_is_refused_when_the_protocol_requires_them(owner, tmp_path) -> None:
+    """Issue 14's rule holds for this import too: each selected option needs a box (a person's)."""
+    _report, study = create("project_export.json")
+    study.protocol = {
+        **study.protocol,
+        "questions": [
+            {**q, "boxes_required": "each_selected"} if q["key"] == "boxes" else q
+            for q in study.protocol["questions"]
+        ],
+    }
+    study.save(update_fields=["protocol"])
+    Annotation.objects.filter(study=study, question_key="boxes").delete()
+    before = answers(study)
+    tasks = project_tasks()
+    for task in tasks:
+        for annotation in task.get("annotations", []):
+            annotation["result"] = [r for r in annotation["result"] if r.get("from_name") != "boxes"]
+    with pytest.raises(CommandError, match=r"task 101.*'boxes'.*no box: 'hat', 'glasses'"):
+        run_import(write_export(tmp_path, tasks), "--study", str(study.pk), "--media-root", str(MEDIA))
+    assert answers(study) == before
