@@ -46,18 +46,22 @@ def _schemas() -> tuple[Any, Any]:
             ("image", pa.int64()),
         ]
     )
+    # The item's provenance leads both tables, in the same order (``_provenance``).
+    provenance = [
+        ("study_id", pa.int64()),
+        ("study", pa.string()),
+        ("item", pa.string()),
+        ("item_kind", pa.string()),
+        ("condition", pa.string()),
+        ("model", pa.string()),
+        ("prompt", pa.string()),
+        ("seed", pa.int64()),
+        ("text", pa.string()),
+        ("is_reference", pa.bool_()),
+    ]
     annotations = pa.schema(
         [
-            ("study_id", pa.int64()),
-            ("study", pa.string()),
-            ("item", pa.string()),
-            ("item_kind", pa.string()),
-            ("condition", pa.string()),
-            ("model", pa.string()),
-            ("prompt", pa.string()),
-            ("seed", pa.int64()),
-            ("text", pa.string()),
-            ("is_reference", pa.bool_()),
+            *provenance,
             ("control_kind", pa.string()),
             ("annotator", pa.string()),
             ("annotator_kind", pa.string()),
@@ -82,16 +86,7 @@ def _schemas() -> tuple[Any, Any]:
     )
     items = pa.schema(
         [
-            ("study_id", pa.int64()),
-            ("study", pa.string()),
-            ("item", pa.string()),
-            ("item_kind", pa.string()),
-            ("condition", pa.string()),
-            ("model", pa.string()),
-            ("prompt", pa.string()),
-            ("seed", pa.int64()),
-            ("text", pa.string()),
-            ("is_reference", pa.bool_()),
+            *provenance,
             ("expert_only", pa.bool_()),
             ("control_kind", pa.string()),
             ("sha256", pa.string()),
@@ -127,6 +122,22 @@ def _answer_columns(
     return None, None, None
 
 
+def _provenance(study: Study, item: Item) -> dict[str, Any]:
+    """The columns that lead both tables: the study and the item's provenance."""
+    return {
+        "study_id": study.pk,
+        "study": study.name,
+        "item": item.external_id,
+        "item_kind": item.kind,
+        "condition": item.condition,
+        "model": item.model_name,
+        "prompt": item.prompt,
+        "seed": item.seed,
+        "text": item.text,
+        "is_reference": item.is_reference,
+    }
+
+
 def _annotation_rows(study: Study) -> Iterator[dict[str, Any]]:
     protocol = study.protocol_obj
     kinds = {question.key: question.kind for question in protocol.questions}
@@ -142,16 +153,7 @@ def _annotation_rows(study: Study) -> Iterator[dict[str, Any]]:
         kind = kinds.get(annotation.question_key, "")
         label, labels, boxes = _answer_columns(kind, annotation.value)
         yield {
-            "study_id": study.pk,
-            "study": study.name,
-            "item": item.external_id,
-            "item_kind": item.kind,
-            "condition": item.condition,
-            "model": item.model_name,
-            "prompt": item.prompt,
-            "seed": item.seed,
-            "text": item.text,
-            "is_reference": item.is_reference,
+            **_provenance(study, item),
             "control_kind": item.control_kind,
             "annotator": annotator.name,
             "annotator_kind": annotator.kind,
@@ -180,16 +182,7 @@ def _item_rows(study: Study) -> Iterator[dict[str, Any]]:
     )
     for item in items.iterator(chunk_size=CHUNK):
         yield {
-            "study_id": study.pk,
-            "study": study.name,
-            "item": item.external_id,
-            "item_kind": item.kind,
-            "condition": item.condition,
-            "model": item.model_name,
-            "prompt": item.prompt,
-            "seed": item.seed,
-            "text": item.text,
-            "is_reference": item.is_reference,
+            **_provenance(study, item),
             "expert_only": item.expert_only,
             "control_kind": item.control_kind,
             "sha256": item.sha256,
