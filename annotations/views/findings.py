@@ -29,7 +29,7 @@ from annotations.selectors.findings.report import metrics_report_cached
 from annotations.services.feature_import import features_import
 from annotations.views.figures import DRAW, FORMATS, figure_render
 from annotations.views.forms import UploadForm
-from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN, study_for_page
+from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN, form_problems, study_for_page
 from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed, WorkbenchError
 from common.spreadsheet import csv_cell
@@ -137,7 +137,7 @@ def study_features_import(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     form = UploadForm(request.POST, request.FILES)
     if not form.is_valid():
-        problem = " ".join(str(message) for message in form.errors.get("file", ["Choose a file to import."]))
+        problem = form_problems(form, "file", "Choose a file to import.")
         messages.error(request, f"Nothing was imported. {problem}")
         return redirect("study-findings", pk=pk)
     try:

@@ -7,6 +7,7 @@ never wraps access checks itself.
 
 from __future__ import annotations
 
+from django import forms
 from django.http import HttpRequest
 
 from annotations import access
@@ -21,3 +22,11 @@ MAX_ROWS_SHOWN = 200
 def study_for_page(request: HttpRequest, pk: int, **kwargs: bool) -> Study:
     """``access.study_get_for_user`` for the signed-in user: not found -> 404, not allowed -> 403."""
     return access.study_get_for_user(user=access.request_user(request), id=pk, **kwargs)
+
+
+def form_problems(form: forms.BaseForm, field: str | None = None, default: str = "") -> str:
+    """A refused form's messages as one line for ``messages.error``: every field's (``name: ...;``),
+    or one ``field``'s alone (``default`` when it has none)."""
+    if field is not None:
+        return " ".join(str(message) for message in form.errors.get(field, [default]))
+    return "; ".join(f"{name}: {' '.join(str(m) for m in errors)}" for name, errors in form.errors.items())

@@ -47,7 +47,7 @@ from annotations.views.forms import (
     StudySettingsForm,
     UploadForm,
 )
-from annotations.views.pages import IMAGE_CSP, study_for_page
+from annotations.views.pages import IMAGE_CSP, form_problems, study_for_page
 from common.errors import WorkbenchError
 from common.uploads import (
     ANNOTATION_SUFFIXES,
@@ -104,10 +104,7 @@ def study_create_labelstudio(request: HttpRequest) -> HttpResponse:
         )
     form = LabelStudioCreateForm(request.POST, request.FILES)
     if not form.is_valid():
-        problems = "; ".join(
-            f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items()
-        )
-        messages.error(request, f"No study was created. {problems}")
+        messages.error(request, f"No study was created. {form_problems(form)}")
         return redirect("study-create")
     try:
         report = _labelstudio_from_form(
@@ -172,10 +169,7 @@ def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(
             request,
-            "Settings not saved: "
-            + "; ".join(
-                f"{field}: {' '.join(str(e) for e in errors)}" for field, errors in form.errors.items()
-            ),
+            "Settings not saved: " + form_problems(form),
         )
         return redirect("study-detail", pk=pk)
     try:
@@ -193,7 +187,7 @@ def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse
     study = study_for_page(request, pk, researcher=True)
     form = (AnnotationUploadForm if annotations else UploadForm)(request.POST, request.FILES)
     if not form.is_valid():
-        problem = " ".join(str(e) for e in form.errors.get("file", ["Choose a file to import."]))
+        problem = form_problems(form, "file", "Choose a file to import.")
         messages.error(request, f"Nothing was imported. {problem}")
         return redirect("study-detail", pk=pk)
     try:
@@ -258,7 +252,7 @@ def study_import_labelstudio(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     form = LabelStudioUploadForm(request.POST, request.FILES)
     if not form.is_valid():
-        problem = " ".join(str(e) for e in form.errors.get("file", ["Choose a Label Studio export."]))
+        problem = form_problems(form, "file", "Choose a Label Studio export.")
         messages.error(request, f"Nothing was imported. {problem}")
         return redirect("study-detail", pk=pk)
     try:
