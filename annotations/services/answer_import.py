@@ -304,14 +304,10 @@ def _check_boxes_cover_selections(
             and boxes_question.applies_to(entry.item.metadata)
             and options_without_box(boxes_question, [], answer.value, none_key)
         ]
+        pairs = {(entry.item.item_id, annotators[entry.who].pk) for entry, _answer in open_selections}
+        stored = _stored_boxes(study, boxes_question.key, pairs)
         for entry, answer in open_selections:
-            stored = Annotation.objects.filter(
-                study=study,
-                item_id=entry.item.item_id,
-                annotator=annotators[entry.who],
-                question_key=boxes_question.key,
-            ).values_list("value", flat=True)
-            boxes = next(iter(stored), None)
+            boxes = stored.get((entry.item.item_id, annotators[entry.who].pk))
             missing = options_without_box(
                 boxes_question, boxes if isinstance(boxes, list) else [], answer.value, none_key
             )
@@ -319,6 +315,19 @@ def _check_boxes_cover_selections(
                 raise ImportRefused(
                     f"{entry.where}: '{boxes_question.key}': {missing_boxes_message(missing, linked.key)}"
                 )
+
+
+def _stored_boxes(study: Study, question_key: str, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], Any]:
+    """Stored answers to a boxes question by (item id, annotator id), for ``pairs``, in one query."""
+    if not pairs:
+        return {}
+    rows = Annotation.objects.filter(
+        study=study,
+        item_id__in={item for item, _annotator in pairs},
+        annotator_id__in={annotator for _item, annotator in pairs},
+        question_key=question_key,
+    ).values_list("item_id", "annotator_id", "value")
+    return {(item_id, annotator_id): value for item_id, annotator_id, value in rows}
 
 
 def _skips_save(study: Study, skips: Sequence[ForeignSkip], annotators: dict[Who, Annotator]) -> int:
