@@ -18,7 +18,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from annotations.protocols.schema import Protocol, protocol_from_dict
+from annotations.protocols.schema import Protocol, protocol_stored
 from common.jobs import BackgroundJob
 from metrics.quality import DEFAULT_THRESHOLDS
 
@@ -105,7 +105,7 @@ class Study(models.Model):
 
     @cached_property
     def protocol_obj(self) -> Protocol:
-        return protocol_from_dict(self.protocol, source=f"study {self.pk}")
+        return protocol_stored(self.protocol, source=f"study {self.pk}")
 
 
 class Pool(models.TextChoices):

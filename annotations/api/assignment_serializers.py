@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema_field
 from rest_framework import serializers
 
 from annotations.models import Assignment
@@ -99,6 +100,13 @@ class SubmitSerializer(serializers.Serializer[Any]):
         help_text='{"QUESTION_KEY": {"value": ..., "shown": [...], "reason": "..."}}',
     )
     time_spent_ms = serializers.IntegerField(required=False, min_value=0, max_value=24 * 3600 * 1000)
+
+
+NEXT_PARAMETER = OpenApiParameter(
+    "next",
+    OpenApiTypes.BOOL,
+    description="1: also claim your next item; the answer is {submitted, next (a task or null), detail}",
+)
 
 
 class SkipSerializer(serializers.Serializer[Any]):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db.models import QuerySet, prefetch_related_objects
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,10 +20,10 @@ from annotations.api import assignment_serializers as s
 from annotations.models import Annotation, Assignment
 from annotations.selectors.quality import claim_refusal
 from annotations.services.assignment import (
-    assignment_claim_next,
+    assignment_claim_for_user,
     assignment_release,
     assignment_skip,
-    assignment_submit,
+    assignment_submit_for_user,
 )
 from annotations.services.studies import annotator_for_user
 from common.errors import NotAllowed
@@ -34,6 +35,22 @@ def _task(assignment: Assignment) -> Assignment:
     return assignment
 
 
+def _next_task(request: Request, study_id: int) -> tuple[Assignment | None, str]:
+    """Claim the next item for the request's account: the lease (or None) and, when None, why (the
+    qualification's message, "" when simply nothing is left). A final refusal raises ``NotAllowed``
+    only for the claim call itself (see ``ClaimNextView``)."""
+    annotator = annotator_for_user(user=request_user(request))
+    study, assignment = assignment_claim_for_user(
+        user=request_user(request), study_id=study_id, annotator=annotator
+    )
+    if assignment is not None:
+        return assignment, ""
+    refusal = claim_refusal(study=study, annotator=annotator)
+    if refusal is not None and refusal.final:
+        return None, refusal.message
+    return None, ""
+
+
 class ClaimNextView(APIView):
     """Lease your next item in a study (or get back the one you hold). 204 when nothing is left; 403 when
     you did not pass the study's qualification (the detail says so)."""
@@ -42,33 +59,50 @@ class ClaimNextView(APIView):
         request=None, responses={200: s.TaskSerializer, 204: OpenApiResponse(description="nothing left")}
     )
     def post(self, request: Request, pk: int) -> Response:
-        study = access.study_get_for_annotator(user=request_user(request), id=pk)
-        annotator = annotator_for_user(user=request_user(request))
-        assignment = assignment_claim_next(study=study, annotator=annotator)
+        assignment, refused = _next_task(request, pk)
+        if refused:
+            raise NotAllowed(refused)
         if assignment is None:
-            refusal = claim_refusal(study=study, annotator=annotator)
-            if refusal is not None and refusal.final:
-                raise NotAllowed(refusal.message)
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(s.TaskSerializer(_task(assignment)).data)
 
 
 class SubmitView(APIView):
-    """Submit (or change) your answers to an assigned item. Errors per question come back as 400."""
+    """Submit (or change) your answers to an assigned item. Errors per question come back as 400.
 
-    @extend_schema(request=s.SubmitSerializer, responses={200: s.AssignmentSerializer})
+    With ``?next=1`` the next item is claimed in the same call (after the submit is stored, in its
+    own transaction) and the answer is ``{"submitted": ASSIGNMENT, "next": TASK or null,
+    "detail": why there is no next item, or ""}`` (docs/api.md, "Submit and claim the next item")."""
+
+    @extend_schema(
+        request=s.SubmitSerializer,
+        parameters=[s.NEXT_PARAMETER],
+        responses={200: s.AssignmentSerializer},
+    )
     def post(self, request: Request, pk: int) -> Response:
-        assignment = access.assignment_get_for_user(user=request_user(request), id=pk)
+        user = request_user(request)
         data = s.SubmitSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        assignment = assignment_submit(
-            assignment=assignment,
+        if not data.is_valid():
+            access.assignment_get_for_user(user=user, id=pk)  # someone else's: 404 before 400, as ever
+            raise ValidationError(data.errors)
+        assignment = assignment_submit_for_user(
+            user=user,
+            id=pk,
             answers=data.validated_data["answers"],
             source=Annotation.Source.API,
             time_spent_ms=data.validated_data.get("time_spent_ms"),
-            user=request_user(request),
         )
-        return Response(s.AssignmentSerializer(assignment).data)
+        submitted = s.AssignmentSerializer(assignment).data
+        if request.query_params.get("next", "") not in ("1", "true", "yes"):
+            return Response(submitted)
+        following, refused = _next_task(request, assignment.study_id)
+        return Response(
+            {
+                "submitted": submitted,
+                "next": s.TaskSerializer(_task(following)).data if following is not None else None,
+                "detail": refused,
+            }
+        )
 
 
 class SkipView(APIView):

@@ -9,6 +9,7 @@ This module is plain Python (no Django models), so labellers and scripts can use
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -259,6 +260,32 @@ def _protocol_fields(protocol: Protocol) -> dict[str, Any]:
 def protocol_from_dict(data: Any, *, source: str = "") -> Protocol:
     """Validate a protocol given as a dict (from YAML, JSON or a stored study) and build it."""
     return _Validator(source).protocol(data)
+
+
+def protocol_stored(data: Any, *, source: str = "") -> Protocol:
+    """``protocol_from_dict`` for a stored study's protocol, parsed once per version of its text.
+
+    Every request loads its study afresh, and parsing and validating a protocol cost about as much as
+    the rest of a submit; the parsed ``Protocol`` (frozen, shared between requests) is kept keyed by
+    ``source`` and the protocol's JSON text, so a changed protocol is parsed again and an unchanged one
+    never (docs/protocols.md, "Parsing"). The oldest entry goes past ``PARSED_KEPT``; a protocol that
+    is not valid is not kept.
+    """
+    try:
+        key = (source, json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+    except (TypeError, ValueError):
+        return protocol_from_dict(data, source=source)
+    protocol = _parsed.get(key)
+    if protocol is None:
+        protocol = protocol_from_dict(data, source=source)
+        if len(_parsed) >= PARSED_KEPT:
+            _parsed.pop(next(iter(_parsed)), None)
+        _parsed[key] = protocol
+    return protocol
+
+
+PARSED_KEPT = 512
+_parsed: dict[tuple[str, str], Protocol] = {}
 
 
 class _Validator:

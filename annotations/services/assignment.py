@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -31,18 +32,19 @@ from annotations.models import (
     Assignment,
     Enrollment,
     Item,
+    Participant,
     Pool,
     Study,
     User,
     ValidationSample,
     ValidationSampleItem,
 )
-from annotations.protocols.answers import clean_submission
+from annotations.protocols.answers import ItemContext, clean_submission
 from annotations.selectors.counted import active_exclusions
 from annotations.selectors.pools import is_expert_in, sees_expert_questions
 from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
 from annotations.services.controls import control_candidate, control_plan
-from common.errors import Conflict, NotAllowed, QuotaReached, ValidationFailed
+from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 
 MAX_SKIP_REASON = 500
 CLAIM_ATTEMPTS = 20
@@ -155,16 +157,21 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
     return order
 
 
-def _check_can_claim(study: Study, annotator: Annotator) -> tuple[int | None, bool]:
-    """Refuse a claim that may not happen; return the annotator's quota of items (invitations) or None,
-    and whether they are of the expert pool in this study (their enrolment's pool)."""
+def _check_claimable(study: Study, annotator: Annotator) -> None:
+    """Refuse a claim by someone without an account, or in a study that hands out nothing now."""
     if annotator.kind != Annotator.Kind.HUMAN or annotator.user_id is None:
         raise NotAllowed("only people with an account are given items")
     if study.status != Study.Status.ACTIVE:
         raise Conflict(f"the study is {study.get_status_display().lower()}; no new items are handed out")
+
+
+def _check_can_claim(study: Study, annotator: Annotator) -> tuple[int | None, bool]:
+    """Refuse a claim that may not happen; return the annotator's quota of items (invitations) or None,
+    and whether they are of the expert pool in this study (their enrolment's pool)."""
+    _check_claimable(study, annotator)
     # One query: the enrolment, and the quota of the invitation the account joined through (if any).
     enrolled = (
-        Enrollment.objects.filter(study=study, user_id=annotator.user_id)
+        Enrollment.objects.filter(study=study, user_id=cast(int, annotator.user_id))  # checked above
         .values_list("id", "user__participant__invitation__items_per_participant", "pool")
         .first()
     )
@@ -192,16 +199,96 @@ def assignment_claim_next(
     """
     now = now or timezone.now()
     quota, expert = _check_can_claim(study, annotator)
-    expires = now + timedelta(minutes=study.lease_minutes)
-    held = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("item")
-        .filter(study=study, annotator=annotator)
-        .filter(_active_lease(now))
-        .exclude(pk__in=list(exclude))
-        .order_by("created_at", "id")
+    return _claim(study=study, annotator=annotator, exclude=exclude, now=now, quota=quota, expert=expert)
+
+
+@dataclass(frozen=True)
+class _ClaimStart:
+    study: Study
+    quota: int | None
+    expert: bool
+    holds_lease: bool
+
+
+def _claim_start(*, user: User, study_id: int, annotator: Annotator, now: Any) -> _ClaimStart:
+    """The study as ``access.study_get_for_annotator`` finds it (enrolled; a participant only in its own
+    study; with its quality settings), with the enrolment's pool and quota and whether the annotator
+    holds a live lease there: one query for what took three."""
+    participant = Participant.objects.filter(user=user)
+    study = (
+        Study.objects.filter(pk=study_id, enrollments__user=user)
+        .select_related("quality")
+        .filter(Exists(participant.filter(study=OuterRef("pk"))) | ~Exists(participant))
+        .annotate(
+            # The enrolment joined by the filter above (one per study and account).
+            claim_pool=F("enrollments__pool"),
+            claim_quota=F("enrollments__user__participant__invitation__items_per_participant"),
+            claim_holds=Exists(
+                Assignment.objects.filter(_active_lease(now), study=OuterRef("pk"), annotator=annotator)
+            ),
+        )
         .first()
     )
+    if study is None:
+        raise NotFoundError(f"study {study_id} does not exist or you are not enrolled in it")
+    extra: Any = study
+    return _ClaimStart(
+        study=study,
+        quota=extra.claim_quota,
+        expert=extra.claim_pool == Pool.EXPERT,
+        holds_lease=bool(extra.claim_holds),
+    )
+
+
+@transaction.atomic
+def assignment_claim_for_user(
+    *, user: User, study_id: int, annotator: Annotator, exclude: Iterable[int] = (), now: Any = None
+) -> tuple[Study, Assignment | None]:
+    """``assignment_claim_next`` for the account ``user`` in study ``study_id``, read in fewer queries.
+
+    The study is found as ``access.study_get_for_annotator`` finds it (``NotFoundError`` otherwise),
+    in the same query as the enrolment (pool, quota) and whether a lease is held; then the claim
+    is the same as ``assignment_claim_next``'s, in the same transaction. Returns the study and the
+    lease (or None). The claim API and the submit-and-claim-next call use it.
+    """
+    now = now or timezone.now()
+    start = _claim_start(user=user, study_id=study_id, annotator=annotator, now=now)
+    _check_claimable(start.study, annotator)
+    return start.study, _claim(
+        study=start.study,
+        annotator=annotator,
+        exclude=exclude,
+        now=now,
+        quota=start.quota,
+        expert=start.expert,
+        holds_lease=start.holds_lease,
+    )
+
+
+def _claim(
+    *,
+    study: Study,
+    annotator: Annotator,
+    exclude: Iterable[int],
+    now: Any,
+    quota: int | None,
+    expert: bool,
+    holds_lease: bool = True,
+) -> Assignment | None:
+    """The claim itself, in the caller's transaction. ``holds_lease`` False: the caller read, in this
+    transaction, that the annotator holds no live lease in the study (the lookup is skipped)."""
+    expires = now + timedelta(minutes=study.lease_minutes)
+    held = None
+    if holds_lease:
+        held = (
+            Assignment.objects.select_for_update(of=("self",))
+            .select_related("item")
+            .filter(study=study, annotator=annotator)
+            .filter(_active_lease(now))
+            .exclude(pk__in=list(exclude))
+            .order_by("created_at", "id")
+            .first()
+        )
     if held is not None:
         held.lease_expires_at = expires
         held.save(update_fields=["lease_expires_at"])
@@ -241,6 +328,14 @@ def assignment_claim_next(
             )
             if item is None:
                 break
+            if not given_back:
+                # The insert counts the item's occupancy again, under the item's lock (everyone who adds
+                # a lease on this item holds it), and writes nothing when the item is full.
+                lease = _lease_new(item=item, study=study, annotator=annotator, expires=expires, now=now)
+                if lease is not None:
+                    return lease
+                tried.append(item.pk)
+                continue
             # Counted again under the item's lock: everyone who adds a lease on this item holds this lock.
             occupied = (
                 Assignment.objects.filter(_occupying(now), item=item).exclude(annotator=annotator).count()
@@ -251,6 +346,60 @@ def assignment_claim_next(
                 )
             tried.append(item.pk)
     return None
+
+
+def _lease_new(
+    *, item: Item, study: Study, annotator: Annotator, expires: Any, now: Any
+) -> Assignment | None:
+    """Lease an item this annotator never had, if fewer than ``overlap`` others occupy it: one
+    ``INSERT ... SELECT ... WHERE (count) < overlap RETURNING id`` (SQLite >= 3.35 and PostgreSQL),
+    the recount and the insert in one statement. None when the item is full."""
+    table = Assignment._meta.db_table
+    quote = connection.ops.quote_name
+    columns = ["study_id", "item_id", "annotator_id", "status", "lease_expires_at", "skip_reason"]
+    columns.append("created_at")
+    stamp = connection.ops.adapt_datetimefield_value
+    sql = (
+        f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "
+        f"SELECT %s, %s, %s, %s, %s, %s, %s WHERE ("
+        f"SELECT COUNT(*) FROM {quote(table)} "
+        f"WHERE {quote('item_id')} = %s AND {quote('annotator_id')} <> %s "
+        f"AND ({quote('status')} = %s OR ({quote('status')} = %s AND {quote('lease_expires_at')} > %s))"
+        f") < %s RETURNING {quote('id')}"
+    )
+    created = timezone.now()
+    params: list[Any] = [
+        study.pk,
+        item.pk,
+        annotator.pk,
+        Status.LEASED.value,
+        stamp(expires),
+        "",
+        stamp(created),
+        item.pk,
+        annotator.pk,
+        Status.SUBMITTED.value,
+        Status.LEASED.value,
+        stamp(now),
+        study.overlap,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    assignment = Assignment(
+        id=row[0],
+        study=study,
+        item=item,
+        annotator=annotator,
+        status=Status.LEASED,
+        lease_expires_at=expires,
+        created_at=created,
+    )
+    assignment._state.adding = False
+    assignment._state.db = connection.alias
+    return assignment
 
 
 def _lease(*, item: Item, study: Study, annotator: Annotator, expires: Any, fresh: bool) -> Assignment:
@@ -321,6 +470,67 @@ def assignment_submit(
     now = now or timezone.now()
     assignment = _locked(assignment)
     _check_owner(assignment, user)
+    return _submit(
+        assignment, answers=answers, source=source, time_spent_ms=time_spent_ms, now=now, stored=True
+    )
+
+
+@transaction.atomic
+def assignment_submit_for_user(
+    *,
+    user: User,
+    id: int,
+    answers: Mapping[str, Mapping[str, Any]],
+    source: str = Annotation.Source.API,
+    time_spent_ms: int | None = None,
+    now: Any = None,
+) -> Assignment:
+    """``assignment_submit`` of the account's own assignment ``id`` (``NotFoundError`` for anyone
+    else's, as ``access.assignment_get_for_user``), read in one query: the assignment locked, with
+    its study (and quality settings), item and annotator, whether the annotator has stored answers
+    on the item, and their pool in the study. The rest is ``assignment_submit``'s."""
+    now = now or timezone.now()
+    found = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("study__quality", "item", "annotator")
+        .filter(pk=id, annotator__user=user)
+        .annotate(
+            submit_stored=Exists(
+                Annotation.objects.filter(item_id=OuterRef("item_id"), annotator_id=OuterRef("annotator_id"))
+            ),
+            submit_pool=Subquery(
+                Enrollment.objects.filter(study_id=OuterRef("study_id"), user=user).values("pool")[:1]
+            ),
+        )
+        .first()
+    )
+    if found is None:
+        raise NotFoundError(f"assignment {id} does not exist or is not yours")
+    extra: Any = found
+    return _submit(
+        found,
+        answers=answers,
+        source=source,
+        time_spent_ms=time_spent_ms,
+        now=now,
+        stored=bool(extra.submit_stored),
+        expert_pool=extra.submit_pool == Pool.EXPERT,
+    )
+
+
+def _submit(
+    assignment: Assignment,
+    *,
+    answers: Mapping[str, Mapping[str, Any]],
+    source: str,
+    time_spent_ms: int | None,
+    now: Any,
+    stored: bool,
+    expert_pool: bool | None = None,
+) -> Assignment:
+    """The submit of a locked assignment, in the caller's transaction. ``stored`` False: the caller read,
+    under the lock, that the annotator has no stored answer on the item (the read is skipped).
+    ``expert_pool``: the annotator's pool in the study if the caller read it (else it is looked up)."""
     if assignment.status == Status.SKIPPED:
         raise Conflict("you skipped this item; it cannot be answered now")
     if (
@@ -344,12 +554,20 @@ def assignment_submit(
         isinstance(time_spent_ms, bool) or not isinstance(time_spent_ms, int) or time_spent_ms < 0
     ):
         raise ValidationFailed("time_spent_ms must be a non-negative integer")
-    item = assignment.item
+    item, study = assignment.item, assignment.study
+    protocol = study.protocol_obj
+    if expert_pool is None or not any(question.expert_only for question in protocol.questions):
+        expert = sees_expert_questions(study=study, annotator=assignment.annotator)
+    else:
+        expert = expert_pool
     cleaned = clean_submission(
-        assignment.study.protocol_obj,
+        protocol,
         answers,
-        context=item_context(item),
-        expert=sees_expert_questions(study=assignment.study, annotator=assignment.annotator),
+        # Image sizes only bound boxes: no query for them when no boxes are given.
+        context=item_context(item)
+        if any(protocol.has_question(key) and protocol.question(key).kind == "boxes" for key in answers)
+        else ItemContext(metadata=item.metadata),
+        expert=expert,
     )
     annotator = assignment.annotator
     annotations_save(
@@ -360,6 +578,7 @@ def assignment_submit(
         ],
         source=source,
         whole_sets=[(item.pk, annotator.pk)],
+        nothing_stored=not stored,
     )
     fields = []
     if assignment.status != Status.SUBMITTED:
