@@ -215,7 +215,9 @@ class Item(models.Model):
             models.Index(fields=["study", "condition"]),
             models.Index(fields=["study", "sha256"], name="item_sha256"),
             models.Index(fields=["study", "judgements", "shuffle_key"], name="item_claim_order"),
-            models.Index(fields=["study", "control_kind"], name="item_control"),
+            # Controls by kind (controls.control_candidate) and the task page's count of the items open
+            # to an annotator (control_kind "", expert_only by pool): an index-only count (issue 17).
+            models.Index(fields=["study", "control_kind", "expert_only"], name="item_control_expert"),
         ]
 
     def __str__(self) -> str:
