@@ -153,7 +153,11 @@ def format_table(results: list[Result], baseline: str, filling: dict[str, tuple[
         spread = f"{min(run.per_second for run in runs):.1f}-{max(run.per_second for run in runs):.1f}"
         quantiles = "/".join(f"{percentile(latencies, q) * 1000:.0f}" for q in (50, 95, 99))
         errors = sum(len(run.errors) for run in runs)
-        lines.append(f"{server:<20} {n:>3} {rates[server, n]:>9.1f} {spread:>13} {quantiles:>16} {errors:>6}")
+        tail = percentile(latencies, 99) / percentile(latencies, 50) if latencies else float("nan")
+        lines.append(
+            f"{server:<24} {n:>3} {rates[server, n]:>9.1f} {spread:>13} {quantiles:>16} {tail:>7.1f} "
+            f"{errors:>6}"
+        )
     for (server, n), rate in rates.items():
         base = rates.get((baseline, n))
         if server != baseline and base:
@@ -554,7 +558,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--ls-version", default=LS_VERSION)
     parser.add_argument("--ls-venv", type=Path, default=BENCH_DIR / "ls-venv")
-    parser.add_argument("--servers", default="labelstudio,workbench-sqlite,workbench-postgres")
+    parser.add_argument(
+        "--servers",
+        default="labelstudio,workbench-sqlite,workbench-postgres",
+        help="which to run, in this order: labelstudio, workbench-sqlite, workbench-sqlite-noqueue "
+        "(SQLite without the write queue), workbench-postgres (only with DATABASE_URL=postgres://...)",
+    )
     args = parser.parse_args(argv)
     levels = [int(value) for value in args.annotators.split(",")]
     most = max(levels)
@@ -588,10 +597,16 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
             servers.append(Server("labelstudio", process, port, ls_round))
-        for name, url in (("workbench-sqlite", None), ("workbench-postgres", database_url)):
+        workbenches = (
+            ("workbench-sqlite", None),
+            ("workbench-sqlite-noqueue", None),  # the write queue off (docs/deploy.md), to compare
+            ("workbench-postgres", database_url),
+        )
+        for name, url in workbenches:
             if name not in wanted:
                 continue
             env = workbench_env(url, session / name)
+            env["WORKBENCH_SQLITE_WRITE_QUEUE"] = "false" if name.endswith("-noqueue") else "true"
             (session / name).mkdir(parents=True, exist_ok=True)
             workbench_call(env, "migrate")
             port = free_port()
@@ -629,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
                     target, tokens, _ = rounds[server.name]
                     result = drive(target, tokens[:n], args.seconds)
                     print(
-                        f"  round {round_index + 1} {server.name:<20} N={n:>2}: "
+                        f"  round {round_index + 1} {server.name:<24} N={n:>2}: "
                         f"{result.per_second:6.1f} cycles/s, "
                         f"p99 {percentile(result.latencies, 99) * 1000:.0f} ms, errors {len(result.errors)}, "
                         f"load {os.getloadavg()[0]:.1f}",
@@ -640,10 +655,10 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(result)
             for server in servers:  # every answer of the round, all levels: was any item over-filled?
                 per_item = rounds[server.name][2]()
-                filled, most = filling.get(server.name, (0, 0))
+                filled, fullest = filling.get(server.name, (0, 0))
                 filling[server.name] = (
                     filled + over_filled(per_item, args.overlap),
-                    max(most, *per_item.values(), 0),
+                    max(fullest, *per_item.values(), 0),
                 )
         print()
         print(format_table(results, "labelstudio", filling))
