@@ -104,6 +104,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several annotators at once on the embedded default: WAL lets readers run beside the writer,
     # IMMEDIATE takes the write lock when a transaction starts (a claim never fails half-way with
     # "database is locked"), and the busy timeout makes the next writer wait instead of failing.
+    # workbench/sqlite_backend queues writers on a kernel lock first, so the next one starts as soon as
+    # the last commits instead of waking late from SQLite's busy back-off (docs/deploy.md, "SQLite").
+    if env_bool("WORKBENCH_SQLITE_WRITE_QUEUE", True):
+        DATABASES["default"]["ENGINE"] = "workbench.sqlite_backend"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
