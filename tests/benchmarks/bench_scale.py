@@ -258,7 +258,7 @@ def _child_export(args: argparse.Namespace) -> dict[str, Any]:
     from annotations.services.exports import export_job_run
 
     study = Study.objects.get(pk=args.study)
-    if args.how == "job":
+    if args.how[0] == "job":
 
         def run() -> str:
             job = ExportJob.objects.create(study=study, requested_by=study.owner, format=args.format)
