@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,11 +67,14 @@ def _walk(value: Any, path: tuple[str, ...], depth: int) -> Iterator[tuple[Any, 
             stack.extend((child, (*where, str(index)), level + 1) for index, child in enumerate(current))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def text_problem(text: str) -> str | None:
     """Why ``text`` cannot be stored (a null character, a lone surrogate), or None."""
     if "\x00" in text:
         return "contains a null character (\\u0000)"
-    if any("\ud800" <= char <= "\udfff" for char in text):
+    if not text.isascii() and _SURROGATE.search(text):
         return "contains a lone UTF-16 surrogate (not valid Unicode)"
     return None
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import shutil
 import zipfile
@@ -67,7 +68,8 @@ FILE_FORMATS = ("zip", "labelstudio", "parquet")  # zips: written to a file (a b
 CONTENT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv", "coco": "application/json"}
 COCO_SUFFIX = "coco.json"
 SUFFIXES = {"coco": COCO_SUFFIX, "labelstudio": "labelstudio.zip", "parquet": "parquet.zip"}
-CHUNK = 2000
+CHUNK = 2000  # rows read from the database at a time
+CSV_PIECE_CHARS = 64 * 1024  # the CSV is yielded in pieces of about this size, not row by row
 CSV_COLUMNS = [
     "item",
     "item_kind",
@@ -180,39 +182,29 @@ def export_jsonl(study: Study) -> Iterator[str]:
                 ],
             }
         )
-    annotations = (
-        Annotation.objects.filter(study=study)
-        .order_by("id")
-        .select_related("item", "annotator")
-        .prefetch_related(Prefetch("revisions", queryset=AnnotationRevision.objects.order_by("id")))
-    )
-    for annotation in annotations.iterator(chunk_size=CHUNK):
-        yield _json_line(
-            {
-                "type": "annotation",
-                "item": annotation.item.external_id,
-                "annotator": annotation.annotator.name,
-                "annotator_kind": annotation.annotator.kind,
-                "annotator_version": annotation.annotator.version,
-                "question": annotation.question_key,
-                "value": annotation.value,
-                "shown": annotation.shown,
-                "reason": annotation.reason,
-                "time_spent_ms": annotation.time_spent_ms,
-                "source": annotation.source,
-                "created_at": _iso(annotation.created_at),
-                "updated_at": _iso(annotation.updated_at),
-                "revisions": [
-                    {
-                        "value": revision.value,
-                        "shown": revision.shown,
-                        "reason": revision.reason,
-                        "replaced_at": _iso(revision.replaced_at),
-                    }
-                    for revision in annotation.revisions.all()
-                ],
-            }
-        )
+    annotators = _annotator_names(study)
+    for chunk in _annotation_chunks(study, _JSONL_ANNOTATION_COLUMNS):
+        revisions = _revisions_of(study, chunk)
+        for pk, item, annotator_id, question, value, shown, reason, spent, source, created, updated in chunk:
+            name, kind, version = annotators[annotator_id]
+            yield _json_line(
+                {
+                    "type": "annotation",
+                    "item": item,
+                    "annotator": name,
+                    "annotator_kind": kind,
+                    "annotator_version": version,
+                    "question": question,
+                    "value": value,
+                    "shown": shown,
+                    "reason": reason,
+                    "time_spent_ms": spent,
+                    "source": source,
+                    "created_at": _iso(created),
+                    "updated_at": _iso(updated),
+                    "revisions": revisions.get(pk, []),
+                }
+            )
     yield from _consensus_lines(study)
     for exclusion in (
         AnnotatorExclusion.objects.filter(study=study)
@@ -241,36 +233,154 @@ def _username(user: Any) -> str | None:
 
 def _consensus_lines(study: Study) -> Iterator[str]:
     """Stored consensus labels; their support (annotation ids) as the supporting annotators, which
-    a rebuilt study can find again."""
-    who = {
-        pk: [name, kind, version]
-        for pk, name, kind, version in Annotation.objects.filter(study=study)
-        .values_list("id", "annotator__name", "annotator__kind", "annotator__version")
-        .iterator(chunk_size=CHUNK)
-    }
+    a rebuilt study can find again. Each chunk of labels looks up the annotators of the annotations
+    it names (of this study), so memory stays flat however many annotations the study has."""
+    annotators = _annotator_names(study)
     labels = (
         ConsensusLabel.objects.filter(study=study)
         .order_by("item_id", "question_key")
-        .select_related("item", "adjudicated_by")
-    )
-    for label in labels.iterator(chunk_size=CHUNK):
-        yield _json_line(
-            {
-                "type": "consensus",
-                "item": label.item.external_id,
-                "question": label.question_key,
-                "value": label.value,
-                "resolved": label.resolved,
-                "rule": label.rule,
-                "params": label.params,
-                "support": [who[pk] for pk in label.support if pk in who],
-                "confidence": label.confidence,
-                "reason": label.reason,
-                "n_votes": label.n_votes,
-                "adjudicated_by": _username(label.adjudicated_by),
-                "note": label.note,
-            }
+        .values_list(
+            "item__external_id",
+            "question_key",
+            "value",
+            "resolved",
+            "rule",
+            "params",
+            "support",
+            "confidence",
+            "reason",
+            "n_votes",
+            "adjudicated_by__username",
+            "note",
         )
+    )
+    for chunk in _chunks(labels.iterator(chunk_size=CHUNK)):
+        named = {pk for row in chunk for pk in row[6] or [] if isinstance(pk, int)}
+        who = {
+            pk: list(annotators[annotator_id])
+            for pk, annotator_id in _in_chunks(
+                Annotation.objects.filter(study=study), named, "id", "annotator_id"
+            )
+        }
+        for (
+            item,
+            question,
+            value,
+            resolved,
+            rule,
+            params,
+            support,
+            confidence,
+            reason,
+            votes,
+            by,
+            note,
+        ) in chunk:
+            yield _json_line(
+                {
+                    "type": "consensus",
+                    "item": item,
+                    "question": question,
+                    "value": value,
+                    "resolved": resolved,
+                    "rule": rule,
+                    "params": params,
+                    "support": [who[pk] for pk in support if pk in who],
+                    "confidence": confidence,
+                    "reason": reason,
+                    "n_votes": votes,
+                    "adjudicated_by": by,
+                    "note": note,
+                }
+            )
+
+
+_JSONL_ANNOTATION_COLUMNS = (
+    "id",
+    "item__external_id",
+    "annotator_id",
+    "question_key",
+    "value",
+    "shown",
+    "reason",
+    "time_spent_ms",
+    "source",
+    "created_at",
+    "updated_at",
+)
+_CSV_ANNOTATION_COLUMNS = (
+    "item__external_id",
+    "item__kind",
+    "item__condition",
+    "item__model_name",
+    "item__prompt",
+    "item__seed",
+    "item__text",
+    "annotator_id",
+    "question_key",
+    "value",
+    "reason",
+    "shown",
+    "time_spent_ms",
+    "source",
+    "created_at",
+    "updated_at",
+)
+
+
+class _AnnotatorNames(dict[int, tuple[str, str, str]]):
+    """Annotator id -> (name, kind, version); an annotator who first answered after the export began
+    is read when first met."""
+
+    def __missing__(self, pk: int) -> tuple[str, str, str]:
+        self[pk] = Annotator.objects.values_list("name", "kind", "version").get(pk=pk)
+        return self[pk]
+
+
+def _annotator_names(study: Study) -> _AnnotatorNames:
+    """Name, kind and version of every annotator who answered in the study (a handful of rows)."""
+    ids = Annotation.objects.filter(study=study).values("annotator_id").distinct()
+    rows = Annotator.objects.filter(pk__in=ids).values_list("id", "name", "kind", "version")
+    return _AnnotatorNames((pk, (name, kind, version)) for pk, name, kind, version in rows)
+
+
+def _chunks(rows: Iterator[tuple[Any, ...]], size: int = CHUNK) -> Iterator[list[tuple[Any, ...]]]:
+    """``rows`` in lists of ``size``: a streamed query's rows a chunk at a time."""
+    while chunk := list(itertools.islice(rows, size)):
+        yield chunk
+
+
+def _annotation_chunks(study: Study, columns: tuple[str, ...]) -> Iterator[list[tuple[Any, ...]]]:
+    """The study's annotations by id as tuples of ``columns``, a chunk at a time: the database streams
+    them (a server-side cursor on PostgreSQL, SQLite's cursor read in steps), never a list of all,
+    and no model instance is built per row."""
+    rows = Annotation.objects.filter(study=study).order_by("id").values_list(*columns)
+    yield from _chunks(rows.iterator(chunk_size=CHUNK))
+
+
+def _revisions_of(study: Study, chunk: list[tuple[Any, ...]]) -> dict[int, list[dict[str, Any]]]:
+    """The earlier versions of a chunk's annotations (rows starting with the annotation id), oldest
+    first: one query over the chunk's id range."""
+    revisions: dict[int, list[dict[str, Any]]] = {}
+    rows = (
+        AnnotationRevision.objects.filter(
+            annotation__study=study, annotation_id__gte=chunk[0][0], annotation_id__lte=chunk[-1][0]
+        )
+        .order_by("id")
+        .values_list("annotation_id", "value", "shown", "reason", "replaced_at")
+    )
+    for annotation_id, value, shown, reason, replaced_at in rows:
+        revisions.setdefault(annotation_id, []).append(
+            {"value": value, "shown": shown, "reason": reason, "replaced_at": _iso(replaced_at)}
+        )
+    return revisions
+
+
+def _in_chunks(queryset: Any, ids: set[int], *columns: str) -> Iterator[tuple[Any, ...]]:
+    """``queryset.filter(id__in=ids).values_list(*columns)`` in queries of at most CHUNK ids."""
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), CHUNK):
+        yield from queryset.filter(pk__in=ordered[start : start + CHUNK]).values_list(*columns)
 
 
 def export_csv(study: Study, *, raw: bool = False) -> Iterator[str]:
@@ -290,35 +400,38 @@ def export_csv(study: Study, *, raw: bool = False) -> Iterator[str]:
     writer.writerow(CSV_COLUMNS)
     yield flush()
     pools = pools_in_study(study.pk)
-    annotations = Annotation.objects.filter(study=study).order_by("id").select_related("item", "annotator")
-    for annotation in annotations.iterator(chunk_size=CHUNK):
-        item, annotator = annotation.item, annotation.annotator
-        value = annotation.value if isinstance(annotation.value, str | int) else json.dumps(annotation.value)
-        writer.writerow(
-            cell(value)
-            for value in (
-                item.external_id,
-                item.kind,
-                item.condition,
-                item.model_name,
-                item.prompt,
-                item.seed,
-                item.text,
-                annotator.name,
-                annotator.kind,
-                annotator.version,
-                pools.get(annotator.pk, Pool.CROWD),
-                annotation.question_key,
-                value,
-                annotation.reason,
-                json.dumps(annotation.shown) if annotation.shown is not None else "",
-                annotation.time_spent_ms,
-                annotation.source,
-                _iso(annotation.created_at),
-                _iso(annotation.updated_at),
+    annotators = _annotator_names(study)
+    for chunk in _annotation_chunks(study, _CSV_ANNOTATION_COLUMNS):
+        for row in chunk:
+            (item, item_kind, condition, model, prompt, seed, text, annotator_id, question) = row[:9]
+            value, reason, shown, spent, source, created, updated = row[9:]
+            writer.writerow(
+                [
+                    cell(cell_value)
+                    for cell_value in (
+                        item,
+                        item_kind,
+                        condition,
+                        model,
+                        prompt,
+                        seed,
+                        text,
+                        *annotators[annotator_id],
+                        pools.get(annotator_id, Pool.CROWD),
+                        question,
+                        value if isinstance(value, str | int) else json.dumps(value),
+                        reason,
+                        json.dumps(shown) if shown is not None else "",
+                        spent,
+                        source,
+                        _iso(created),
+                        _iso(updated),
+                    )
+                ]
             )
-        )
-        yield flush()
+            if buffer.tell() >= CSV_PIECE_CHARS:
+                yield flush()
+    yield flush()
 
 
 def export_zip(study: Study, out: Path, *, tick: Callable[[], None] = lambda: None) -> None:

@@ -22,7 +22,7 @@ import csv
 import hashlib
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,9 @@ from typing import Any
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Field, JSONField
+from django.utils import timezone
 
 from annotations.models import Item, ItemImage, Study
 from annotations.protocols.schema import slugify_option
@@ -66,8 +68,8 @@ KNOWN_COLUMNS = {
 _TRUE = {"1", "true", "yes"}
 _FALSE = {"", "0", "false", "no"}
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
-MAX_ROWS = 500_000
-INSERT_BATCH = 1_000  # rows per multi-row INSERT
+MAX_ROWS = 1_000_000
+INSERT_BATCH = 2_000  # rows per multi-row INSERT (fewer when the database's parameter limit says so)
 LOOKUP_CHUNK = 2_000  # ids or hashes per IN (...) lookup: under SQLite's and PostgreSQL's parameter limits
 
 
@@ -346,13 +348,16 @@ def _import_records(
     )
     seen_ids: dict[str, str] = {}
     candidates: list[tuple[ItemRow, list[CheckedImage], str]] = []
+    # Only a protocol with a question whose options come from item metadata has anything to check per row.
+    check_options = any(question.options_from is not None for question in study.protocol_obj.questions)
     for row in rows:
         if row.external_id in seen_ids:
             raise ImportRefused(
                 f"{row.where}: external_id {row.external_id!r} repeats {seen_ids[row.external_id]}"
             )
         seen_ids[row.external_id] = row.where
-        _check_option_fields(study, row)
+        if check_options:
+            _check_option_fields(study, row)
         if row.external_id in existing_ids:
             report.duplicates.append({"external_id": row.external_id, "reason": "already in the study"})
             continue
@@ -402,30 +407,33 @@ def _import_records(
     try:
         with transaction.atomic():
             # Multi-row inserts (items, then their images): a large import or a generation job's batch
-            # costs a few statements, not two per item.
-            items = Item.objects.bulk_create(
-                [
-                    Item(
-                        study=study,
-                        external_id=row.external_id,
-                        kind=kind,
-                        text=row.text,
-                        prompt=row.prompt,
-                        model_name=row.model,
-                        condition=row.condition,
-                        seed=row.seed,
-                        generation_settings=row.settings,
-                        metadata=row.metadata,
-                        sha256=digest,
-                        is_reference=unit != "text" and not images,
-                        expert_only=row.expert_only,
-                    )
+            # costs a few statements, not two per item; items skip the ORM's per-value work
+            # (``_items_insert``: a million reference items in well under a minute, docs/benchmarks.md).
+            item_ids = _items_insert(
+                study=study,
+                rows=(
+                    {
+                        "external_id": row.external_id,
+                        "kind": kind,
+                        "text": row.text,
+                        "prompt": row.prompt,
+                        "model_name": row.model,
+                        "condition": row.condition,
+                        "seed": row.seed,
+                        "generation_settings": row.settings,
+                        "metadata": row.metadata,
+                        "sha256": digest,
+                        "is_reference": unit != "text" and not images,
+                        "expert_only": row.expert_only,
+                    }
                     for row, images, digest in checked
-                ],
-                batch_size=INSERT_BATCH,
+                ),
             )
             image_records: list[ItemImage] = []
-            for item, (row, images, _digest) in zip(items, checked, strict=True):
+            for item_id, (row, images, _digest) in zip(item_ids, checked, strict=True):
+                if not images:
+                    continue
+                item = Item(pk=item_id, study=study)  # the file name reads the item's study, not the database
                 for position, (name, image) in enumerate(zip(row.files, images, strict=True)):
                     record = ItemImage(
                         item=item,
@@ -448,11 +456,101 @@ def _import_records(
         for name in saved:
             default_storage.delete(name)
         raise
-    report.created = len(items)
-    report.references = sum(item.is_reference for item in items)
-    report.item_ids = [item.pk for item in items]
+    report.created = len(item_ids)
+    report.references = sum(unit != "text" and not images for _row, images, _digest in checked)
+    report.item_ids = item_ids
     statistics_refresh(Item, ItemImage, rows=report.created)  # claims on a fresh study need them at once
     return report
+
+
+_ITEM_ROW_FIELDS = {
+    "external_id", "kind", "text", "prompt", "model_name", "condition", "seed",
+    "generation_settings", "metadata", "sha256", "is_reference", "expert_only",
+}  # fmt: skip
+
+
+def _items_insert(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[int]:
+    """Insert items (``rows``: a value for each of ``_ITEM_ROW_FIELDS``, already checked) with
+    multi-row ``INSERT ... RETURNING id`` statements; their ids, in order. It stores what
+    ``bulk_create`` would, without its per-value work (a model instance per row and a compiler call
+    per cell were 70% of a 100,000-row import's time; docs/benchmarks.md).
+
+    Every other field takes its model default: a callable default (the shuffle key) is called per
+    row, any other default and ``auto_now_add`` are converted once. JSON values go through the
+    database's JSON adapter, as the field does; the other values are the text, numbers and booleans
+    the row checks made.
+    """
+    now = timezone.now()
+    plain: list[Field[Any, Any]] = []
+    json_fields: list[JSONField] = []
+    per_row: list[Field[Any, Any]] = []
+    constant: list[Field[Any, Any]] = []
+    constants: list[Any] = []
+    for model_field in Item._meta.concrete_fields:
+        if not isinstance(model_field, Field) or model_field.primary_key:
+            continue
+        if isinstance(model_field, JSONField) and model_field.attname in _ITEM_ROW_FIELDS:
+            json_fields.append(model_field)
+        elif model_field.attname in _ITEM_ROW_FIELDS:
+            plain.append(model_field)
+        elif model_field.attname == "study_id":
+            constant.append(model_field)
+            constants.append(study.pk)
+        elif getattr(model_field, "auto_now_add", False) or getattr(model_field, "auto_now", False):
+            constant.append(model_field)
+            constants.append(model_field.get_db_prep_save(now, connection))
+        elif callable(model_field.default):
+            per_row.append(model_field)
+        else:
+            constant.append(model_field)
+            constants.append(model_field.get_db_prep_save(model_field.get_default(), connection))
+    fields = [*plain, *json_fields, *per_row, *constant]
+    plain_names = [column.attname for column in plain]
+    json_names = [(column.attname, column.encoder) for column in json_fields]
+    defaults = [(column, column.default) for column in per_row]
+    adapt_json = connection.ops.adapt_json_value
+
+    table = connection.ops.quote_name(Item._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(str(column.column)) for column in fields)
+    one_row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    pk = connection.ops.quote_name(str(Item._meta.pk.column))
+    batch = max(1, min(INSERT_BATCH, _max_query_params() // len(fields)))
+    ids: list[int] = []
+    pending: list[Any] = []
+    count = 0
+    with connection.cursor() as cursor:
+
+        def flush() -> None:
+            nonlocal pending, count
+            if count:
+                cursor.execute(
+                    f"INSERT INTO {table} ({columns}) VALUES {', '.join([one_row] * count)} RETURNING {pk}",
+                    pending,
+                )
+                ids.extend(row_id for (row_id,) in cursor.fetchall())
+            pending, count = [], 0
+
+        for row in rows:
+            pending += [row[name] for name in plain_names]
+            pending += [adapt_json(row[name], encoder) for name, encoder in json_names]
+            pending += [column.get_db_prep_save(default(), connection) for column, default in defaults]
+            pending += constants
+            count += 1
+            if count >= batch:
+                flush()
+        flush()
+    return ids
+
+
+def _max_query_params() -> int:
+    """How many parameters one statement may carry: SQLite's compiled-in limit (32,766 since 3.32;
+    Django assumes 999), PostgreSQL's 65,535."""
+    if connection.vendor == "sqlite":
+        import sqlite3
+
+        connection.ensure_connection()
+        return int(connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    return connection.features.max_query_params or 65_535
 
 
 def _lookup(queryset: Any, field: str, values: list[str], *columns: str) -> list[Any]:
