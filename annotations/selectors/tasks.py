@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, F, IntegerField, Min, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from annotations.models import (
     Annotation,
@@ -24,10 +26,13 @@ from annotations.models import (
     Pool,
     Study,
     User,
+    ValidationSample,
+    ValidationSampleItem,
 )
 from annotations.protocols.answers import questions_to_answer
 from annotations.protocols.colours import BASIC_COLOURS
 from annotations.protocols.schema import Option, Question
+from annotations.selectors.counted import active_exclusions
 
 
 @dataclass
@@ -197,44 +202,167 @@ def item_with_images(item_id: int) -> Item:
 # --- Progress --------------------------------------------------------------------------------------
 
 
-def enrolled_studies(user: User) -> list[dict[str, Any]]:
-    """The annotator's dashboard: each enrolled study with how many items they have done of those
-    they could do (done = submitted; of = done + what is still open to them), and whether they are
-    of the expert pool there (``expert``: expert-only items count, the study can be adjudicated).
-    Control items count once handed to the annotator (so a control raises both numbers, like any
-    item, and none is announced before it is served)."""
-    annotator = getattr(user, "annotator", None)
-    enrollments = Enrollment.objects.filter(user=user).select_related("study").order_by("study__name")
-    studies = [enrollment.study for enrollment in enrollments]
-    experts = {e.study_id for e in enrollments if e.pool == Pool.EXPERT}
-    done: dict[int, int] = {}
-    skipped: dict[int, int] = {}
-    controls: dict[int, int] = {}
-    if annotator is not None:
-        rows = (
-            Assignment.objects.filter(annotator=annotator, study__in=studies)
+@dataclass(frozen=True)
+class FlowProgress:
+    """One annotator's own work in one study, as their pages show it (docs/annotating.md, "Progress").
+
+    ``done``: submitted; ``skipped``: skipped (an undo brings one back to ``left``); ``left``: items still
+    open to them now (the ones they hold, plus those they never had that still have a free slot and that
+    the claim rule could hand them), capped by an invitation's quota. ``held``: the assignment a claim
+    would resume (their oldest live lease), or None. Times are the sums of their submitted items'
+    ``time_spent_ms``; ``estimate_left_ms`` is the mean time per timed item times ``left`` (None until
+    one item is timed)."""
+
+    study: Study
+    done: int
+    skipped: int
+    left: int
+    held: int | None
+    expert: bool
+    time_spent_ms: int
+    estimate_left_ms: int | None
+
+    @property
+    def total(self) -> int:
+        return self.done + self.skipped + self.left
+
+    @property
+    def started(self) -> bool:
+        return self.done + self.skipped > 0 or self.held is not None
+
+    @property
+    def time_spent_text(self) -> str:
+        return duration_text(self.time_spent_ms)
+
+    @property
+    def estimate_left_text(self) -> str:
+        return "" if self.estimate_left_ms is None else duration_text(self.estimate_left_ms)
+
+    @property
+    def what_to_do(self) -> str:
+        """One line for the annotator: the protocol's description, else the first line of its
+        instructions (shortened by the page), else nothing."""
+        protocol = self.study.protocol_obj
+        lines = [line.strip() for line in (protocol.description or protocol.instructions).splitlines()]
+        return next((line for line in lines if line), "")
+
+
+def duration_text(ms: int) -> str:
+    """A time a person reads: "45 s", "12 min", "1 h 05 min"."""
+    seconds = max(ms, 0) // 1000
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _live_lease(now: Any) -> Q:
+    return Q(status=Assignment.Status.LEASED, lease_expires_at__gt=now)
+
+
+def _open_items_count(*, study: Study, annotator: Annotator, expert: bool, now: Any) -> int:
+    """Items this annotator holds or could still be given in ``study`` (one query): not closed by them
+    (submitted or skipped), and held by them or with fewer than ``overlap`` others occupying a slot;
+    expert-only items for the expert pool only; while the study has a validation sample, only its items;
+    nothing new for an excluded annotator. Control items count once handed out (a live lease of theirs)."""
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    closed = mine.filter(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])
+    held = mine.filter(_live_lease(now))
+    occupied = (
+        Assignment.objects.filter(
+            Q(status=Assignment.Status.SUBMITTED) | _live_lease(now), item=OuterRef("pk")
+        )
+        .exclude(annotator=annotator)
+        .order_by()
+        .values("item")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    items = Item.objects.filter(study=study).filter(~Exists(closed))
+    if not expert:
+        items = items.filter(expert_only=False)
+    could_get = (
+        Q(control_kind="")
+        & (
+            ~Exists(ValidationSample.objects.filter(study_id=study.pk))
+            | Exists(ValidationSampleItem.objects.filter(sample_id=study.pk, item=OuterRef("pk")))
+        )
+        & ~Exists(active_exclusions(study).filter(annotator=annotator))
+    )
+    return (
+        items.alias(occupied=Coalesce(Subquery(occupied, output_field=IntegerField()), Value(0)))
+        .filter(Exists(held) | (could_get & Q(occupied__lt=study.overlap)))
+        .count()
+    )
+
+
+def flow_progress(
+    user: User, *, study_id: int | None = None, annotator: Annotator | None = None, now: Any = None
+) -> list[FlowProgress]:
+    """The annotator's own progress in each study they are enrolled in (or only ``study_id``), by name:
+    two queries plus one count per study (plus one for ``user.annotator`` unless ``annotator`` is given)."""
+    now = now or timezone.now()
+    if annotator is None:
+        annotator = getattr(user, "annotator", None)
+    enrollments = (
+        Enrollment.objects.filter(user=user)
+        .select_related("study")
+        # an invitation's quota (a participant's account belongs to one study only)
+        .annotate(quota=F("user__participant__invitation__items_per_participant"))
+        .order_by("study__name")
+    )
+    if study_id is not None:
+        enrollments = enrollments.filter(study_id=study_id)
+    rows = [(e.study, e.pool == Pool.EXPERT, e.quota) for e in enrollments]
+    counts: dict[int, dict[str, Any]] = {}
+    if annotator is not None and rows:
+        submitted = Q(status=Assignment.Status.SUBMITTED)
+        counts = {
+            row["study_id"]: dict(row)
+            for row in Assignment.objects.filter(annotator=annotator, study__in=[row[0] for row in rows])
             .values("study_id")
             .annotate(
-                done=Count("id", filter=Q(status="submitted")),
-                skipped=Count("id", filter=Q(status="skipped")),
-                controls=Count("id", filter=~Q(item__control_kind="")),
+                done=Count("id", filter=submitted),
+                skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)),
+                spent=Sum("time_spent_ms", filter=submitted),
+                timed=Count("id", filter=submitted & Q(time_spent_ms__isnull=False)),
+                # the lease a claim resumes: the oldest (ids grow with time)
+                held=Min("id", filter=_live_lease(now)),
+            )
+        }
+    result = []
+    for study, expert, quota in rows:
+        row = counts.get(study.pk, {})
+        done, skipped = int(row.get("done") or 0), int(row.get("skipped") or 0)
+        spent, timed = int(row.get("spent") or 0), int(row.get("timed") or 0)
+        left = (
+            0
+            if annotator is None
+            else _open_items_count(study=study, annotator=annotator, expert=expert, now=now)
+        )
+        if quota is not None:
+            left = min(left, max(quota - done, 0))
+        result.append(
+            FlowProgress(
+                study=study,
+                done=done,
+                skipped=skipped,
+                left=left,
+                held=row.get("held"),
+                expert=expert,
+                time_spent_ms=spent,
+                estimate_left_ms=(spent // timed) * left if timed else None,
             )
         )
-        done = {row["study_id"]: row["done"] for row in rows}
-        skipped = {row["study_id"]: row["skipped"] for row in rows}
-        controls = {row["study_id"]: row["controls"] for row in rows}
-    # Expert-only items count only in the studies where this person is of the expert pool.
-    items = Item.objects.filter(study__in=studies, control_kind="").filter(
-        Q(expert_only=False) | Q(study__in=list(experts))
-    )
-    totals = {row["study_id"]: row["n"] for row in items.values("study_id").annotate(n=Count("id"))}
-    result = []
-    for study in studies:
-        total = max(totals.get(study.pk, 0) + controls.get(study.pk, 0) - skipped.get(study.pk, 0), 0)
-        result.append(
-            {"study": study, "done": done.get(study.pk, 0), "total": total, "expert": study.pk in experts}
-        )
     return result
+
+
+def study_progress_for(user: User, study_id: int, annotator: Annotator | None = None) -> FlowProgress | None:
+    """The annotator's own progress in one study (None when not enrolled)."""
+    rows = flow_progress(user, study_id=study_id, annotator=annotator)
+    return rows[0] if rows else None
 
 
 def my_assignments(*, study: Study, annotator: Annotator) -> QuerySet[Assignment]:

@@ -8,20 +8,23 @@ posts); ``static/js/annotate.js`` adds boxes, paging, keyboard and ``show_if``.
 from __future__ import annotations
 
 import mimetypes
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.models import Annotation, Assignment, RevealLog, Study, User
+from annotations.models import Annotation, Annotator, Assignment, RevealLog, Study
 from annotations.presenters import image_display_url, image_views
 from annotations.protocols.answers import SubmissionError
 from annotations.protocols.colours import BASIC_COLOURS
+from annotations.selectors import flow as flow_selectors
 from annotations.selectors import tasks as task_selectors
 from annotations.selectors.pools import sees_expert_questions
 from annotations.selectors.quality import claim_refusal
@@ -33,6 +36,7 @@ from annotations.services.assignment import (
 from annotations.services.display_images import display_image_name
 from annotations.services.invitations import participant_complete
 from annotations.services.reveals import reveal_enabled, reveal_log_create, reveal_record_agreement
+from annotations.services.skip_undo import assignment_skip_undo
 from annotations.services.studies import annotator_for_user
 from annotations.views.pages import IMAGE_CSP
 from annotations.views.task_form import answers_from_form
@@ -44,8 +48,9 @@ MAX_TIME_MS = 24 * 3600 * 1000
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
+    """The annotator's own studies: what to do, how much is done, skipped and left, time spent."""
     return render(
-        request, "annotate/dashboard.html", {"rows": task_selectors.enrolled_studies(request_user(request))}
+        request, "annotate/dashboard.html", {"rows": task_selectors.flow_progress(request_user(request))}
     )
 
 
@@ -71,8 +76,29 @@ def study_next(request: HttpRequest, pk: int) -> HttpResponse:
             )
         if access.participant_for_user(request_user(request)) is not None:
             return _participant_finished(request, study, quota_reached=False)
-        return render(request, "annotate/done.html", {"study": study, "message": ""})
-    return redirect("annotate-task", pk=assignment.pk)
+        return render(request, "annotate/done.html", {"study": study, "message": "", **_undo(request, study)})
+    return _to_task(assignment.pk, skipped=_skipped_id(request))
+
+
+def _to_task(pk: int, *, skipped: int | None = None) -> HttpResponse:
+    """Redirect to a task page; ``skipped``: the assignment just skipped, offered for an undo there."""
+    url = reverse("annotate-task", args=[pk])
+    return redirect(f"{url}?skipped={skipped}" if skipped else url)
+
+
+def _skipped_id(request: HttpRequest) -> int | None:
+    return id_from_text(request.GET.get("skipped", ""))
+
+
+def _undo(request: HttpRequest, study: Study) -> dict[str, Any]:
+    """The undo offer after a skip: only for the user's own assignment in this study that is skipped."""
+    pk = _skipped_id(request)
+    if pk is None:
+        return {}
+    mine = Assignment.objects.filter(
+        pk=pk, study=study, annotator__user=request_user(request), status=Assignment.Status.SKIPPED
+    )
+    return {"undo_skip": pk} if mine.exists() else {}
 
 
 def _participant_finished(request: HttpRequest, study: Study, *, quota_reached: bool) -> HttpResponse:
@@ -136,7 +162,7 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
             if was_submitted:
                 messages.success(request, "Your changes are saved.")
                 return redirect("annotate-mine", pk=study.pk)
-            return redirect("annotate-next", pk=study.pk)
+            return _after_submit(study=study, annotator=annotator)
     else:
         answers = task_selectors.stored_answers(item=item, annotator=annotator)
     next_assignment = None
@@ -158,24 +184,47 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
         "errors": errors,
         "editing": assignment.status == Assignment.Status.SUBMITTED,
         "next_image_url": image_display_url(next_image.item_id, next_image.position) if next_image else "",
-        "progress": _progress(study_id=study.pk, user=request_user(request)),
+        "progress": task_selectors.study_progress_for(request_user(request), study.pk, annotator),
         "colours": BASIC_COLOURS,
+        **_walk(assignment),
+        **_undo(request, study),
     }
     return render(request, "annotate/task.html", context, status=status)
 
 
-def _progress(*, study_id: int, user: User) -> dict[str, int] | None:
-    for row in task_selectors.enrolled_studies(user):
-        if row["study"].pk == study_id:
-            quota = access.participant_quota(user=user, study_id=study_id)
-            total = row["total"] if quota is None else min(row["total"], quota)
-            return {"done": row["done"], "total": total}
-    return None
+def _after_submit(*, study: Study, annotator: Annotator) -> HttpResponse:
+    """After a first submit: claim the next item in this request and go straight to its page (one
+    redirect, not two); the claim page answers when nothing is left or the claim is refused."""
+    try:
+        following = assignment_claim_next(study=study, annotator=annotator)
+    except WorkbenchError:
+        following = None
+    if following is None:
+        return redirect("annotate-next", pk=study.pk)
+    return _to_task(following.pk)
+
+
+def _walk(assignment: Assignment) -> dict[str, str]:
+    """Previous / Next among the annotator's own items (selectors/flow.py): Previous is the one handed
+    out before; Next the one after, or, from a submitted item with none after, the claim page (the held
+    item or a new one). A live lease with none after has no Next: the page already leased one ahead."""
+    before, after = flow_selectors.neighbours(assignment)
+    if after is not None:
+        next_url = reverse("annotate-task", args=[after])
+    elif assignment.status == Assignment.Status.SUBMITTED and assignment.study.status == Study.Status.ACTIVE:
+        next_url = reverse("annotate-next", args=[assignment.study_id])
+    else:
+        next_url = ""
+    return {
+        "previous_url": reverse("annotate-task", args=[before]) if before is not None else "",
+        "next_url": next_url,
+    }
 
 
 @login_required
 @require_POST
 def skip(request: HttpRequest, pk: int) -> HttpResponse:
+    """Skip with a reason, then the next item, whose page offers to undo the skip."""
     assignment = _assignment_or_404(request, pk)
     try:
         assignment_skip(
@@ -184,19 +233,41 @@ def skip(request: HttpRequest, pk: int) -> HttpResponse:
     except WorkbenchError as exc:
         messages.error(request, f"Not skipped: {exc.message}")
         return redirect("annotate-task", pk=assignment.pk)
-    messages.info(request, "Skipped.")
-    return redirect("annotate-next", pk=assignment.study_id)
+    return redirect(f"{reverse('annotate-next', args=[assignment.study_id])}?skipped={assignment.pk}")
+
+
+@login_required
+@require_POST
+def skip_undo(request: HttpRequest, pk: int) -> HttpResponse:
+    """Undo one's own skip (services/skip_undo.py): the item comes back when it still can, else why not."""
+    assignment = _assignment_or_404(request, pk)
+    try:
+        assignment_skip_undo(assignment=assignment, user=request_user(request))
+    except WorkbenchError as exc:
+        messages.error(request, f"The skip cannot be undone: {exc.message}.")
+        return redirect("annotate-mine", pk=assignment.study_id)
+    messages.success(request, "Skip undone: the item is yours again.")
+    return redirect("annotate-task", pk=assignment.pk)
 
 
 @login_required
 def mine(request: HttpRequest, pk: int) -> HttpResponse:
-    """The annotator's own items in a study: go back to any submitted one and change it."""
+    """The annotator's own items in a study, newest first: thumbnails, readable answers, change a
+    submitted one, undo a skip."""
     study = access.study_get_for_annotator(user=request_user(request), id=pk)
     annotator = annotator_for_user(user=request_user(request))
+    page, rows = flow_selectors.answer_rows(
+        study=study, annotator=annotator, page_number=request.GET.get("page")
+    )
     return render(
         request,
         "annotate/mine.html",
-        {"study": study, "assignments": task_selectors.my_assignments(study=study, annotator=annotator)},
+        {
+            "study": study,
+            "page": page,
+            "rows": rows,
+            "progress": task_selectors.study_progress_for(request_user(request), study.pk, annotator),
+        },
     )
 
 

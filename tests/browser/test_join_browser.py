@@ -114,7 +114,7 @@ def test_participant_consents_fills_the_form_annotates_to_the_quota_and_resumes(
     participant = Participant.objects.get()
     assert (participant.participant_id, participant.session_id) == (PID, "sess42")
     assert participant.user.enrollments.get().attributes == {"region": "EMEA", "language": "Greek"}
-    assert page.locator("#progress-count").inner_text() == "1 of 2"
+    assert page.locator("#progress-count").inner_text() == "1 done, 0 skipped, 1 left"
     assert page.locator("nav").get_by_role("link", name="Studies").count() == 0  # a scoped top bar
     shot(page, "22-join-task-1280")
 
@@ -122,7 +122,7 @@ def test_participant_consents_fills_the_form_annotates_to_the_quota_and_resumes(
     again = open_page(browser, server)
     again.goto(f"/join/{invitation.token}/{PROLIFIC}")
     again.wait_for_selector("#task-form")
-    assert again.locator("#progress-count").inner_text() == "1 of 2"
+    assert again.locator("#progress-count").inner_text() == "1 done, 0 skipped, 1 left"
     assert Participant.objects.count() == 1 and Invitation.objects.get().uses == 1
     _answer_and_submit(again)  # second item: the quota
 
