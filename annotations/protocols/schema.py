@@ -173,6 +173,14 @@ class Protocol:
     def question(self, key: str) -> Question:
         return self._index[key]
 
+    @property
+    def instruction_paragraphs(self) -> list[str]:
+        """The instructions as paragraphs for a page: a blank line starts a new paragraph, the
+        lines of one paragraph are joined with a space (YAML block text keeps its hard line
+        breaks, which look ragged on a phone). Plain text: templates escape it."""
+        blocks = re.split(r"\n\s*\n", self.instructions.strip())
+        return [" ".join(line.strip() for line in block.splitlines() if line.strip()) for block in blocks if block.strip()]
+
     def has_question(self, key: str) -> bool:
         return key in self._index
 
