@@ -179,7 +179,8 @@ class Protocol:
         lines of one paragraph are joined with a space (YAML block text keeps its hard line
         breaks, which look ragged on a phone). Plain text: templates escape it."""
         blocks = re.split(r"\n\s*\n", self.instructions.strip())
-        return [" ".join(line.strip() for line in block.splitlines() if line.strip()) for block in blocks if block.strip()]
+        paragraphs = [" ".join(block.split()) for block in blocks]
+        return [paragraph for paragraph in paragraphs if paragraph]
 
     def has_question(self, key: str) -> bool:
         return key in self._index

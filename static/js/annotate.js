@@ -134,7 +134,8 @@
   measureBar();
   window.addEventListener("resize", measureBar);
   form.addEventListener("focusin", (event) => {
-    revealAboveBar(event.target);
+    // Only for keyboard focus: scrolling under a mouse press would move the click off its target.
+    if (event.target.matches(":focus-visible")) revealAboveBar(event.target);
     const fieldset = event.target.closest("fieldset.question");
     if (!fieldset) return;
     const index = visibleQuestions().indexOf(fieldset);
