@@ -208,6 +208,8 @@
     viewport.tabIndex = 0;
     if (boxesPanel) canvas.classList.add("drawable");
     let drag = null;
+    // The middle button pans here, not the browser's autoscroll.
+    viewport.addEventListener("mousedown", (event) => { if (event.button === 1) event.preventDefault(); });
     viewport.addEventListener("pointerenter", () => { hovered = canvas; });
     viewport.addEventListener("pointerleave", () => { if (hovered === canvas) hovered = null; });
     viewport.addEventListener("pointerdown", (event) => {
