@@ -395,3 +395,83 @@ def test_phone_360_reads_well_without_horizontal_scroll(
     assert phone.evaluate("document.documentElement.scrollWidth") <= 360  # zoom scrolls inside the panel
     shot(phone, "c04-task-360")
     assert phone.js_errors == []
+
+
+SET_PROTOCOL = """
+name: Sets
+unit: image_set
+questions:
+  - key: attributes
+    kind: multi
+    prompt: Which attributes are visible?
+    options: [hat, glasses]
+    none_option: None of the above
+  - key: boxes
+    kind: boxes
+    prompt: Draw a box around each selected attribute.
+    linked_question: attributes
+    required: false
+"""
+
+
+def test_image_set_grid_fits_each_image_and_keeps_the_image_of_a_box(
+    browser: Any, server: Any, transactional_db: None
+) -> None:
+    from annotations.models import Annotation, Item, ItemImage
+    from annotations.protocols.schema import load_protocol_text
+    from annotations.services.studies import enrollment_add, study_create
+    from tests.factories import UserFactory
+
+    owner = UserFactory.create(username="res2", role="researcher")
+    study = study_create(owner=owner, name="Set study", protocol=load_protocol_text(SET_PROTOCOL), overlap=1)
+    item = Item.objects.create(study=study, external_id="set-0", kind="image_set", sha256="a" * 64)
+    sizes = [(2000, 1000), (600, 900)]  # a wide and a tall image side by side
+    for position, size in enumerate(sizes):
+        image = ItemImage(
+            item=item,
+            position=position,
+            width=size[0],
+            height=size[1],
+            content_type="image/png",
+            sha256=f"{position:064d}",
+            original_name=f"{position}.png",
+        )
+        image.file.save(f"set{position}.png", ContentFile(png(size, (160, 60, 40))), save=False)
+        image.save()
+    enrollment_add(study=study, user=UserFactory.create(username="ann", role="annotator"))
+
+    page = open_page(browser, server)
+    _open_task(page, {"study": study})
+    figures = page.locator(".box-canvas")
+    assert figures.count() == 2
+    for index, (width, height) in enumerate(sizes):
+        cell = figures.nth(index).bounding_box()
+        shown = figures.nth(index).locator("img").bounding_box()
+        assert shown["width"] <= cell["width"] + 1 and shown["height"] <= 0.78 * 800 + 1
+        assert abs(shown["height"] / shown["width"] - height / width) < 0.01
+        # fitted: as wide as its cell, or as tall as allowed
+        assert abs(shown["width"] - cell["width"]) <= 1 or abs(shown["height"] - 0.78 * 800) <= 1
+    tall_fit = figures.nth(1).locator("img").bounding_box()
+
+    page.locator("#question-attributes").get_by_label("glasses").check()
+    page.get_by_role("button", name="Zoom in").click()
+    page.get_by_role("button", name="Zoom in").click()
+    tall = figures.nth(1).locator("img").bounding_box()
+    assert abs(tall["width"] - 2 * tall_fit["width"]) <= 2  # the zoom applies to every image
+    view = figures.nth(1).locator(".canvas-viewport").bounding_box()
+    start = (round(view["x"] + 20), round(view["y"] + 30))
+    end = (start[0] + 60, start[1] + 50)
+    x0, y0 = (start[0] - tall["x"]) * 600 / tall["width"], (start[1] - tall["y"]) * 900 / tall["height"]
+    _drag(page, start, end)
+    (box,) = _boxes(page)
+    assert box["image"] == 1 and box["option"] == "glasses"
+    assert abs(box["x"] - x0) <= 1 and abs(box["y"] - y0) <= 1
+    assert abs(box["w"] - 60 * 600 / tall["width"]) <= 1 and abs(box["h"] - 50 * 900 / tall["height"]) <= 1
+    shot(page, "c05-image-set-zoomed")
+    page.locator("#submit-button").click()
+    page.wait_for_selector("text=nothing left for you")
+    (stored,) = Annotation.objects.get(question_key="boxes").value
+    assert {k: stored[k] for k in ("image", "x", "y", "w", "h")} == {
+        k: box[k] for k in ("image", "x", "y", "w", "h")
+    }
+    assert page.js_errors == []
