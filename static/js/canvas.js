@@ -296,6 +296,51 @@
     if (!img.complete) img.addEventListener("load", () => { layout(canvas); renderBoxes(); });
   });
 
+  // --- boxes by keyboard, on a focused image: N adds one in the middle of the view, the arrows move
+  // the selected box (Shift + arrows resize it) by 10 screen pixels, Esc lets the arrows pan again ---
+  function addBoxByKey(canvas) {
+    const option = optionSelect.value;
+    if (!option) {
+      optionSelect.focus();
+      optionSelect.classList.add("attention");
+      return;
+    }
+    const { viewport, img } = partsOf(canvas);
+    const { width, height } = naturalOf(canvas);
+    const view = viewport.getBoundingClientRect();
+    const shown = img.getBoundingClientRect();
+    const visibleWidth = Math.min(view.right, shown.right) - Math.max(view.left, shown.left);
+    const visibleHeight = Math.min(view.bottom, shown.bottom) - Math.max(view.top, shown.top);
+    const w = Math.max(1, Math.round((visibleWidth / 4) * width / shown.width));
+    const h = Math.max(1, Math.round((visibleHeight / 4) * height / shown.height));
+    const cx = ((Math.max(view.left, shown.left) + visibleWidth / 2) - shown.left) * width / shown.width;
+    const cy = ((Math.max(view.top, shown.top) + visibleHeight / 2) - shown.top) * height / shown.height;
+    const box = { option, x: Math.round(clamp(cx - w / 2, 0, width - w)), y: Math.round(clamp(cy - h / 2, 0, height - h)), w, h };
+    if (multiImage) box.image = Number(canvas.dataset.image);
+    boxes.push(box);
+    selectedBox = boxes.length - 1;
+    renderBoxes();
+  }
+  function nudge(key, resize) {
+    const box = boxes[selectedBox];
+    const canvas = canvasFor(box);
+    const { width, height } = naturalOf(canvas);
+    const step = Math.max(1, Math.round(10 / (canvas.scale || 1)));
+    const dx = key === "ArrowRight" ? step : key === "ArrowLeft" ? -step : 0;
+    const dy = key === "ArrowDown" ? step : key === "ArrowUp" ? -step : 0;
+    if (resize) {
+      box.w = clamp(box.w + dx, 1, width - box.x);
+      box.h = clamp(box.h + dy, 1, height - box.y);
+    } else {
+      box.x = clamp(box.x + dx, 0, width - box.w);
+      box.y = clamp(box.y + dy, 0, height - box.h);
+    }
+    renderBoxes();
+  }
+  function selectedOn(viewport) {
+    return selectedBox >= 0 && boxes[selectedBox] && canvasFor(boxes[selectedBox]).contains(viewport);
+  }
+
   // --- keys: + - F zoom, Space + drag pans, arrows pan a focused image, Z and Delete edit boxes ---
   function typing(target) {
     return target.matches('input[type=text], input:not([type]), textarea, select');
@@ -315,6 +360,12 @@
       event.preventDefault(); spaceHeld = true; setPanMode(panMode);
     } else if (key === " " && hovered) {
       event.preventDefault();
+    } else if (viewport && (key === "n" || key === "N") && boxesPanel && !boxesField.disabled) {
+      event.preventDefault(); addBoxByKey(viewport.closest(".box-canvas"));
+    } else if (viewport && key.startsWith("Arrow") && selectedOn(viewport)) {
+      event.preventDefault(); nudge(key, event.shiftKey);
+    } else if (viewport && key === "Escape" && selectedBox >= 0) {
+      event.preventDefault(); selectedBox = -1; renderBoxes();
     } else if (viewport && key.startsWith("Arrow")) {
       event.preventDefault();
       const stepX = viewport.clientWidth / 10;

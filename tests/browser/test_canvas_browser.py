@@ -475,3 +475,49 @@ def test_image_set_grid_fits_each_image_and_keeps_the_image_of_a_box(
         k: box[k] for k in ("image", "x", "y", "w", "h")
     }
     assert page.js_errors == []
+
+
+def test_boxes_by_keyboard_on_a_focused_image(browser: Any, server: Any, world: dict[str, Any]) -> None:
+    from annotations.models import Annotation
+
+    page = open_page(browser, server)
+    _open_task(page, world)
+    page.locator("#question-attributes").get_by_label("glasses").check()
+    page.get_by_role("button", name="Pan").focus()
+    page.keyboard.press("Tab")  # the image comes next
+    assert page.evaluate("document.activeElement.classList.contains('canvas-viewport')")
+    scale = _image(page)["width"] / WIDTH  # screen pixels per original pixel at the fit
+    step = max(1, round(10 / scale))
+    page.keyboard.press("n")
+    (box,) = _boxes(page)
+    assert box["option"] == "glasses"
+    assert abs(box["x"] + box["w"] / 2 - WIDTH / 2) <= 1 and abs(box["y"] + box["h"] / 2 - HEIGHT / 2) <= 1
+    assert abs(box["w"] - WIDTH / 4) <= 2 and abs(box["h"] - HEIGHT / 4) <= 2
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Shift+ArrowRight")
+    (moved,) = _boxes(page)
+    assert (moved["x"], moved["y"], moved["w"], moved["h"]) == (
+        box["x"] + step,
+        box["y"] - step,
+        box["w"] + step,
+        box["h"],
+    )
+    page.keyboard.press("n")
+    assert len(_boxes(page)) == 2
+    page.keyboard.press("Delete")  # the selected (new) box
+    assert _boxes(page) == [moved]
+    # Esc lets go of the box: the arrows move a zoomed view again
+    page.keyboard.press("Escape")
+    page.keyboard.press("+")
+    scroll = page.locator(".canvas-viewport").first
+    before = scroll.evaluate("el => el.scrollLeft")
+    page.keyboard.press("ArrowRight")
+    assert scroll.evaluate("el => el.scrollLeft") > before and _boxes(page) == [moved]
+    _answer_the_rest(page)
+    url = page.url
+    page.locator("#submit-button").click()
+    page.wait_for_url(lambda now: now != url)
+    (stored,) = Annotation.objects.get(question_key="boxes").value
+    assert {k: stored[k] for k in ("x", "y", "w", "h")} == {k: moved[k] for k in ("x", "y", "w", "h")}
+    assert page.js_errors == []
