@@ -34,7 +34,6 @@
       if (target.type !== "checkbox") return;
       if (target === none && none.checked) boxes().forEach((box) => { box.checked = false; });
       if (target !== none && target.checked && none) none.checked = false;
-      refreshBoxOptions();
     });
     const pages = Array.from(fieldset.querySelectorAll(".option-page"));
     const shownInput = fieldset.querySelector(".shown-value");
@@ -74,178 +73,28 @@
   }
   questions.filter((q) => q.dataset.kind === "multi").forEach(setupMulti);
 
-  // --- boxes: drawn in display pixels, stored in original image pixels ---
-  const boxesField = questions.find((q) => q.dataset.kind === "boxes");
-  const canvases = Array.from(document.querySelectorAll(".box-canvas"));
-  let boxes = [];
-  let selectedBox = -1;
-  const multiImage = document.getElementById("task").dataset.multiImage === "1";
-  const boxValue = boxesField ? boxesField.querySelector(".boxes-value") : null;
-  const optionSelect = boxesField ? boxesField.querySelector(".box-option") : null;
-  const labels = {};
-  if (boxesField) {
-    const template = boxesField.querySelector("template.box-labels");
-    if (template) template.content.querySelectorAll("span").forEach((span) => { labels[span.dataset.key] = span.textContent; });
-    try { boxes = JSON.parse(boxValue.value || "[]"); } catch (error) { boxes = []; }
-    if (!Array.isArray(boxes)) boxes = [];
-  }
-  function scaleOf(canvas) {
-    const img = canvas.querySelector("img");
-    const width = Number(canvas.dataset.width) || img.naturalWidth || img.clientWidth;
-    const height = Number(canvas.dataset.height) || img.naturalHeight || img.clientHeight;
-    return { sx: width / img.clientWidth, sy: height / img.clientHeight, width, height };
-  }
-  function canvasFor(box) {
-    return canvases.find((canvas) => Number(canvas.dataset.image) === (box.image || 0)) || canvases[0];
-  }
-  const boxesPanel = boxesField ? boxesField.querySelector(".boxes-panel") : null;
-  function linkedSelection() {
-    if (!boxesPanel) return [];
-    const linked = boxesPanel.dataset.linked;
-    return Array.from(form.querySelectorAll(`input[name="q-${CSS.escape(linked)}"]:checked`))
-      .map((input) => input.value).filter((key) => key in labels);
-  }
-  function refreshBoxOptions() {
-    if (!optionSelect) return;
-    const selected = linkedSelection();
-    const previous = optionSelect.value;
-    optionSelect.innerHTML = "";
-    if (!selected.length) {
-      optionSelect.add(new Option("— select an option above first —", ""));
-    }
-    selected.forEach((key) => optionSelect.add(new Option(labels[key], key)));
-    if (selected.includes(previous)) optionSelect.value = previous;
-    renderBoxes();
-  }
-  function save() { if (boxValue) boxValue.value = JSON.stringify(boxes); }
-  function renderBoxes() {
-    if (!boxesField) return;
-    canvases.forEach((canvas) => canvas.querySelectorAll(".box").forEach((el) => el.remove()));
-    const list = boxesField.querySelector(".box-list");
-    list.innerHTML = "";
-    const selected = linkedSelection();
-    boxes.forEach((box, index) => {
-      const canvas = canvasFor(box);
-      const { sx, sy } = scaleOf(canvas);
-      const el = document.createElement("div");
-      el.className = "box" + (index === selectedBox ? " selected" : "") + (selected.includes(box.option) ? "" : " orphan");
-      el.style.left = `${box.x / sx}px`;
-      el.style.top = `${box.y / sy}px`;
-      el.style.width = `${box.w / sx}px`;
-      el.style.height = `${box.h / sy}px`;
-      el.dataset.index = index;
-      el.title = labels[box.option] || box.option;
-      const tag = document.createElement("span");
-      tag.className = "box-tag";
-      tag.textContent = `${index + 1} ${labels[box.option] || box.option}`;
-      const handle = document.createElement("span");
-      handle.className = "box-handle";
-      el.append(tag, handle);
-      canvas.append(el);
-      const item = document.createElement("li");
-      item.append(`Box ${index + 1} at x ${box.x}, y ${box.y}, ${box.w}×${box.h} px` +
-        (multiImage ? ` on image ${(box.image || 0) + 1}` : "") + " supports ");
-      // Relink a box to another selected option.
-      const relink = document.createElement("select");
-      relink.setAttribute("aria-label", `Option of box ${index + 1}`);
-      const choices = selected.includes(box.option) ? selected : [box.option, ...selected];
-      choices.forEach((key) => relink.add(new Option(labels[key] || key, key, false, key === box.option)));
-      relink.addEventListener("change", () => { box.option = relink.value; renderBoxes(); });
-      item.append(relink, " ");
-      const remove = document.createElement("button");
-      remove.type = "button";
-      remove.className = "link";
-      remove.textContent = `Delete box ${index + 1}`;
-      remove.addEventListener("click", () => { boxes.splice(index, 1); selectedBox = -1; save(); renderBoxes(); });
-      item.append(remove);
-      list.append(item);
-    });
-    save();
-    refreshCheck();
-  }
+  // --- boxes, zoom and pan live in canvas.js (loaded first); it reports changes as "canvaschange" ---
+  const canvas = window.workbenchCanvas || null;
   function clamp(value, low, high) { return Math.max(low, Math.min(high, value)); }
-  canvases.forEach((canvas) => {
-    if (!boxesField) return;
-    canvas.classList.add("drawable");
-    let drag = null;
-    canvas.addEventListener("pointerdown", (event) => {
-      if (event.button !== 0) return;
-      const rect = canvas.querySelector("img").getBoundingClientRect();
-      const { sx, sy, width, height } = scaleOf(canvas);
-      const px = clamp((event.clientX - rect.left) * sx, 0, width);
-      const py = clamp((event.clientY - rect.top) * sy, 0, height);
-      const boxEl = event.target.closest(".box");
-      if (boxEl) {
-        selectedBox = Number(boxEl.dataset.index);
-        const box = boxes[selectedBox];
-        drag = { mode: event.target.classList.contains("box-handle") ? "resize" : "move", box, px, py,
-                 start: { ...box }, sx, sy, width, height, rect };
-      } else {
-        const option = optionSelect.value;
-        if (!option) {
-          optionSelect.focus();
-          optionSelect.classList.add("attention");
-          return;
-        }
-        const box = { option, x: Math.round(px), y: Math.round(py), w: 1, h: 1 };
-        if (multiImage) box.image = Number(canvas.dataset.image);
-        boxes.push(box);
-        selectedBox = boxes.length - 1;
-        drag = { mode: "draw", box, px, py, sx, sy, width, height, rect };
-      }
-      canvas.setPointerCapture(event.pointerId);
-      event.preventDefault();
-      renderBoxes();
-    });
-    canvas.addEventListener("pointermove", (event) => {
-      if (!drag) return;
-      const x = clamp((event.clientX - drag.rect.left) * drag.sx, 0, drag.width);
-      const y = clamp((event.clientY - drag.rect.top) * drag.sy, 0, drag.height);
-      const box = drag.box;
-      if (drag.mode === "draw") {
-        box.x = Math.round(Math.min(drag.px, x));
-        box.y = Math.round(Math.min(drag.py, y));
-        box.w = Math.max(1, Math.round(Math.abs(x - drag.px)));
-        box.h = Math.max(1, Math.round(Math.abs(y - drag.py)));
-      } else if (drag.mode === "move") {
-        box.x = Math.round(clamp(drag.start.x + x - drag.px, 0, drag.width - box.w));
-        box.y = Math.round(clamp(drag.start.y + y - drag.py, 0, drag.height - box.h));
-      } else {
-        box.w = Math.max(1, Math.round(clamp(drag.start.w + x - drag.px, 1, drag.width - box.x)));
-        box.h = Math.max(1, Math.round(clamp(drag.start.h + y - drag.py, 1, drag.height - box.y)));
-      }
-      renderBoxes();
-    });
-    const finish = () => {
-      if (!drag) return;
-      // A click without a drag makes no box.
-      if (drag.mode === "draw" && (drag.box.w < 3 || drag.box.h < 3)) {
-        boxes.splice(boxes.indexOf(drag.box), 1);
-        selectedBox = -1;
-      }
-      drag = null;
-      renderBoxes();
-    };
-    canvas.addEventListener("pointerup", finish);
-    canvas.addEventListener("pointercancel", finish);
-  });
-  if (boxesField) {
-    optionSelect.addEventListener("change", () => {
-      optionSelect.classList.remove("attention");
-    });
-    window.addEventListener("resize", renderBoxes);
-    canvases.forEach((canvas) => {
-      const img = canvas.querySelector("img");
-      if (!img.complete) img.addEventListener("load", renderBoxes);
-    });
-  }
 
   // --- keyboard ---
   const overlay = document.getElementById("help-overlay");
   const helpButton = document.getElementById("help-button");
+  // Closing the list gives focus back to the form (what was focused before, else the current
+  // question), never to the help button, where Enter would open the list again.
+  let focusedBeforeHelp = null;
   function toggleHelp(open) {
     overlay.hidden = !open;
-    if (open) document.getElementById("help-close").focus(); else if (helpButton) helpButton.focus();
+    if (open) {
+      const active = document.activeElement;
+      focusedBeforeHelp = active && active !== helpButton && active !== document.body ? active : null;
+      document.getElementById("help-close").focus();
+    } else if (focusedBeforeHelp && focusedBeforeHelp.isConnected && !focusedBeforeHelp.closest("[hidden]")) {
+      focusedBeforeHelp.focus({ preventScroll: true });
+      revealAboveBar(focusedBeforeHelp);
+    } else {
+      focusQuestion(current);
+    }
   }
   if (helpButton) helpButton.addEventListener("click", () => toggleHelp(true));
   document.getElementById("help-close").addEventListener("click", () => toggleHelp(false));
@@ -266,8 +115,27 @@
     if (target === fieldset) fieldset.tabIndex = -1;
     target.focus({ preventScroll: true });
     fieldset.scrollIntoView({ block: "nearest" });
+    revealAboveBar(target);
   }
+  // The sticky Submit bar must never cover what has focus: the CSS gives the page a
+  // scroll-padding-bottom of the bar's height (--submit-bar, measured here); an element focused
+  // under the bar anyway (Tab, a digit key) is scrolled up to just above it.
+  const bar = form.querySelector(".actions");
+  function measureBar() {
+    if (bar) document.documentElement.style.setProperty("--submit-bar", `${Math.ceil(bar.offsetHeight)}px`);
+  }
+  function revealAboveBar(element) {
+    if (!bar || !element || bar.contains(element)) return;
+    const covered = element.getBoundingClientRect().bottom - bar.getBoundingClientRect().top;
+    if (covered > 0) element.scrollIntoView({ block: "nearest" });
+    const still = element.getBoundingClientRect().bottom - bar.getBoundingClientRect().top;
+    if (still > 0) window.scrollBy(0, still + 4);
+  }
+  measureBar();
+  window.addEventListener("resize", measureBar);
   form.addEventListener("focusin", (event) => {
+    // Only for keyboard focus: scrolling under a mouse press would move the click off its target.
+    if (event.target.matches(":focus-visible")) revealAboveBar(event.target);
     const fieldset = event.target.closest("fieldset.question");
     if (!fieldset) return;
     const index = visibleQuestions().indexOf(fieldset);
@@ -294,14 +162,17 @@
     if (input.type === "checkbox") input.checked = !input.checked; else input.checked = true;
     input.dispatchEvent(new Event("change", { bubbles: true }));
     input.focus({ preventScroll: true });
+    revealAboveBar(input.closest("label") || input);
   }
   function typing(target) {
     return target.matches('input[type=text], input:not([type]), textarea, select');
   }
   document.addEventListener("keydown", (event) => {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
     if (!overlay.hidden) {
       if (event.key === "Escape" || event.key === "?") { event.preventDefault(); toggleHelp(false); }
+      // Focus stays in the dialog (its one control) while it is open.
+      if (event.key === "Tab") { event.preventDefault(); document.getElementById("help-close").focus(); }
       return;
     }
     const target = event.target;
@@ -326,10 +197,6 @@
     } else if (event.key === "s" || event.key === "S") {
       const skip = document.getElementById("skip-details");
       if (skip) { event.preventDefault(); skip.open = true; document.getElementById("skip-reason").focus(); }
-    } else if ((event.key === "z" || event.key === "Z") && boxes.length) {
-      event.preventDefault(); boxes.pop(); selectedBox = -1; renderBoxes();
-    } else if ((event.key === "Delete" || event.key === "Backspace") && selectedBox >= 0) {
-      event.preventDefault(); boxes.splice(selectedBox, 1); selectedBox = -1; renderBoxes();
     } else if (event.key === "?") {
       event.preventDefault(); toggleHelp(true);
     }
@@ -337,8 +204,58 @@
 
   // --- before submit: what the protocol requires that the server would refuse anyway ---
   function plural(n, one, many) { return `${n} ${n === 1 ? one : many}`; }
+  // A required question left blank (hidden show_if questions are disabled and not asked; "None of
+  // the above" is an answer). The server checks the same again; this only saves the round trip.
+  function unanswered(fieldset) {
+    if (fieldset.disabled || fieldset.hidden) return null;
+    const chosen = fieldset.querySelector('input[name^="q-"]:checked');
+    if (fieldset.dataset.required) {
+      if (fieldset.dataset.kind === "text") {
+        const input = fieldset.querySelector('input[type=text][name^="q-"]');
+        if (input && !input.value.trim()) return "needs an answer";
+      } else if (!chosen) {
+        return "needs an answer";
+      }
+    }
+    if (fieldset.dataset.reasonRequired && chosen) {
+      const reason = fieldset.querySelector('input[name^="reason-"]');
+      if (reason && !reason.value.trim()) return "needs a reason";
+    }
+    return null;
+  }
+  function markQuestion(fieldset, problem) {
+    const id = `check-${fieldset.dataset.key}`;
+    let message = document.getElementById(id);
+    const described = (fieldset.getAttribute("aria-describedby") || "").split(" ").filter((x) => x && x !== id);
+    if (problem) {
+      if (!message) {
+        message = document.createElement("p");
+        message.className = "error client-check";
+        message.id = id;
+        fieldset.querySelector("legend").after(message);
+      }
+      message.textContent = `This question ${problem}.`;
+      fieldset.setAttribute("aria-invalid", "true");
+      described.push(id);
+    } else {
+      if (message) message.remove();
+      if (!fieldset.classList.contains("has-error")) fieldset.removeAttribute("aria-invalid");
+    }
+    if (described.length) fieldset.setAttribute("aria-describedby", described.join(" "));
+    else fieldset.removeAttribute("aria-describedby");
+    fieldset.classList.toggle("needs-answer", Boolean(problem));
+  }
   function submitProblems() {
     const problems = [];
+    for (const fieldset of questions) {
+      const missing = unanswered(fieldset);
+      if (missing) {
+        const legend = fieldset.querySelector("legend");
+        const qnum = legend.querySelector(".qnum").textContent;
+        const prompt = legend.textContent.replace(qnum, "").replace(/\*\s*\(required\)\s*$/, "").trim();
+        problems.push({ fieldset, missing, text: `Question ${qnum.replace(".", "").trim()}, “${prompt}”, ${missing}` });
+      }
+    }
     for (const fieldset of questions) {
       if (fieldset.disabled || !fieldset.unseenPages || !fieldset.dataset.requireAllShown) continue;
       const unseen = fieldset.unseenPages();
@@ -347,24 +264,27 @@
         problems.push({ fieldset, text: `${plural(unseen, "more page", "more pages")} of options to see in question ${number}` });
       }
     }
-    if (boxesPanel && !boxesField.disabled && boxesPanel.dataset.boxesRequired === "each_selected") {
-      const boxed = new Set(boxes.map((box) => box.option));
-      const missing = linkedSelection().filter((key) => !boxed.has(key));
-      if (missing.length) {
-        const { nounOne, nounMany } = boxesPanel.dataset;
-        const what = missing.length === 1 ? `1 selected ${nounOne} has` : `${missing.length} selected ${nounMany} have`;
-        problems.push({ fieldset: boxesField, text: `${what} no box: ${missing.map((key) => labels[key] || key).join(", ")}` });
-      }
-    }
+    if (canvas) problems.push(...canvas.problems());
     return problems;
   }
   function showProblems(problems) {
     const list = check.querySelector("ul");
     list.replaceChildren(...problems.map((problem) => {
       const item = document.createElement("li");
-      item.textContent = problem.text;  // labels are text, never markup
+      const link = document.createElement("a");
+      link.href = `#${problem.fieldset.id}`;
+      link.textContent = problem.text;  // prompts and labels are text, never markup
+      link.addEventListener("click", (event) => {
+        event.preventDefault();
+        focusQuestion(visibleQuestions().indexOf(problem.fieldset));
+      });
+      item.append(link);
       return item;
     }));
+    questions.forEach((fieldset) => {
+      const missing = problems.find((problem) => problem.fieldset === fieldset && problem.missing);
+      markQuestion(fieldset, missing ? missing.missing : null);
+    });
     check.hidden = problems.length === 0;
   }
   // Once shown, the list follows the answers and goes away when nothing is left.
@@ -392,8 +312,9 @@
 
   form.addEventListener("change", applyShowIf);
   form.addEventListener("change", refreshCheck);
+  form.addEventListener("canvaschange", refreshCheck);
   applyShowIf();
-  refreshBoxOptions();
+  if (canvas) canvas.refresh();
   const nextImage = document.getElementById("task").dataset.nextImage;
   if (nextImage) { const preload = new Image(); preload.src = nextImage; }
   const firstError = form.querySelector("fieldset.has-error");

@@ -141,3 +141,36 @@ def test_bad_protocols_name_the_line_and_field(text: str, line: int, fragment: s
 def test_a_missing_file_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(ProtocolError, match="cannot read the file"):
         load_protocol_file(tmp_path / "nope.yaml")
+
+
+def test_instructions_become_paragraphs_with_single_line_breaks_joined() -> None:
+    protocol = load_protocol_text(
+        ISSUE_EXAMPLE
+        + "instructions: |\n  Look at the image\n  closely, <b>then</b> answer.\n\n\n  Second  part.\n"
+    )
+    assert protocol.instruction_paragraphs == [
+        "Look at the image closely, <b>then</b> answer.",
+        "Second part.",
+    ]
+    assert load_protocol_text(ISSUE_EXAMPLE).instruction_paragraphs == []
+
+
+def test_colour_examples_in_presets_are_colours_the_workbench_can_store() -> None:
+    """The object-attributes preset once gave "burgundy" as an example, which the normaliser refuses;
+    its instructions now name the stored terms, and each example of its help texts is accepted."""
+    import re
+
+    from annotations.protocols.colours import BASIC_COLOURS, normalise_colour
+
+    protocol = load_preset("object-attributes")
+    helps = [q.help for q in protocol.questions if q.normaliser == "colour"]
+    assert len(helps) == 2 and "burgundy" not in protocol.instructions + " ".join(helps)
+    assert normalise_colour("burgundy") is None
+    assert all(colour in protocol.instructions for colour in BASIC_COLOURS)
+    examples = []
+    for text in helps:
+        found = re.search(r"e\.g\. ([^;)]*)", text)
+        assert found, text
+        examples += [word.strip() for word in found.group(1).split(",")]
+    assert len(examples) >= 6
+    assert [example for example in examples if normalise_colour(example) is None] == []

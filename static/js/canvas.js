@@ -1,0 +1,418 @@
+// The task page's image canvas: fit to the panel, zoom and pan, and boxes drawn in ORIGINAL-image pixels.
+// Loaded before annotate.js (both deferred). It talks to annotate.js through window.workbenchCanvas
+// (submit problems) and a "canvaschange" event on the form; it handles its own keys (+ - F Z Delete,
+// Space to pan, arrows on a focused image). Plain JavaScript, no build step (CSP: script-src 'self').
+// docs/annotating.md, "The image canvas", describes what a user can do.
+(function () {
+  "use strict";
+  const form = document.getElementById("task-form");
+  const task = document.getElementById("task");
+  if (!form || !task) return;
+  // Okabe and Ito's colour-blind-safe palette, given by the option's place in the protocol's list
+  // (so an option keeps its colour on every item); past 8 options the colours repeat with dashes.
+  const PALETTE = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000"];
+  const ZOOM_STEP = Math.SQRT2;
+  const MAX_ZOOM = 8;
+  const canvases = Array.from(task.querySelectorAll(".box-canvas"));
+  const tools = document.getElementById("canvas-tools");
+  const legend = document.getElementById("box-legend");
+  const zoomLevel = document.getElementById("zoom-level");
+  const panToggle = document.getElementById("pan-toggle");
+  const overlay = document.getElementById("help-overlay");
+  const narrow = window.matchMedia("(max-width: 760px)");
+  const multiImage = task.dataset.multiImage === "1";
+  let zoom = 1; // a multiple of the fit, the same for every image of the item
+  let panMode = false;
+  let spaceHeld = false;
+  let hovered = null;
+
+  // --- the boxes question: its options, their colours, the stored value ---
+  const boxesField = form.querySelector('fieldset.question[data-kind="boxes"]');
+  const boxesPanel = boxesField ? boxesField.querySelector(".boxes-panel") : null;
+  const boxValue = boxesField ? boxesField.querySelector(".boxes-value") : null;
+  const optionSelect = boxesField ? boxesField.querySelector(".box-option") : null;
+  const labels = {};
+  const order = {};
+  let boxes = [];
+  let selectedBox = -1;
+  if (boxesPanel) {
+    const template = boxesField.querySelector("template.box-labels");
+    if (template) {
+      template.content.querySelectorAll("span").forEach((span, index) => {
+        labels[span.dataset.key] = span.textContent;
+        order[span.dataset.key] = index;
+      });
+    }
+    try { boxes = JSON.parse(boxValue.value || "[]"); } catch (error) { boxes = []; }
+    if (!Array.isArray(boxes)) boxes = [];
+  }
+  function colourOf(key) { return PALETTE[(order[key] ?? 0) % PALETTE.length]; }
+  function dashedOf(key) { return (order[key] ?? 0) >= PALETTE.length; }
+  function labelOf(key) { return labels[key] || key; }
+  function changed() { form.dispatchEvent(new CustomEvent("canvaschange")); }
+
+  // --- fit, zoom and pan ---
+  function clamp(value, low, high) { return Math.max(low, Math.min(high, value)); }
+  function partsOf(canvas) {
+    return {
+      viewport: canvas.querySelector(".canvas-viewport"),
+      stage: canvas.querySelector(".canvas-stage"),
+      img: canvas.querySelector("img"),
+    };
+  }
+  // The original image's size: stored with the item; else the shown file's own.
+  function naturalOf(canvas) {
+    const img = canvas.querySelector("img");
+    return {
+      width: Number(canvas.dataset.width) || img.naturalWidth || 0,
+      height: Number(canvas.dataset.height) || img.naturalHeight || 0,
+    };
+  }
+  // Sizes the image at fit x zoom; `anchor` (viewport pixels) stays over the same image point.
+  function layout(canvas, anchor) {
+    const { viewport, stage, img } = partsOf(canvas);
+    const { width, height } = naturalOf(canvas);
+    if (!viewport || !width || !height) return;
+    const maxHeight = window.innerHeight * (narrow.matches ? 0.6 : 0.78);
+    const fit = Math.min(canvas.clientWidth / width, maxHeight / height);
+    const before = canvas.scale || fit * zoom;
+    const scale = fit * zoom;
+    const ax = anchor ? anchor.x : viewport.clientWidth / 2;
+    const ay = anchor ? anchor.y : viewport.clientHeight / 2;
+    const px = (viewport.scrollLeft + ax) / before;
+    const py = (viewport.scrollTop + ay) / before;
+    canvas.scale = scale;
+    for (const el of [stage, img]) {
+      el.style.width = `${width * scale}px`;
+      el.style.height = `${height * scale}px`;
+    }
+    viewport.style.height = `${Math.ceil(height * fit)}px`;
+    viewport.scrollLeft = px * scale - ax;
+    viewport.scrollTop = py * scale - ay;
+    canvas.classList.toggle("zoomed", zoom > 1);
+  }
+  function setZoom(value, canvas, anchor) {
+    zoom = clamp(value, 1, MAX_ZOOM);
+    canvases.forEach((each) => layout(each, each === canvas ? anchor : null));
+    if (zoomLevel) zoomLevel.textContent = zoom <= 1 ? "Fit" : `×${zoom.toFixed(1)}`;
+    if (tools) {
+      tools.querySelector('[data-zoom="out"]').disabled = zoom <= 1;
+      tools.querySelector('[data-zoom="fit"]').disabled = zoom <= 1;
+      tools.querySelector('[data-zoom="in"]').disabled = zoom >= MAX_ZOOM;
+    }
+    renderBoxes();
+  }
+  function fitAll() {
+    canvases.forEach((canvas) => { canvas.scale = 0; });
+    setZoom(zoom);
+  }
+  function setPanMode(on) {
+    panMode = on;
+    if (panToggle) panToggle.setAttribute("aria-pressed", on ? "true" : "false");
+    canvases.forEach((canvas) => canvas.classList.toggle("panning", panMode || spaceHeld));
+  }
+
+  // --- boxes: drawn on the shown image, kept in original pixels ---
+  function canvasFor(box) {
+    return canvases.find((canvas) => Number(canvas.dataset.image) === (box.image || 0)) || canvases[0];
+  }
+  function linkedSelection() {
+    if (!boxesPanel) return [];
+    const linked = boxesPanel.dataset.linked;
+    return Array.from(form.querySelectorAll(`input[name="q-${CSS.escape(linked)}"]:checked`))
+      .map((input) => input.value).filter((key) => key in labels);
+  }
+  function swatch(key) {
+    const mark = document.createElement("span");
+    mark.className = "swatch" + (dashedOf(key) ? " dashed" : "");
+    mark.style.setProperty("--box-colour", colourOf(key));
+    mark.setAttribute("aria-hidden", "true");
+    return mark;
+  }
+  function renderLegend(selected) {
+    if (!legend) return;
+    const keys = [...selected];
+    boxes.forEach((box) => { if (!keys.includes(box.option)) keys.push(box.option); });
+    legend.replaceChildren(...keys.map((key) => {
+      const item = document.createElement("li");
+      item.append(swatch(key), labelOf(key)); // labels are text, never markup
+      return item;
+    }));
+    legend.hidden = keys.length === 0;
+  }
+  function refreshBoxOptions() {
+    if (!optionSelect) return;
+    const selected = linkedSelection();
+    const previous = optionSelect.value;
+    optionSelect.innerHTML = "";
+    if (!selected.length) optionSelect.add(new Option("— select an option above first —", ""));
+    selected.forEach((key) => optionSelect.add(new Option(labels[key], key)));
+    if (selected.includes(previous)) optionSelect.value = previous;
+    renderBoxes();
+  }
+  function save() { if (boxValue) boxValue.value = JSON.stringify(boxes); }
+  function renderBoxes() {
+    if (!boxesPanel) return;
+    canvases.forEach((canvas) => canvas.querySelectorAll(".box").forEach((el) => el.remove()));
+    const list = boxesField.querySelector(".box-list");
+    list.innerHTML = "";
+    const selected = linkedSelection();
+    boxes.forEach((box, index) => {
+      const canvas = canvasFor(box);
+      const scale = canvas.scale || 1;
+      const el = document.createElement("div");
+      el.className = "box" + (index === selectedBox ? " selected" : "") +
+        (selected.includes(box.option) ? "" : " orphan") + (dashedOf(box.option) ? " dashed" : "");
+      el.style.setProperty("--box-colour", colourOf(box.option));
+      el.style.left = `${box.x * scale}px`;
+      el.style.top = `${box.y * scale}px`;
+      el.style.width = `${box.w * scale}px`;
+      el.style.height = `${box.h * scale}px`;
+      el.dataset.index = index;
+      el.title = labelOf(box.option);
+      // The tag has a fixed size on screen; it goes inside the box where it would leave the image.
+      const tag = document.createElement("span");
+      tag.className = "box-tag" + (box.y * scale < 20 ? " inside" : "");
+      tag.textContent = `${index + 1} ${labelOf(box.option)}`;
+      const handle = document.createElement("span");
+      handle.className = "box-handle";
+      el.append(tag, handle);
+      canvas.querySelector(".canvas-stage").append(el);
+      const item = document.createElement("li");
+      item.append(swatch(box.option), `Box ${index + 1} at x ${box.x}, y ${box.y}, ${box.w}×${box.h} px` +
+        (multiImage ? ` on image ${(box.image || 0) + 1}` : "") + " supports ");
+      // Relink a box to another selected option.
+      const relink = document.createElement("select");
+      relink.setAttribute("aria-label", `Option of box ${index + 1}`);
+      const choices = selected.includes(box.option) ? selected : [box.option, ...selected];
+      choices.forEach((key) => relink.add(new Option(labelOf(key), key, false, key === box.option)));
+      relink.addEventListener("change", () => { box.option = relink.value; renderBoxes(); });
+      item.append(relink, " ");
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "link";
+      remove.textContent = `Delete box ${index + 1}`;
+      remove.addEventListener("click", () => { boxes.splice(index, 1); selectedBox = -1; renderBoxes(); });
+      item.append(remove);
+      list.append(item);
+    });
+    renderLegend(selected);
+    save();
+    changed();
+  }
+
+  // --- pointer: draw, move, resize a box; or move the view (Pan, Space, middle button) ---
+  canvases.forEach((canvas) => {
+    const { viewport, img } = partsOf(canvas);
+    if (!viewport) return;
+    viewport.tabIndex = 0;
+    if (boxesPanel) canvas.classList.add("drawable");
+    let drag = null;
+    // The middle button pans here, not the browser's autoscroll.
+    viewport.addEventListener("mousedown", (event) => { if (event.button === 1) event.preventDefault(); });
+    viewport.addEventListener("pointerenter", () => { hovered = canvas; });
+    viewport.addEventListener("pointerleave", () => { if (hovered === canvas) hovered = null; });
+    viewport.addEventListener("pointerdown", (event) => {
+      if (event.button === 1 || (event.button === 0 && (panMode || spaceHeld))) {
+        drag = { mode: "pan", x: event.clientX, y: event.clientY, left: viewport.scrollLeft, top: viewport.scrollTop };
+      } else if (event.button !== 0 || !boxesPanel || boxesField.disabled) {
+        return;
+      } else {
+        const rect = img.getBoundingClientRect();
+        const { width, height } = naturalOf(canvas);
+        const per = { x: width / rect.width, y: height / rect.height }; // original pixels per screen pixel
+        const px = clamp((event.clientX - rect.left) * per.x, 0, width);
+        const py = clamp((event.clientY - rect.top) * per.y, 0, height);
+        const boxEl = event.target.closest(".box");
+        if (boxEl) {
+          selectedBox = Number(boxEl.dataset.index);
+          const box = boxes[selectedBox];
+          drag = { mode: event.target.classList.contains("box-handle") ? "resize" : "move", box, px, py,
+                   start: { ...box }, per, width, height, rect };
+        } else {
+          const option = optionSelect.value;
+          if (!option) {
+            optionSelect.focus();
+            optionSelect.classList.add("attention");
+            return;
+          }
+          const box = { option, x: Math.round(px), y: Math.round(py), w: 1, h: 1 };
+          if (multiImage) box.image = Number(canvas.dataset.image);
+          boxes.push(box);
+          selectedBox = boxes.length - 1;
+          drag = { mode: "draw", box, px, py, per, width, height, rect };
+        }
+      }
+      viewport.setPointerCapture(event.pointerId);
+      event.preventDefault();
+      if (drag.mode !== "pan") renderBoxes();
+    });
+    viewport.addEventListener("pointermove", (event) => {
+      if (!drag) return;
+      if (drag.mode === "pan") {
+        viewport.scrollLeft = drag.left - (event.clientX - drag.x);
+        viewport.scrollTop = drag.top - (event.clientY - drag.y);
+        return;
+      }
+      const x = clamp((event.clientX - drag.rect.left) * drag.per.x, 0, drag.width);
+      const y = clamp((event.clientY - drag.rect.top) * drag.per.y, 0, drag.height);
+      const box = drag.box;
+      if (drag.mode === "draw") {
+        box.x = Math.round(Math.min(drag.px, x));
+        box.y = Math.round(Math.min(drag.py, y));
+        box.w = Math.max(1, Math.round(Math.abs(x - drag.px)));
+        box.h = Math.max(1, Math.round(Math.abs(y - drag.py)));
+      } else if (drag.mode === "move") {
+        box.x = Math.round(clamp(drag.start.x + x - drag.px, 0, drag.width - box.w));
+        box.y = Math.round(clamp(drag.start.y + y - drag.py, 0, drag.height - box.h));
+      } else {
+        box.w = Math.max(1, Math.round(clamp(drag.start.w + x - drag.px, 1, drag.width - box.x)));
+        box.h = Math.max(1, Math.round(clamp(drag.start.h + y - drag.py, 1, drag.height - box.y)));
+      }
+      renderBoxes();
+    });
+    const finish = () => {
+      if (!drag) return;
+      // A click without a drag makes no box (3 screen pixels, whatever the zoom).
+      if (drag.mode === "draw" && (drag.box.w < 3 * drag.per.x || drag.box.h < 3 * drag.per.y)) {
+        boxes.splice(boxes.indexOf(drag.box), 1);
+        selectedBox = -1;
+      }
+      const mode = drag.mode;
+      drag = null;
+      if (mode !== "pan") renderBoxes();
+    };
+    viewport.addEventListener("pointerup", finish);
+    viewport.addEventListener("pointercancel", finish);
+    // The wheel zooms about the pointer; at the fit, zooming out lets the page scroll.
+    viewport.addEventListener("wheel", (event) => {
+      const lines = event.deltaMode === 1 ? 20 : event.deltaMode === 2 ? 400 : 1;
+      const next = clamp(zoom * Math.exp(-event.deltaY * lines * 0.002), 1, MAX_ZOOM);
+      if (next === zoom) return;
+      event.preventDefault();
+      const box = viewport.getBoundingClientRect();
+      setZoom(next, canvas, { x: event.clientX - box.left, y: event.clientY - box.top });
+    }, { passive: false });
+    if (!img.complete) img.addEventListener("load", () => { layout(canvas); renderBoxes(); });
+  });
+
+  // --- boxes by keyboard, on a focused image: N adds one in the middle of the view, the arrows move
+  // the selected box (Shift + arrows resize it) by 10 screen pixels, Esc lets the arrows pan again ---
+  function addBoxByKey(canvas) {
+    const option = optionSelect.value;
+    if (!option) {
+      optionSelect.focus();
+      optionSelect.classList.add("attention");
+      return;
+    }
+    const { viewport, img } = partsOf(canvas);
+    const { width, height } = naturalOf(canvas);
+    const view = viewport.getBoundingClientRect();
+    const shown = img.getBoundingClientRect();
+    const visibleWidth = Math.min(view.right, shown.right) - Math.max(view.left, shown.left);
+    const visibleHeight = Math.min(view.bottom, shown.bottom) - Math.max(view.top, shown.top);
+    const w = Math.max(1, Math.round((visibleWidth / 4) * width / shown.width));
+    const h = Math.max(1, Math.round((visibleHeight / 4) * height / shown.height));
+    const cx = ((Math.max(view.left, shown.left) + visibleWidth / 2) - shown.left) * width / shown.width;
+    const cy = ((Math.max(view.top, shown.top) + visibleHeight / 2) - shown.top) * height / shown.height;
+    const box = { option, x: Math.round(clamp(cx - w / 2, 0, width - w)), y: Math.round(clamp(cy - h / 2, 0, height - h)), w, h };
+    if (multiImage) box.image = Number(canvas.dataset.image);
+    boxes.push(box);
+    selectedBox = boxes.length - 1;
+    renderBoxes();
+  }
+  function nudge(key, resize) {
+    const box = boxes[selectedBox];
+    const canvas = canvasFor(box);
+    const { width, height } = naturalOf(canvas);
+    const step = Math.max(1, Math.round(10 / (canvas.scale || 1)));
+    const dx = key === "ArrowRight" ? step : key === "ArrowLeft" ? -step : 0;
+    const dy = key === "ArrowDown" ? step : key === "ArrowUp" ? -step : 0;
+    if (resize) {
+      box.w = clamp(box.w + dx, 1, width - box.x);
+      box.h = clamp(box.h + dy, 1, height - box.y);
+    } else {
+      box.x = clamp(box.x + dx, 0, width - box.w);
+      box.y = clamp(box.y + dy, 0, height - box.h);
+    }
+    renderBoxes();
+  }
+  function selectedOn(viewport) {
+    return selectedBox >= 0 && boxes[selectedBox] && canvasFor(boxes[selectedBox]).contains(viewport);
+  }
+
+  // --- keys: + - F zoom, Space + drag pans, arrows pan a focused image, Z and Delete edit boxes ---
+  function typing(target) {
+    return target.matches('input[type=text], input:not([type]), textarea, select');
+  }
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+    if ((overlay && !overlay.hidden) || typing(event.target)) return;
+    const viewport = event.target.closest ? event.target.closest(".canvas-viewport") : null;
+    const key = event.key;
+    if (key === "+" || key === "=") {
+      event.preventDefault(); setZoom(zoom * ZOOM_STEP);
+    } else if (key === "-" || key === "_") {
+      event.preventDefault(); setZoom(zoom / ZOOM_STEP);
+    } else if (key === "f" || key === "F") {
+      event.preventDefault(); setZoom(1);
+    } else if (key === " " && hovered && !event.repeat) {
+      event.preventDefault(); spaceHeld = true; setPanMode(panMode);
+    } else if (key === " " && hovered) {
+      event.preventDefault();
+    } else if (viewport && (key === "n" || key === "N") && boxesPanel && !boxesField.disabled) {
+      event.preventDefault(); addBoxByKey(viewport.closest(".box-canvas"));
+    } else if (viewport && key.startsWith("Arrow") && selectedOn(viewport)) {
+      event.preventDefault(); nudge(key, event.shiftKey);
+    } else if (viewport && key === "Escape" && selectedBox >= 0) {
+      event.preventDefault(); selectedBox = -1; renderBoxes();
+    } else if (viewport && key.startsWith("Arrow")) {
+      event.preventDefault();
+      const stepX = viewport.clientWidth / 10;
+      const stepY = viewport.clientHeight / 10;
+      if (key === "ArrowLeft") viewport.scrollLeft -= stepX;
+      if (key === "ArrowRight") viewport.scrollLeft += stepX;
+      if (key === "ArrowUp") viewport.scrollTop -= stepY;
+      if (key === "ArrowDown") viewport.scrollTop += stepY;
+    } else if ((key === "z" || key === "Z") && boxes.length) {
+      event.preventDefault(); boxes.pop(); selectedBox = -1; renderBoxes();
+    } else if ((key === "Delete" || key === "Backspace") && selectedBox >= 0) {
+      event.preventDefault(); boxes.splice(selectedBox, 1); selectedBox = -1; renderBoxes();
+    }
+  });
+  document.addEventListener("keyup", (event) => {
+    if (event.key === " " && spaceHeld) { spaceHeld = false; setPanMode(panMode); }
+  });
+  window.addEventListener("blur", () => { if (spaceHeld) { spaceHeld = false; setPanMode(panMode); } });
+
+  if (tools && canvases.length) {
+    tools.hidden = false;
+    tools.addEventListener("click", (event) => {
+      const button = event.target.closest("button");
+      if (!button) return;
+      const step = button.dataset.zoom;
+      if (step === "in") setZoom(zoom * ZOOM_STEP);
+      else if (step === "out") setZoom(zoom / ZOOM_STEP);
+      else if (step === "fit") setZoom(1);
+      else if (button === panToggle) setPanMode(!panMode);
+    });
+  }
+  if (optionSelect) optionSelect.addEventListener("change", () => optionSelect.classList.remove("attention"));
+  form.addEventListener("change", refreshBoxOptions);
+  window.addEventListener("resize", fitAll);
+
+  // --- before submit: every selected option needs a box when the protocol says so ---
+  function problems() {
+    if (!boxesPanel || boxesField.disabled || boxesPanel.dataset.boxesRequired !== "each_selected") return [];
+    const boxed = new Set(boxes.map((box) => box.option));
+    const missing = linkedSelection().filter((key) => !boxed.has(key));
+    if (!missing.length) return [];
+    const { nounOne, nounMany } = boxesPanel.dataset;
+    const what = missing.length === 1 ? `1 selected ${nounOne} has` : `${missing.length} selected ${nounMany} have`;
+    return [{ fieldset: boxesField, text: `${what} no box: ${missing.map(labelOf).join(", ")}` }];
+  }
+  window.workbenchCanvas = { problems, refresh: refreshBoxOptions };
+
+  setZoom(1);
+  refreshBoxOptions();
+})();
