@@ -13,7 +13,10 @@ columns: ``external_id``, ``file`` or ``files`` (an image set; in CSV separated 
 ``text``; ``prompt``, ``model``, ``condition``, ``seed``, ``settings`` (JSON); every other column is
 kept as metadata (CSV cells starting with ``[`` or ``{`` are read as JSON). A row of an image
 protocol with no file is a reference item (the image was not released): it keeps its name and
-provenance and the task page says the image is missing.
+provenance and the task page says the image is missing. The metadata a protocol needs
+(``annotations.protocols.manifests``: ``options_from`` lists, ``applies_if`` fields) is checked per
+row, and a refusal names the missing field and points to the manifest template (docs/import-export.md,
+"Missing metadata").
 """
 
 from __future__ import annotations
@@ -272,15 +275,19 @@ def _check_option_fields(study: Study, row: ItemRow) -> None:
     a field that selects its questions (``applies_if``), and the options of ``options_from`` questions.
     A refusal names the field and says how to give it (a manifest; pages link its template)."""
     protocol = study.protocol_obj
+    selectors = sorted({q.applies_if["field"] for q in protocol.questions if q.applies_if})
+    missing = [name for name in selectors if row.metadata.get(name) in (None, "")]
+    if missing:
+        raise ImportRefused(
+            f"{row.where}: metadata field '{missing[0]}' is missing: it selects the questions this "
+            f"protocol asks ({_MANIFEST_HINT})"
+        )
     questions = protocol.questions_for(row.metadata)
     if not questions:
-        selectors = sorted({q.applies_if["field"] for q in protocol.questions if q.applies_if})
-        missing = [name for name in selectors if row.metadata.get(name) in (None, "")]
-        named = ", ".join(f"'{name}'" for name in (missing or selectors))
         raise ImportRefused(
-            f"{row.where}: no question of this protocol applies to the item: metadata field {named} "
-            f"{'is missing' if missing else 'has none of the values the protocol asks about'} "
-            f"({_MANIFEST_HINT})"
+            f"{row.where}: no question of this protocol applies to the item: "
+            + ", ".join(f"{name} {row.metadata.get(name)!r}" for name in selectors)
+            + " is none of the values the protocol asks about (see the manifest template)"
         )
     for question in questions:
         if question.options_from is None:

@@ -236,8 +236,20 @@ def test_items_without_the_field_that_selects_their_questions_are_refused(owner)
         HTTP_ACCEPT="application/json",
     )
     assert answer.status_code == 400
-    assert "no question of this protocol applies" in answer.json()["error"]
-    assert "'dimension' is missing" in answer.json()["error"]
+    assert "metadata field 'dimension' is missing: it selects the questions" in answer.json()["error"]
+
+
+def test_an_item_whose_field_selects_no_question_is_refused(owner, tmp_path) -> None:
+    study = preset_study(owner, "subgroup")
+    manifest = SimpleUploadedFile("m.csv", b"external_id,dimension\nx1,gender\nx2,age\n")
+    answer = login(owner).post(
+        f"/studies/{study.pk}/import/items/", {"file": manifest}, HTTP_ACCEPT="application/json"
+    )
+    assert answer.status_code == 400
+    assert (
+        "row 3: no question of this protocol applies to the item: dimension 'age'" in answer.json()["error"]
+    )
+    assert not Item.objects.filter(study=study).exists()
 
 
 @pytest.mark.parametrize(
@@ -360,3 +372,17 @@ def test_docs_are_served_escaped_with_links_to_other_docs(owner) -> None:
     for bad in ("/docs/nope/", "/docs/..%2Fsettings/", "/docs/README/", "/docs/import-export.md/"):
         assert client.get(bad).status_code == 404, bad
     assert Client().get("/docs/import-export/").status_code == 302
+
+
+def test_every_docs_link_in_the_templates_names_an_existing_doc() -> None:
+    from pathlib import Path
+
+    from workbench.docs_pages import doc_names
+
+    linked = set()
+    for template in Path("templates").rglob("*.html"):
+        linked |= set(re.findall(r"\{% url 'docs-page' '([^']+)' %\}", template.read_text()))
+    assert linked and linked <= set(doc_names())
+    for page in ("studies/create.html", "studies/items.html"):
+        text = (Path("templates") / page).read_text()
+        assert not re.search(r"(?<![>/'\w])docs/[a-z-]+\.md", text), page  # every mention is a link

@@ -103,8 +103,8 @@ def test_uploads_show_progress_and_a_summary_per_file(
     )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        for path in images:
-            archive.write(path, Path(path).name)
+        for name in images:
+            archive.write(name, Path(name).name)
         archive.writestr("manifest.csv", manifest)
     (tmp_path / "batch.zip").write_bytes(buffer.getvalue())
     page.get_by_label("A zip, or a CSV/JSONL manifest").set_input_files(str(tmp_path / "batch.zip"))
