@@ -151,6 +151,18 @@ def test_a_plain_zip_of_images_for_visage_names_the_missing_field_and_links_the_
     }
 
 
+def test_the_api_refusal_names_the_field_and_gives_the_template(owner) -> None:
+    from tests.helpers import client_for
+
+    study = preset_study(owner, "stereotype-markers")
+    answer = client_for(owner).post(
+        f"/api/studies/{study.pk}/items/import/", {"file": zip_of(six_pngs())}, format="multipart"
+    )
+    assert answer.status_code == 400
+    assert "metadata field 'attributes' is missing" in answer.json()["detail"]
+    assert answer.json()["templates"]["csv"] == f"http://testserver/studies/{study.pk}/import/template.csv"
+
+
 def test_the_template_filled_in_imports_the_zip(owner) -> None:
     """The researcher's path: download the template, write one row per image, zip it with the images."""
     study = preset_study(owner, "stereotype-markers")
