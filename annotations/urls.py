@@ -24,6 +24,16 @@ urlpatterns = [
     path("studies/<int:pk>/items/", studies.study_items, name="study-items"),
     path("studies/<int:pk>/import/items/", studies.study_import_items, name="study-import-items"),
     path(
+        "studies/<int:pk>/import/template.<str:fmt>",
+        studies.study_import_template,
+        name="study-import-template",
+    ),
+    path(
+        "presets/<slug:name>/template.<str:fmt>",
+        studies.preset_import_template,
+        name="preset-import-template",
+    ),
+    path(
         "studies/<int:pk>/import/annotations/",
         studies.study_import_annotations,
         name="study-import-annotations",

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from common.errors import ValidationFailed
+from common.files import IMAGE_SUFFIXES, safe_member_path
 
 ITEM_SUFFIXES = (".zip", ".csv", ".jsonl", ".ndjson")
 ANNOTATION_SUFFIXES = (".jsonl", ".ndjson")
@@ -39,3 +40,62 @@ def upload_to_temp(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) ->
             for chunk in upload.chunks():
                 handle.write(chunk)
         yield path
+
+
+MANIFEST_SUFFIXES = (".csv", ".jsonl", ".ndjson")
+
+
+@contextlib.contextmanager
+def uploads_to_temp_folder(uploads: list[UploadedFile[bytes]], *, paths: list[str]) -> Iterator[Path]:
+    """Several uploaded files (images, and at most one manifest) written into a temporary folder that
+    an item import reads like a folder of images (docs/import-export.md, "Several files at once").
+
+    ``paths``: each file's path relative to the folder the researcher chose (the browser's
+    ``webkitRelativePath``; the upload's own name carries no folder), used when there is one per file.
+    A folder common to every path is dropped, so a manifest at the top of the chosen folder is found;
+    a lone manifest of any name is read as ``manifest.<suffix>``. Refused: other file types, unsafe
+    paths (``..``, absolute), the same path twice, more than the upload size limit in all."""
+    if len(paths) == len(uploads):
+        names = [path.strip() or (upload.name or "") for path, upload in zip(paths, uploads, strict=True)]
+    else:
+        names = [upload.name or "" for upload in uploads]
+    relative = [PurePosixPath(safe_member_path(name)) for name in names]
+    tops = {path.parts[0] for path in relative}
+    if len(tops) == 1 and all(len(path.parts) > 1 for path in relative):
+        relative = [PurePosixPath(*path.parts[1:]) for path in relative]
+    manifests = [path for path in relative if path.suffix.lower() in MANIFEST_SUFFIXES]
+    if len(manifests) > 1:
+        raise ValidationFailed(
+            f"{manifests[1]}: send one manifest with its images (this batch has {len(manifests)})",
+            {"images": "several manifests"},
+        )
+    for path in relative:
+        if path.suffix.lower() not in (*IMAGE_SUFFIXES, *MANIFEST_SUFFIXES):
+            raise ValidationFailed(
+                f"{path}: accepted files are images ({', '.join(sorted(IMAGE_SUFFIXES))}) and a manifest "
+                f"({', '.join(MANIFEST_SUFFIXES)}); send a zip or a manifest on its own",
+                {"images": "wrong type"},
+            )
+    if len(set(relative)) != len(relative):
+        repeated = next(path for path in relative if relative.count(path) > 1)
+        raise ValidationFailed(f"{repeated}: sent twice", {"images": "repeated"})
+    limit = settings.WORKBENCH_MAX_UPLOAD_BYTES
+    if sum(upload.size or 0 for upload in uploads) > limit:
+        raise ValidationFailed(
+            f"these files are larger than the {limit // (1024 * 1024)} MB limit together; send fewer",
+            {"images": "too large"},
+        )
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "upload"
+        for path, upload in zip(relative, uploads, strict=True):
+            if path in manifests:
+                path = PurePosixPath(f"manifest{path.suffix.lower()}")
+            target = root.joinpath(*path.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("wb") as handle:
+                for chunk in upload.chunks():
+                    handle.write(chunk)
+        if len(relative) == 1 and manifests:  # a manifest alone: read as a manifest file
+            yield root / f"manifest{manifests[0].suffix.lower()}"
+        else:
+            yield root

@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count, QuerySet
 from django.http import FileResponse, HttpResponse
+from django.urls import reverse
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -43,7 +44,7 @@ from annotations.services.feature_import import features_import
 from annotations.services.item_import import items_import
 from annotations.services.labelstudio_import import labelstudio_import
 from common.checked_input import id_from_text
-from common.errors import NotFoundError, ValidationFailed
+from common.errors import ImportRefused, NotFoundError, ValidationFailed
 from common.uploads import (
     ANNOTATION_SUFFIXES,
     COCO_SUFFIXES,
@@ -169,8 +170,20 @@ class ItemImportView(APIView):
         study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
         data = s.UploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with upload_to_temp(data.validated_data["file"], suffixes=ITEM_SUFFIXES) as path:
-            report = items_import(study=study, path=path)
+        try:
+            with upload_to_temp(data.validated_data["file"], suffixes=ITEM_SUFFIXES) as path:
+                report = items_import(study=study, path=path)
+        except ImportRefused as exc:  # the refusal points to the study's manifest template
+            templates = {
+                fmt: request.build_absolute_uri(reverse("study-import-template", args=[study.pk, fmt]))
+                for fmt in ("csv", "jsonl")
+            }
+            body = {
+                "detail": exc.message,
+                "templates": templates,
+                **({"errors": exc.details} if exc.details else {}),
+            }
+            return Response(body, status=exc.status_code)
         return Response(report.as_dict(), status=status.HTTP_201_CREATED)
 
 

@@ -57,3 +57,12 @@ def studies_conditions_and_models(study_ids: Iterable[int]) -> tuple[list[str], 
     conditions = sorted({c for c in items.values_list("condition", flat=True).distinct() if c})
     models = sorted({m or "model" for m in items.values_list("model_name", flat=True).distinct()})
     return conditions, models
+
+
+def items_filter_choices(study: Study) -> tuple[list[str], list[str]]:
+    """The distinct conditions and model names of ``study``'s items, sorted: what the items page may
+    filter by (a filter value outside these is refused)."""
+    items = Item.objects.filter(study=study).order_by()
+    conditions = sorted(items.values_list("condition", flat=True).distinct())
+    models = sorted(name for name in items.values_list("model_name", flat=True).distinct() if name)
+    return conditions, models

@@ -13,7 +13,10 @@ columns: ``external_id``, ``file`` or ``files`` (an image set; in CSV separated 
 ``text``; ``prompt``, ``model``, ``condition``, ``seed``, ``settings`` (JSON); every other column is
 kept as metadata (CSV cells starting with ``[`` or ``{`` are read as JSON). A row of an image
 protocol with no file is a reference item (the image was not released): it keeps its name and
-provenance and the task page says the image is missing.
+provenance and the task page says the image is missing. The metadata a protocol needs
+(``annotations.protocols.manifests``: ``options_from`` lists, ``applies_if`` fields) is checked per
+row, and a refusal names the missing field and points to the manifest template (docs/import-export.md,
+"Missing metadata").
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ KNOWN_COLUMNS = {
     "original_names",
     "expert_only",
 }
+# How to give an item's metadata, said in every refusal about a missing field (pages add the template's link).
+_MANIFEST_HINT = "give it in a manifest.csv or manifest.jsonl beside the images: see the manifest template"
 _TRUE = {"1", "true", "yes"}
 _FALSE = {"", "0", "false", "no"}
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
@@ -268,18 +273,37 @@ def _row(where: str, record: dict[str, Any], unit: str) -> ItemRow:
 
 
 def _check_option_fields(study: Study, row: ItemRow) -> None:
-    for question in study.protocol_obj.questions_for(row.metadata):
+    """The metadata the protocol needs to ask this item its questions (``annotations.protocols.manifests``):
+    a field that selects its questions (``applies_if``), and the options of ``options_from`` questions.
+    A refusal names the field and says how to give it (a manifest; pages link its template)."""
+    protocol = study.protocol_obj
+    selectors = sorted({q.applies_if["field"] for q in protocol.questions if q.applies_if})
+    missing = [name for name in selectors if row.metadata.get(name) in (None, "")]
+    if missing:
+        raise ImportRefused(
+            f"{row.where}: metadata field '{missing[0]}' is missing: it selects the questions this "
+            f"protocol asks ({_MANIFEST_HINT})"
+        )
+    questions = protocol.questions_for(row.metadata)
+    if not questions:
+        raise ImportRefused(
+            f"{row.where}: no question of this protocol applies to the item: "
+            + ", ".join(f"{name} {row.metadata.get(name)!r}" for name in selectors)
+            + " is none of the values the protocol asks about (see the manifest template)"
+        )
+    for question in questions:
         if question.options_from is None:
             continue
         values = row.metadata.get(question.options_from)
-        if (
-            not isinstance(values, list)
-            or not values
-            or not all(isinstance(v, str) and v.strip() for v in values)
-        ):
+        if values in (None, "", []):
+            raise ImportRefused(
+                f"{row.where}: metadata field '{question.options_from}' is missing: question "
+                f"'{question.key}' shows its options, a non-empty list of texts ({_MANIFEST_HINT})"
+            )
+        if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
             raise ImportRefused(
                 f"{row.where}: question '{question.key}' takes its options from '{question.options_from}', "
-                "which must be a non-empty list of texts"
+                'which must be a non-empty list of texts (in CSV, a JSON list such as ["hat", "poncho"])'
             )
         slugs = [slugify_option(value) for value in values]
         if len(set(slugs)) != len(slugs):
@@ -310,7 +334,9 @@ def _records_and_source(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], F
     if others:
         source.close()
         raise ImportRefused(f"{others[0]}: is not an image (without a manifest, only images are accepted)")
-    return [(name, {"external_id": name, "file": name}) for name in images], source
+    return [
+        (f"{name} (an image without a manifest)", {"external_id": name, "file": name}) for name in images
+    ], source
 
 
 def items_import(*, study: Study, path: Path) -> ImportReport:

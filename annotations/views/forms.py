@@ -7,21 +7,32 @@ from typing import Any, cast
 from django import forms
 
 from annotations.models import Annotator, ControlKind, Invitation, Study
+from annotations.protocols.papers import preset_label
 from annotations.protocols.schema import list_presets, load_preset
 from annotations.selectors.controls import SETTINGS as QUALITY_SETTINGS
 
+OWN_PROTOCOL_LABEL = "My own protocol file (upload it below)"
+
 
 def _preset_choices() -> list[tuple[str, str]]:
-    return [("", "— upload a protocol file instead —")] + [
-        (key, f"{key}: {load_preset(key).name}") for key in list_presets()
-    ]
+    """Each preset named by its paper (``annotations/protocols/papers.py``), then the own-file choice."""
+    return [(key, preset_label(load_preset(key))) for key in list_presets()] + [("", OWN_PROTOCOL_LABEL)]
 
 
 class StudyCreateForm(forms.Form):
     name = forms.CharField(max_length=200)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
-    preset = forms.ChoiceField(choices=(), required=False)
-    protocol_file = forms.FileField(required=False, help_text="A protocol YAML file (see docs/protocols.md)")
+    preset = forms.ChoiceField(
+        choices=(),
+        required=False,
+        label="Protocol",
+        help_text="A paper's preset (its questions are previewed below), or your own protocol file",
+    )
+    protocol_file = forms.FileField(
+        required=False,
+        label="Protocol file",
+        help_text=f"YAML, at most 1 MB; only with “{OWN_PROTOCOL_LABEL}” above",
+    )
     overlap = forms.IntegerField(
         min_value=1, max_value=100, initial=3, help_text="Independent human judgements each item needs"
     )
@@ -29,12 +40,19 @@ class StudyCreateForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["preset"]).choices = _preset_choices()
+        choices = _preset_choices()
+        cast(forms.ChoiceField, self.fields["preset"]).choices = choices
+        self.fields["preset"].initial = choices[0][0]  # the first preset, not the upload
 
     def clean(self) -> dict[str, object]:
         data = super().clean() or {}
-        if bool(data.get("preset")) == bool(data.get("protocol_file")):
-            raise forms.ValidationError("Choose a preset or upload a protocol file (one of the two).")
+        if data.get("preset") and data.get("protocol_file"):
+            raise forms.ValidationError(
+                f"You chose a preset and a protocol file: choose “{OWN_PROTOCOL_LABEL}” to use the file, "
+                "or remove the file to use the preset."
+            )
+        if not data.get("preset") and not data.get("protocol_file") and "preset" not in self.errors:
+            raise forms.ValidationError(f"Choose a preset, or “{OWN_PROTOCOL_LABEL}” and upload the file.")
         upload = data.get("protocol_file")
         if upload is not None and getattr(upload, "size", 0) > 1024 * 1024:
             raise forms.ValidationError("The protocol file is larger than 1 MB.")
@@ -178,3 +196,40 @@ class ReinstateForm(forms.Form):
 class ControlForm(forms.Form):
     kind = forms.ChoiceField(choices=ControlKind.choices, widget=forms.RadioSelect)
     note = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one field (Django's documented pattern); each checked like a FileField."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        if isinstance(data, list | tuple):
+            return [super(MultipleFileField, self).clean(one, initial) for one in data]
+        return [super().clean(data, initial)] if data else []
+
+
+class ItemUploadForm(forms.Form):
+    """Items: one ``file`` (a zip or a manifest), or several ``images`` (images and at most one
+    manifest) with their relative ``paths`` (a dropped folder's ``webkitRelativePath``, one per file).
+    (Not ``files``: a form's ``files`` is its uploads.)"""
+
+    file = forms.FileField(required=False)
+    images = MultipleFileField(required=False)
+    paths = forms.CharField(required=False)  # read with getlist: one path per file
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if bool(data.get("file")) == bool(data.get("images")):
+            raise forms.ValidationError(
+                "Choose a zip or a manifest, or several images (with at most one manifest), not both."
+                if data.get("file")
+                else "Choose a file to import."
+            )
+        return data

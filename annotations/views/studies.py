@@ -6,24 +6,32 @@ Views are thin: forms check shape, services do the work, ``access`` decides who 
 from __future__ import annotations
 
 import contextlib
+import json
 import mimetypes
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
 from annotations.downloads import raw_requested, streaming_export
-from annotations.models import User
-from annotations.protocols.schema import ProtocolError
+from annotations.models import Item, Study, User
+from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
+from annotations.protocols.manifests import example_items, manifest_template
+from annotations.protocols.papers import paper_of, preset_label
+from annotations.protocols.schema import Protocol, ProtocolError, list_presets, load_preset
 from annotations.selectors import studies as selectors
+from annotations.selectors import tasks as task_selectors
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
 from annotations.services.coco_import import coco_import
@@ -40,6 +48,7 @@ from annotations.services.labelstudio_import import LabelStudioImportReport, lab
 from annotations.views.forms import (
     AnnotationUploadForm,
     EnrollForm,
+    ItemUploadForm,
     LabelStudioCreateForm,
     LabelStudioUploadForm,
     ShareForm,
@@ -56,6 +65,7 @@ from common.uploads import (
     ITEM_SUFFIXES,
     LABELSTUDIO_SUFFIXES,
     upload_to_temp,
+    uploads_to_temp_folder,
 )
 
 
@@ -91,7 +101,47 @@ def study_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Study “{study.name}” created.")
             return redirect("study-detail", pk=study.pk)
-    return render(request, "studies/create.html", {"form": form})
+    return render(
+        request,
+        "studies/create.html",
+        {"form": form, "previews": _preset_previews(), "selected": form["preset"].value()},
+    )
+
+
+def _preset_previews() -> list[dict[str, Any]]:
+    """Each preset as the create page previews it: its questions for an example item (two when the
+    item's metadata selects other questions), drawn from the task page's question views."""
+    previews = []
+    for key in list_presets():
+        protocol = load_preset(key)
+        study = Study(protocol=protocol.to_dict())
+        examples = []
+        for example in example_items(protocol):
+            item = Item(study=study, text=example["text"] or "", metadata=example["metadata"])
+            selecting = {
+                q.applies_if["field"]: example["metadata"].get(q.applies_if["field"])
+                for q in protocol.questions
+                if q.applies_if
+            }
+            examples.append(
+                {
+                    "selecting": selecting,
+                    "questions": task_selectors.question_views(
+                        study=study, item=item, expert=True, answers={}
+                    ),
+                }
+            )
+        previews.append(
+            {
+                "key": key,
+                "label": preset_label(protocol),
+                "protocol": protocol,
+                "paper": paper_of(protocol),
+                "examples": examples,
+                "n_questions": len(protocol.questions),
+            }
+        )
+    return previews
 
 
 @login_required
@@ -183,9 +233,9 @@ def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("study-detail", pk=pk)
 
 
-def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse:
+def _import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
-    form = (AnnotationUploadForm if annotations else UploadForm)(request.POST, request.FILES)
+    form = AnnotationUploadForm(request.POST, request.FILES)
     if not form.is_valid():
         problem = form_problems(form, "file", "Choose a file to import.")
         messages.error(request, f"Nothing was imported. {problem}")
@@ -193,8 +243,8 @@ def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
-        coco = annotations and form.cleaned_data.get("format") == "coco"
-        suffixes = COCO_SUFFIXES if coco else (ANNOTATION_SUFFIXES if annotations else ITEM_SUFFIXES)
+        coco = form.cleaned_data.get("format") == "coco"
+        suffixes = COCO_SUFFIXES if coco else ANNOTATION_SUFFIXES
         with upload_to_temp(form.cleaned_data["file"], suffixes=suffixes) as path:
             if coco:
                 if not form.cleaned_data.get("question"):
@@ -211,23 +261,13 @@ def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse
                     f"Imported {coco_report['boxes']} COCO boxes: {coco_report['created']} answers new, "
                     f"{coco_report['updated']} changed, {coco_report['unchanged']} unchanged.",
                 )
-            elif annotations:
+            else:
                 report = annotations_import(study=study, path=path)
                 messages.success(
                     request,
                     f"Imported annotations: {report.created} new, {report.updated} changed, "
                     f"{report.unchanged} unchanged.",
                 )
-            else:
-                item_report = items_import(study=study, path=path)
-                text = f"Imported {item_report.created} items ({item_report.references} without image files)."
-                if item_report.duplicates:
-                    text += f" Skipped {len(item_report.duplicates)} duplicates: " + ", ".join(
-                        f"{entry['external_id']} ({entry['reason']})" for entry in item_report.duplicates[:10]
-                    )
-                messages.success(request, text)
-                for warning in item_report.warnings():
-                    messages.warning(request, f"Warning: {warning}.")
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was imported. {exc.message}")
     return redirect("study-detail", pk=pk)
@@ -236,13 +276,83 @@ def _import(request: HttpRequest, pk: int, *, annotations: bool) -> HttpResponse
 @login_required
 @require_POST
 def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
-    return _import(request, pk, annotations=False)
+    """Items from one ``file`` (a zip, a manifest) or several ``files`` (images, a dropped folder;
+    ``static/js/upload.js`` sends one request per batch). A request that asks for JSON (the upload
+    script) gets the report or the refusal as JSON; a form post gets messages and goes back to the
+    items page (``next=items``) or the study page. Every refusal links the manifest template."""
+    study = study_for_page(request, pk, researcher=True)
+    wants_json = request.headers.get("Accept", "").startswith("application/json")
+    back = redirect("study-items" if request.POST.get("next") == "items" else "study-detail", pk=pk)
+    templates = {fmt: reverse("study-import-template", args=[pk, fmt]) for fmt in MANIFEST_FORMATS}
+    form = ItemUploadForm(request.POST, request.FILES)
+    try:
+        if not form.is_valid():
+            raise WorkbenchError(form_problems(form, "file", "Choose a file to import."))
+        if not access.study_can_write(request_user(request), study):
+            raise WorkbenchError("you may read this study but not change it")
+        uploads = form.cleaned_data["images"]
+        with (
+            uploads_to_temp_folder(uploads, paths=request.POST.getlist("paths"))
+            if uploads
+            else upload_to_temp(form.cleaned_data["file"], suffixes=ITEM_SUFFIXES)
+        ) as path:
+            report = items_import(study=study, path=path)
+    except WorkbenchError as exc:
+        if wants_json:
+            return JsonResponse({"ok": False, "error": exc.message, "templates": templates}, status=400)
+        messages.error(
+            request,
+            format_html(
+                'Nothing was imported. {} <a href="{}">Manifest template (CSV)</a> · '
+                '<a href="{}">(JSONL)</a> · <a href="{}">how imports work</a>',
+                exc.message,
+                templates["csv"],
+                templates["jsonl"],
+                reverse("docs-page", args=["import-export"]),
+            ),
+        )
+        return back
+    if wants_json:
+        return JsonResponse({"ok": True, **report.as_dict(), "templates": templates})
+    text = f"Imported {report.created} items ({report.references} without image files)."
+    if report.duplicates:
+        text += f" Skipped {len(report.duplicates)} duplicates: " + ", ".join(
+            f"{entry['external_id']} ({entry['reason']})" for entry in report.duplicates[:10]
+        )
+    messages.success(request, text)
+    for warning in report.warnings():
+        messages.warning(request, f"Warning: {warning}.")
+    return back
+
+
+@login_required
+def study_import_template(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    """The manifest template of this study's protocol (``annotations/protocols/manifests.py``)."""
+    study = study_for_page(request, pk, researcher=True)
+    return _template_response(study.protocol_obj, fmt, f"study-{study.pk}-manifest")
+
+
+@login_required
+def preset_import_template(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
+    """The manifest template of a preset, before any study exists (linked from the create page)."""
+    if name not in list_presets():
+        raise Http404("no such preset")
+    return _template_response(load_preset(name), fmt, f"{name}-manifest")
+
+
+def _template_response(protocol: Protocol, fmt: str, stem: str) -> HttpResponse:
+    if fmt not in MANIFEST_FORMATS:
+        raise Http404("templates are .csv or .jsonl")
+    content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
+    response = HttpResponse(manifest_template(protocol, fmt), content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{stem}.{fmt}"'
+    return response
 
 
 @login_required
 @require_POST
 def study_import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
-    return _import(request, pk, annotations=True)
+    return _import_annotations(request, pk)
 
 
 @login_required
@@ -345,37 +455,70 @@ def study_share(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def study_items(request: HttpRequest, pk: int) -> HttpResponse:
-    """The items grid; ``?condition=`` narrows to one condition, ``?blank=1`` (``0``) to the items with
-    (without) a blank or single-colour image, as flagged at import."""
+    """The items grid with each item's provenance and metadata, and the upload (``static/js/upload.js``).
+
+    Filters (GET, each checked: a value the study's items do not have is refused with a message and
+    ignored): ``condition``, ``model``; ``blank=1`` (``0``) keeps the items with (without) a blank or
+    single-colour image, as flagged at import. Paginated, 48 a page; the links keep the filters."""
     study = study_for_page(request, pk, researcher=True)
+    conditions, models = selectors.items_filter_choices(study)
+    problems = []
+    chosen: dict[str, str] = {}
+    for name, allowed in (("condition", conditions), ("model", models)):
+        value = request.GET.get(name, "")
+        if value and value not in allowed:
+            problems.append(f"No item of this study has the {name} “{value}”; showing every {name}.")
+        elif value:
+            chosen[name] = value
     blank_raw = request.GET.get("blank", "")
     blank = {"1": True, "0": False}.get(blank_raw)
+    if blank_raw and blank is None:
+        problems.append("The blank filter is 1 (only blank) or 0 (without blank).")
+    if blank is not None:
+        chosen["blank"] = blank_raw
     queryset = selectors.items_page(study, blank=blank)
-    condition = request.GET.get("condition")
-    if condition:
-        queryset = queryset.filter(condition=condition)
+    if "condition" in chosen:
+        queryset = queryset.filter(condition=chosen["condition"])
+    if "model" in chosen:
+        queryset = queryset.filter(model_name=chosen["model"])
     page = Paginator(queryset, 48).get_page(request.GET.get("page"))
-    filters = "".join(
-        f"&{key}={value}"
-        for key, value in (
-            ("condition", quote(condition or "")),
-            ("blank", "" if blank is None else blank_raw),
-        )
-        if value
-    )
     return render(
         request,
         "studies/items.html",
         {
             "study": study,
             "page": page,
-            "condition": condition or "",
-            "blank": blank_raw if blank is not None else "",
+            "cards": [(item, _item_details(item)) for item in page],
+            "condition": chosen.get("condition", ""),
+            "model": chosen.get("model", ""),
+            "blank": chosen.get("blank", ""),
+            "conditions": conditions,
+            "models": models,
+            "problems": problems,
             "n_blank": selectors.blank_items_count(study),
-            "filters": filters,
+            "filters": ("&" + urlencode(chosen)) if chosen else "",
+            "without_blank": urlencode({k: v for k, v in chosen.items() if k != "blank"}),
             "can_write": access.study_can_write(request_user(request), study),
+            "upload_limit": settings.WORKBENCH_MAX_UPLOAD_BYTES,
+            "templates": {fmt: reverse("study-import-template", args=[pk, fmt]) for fmt in MANIFEST_FORMATS},
         },
+        status=400 if problems else 200,
     )
+
+
+def _item_details(item: Item) -> list[tuple[str, str]]:
+    """What an item carries, as (name, text) rows for its card: seed, then every metadata field (lists
+    joined, objects as JSON, long values cut); the template escapes them."""
+    rows = [("seed", str(item.seed))] if item.seed is not None else []
+    for key, value in (item.metadata or {}).items():
+        if isinstance(value, list):
+            text = ", ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            text = json.dumps(value, ensure_ascii=False)
+        else:
+            text = str(value)
+        rows.append((str(key), text if len(text) <= 200 else text[:199] + "…"))
+    return rows
 
 
 @login_required

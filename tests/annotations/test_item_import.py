@@ -206,7 +206,7 @@ def test_zip_bombs_are_refused(study, tmp_path) -> None:
 def test_rows_must_fit_the_protocol(owner, tmp_path) -> None:
     markers = StudyFactory.create(owner=owner, protocol=load_preset("stereotype-markers").to_dict())
     (tmp_path / "m.jsonl").write_text('{"external_id": "i1", "identity": "Mexican"}\n')
-    with pytest.raises(ImportRefused, match="takes its options from 'attributes'"):
+    with pytest.raises(ImportRefused, match="metadata field 'attributes' is missing"):
         items_import(study=markers, path=tmp_path / "m.jsonl")
     text_study = StudyFactory.create(owner=owner, protocol=load_preset("visualness").to_dict())
     (tmp_path / "t.csv").write_text("external_id,prompt\nx,p\n")

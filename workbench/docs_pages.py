@@ -1,0 +1,55 @@
+"""The project's docs (``docs/*.md``), read-only at ``/docs/<name>/`` for signed-in users.
+
+There is no docs server: a page names a doc by its file name without ``.md``, which must be one of
+the files under ``docs/`` (a whitelist read from the folder; nothing else is ever opened). The text
+is shown escaped, as preformatted text; mentions of other docs (``docs/<name>.md``) become links.
+No markdown library is a dependency, so none renders it (docs/import-export.md, "Docs in pages").
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+DOCS_DIR = settings.BASE_DIR / "docs"
+_MENTION = re.compile(r"docs/([a-z0-9-]+)\.md")
+
+
+def doc_names() -> list[str]:
+    """Every doc a page may show: the ``.md`` files directly under ``docs/``."""
+    return sorted(path.stem for path in DOCS_DIR.glob("*.md") if re.fullmatch(r"[a-z0-9-]+", path.stem))
+
+
+def doc_html(text: str, names: list[str]) -> SafeString:
+    """``text`` escaped; each mention of a known doc a link to its page."""
+
+    def link(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in names:
+            return match.group(0)
+        return str(format_html('<a href="{}">{}</a>', reverse("docs-page", args=[name]), match.group(0)))
+
+    return mark_safe(_MENTION.sub(link, escape(text)))  # noqa: S308 (escaped above; links built by format_html)
+
+
+@login_required
+def docs_index(request: HttpRequest) -> HttpResponse:
+    return render(request, "workbench/docs.html", {"names": doc_names(), "name": "", "html": ""})
+
+
+@login_required
+def docs_page(request: HttpRequest, name: str) -> HttpResponse:
+    names = doc_names()
+    if name not in names:
+        raise Http404("no such doc")
+    text = (DOCS_DIR / f"{name}.md").read_text(encoding="utf-8")
+    return render(
+        request, "workbench/docs.html", {"names": names, "name": name, "html": doc_html(text, names)}
+    )
