@@ -160,6 +160,8 @@ def _check_can_claim(study: Study, annotator: Annotator) -> tuple[int | None, bo
     and whether they are of the expert pool in this study (their enrolment's pool)."""
     if annotator.kind != Annotator.Kind.HUMAN or annotator.user_id is None:
         raise NotAllowed("only people with an account are given items")
+    if study.status == Study.Status.DRAFT:
+        raise Conflict("the study is not open yet: the researchers have not launched it")
     if study.status != Study.Status.ACTIVE:
         raise Conflict(f"the study is {study.get_status_display().lower()}; no new items are handed out")
     # One query: the enrolment, and the quota of the invitation the account joined through (if any).
