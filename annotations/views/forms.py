@@ -114,14 +114,24 @@ class InvitationForm(forms.Form):
         label="Completion URL",
         help_text="Where the last page sends them; Prolific's is filled in for you",
     )
+    estimated_minutes = forms.IntegerField(
+        min_value=1,
+        max_value=24 * 60,
+        required=False,
+        label="Estimated minutes",
+        help_text="How long it takes; the consent page shows it",
+    )
     consent_text = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}), required=False, help_text="Empty: no consent page"
     )
     demographics = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
         required=False,
-        label="Demographic form (YAML)",
-        help_text="A list of fields: key, label, kind (choice or text), choices, required. Empty: no form.",
+        label="Demographic form (YAML or JSON)",
+        help_text=(
+            "A list of fields: key, label, kind (choice, number or text), choices, required. Empty: no form. "
+            "The form builder above writes it for you."
+        ),
     )
 
 

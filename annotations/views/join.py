@@ -20,7 +20,7 @@ from django.utils.dateparse import parse_datetime
 
 from annotations import access
 from annotations.access import request_user
-from annotations.models import Invitation, Participant
+from annotations.models import Invitation, Participant, Study
 from annotations.selectors.payments import completion_progress
 from annotations.services.invitations import (
     InvitationRefused,
@@ -63,12 +63,15 @@ def _unknown(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _refused(request: HttpRequest, exc: InvitationRefused) -> HttpResponse:
+def _refused(request: HttpRequest, exc: InvitationRefused, invitation: Invitation) -> HttpResponse:
+    title = REFUSAL_TITLES.get(exc.reason, "This link cannot be used")
+    if exc.reason == "inactive" and invitation.study.status == Study.Status.DRAFT:
+        title = "This study is not open yet"
     return render(
         request,
         "join/refused.html",
         {
-            "title": REFUSAL_TITLES.get(exc.reason, "This link cannot be used"),
+            "title": title,
             "message": exc.message,
             "reason": exc.reason,
         },
@@ -138,7 +141,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
             return _enter(request, existing)
         invitation_check(invitation)
     except InvitationRefused as exc:
-        return _refused(request, exc)
+        return _refused(request, exc, invitation)
     request.session[SESSION_JOIN] = {"token": token, "ids": ids.as_dict(), "consented_at": None}
     return redirect("join-consent" if invitation.consent_text else "join-begin", token=token)
 
@@ -152,7 +155,7 @@ def join_consent(request: HttpRequest, token: str) -> HttpResponse:
     try:
         invitation_check(invitation)
     except InvitationRefused as exc:
-        return _refused(request, exc)
+        return _refused(request, exc, invitation)
     if not invitation.consent_text:
         return redirect("join-begin", token=token)
     if request.method == "POST":
@@ -191,7 +194,7 @@ def join_begin(request: HttpRequest, token: str) -> HttpResponse:
             )
         except InvitationRefused as exc:
             request.session.pop(SESSION_JOIN, None)
-            return _refused(request, exc)
+            return _refused(request, exc, invitation)
         except ValidationFailed as exc:
             errors, status = exc.details or {"": exc.message}, 400
         else:
@@ -200,7 +203,7 @@ def join_begin(request: HttpRequest, token: str) -> HttpResponse:
         try:
             invitation_check(invitation)
         except InvitationRefused as exc:
-            return _refused(request, exc)
+            return _refused(request, exc, invitation)
     fields = [
         {**field, "value": answers.get(field["key"], ""), "error": errors.get(field["key"], "")}
         for field in invitation.demographics
