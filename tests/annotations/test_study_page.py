@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -12,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotations.models import Assignment, Item, Study, User
+from annotations.models import Assignment, Invitation, Item, Study, User
 from annotations.services.invitations import invitation_create, invitation_revoke
 from annotations.services.studies import annotator_for_user, enrollment_add, study_set_running
 from common.errors import ValidationFailed
@@ -30,11 +31,11 @@ def login(user: User) -> Client:
     return client
 
 
-def draft(owner: User, **extra: object) -> Study:
+def draft(owner: User, **extra: Any) -> Study:
     return StudyFactory.create(owner=owner, status=Study.Status.DRAFT, **extra)
 
 
-def invite(study: Study, owner: User, **extra: object):  # type: ignore[no-untyped-def]
+def invite(study: Study, owner: User, **extra: Any) -> Invitation:
     return invitation_create(
         study=study, created_by=owner, expires_at=timezone.now() + timedelta(days=3), max_uses=5, **extra
     )
