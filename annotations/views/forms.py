@@ -127,10 +127,10 @@ class InvitationForm(forms.Form):
     demographics = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
         required=False,
-        label="Demographic form (YAML or JSON)",
+        label="Demographic form (YAML)",
         help_text=(
-            "A list of fields: key, label, kind (choice, number or text), choices, required. Empty: no form. "
-            "The form builder above writes it for you."
+            "A list of fields (YAML or JSON): key, label, kind (choice, number or text), choices, required. "
+            "Empty: no form. The form builder above writes it for you."
         ),
     )
 

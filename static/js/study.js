@@ -175,7 +175,7 @@
   const KINDS = [["choice", "Single choice"], ["number", "Number"], ["text", "Free text"]];
 
   function keyFromLabel(label, used) {
-    let key = label.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "");
+    let key = label.toLowerCase().normalize("NFKD").replace(/[\u0300-\u036f]/g, "").replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "");
     if (!/^[a-z]/.test(key)) key = "q_" + key;
     key = key.slice(0, 36).replace(/_+$/, "") || "q";
     let unique = key;
@@ -190,27 +190,39 @@
     const list = document.getElementById("builder-questions");
     const note = document.getElementById("builder-note");
     const status = document.getElementById("builder-status");
+    const add = document.getElementById("builder-add");
+    const usage = note.textContent;
     let fields = [];
-    const text = box.value.trim();
-    if (text) {
-      try {
-        const parsed = JSON.parse(text);
-        if (!Array.isArray(parsed)) throw new Error("not a list");
-        fields = parsed.map((field) => ({
-          key: String(field.key || ""),
-          label: String(field.label || ""),
-          kind: ["choice", "number", "text"].includes(field.kind) ? field.kind : "text",
-          choices: Array.isArray(field.choices) ? field.choices.map(String) : [],
-          required: field.required !== false,
-          keyEdited: true,
-        }));
-      } catch (error) {
-        // Written in YAML by hand: leave it to the text box, which the server checks the same way.
-        note.textContent = "This form is written as YAML: edit it in the box below, or clear the box to use the builder.";
-        builder.hidden = false;
-        document.getElementById("builder-add").hidden = true;
-        return;
+
+    // Read the box: JSON (what the builder writes) fills the builder; hand-written YAML stays in the
+    // box, which the server checks the same way. Returns whether the builder can edit it.
+    function load() {
+      const text = box.value.trim();
+      let parsed = [];
+      if (text) {
+        try {
+          parsed = JSON.parse(text);
+          const editable = (f) => f && typeof f === "object" && !Array.isArray(f);
+          if (!Array.isArray(parsed) || !parsed.every(editable)) throw new Error("not a list of fields");
+        } catch (error) {
+          fields = [];
+          note.textContent = "This form is written as YAML: edit it in the box below, or clear the box to use the builder.";
+          add.hidden = true;
+          list.replaceChildren();
+          return false;
+        }
       }
+      fields = parsed.map((field) => ({
+        key: String(field.key || ""),
+        label: String(field.label || ""),
+        kind: ["choice", "number", "text"].includes(field.kind) ? field.kind : "text",
+        choices: Array.isArray(field.choices) ? field.choices.map(String) : [],
+        required: field.required !== false,
+        keyEdited: !!field.key,
+      }));
+      note.textContent = usage;
+      add.hidden = false;
+      return true;
     }
     builder.hidden = false;
 
@@ -292,7 +304,7 @@
                 status.textContent = "Question " + number + " removed";
                 write();
                 render(Math.min(index, fields.length - 1), ".builder-label");
-                if (!fields.length) document.getElementById("builder-add").focus();
+                if (!fields.length) add.focus();
                 return;
               }
               const to = action === "up" ? index - 1 : index + 1;
@@ -314,13 +326,14 @@
       }
     }
 
-    document.getElementById("builder-add").addEventListener("click", () => {
+    add.addEventListener("click", () => {
       fields.push({ key: "", label: "", kind: "choice", choices: [], required: true, keyEdited: false });
       status.textContent = "Question " + fields.length + " added";
       write();
       render(fields.length - 1, ".builder-label");
     });
-    render();
+    box.addEventListener("input", () => { if (load()) render(); });
+    if (load()) render();
   }
 
   setUpTabs();
