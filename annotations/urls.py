@@ -88,17 +88,17 @@ urlpatterns = [
     ),
     path(
         "studies/<int:pk>/invitations/<int:invitation_id>/preview/",
-        invitations.invitation_preview_consent,
+        join.invitation_preview_consent,
         name="study-invitation-preview",
     ),
     path(
         "studies/<int:pk>/invitations/<int:invitation_id>/preview/about/",
-        invitations.invitation_preview_begin,
+        join.invitation_preview_begin,
         name="study-invitation-preview-begin",
     ),
     path(
         "studies/<int:pk>/invitations/<int:invitation_id>/preview/task/",
-        invitations.invitation_preview_task,
+        join.invitation_preview_task,
         name="study-invitation-preview-task",
     ),
     path("studies/<int:pk>/payments.csv", invitations.payments_csv, name="study-payments-csv"),
