@@ -186,3 +186,43 @@ def test_a_builder_question_without_options_is_refused_by_the_server(
     # the refused form comes back with the builder filled from what was sent
     assert page.get_by_label("Question 1: label").input_value() == "Region"
     assert [e for e in page.js_errors if "status of 400" not in e] == []
+
+
+def test_without_the_clipboard_api_copy_selects_the_link(
+    browser: Any, server: Any, lab: dict[str, Any]
+) -> None:
+    study, invitation = lab["study"], lab["invitation"]
+    page = open_page(browser, server)
+    page.add_init_script("Object.defineProperty(navigator, 'clipboard', { value: undefined });")
+    sign_in(page, "res")
+    page.goto(f"/studies/{study.pk}/invitations/")
+    page.get_by_role("button", name="Copy link").click()
+    page.wait_for_function("() => document.getElementById('copy-status').textContent !== ''")
+    link = page.locator(f"#link-{invitation.pk}").inner_text().strip()
+    assert page.evaluate("() => window.getSelection().toString().trim()") == link
+    assert page.locator("#copy-status").inner_text() in (
+        "Copied",
+        "The text is selected: press Ctrl+C (or Cmd+C) to copy it",
+    )
+    assert page.js_errors == []
+
+
+def test_preview_a_link_as_a_participant(browser: Any, server: Any, lab: dict[str, Any]) -> None:
+    from annotations.models import Participant
+
+    study, invitation = lab["study"], lab["invitation"]
+    page = open_page(browser, server)
+    sign_in(page, "res")
+    page.goto(f"/studies/{study.pk}/invitations/")
+    page.get_by_role("link", name="Preview as a participant").click()
+    page.wait_for_selector("text=Preview — nothing is recorded")
+    page.get_by_role("button", name="Start").click()  # no consent text and no form on this link
+    page.wait_for_selector("#preview-form")
+    assert "nurse" in page.locator(".item-view").inner_text()
+    assert page.get_by_role("button", name="Submit (disabled in the preview)").is_disabled()
+    assert unlabelled_inputs(page) == []
+    shot(page, "42-invitation-preview-task-1280")
+    page.get_by_role("link", name="Leave the preview").first.click()
+    page.wait_for_url(f"**/studies/{study.pk}/invitations/**")
+    assert Participant.objects.count() == 0 and invitation.participants.count() == 0
+    assert page.js_errors == []
