@@ -89,6 +89,17 @@ def test_launch_is_refused_until_the_study_has_items_and_people(owner, annotator
     assert "only a draft is launched" in again
 
 
+def test_the_api_cannot_skip_the_launch_checks(owner, annotator_user) -> None:
+    study = draft(owner)
+    api = client_for(owner)
+    refused = api.patch(f"/api/studies/{study.pk}/", {"status": "active"}, format="json")
+    assert refused.status_code == 400 and "it has no items yet" in refused.json()["detail"]
+    ItemFactory.create(study=study)
+    enrollment_add(study=study, user=annotator_user)
+    launched = api.patch(f"/api/studies/{study.pk}/", {"status": "active"}, format="json")
+    assert launched.status_code == 200 and launched.json()["status"] == "active"
+
+
 def test_an_open_invitation_link_is_enough_to_launch(owner) -> None:
     study = draft(owner)
     ItemFactory.create(study=study)
