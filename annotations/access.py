@@ -271,6 +271,29 @@ def enrollable_account_get(*, by: User, username: str) -> User:
     return account
 
 
+ENROLL_SUGGESTIONS = 20
+
+
+def enroll_candidates(*, by: User, study: Study, prefix: str) -> list[dict[str, str]]:
+    """At most ``ENROLL_SUGGESTIONS`` accounts ``by`` may enrol (``accounts_enrollable_by``), not yet in
+    ``study``, whose username or first or last name starts with ``prefix`` (case-insensitive): username
+    and name only, for the study page's autocomplete. An empty prefix suggests nothing."""
+    if not prefix:
+        return []
+    rows = (
+        accounts_enrollable_by(by)
+        .filter(
+            Q(username__istartswith=prefix)
+            | Q(first_name__istartswith=prefix)
+            | Q(last_name__istartswith=prefix)
+        )
+        .exclude(pk__in=Enrollment.objects.filter(study=study).values("user_id"))
+        .order_by("username")
+        .values_list("username", "first_name", "last_name")[:ENROLL_SUGGESTIONS]
+    )
+    return [{"username": username, "name": f"{first} {last}".strip()} for username, first, last in rows]
+
+
 def enrollment_check(*, by: User, study: Study, user: User) -> None:
     """Refuse an enrolment ``by`` may not make: a study they may not change, or an account outside
     ``accounts_enrollable_by(by)``."""

@@ -578,8 +578,9 @@ class Invitation(models.Model):
     consent text (if any) and the demographic form (``demographics``, if any), the person is enrolled
     in the invitation's ``pool`` (on that enrolment) and sent to the study's task page. ``uses`` is
     raised by the service that creates the account, under the row's lock, never beyond ``max_uses``.
-    ``demographics`` is a list of ``{"key", "label", "kind": "choice"|"text", "choices", "required"}``,
-    validated by ``services/invitations.py``; answers go to the enrolment's ``attributes``.
+    ``demographics`` is a list of
+    ``{"key", "label", "kind": "choice"|"number"|"text", "choices", "required"}``, validated by
+    ``services/invitations.py``; answers go to the enrolment's ``attributes``.
     """
 
     class Platform(models.TextChoices):
@@ -613,6 +614,9 @@ class Invitation(models.Model):
         ),
     )
     consent_text = models.TextField(blank=True)
+    estimated_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="How long the study takes, as the consent page tells participants"
+    )
     demographics = models.JSONField(default=list, blank=True)
     completion_code = models.CharField(max_length=64, blank=True)
     completion_url = models.URLField(

@@ -19,6 +19,7 @@ from annotations.access import request_user
 from annotations.models import Annotator, Invitation
 from annotations.selectors.payments import payment_rows
 from annotations.services.invitations import (
+    MAX_ESTIMATED_MINUTES,
     MAX_QUOTA,
     MAX_USES,
     invitation_create,
@@ -49,6 +50,7 @@ class InvitationSerializer(serializers.ModelSerializer[Invitation]):
             "items_per_participant",
             "min_answered_items",
             "consent_text",
+            "estimated_minutes",
             "demographics",
             "completion_code",
             "completion_url",
@@ -89,10 +91,18 @@ class InvitationCreateSerializer(serializers.Serializer[Any]):
         help_text="Answered items needed for the completion code (default: the quota, or 1)",
     )
     consent_text = serializers.CharField(required=False, allow_blank=True, default="")
+    estimated_minutes = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_ESTIMATED_MINUTES,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="How long the study takes, shown on the consent page",
+    )
     demographics = serializers.JSONField(
         required=False,
         default=list,  # type: ignore[arg-type]  # the stubs allow mapping defaults only; a JSON list is fine
-        help_text="[{key, label, kind: choice|text, choices, required}]",
+        help_text="[{key, label, kind: choice|number|text, choices, required}]",
     )
     completion_code = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     completion_url = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")

@@ -108,6 +108,7 @@ class StudyViewSet(viewsets.ModelViewSet[Study]):
             overlap=values["overlap"],
             lease_minutes=values["lease_minutes"],
             description=values["description"],
+            status=Study.Status.DRAFT,  # launched on the study page once it has items and people
         )
         return Response(s.StudySerializer(study).data, status=status.HTTP_201_CREATED)
 

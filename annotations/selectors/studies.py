@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce, Least
+from django.utils import timezone
 
-from annotations.models import Annotation, Item, ItemImage, Study
+from annotations.models import Annotation, Assignment, Item, ItemImage, Study
 
 
 def study_summary(study: Study) -> dict[str, Any]:
@@ -66,3 +68,91 @@ def items_filter_choices(study: Study) -> tuple[list[str], list[str]]:
     conditions = sorted(items.values_list("condition", flat=True).distinct())
     models = sorted(name for name in items.values_list("model_name", flat=True).distinct() if name)
     return conditions, models
+
+
+def study_setup(study: Study) -> list[dict[str, Any]]:
+    """The setup checklist of a study page's Overview, from the rows themselves: protocol, items, people,
+    invitations, launch; each ``{key, title, done, detail, tab}`` (``tab``: where to do it)."""
+    questions = len(study.protocol_obj.questions)
+    items = Item.objects.filter(study=study).count()
+    people = study.enrollments.count()
+    links = study.invitations.filter(revoked_at__isnull=True, expires_at__gt=timezone.now()).count()
+    launched = study.status != Study.Status.DRAFT
+    return [
+        {
+            "key": "protocol",
+            "title": "Protocol",
+            "done": questions > 0,
+            "tab": "protocol",
+            "detail": f"{questions} question{'s' if questions != 1 else ''}",
+        },
+        {
+            "key": "items",
+            "title": "Items",
+            "done": items > 0,
+            "tab": "items",
+            "detail": f"{items} item{'s' if items != 1 else ''}" if items else "no items yet: import them",
+        },
+        {
+            "key": "people",
+            "title": "People",
+            "done": people > 0,
+            "tab": "people",
+            "detail": f"{people} enrolled" if people else "no one enrolled yet (or use an invitation link)",
+        },
+        {
+            "key": "invitations",
+            "title": "Invitations",
+            "done": links > 0,
+            "tab": "invitations",
+            "detail": f"{links} open link{'s' if links != 1 else ''}"
+            if links
+            else "no open link (optional with enrolled people)",
+        },
+        {
+            "key": "launch",
+            "title": "Launch",
+            "done": launched,
+            "tab": "overview",
+            "detail": study.get_status_display() if launched else "a draft: annotators get no items yet",
+        },
+    ]
+
+
+def studies_completion(study_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """Per study: submitted judgements (each item counted up to the study's overlap; control items left
+    out, as on the progress page) of those needed (items x overlap), and the percentage. One query for
+    all the studies (a correlated count per item, summed per study)."""
+    submitted = (
+        Assignment.objects.filter(item=OuterRef("pk"), status=Assignment.Status.SUBMITTED)
+        .order_by()
+        .values("item")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    rows = (
+        Item.objects.filter(study_id__in=list(study_ids), control_kind="")
+        .order_by()
+        .values("study_id")
+        .annotate(
+            items=Count("id"),
+            overlap=F("study__overlap"),
+            judged=Sum(
+                Least(
+                    Coalesce(Subquery(submitted, output_field=IntegerField()), 0),
+                    F("study__overlap"),
+                    output_field=IntegerField(),
+                )
+            ),
+        )
+    )
+    completion: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        needed = row["items"] * row["overlap"]
+        judged = row["judged"] or 0
+        completion[row["study_id"]] = {
+            "judgements": judged,
+            "needed": needed,
+            "percent": round(100 * judged / needed, 1) if needed else 0.0,
+        }
+    return completion

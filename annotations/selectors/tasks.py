@@ -199,6 +199,11 @@ def item_with_images(item_id: int) -> Item:
     return Item.objects.prefetch_related("images").get(pk=item_id)
 
 
+def sample_item(study: Study) -> Item | None:
+    """The item an invitation's preview shows: the study's first item that is not a control item."""
+    return Item.objects.prefetch_related("images").filter(study=study, control_kind="").order_by("id").first()
+
+
 # --- Progress --------------------------------------------------------------------------------------
 
 

@@ -161,6 +161,8 @@ def _check_claimable(study: Study, annotator: Annotator) -> None:
     """Refuse a claim by someone without an account, or in a study that hands out nothing now."""
     if annotator.kind != Annotator.Kind.HUMAN or annotator.user_id is None:
         raise NotAllowed("only people with an account are given items")
+    if study.status == Study.Status.DRAFT:
+        raise Conflict("the study is not open yet: the researchers have not launched it")
     if study.status != Study.Status.ACTIVE:
         raise Conflict(f"the study is {study.get_status_display().lower()}; no new items are handed out")
 

@@ -42,6 +42,9 @@ MAX_LABEL_CHARS = 200
 MAX_CHOICE_CHARS = 100
 MAX_TEXT_ANSWER_CHARS = 200
 MAX_DEMOGRAPHICS_TEXT = 20_000
+MAX_ESTIMATED_MINUTES = 24 * 60
+DEMOGRAPHIC_KINDS = ("choice", "number", "text")
+NUMBER_ANSWER = re.compile(r"-?[0-9]{1,12}(\.[0-9]{1,6})?")
 FIELD_KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
 # Platform ids go into the database, pages and CSV files: letters, digits, '_' and '-' only.
 PLATFORM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -111,7 +114,7 @@ def demographics_from_text(text: str) -> list[dict[str, Any]]:
 
 
 def demographics_clean(value: Any) -> list[dict[str, Any]]:
-    """Validate a demographic form: ``[{key, label, kind: choice|text, choices, required}]``.
+    """Validate a demographic form: ``[{key, label, kind: choice|number|text, choices, required}]``.
 
     Keys are lower-case identifiers (they become ``Enrollment.attributes`` keys, the names a
     breakdown uses); ``choices`` is required for ``choice`` and not allowed for ``text``;
@@ -153,8 +156,10 @@ def demographics_clean(value: Any) -> list[dict[str, Any]]:
                 f"{where}: label must be text of 1 to {MAX_LABEL_CHARS} characters", {"demographics": where}
             )
         kind = raw.get("kind", "text")
-        if kind not in ("choice", "text"):
-            raise ValidationFailed(f"{where}: kind must be 'choice' or 'text'", {"demographics": where})
+        if kind not in DEMOGRAPHIC_KINDS:
+            raise ValidationFailed(
+                f"{where}: kind must be 'choice', 'number' or 'text'", {"demographics": where}
+            )
         required = raw.get("required", True)
         if not isinstance(required, bool):
             raise ValidationFailed(f"{where}: required must be true or false", {"demographics": where})
@@ -180,7 +185,7 @@ def demographics_clean(value: Any) -> list[dict[str, Any]]:
                 )
             field["choices"] = texts
         elif choices is not None:
-            raise ValidationFailed(f"{where}: a text field has no choices", {"demographics": where})
+            raise ValidationFailed(f"{where}: a {kind} field has no choices", {"demographics": where})
         fields.append(field)
     return fields
 
@@ -202,6 +207,8 @@ def demographic_answers_clean(*, fields: list[dict[str, Any]], data: Mapping[str
             continue
         if field["kind"] == "choice" and value not in field["choices"]:
             errors[field["key"]] = "Choose one of the options."
+        elif field["kind"] == "number" and not NUMBER_ANSWER.fullmatch(value):
+            errors[field["key"]] = "Write a number (digits, optionally a decimal point)."
         elif len(value) > MAX_TEXT_ANSWER_CHARS:
             errors[field["key"]] = f"Use at most {MAX_TEXT_ANSWER_CHARS} characters."
         else:
@@ -259,6 +266,7 @@ def invitation_create(
     completion_code: str = "",
     completion_url: str = "",
     label: str = "",
+    estimated_minutes: int | None = None,
     now: datetime | None = None,
 ) -> Invitation:
     """Create an invitation link to a study. The caller checked that ``created_by`` may write the study.
@@ -309,8 +317,18 @@ def invitation_create(
         raise ValidationFailed(
             f"the label is longer than {MAX_LABEL_CHARS} characters", {"label": "too long"}
         )
+    if estimated_minutes is not None and (
+        isinstance(estimated_minutes, bool)
+        or not isinstance(estimated_minutes, int)
+        or not 1 <= estimated_minutes <= MAX_ESTIMATED_MINUTES
+    ):
+        raise ValidationFailed(
+            f"the estimated time must be between 1 and {MAX_ESTIMATED_MINUTES} minutes",
+            {"estimated_minutes": "out of range"},
+        )
     code, url = _completion(platform=platform, code=completion_code, url=completion_url)
     return Invitation.objects.create(
+        estimated_minutes=estimated_minutes,
         study=study,
         created_by=created_by,
         expires_at=expires_at,
@@ -352,6 +370,11 @@ def invitation_check(invitation: Invitation, *, now: datetime | None = None, joi
     if invitation.uses >= invitation.max_uses:
         raise InvitationRefused(
             "used_up", "This link has already been used by as many participants as the study needs."
+        )
+    if invitation.study.status == Study.Status.DRAFT:
+        raise InvitationRefused(
+            "inactive",
+            "This study is not open yet: the researchers have not launched it. Try the link again later.",
         )
     if invitation.study.status != Study.Status.ACTIVE:
         raise InvitationRefused("inactive", "This study is not taking new participants at the moment.")

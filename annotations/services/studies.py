@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from annotations.access import accounts_enrollable_by, enrollment_check, studies_writable_by
 from annotations.models import Annotator, Enrollment, Participant, Pool, Study, User
@@ -62,8 +63,17 @@ def study_create(
     lease_minutes: int = 30,
     description: str = "",
     imported_from: str = "",
+    status: str = Study.Status.ACTIVE,
 ) -> Study:
-    """Create a study owned by a researcher (or admin); ``imported_from``: the file it came from, if any."""
+    """Create a study owned by a researcher (or admin); ``imported_from``: the file it came from, if any.
+
+    ``status``: the study page and the REST API create a ``draft`` (launched later by ``study_launch``);
+    imports and commands, which bring their items with them, create it ``active``.
+    """
+    if status not in Study.Status.values:
+        raise ValidationFailed(
+            f"status must be one of {', '.join(Study.Status.values)}", {"status": "invalid"}
+        )
     if not owner.is_researcher:
         raise NotAllowed("only researchers and admins create studies")
     name = name.strip()
@@ -79,6 +89,7 @@ def study_create(
         overlap=overlap,
         lease_minutes=lease_minutes,
         imported_from=imported_from[:255],
+        status=status,
     )
     study.full_clean()
     study.save()
@@ -111,6 +122,10 @@ def study_update(
     if not changes:
         return study
     study = Study.objects.select_for_update().get(pk=study.pk)
+    if study.status == Study.Status.DRAFT and changes.get("status") == Study.Status.ACTIVE:
+        refusal = launch_refusal(study)
+        if refusal:
+            raise ValidationFailed(f"the study cannot be launched: {refusal}", {"status": "not ready"})
     for field, value in changes.items():
         setattr(study, field, value)
     _check_numbers(overlap=study.overlap, lease_minutes=study.lease_minutes)
@@ -221,10 +236,36 @@ def enrollment_add_pool(*, study: Study, pool: str, by: User) -> list[Enrollment
     return [enrollment_add(study=study, user=user, pool=pool) for user in users]
 
 
+def launch_refusal(study: Study) -> str:
+    """Why a draft study cannot be launched yet (empty when it can): it needs items, and someone to
+    judge them (an enrolled annotator or an invitation link that is neither revoked nor expired)."""
+    if not study.items.exists():
+        return "it has no items yet; import items first"
+    open_links = study.invitations.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
+    if not study.enrollments.exists() and not open_links.exists():
+        return "no one can judge its items yet; enrol an annotator or create an invitation link first"
+    return ""
+
+
+@transaction.atomic
+def study_launch(*, study: Study) -> Study:
+    """Launch a draft study: it becomes active and hands out items (refused with the reason when it has
+    no items or no one to judge them; see ``launch_refusal``)."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    if locked.status != Study.Status.DRAFT:
+        raise ValidationFailed(
+            f"the study is already {locked.get_status_display().lower()}; only a draft is launched",
+            {"status": "not a draft"},
+        )
+    return study_update(study=locked, status=Study.Status.ACTIVE)
+
+
 def study_set_running(*, study: Study, running: bool) -> Study:
     """Pause (no new items are handed out; leases held can still be submitted) or resume a study."""
     if study.status == Study.Status.CLOSED:
         raise ValidationFailed("a closed study cannot be paused or resumed; change its status in settings")
+    if study.status == Study.Status.DRAFT:
+        raise ValidationFailed("the study is a draft: launch it from its study page first")
     return study_update(study=study, status=Study.Status.ACTIVE if running else Study.Status.PAUSED)
 
 

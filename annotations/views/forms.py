@@ -132,6 +132,13 @@ class InvitationForm(forms.Form):
         label="Completion URL",
         help_text="Where the last page sends them; Prolific's is filled in for you",
     )
+    estimated_minutes = forms.IntegerField(
+        min_value=1,
+        max_value=24 * 60,
+        required=False,
+        label="Estimated minutes",
+        help_text="How long it takes; the consent page shows it",
+    )
     consent_text = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}), required=False, help_text="Empty: no consent page"
     )
@@ -139,7 +146,10 @@ class InvitationForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
         required=False,
         label="Demographic form (YAML)",
-        help_text="A list of fields: key, label, kind (choice or text), choices, required. Empty: no form.",
+        help_text=(
+            "A list of fields (YAML or JSON): key, label, kind (choice, number or text), choices, required. "
+            "Empty: no form. The form builder above writes it for you."
+        ),
     )
 
 

@@ -61,6 +61,7 @@ def study_invitations(request: HttpRequest, pk: int) -> HttpResponse:
                     completion_code=data["completion_code"],
                     completion_url=data["completion_url"],
                     consent_text=data["consent_text"],
+                    estimated_minutes=data["estimated_minutes"],
                     demographics=demographics_from_text(data["demographics"]),
                 )
             except WorkbenchError as exc:

@@ -5,6 +5,10 @@ in) → ``consent/`` (when the link has consent text) → ``begin/`` (the demogr
 a Start button; its POST creates the scoped account) → the study's task pages. Nothing is written
 on a GET except the session (a link preview or prefetch never uses up the link). The half-done join
 lives in the anonymous session until the account exists. See docs/crowd.md.
+
+The researcher's **preview** of a link (``/studies/<id>/invitations/<id>/preview/``) renders the same
+consent and demographic pages, and a sample task, under a banner; it writes nothing, not even the
+session.
 """
 
 from __future__ import annotations
@@ -15,17 +19,22 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from annotations import access
 from annotations.access import request_user
-from annotations.models import Invitation, Participant
+from annotations.models import Invitation, Participant, Pool, Study
+from annotations.presenters import image_views
+from annotations.protocols.colours import BASIC_COLOURS
 from annotations.selectors.payments import completion_progress
+from annotations.selectors.tasks import question_views, sample_item
 from annotations.services.invitations import (
     InvitationRefused,
     PlatformIds,
     PreviewOnly,
+    demographic_answers_clean,
     invitation_check,
     participant_join,
     participant_resume,
@@ -63,12 +72,15 @@ def _unknown(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _refused(request: HttpRequest, exc: InvitationRefused) -> HttpResponse:
+def _refused(request: HttpRequest, exc: InvitationRefused, invitation: Invitation) -> HttpResponse:
+    title = REFUSAL_TITLES.get(exc.reason, "This link cannot be used")
+    if exc.reason == "inactive" and invitation.study.status == Study.Status.DRAFT:
+        title = "This study is not open yet"
     return render(
         request,
         "join/refused.html",
         {
-            "title": REFUSAL_TITLES.get(exc.reason, "This link cannot be used"),
+            "title": title,
             "message": exc.message,
             "reason": exc.reason,
         },
@@ -138,7 +150,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
             return _enter(request, existing)
         invitation_check(invitation)
     except InvitationRefused as exc:
-        return _refused(request, exc)
+        return _refused(request, exc, invitation)
     request.session[SESSION_JOIN] = {"token": token, "ids": ids.as_dict(), "consented_at": None}
     return redirect("join-consent" if invitation.consent_text else "join-begin", token=token)
 
@@ -152,7 +164,7 @@ def join_consent(request: HttpRequest, token: str) -> HttpResponse:
     try:
         invitation_check(invitation)
     except InvitationRefused as exc:
-        return _refused(request, exc)
+        return _refused(request, exc, invitation)
     if not invitation.consent_text:
         return redirect("join-begin", token=token)
     if request.method == "POST":
@@ -191,7 +203,7 @@ def join_begin(request: HttpRequest, token: str) -> HttpResponse:
             )
         except InvitationRefused as exc:
             request.session.pop(SESSION_JOIN, None)
-            return _refused(request, exc)
+            return _refused(request, exc, invitation)
         except ValidationFailed as exc:
             errors, status = exc.details or {"": exc.message}, 400
         else:
@@ -200,7 +212,7 @@ def join_begin(request: HttpRequest, token: str) -> HttpResponse:
         try:
             invitation_check(invitation)
         except InvitationRefused as exc:
-            return _refused(request, exc)
+            return _refused(request, exc, invitation)
     fields = [
         {**field, "value": answers.get(field["key"], ""), "error": errors.get(field["key"], "")}
         for field in invitation.demographics
@@ -238,3 +250,86 @@ def complete(request: HttpRequest, pk: int) -> HttpResponse:
             "done": progress.answered,
         },
     )
+
+
+# --- The researcher's preview of a link: the same pages, nothing recorded ---------------------------
+
+
+def _preview_invitation(request: HttpRequest, pk: int, invitation_id: int) -> Invitation:
+    return access.invitation_get_for_user(user=request_user(request), study_id=pk, id=invitation_id)
+
+
+def _preview_urls(pk: int, invitation_id: int) -> dict[str, str]:
+    kwargs = {"pk": pk, "invitation_id": invitation_id}
+    return {
+        "consent_url": reverse("study-invitation-preview", kwargs=kwargs),
+        "begin_url": reverse("study-invitation-preview-begin", kwargs=kwargs),
+        "task_url": reverse("study-invitation-preview-task", kwargs=kwargs),
+        "exit_url": reverse("study-invitations", kwargs={"pk": pk}) + f"#invitation-{invitation_id}",
+    }
+
+
+@login_required
+def invitation_preview_consent(request: HttpRequest, pk: int, invitation_id: int) -> HttpResponse:
+    """The participant's consent page as they would see it, for the researcher; nothing is recorded
+    (no session state, no account, no participant: the preview pages only read)."""
+    invitation = _preview_invitation(request, pk, invitation_id)
+    urls = _preview_urls(pk, invitation_id)
+    if not invitation.consent_text:
+        return redirect(urls["begin_url"])
+    return render(request, "join/consent.html", {"invitation": invitation, "preview": True, **urls})
+
+
+@login_required
+def invitation_preview_begin(request: HttpRequest, pk: int, invitation_id: int) -> HttpResponse:
+    """The demographic form as a participant sees it; a POST checks the answers with the participant's
+    own rules (``demographic_answers_clean``) and stores nothing."""
+    invitation = _preview_invitation(request, pk, invitation_id)
+    urls = _preview_urls(pk, invitation_id)
+    errors: dict[str, str] = {}
+    answers: dict[str, str] = {}
+    status = 200
+    if request.method == "POST":
+        answers = {
+            field["key"]: request.POST.get(f"d-{field['key']}", "") for field in invitation.demographics
+        }
+        try:
+            demographic_answers_clean(fields=invitation.demographics, data=answers)
+        except ValidationFailed as exc:
+            errors, status = exc.details or {"": exc.message}, 400
+        else:
+            return redirect(urls["task_url"])
+    fields = [
+        {**field, "value": answers.get(field["key"], ""), "error": errors.get(field["key"], "")}
+        for field in invitation.demographics
+    ]
+    return render(
+        request,
+        "join/begin.html",
+        {"invitation": invitation, "fields": fields, "errors": errors, "preview": True, **urls},
+        status=status,
+    )
+
+
+@login_required
+def invitation_preview_task(request: HttpRequest, pk: int, invitation_id: int) -> HttpResponse:
+    """A sample task page (the study's first item) as a participant of this link would see it; its
+    form cannot be submitted and no assignment is made."""
+    invitation = _preview_invitation(request, pk, invitation_id)
+    study = invitation.study
+    item = sample_item(study)
+    context: dict[str, Any] = {
+        "invitation": invitation,
+        "study": study,
+        "protocol": study.protocol_obj,
+        "item": item,
+        "preview": True,
+        **_preview_urls(pk, invitation_id),
+    }
+    if item is not None:
+        context["images"] = image_views(item)
+        context["questions"] = question_views(
+            study=study, item=item, expert=invitation.pool == Pool.EXPERT, answers={}
+        )
+        context["colours"] = BASIC_COLOURS
+    return render(request, "join/preview_task.html", context)

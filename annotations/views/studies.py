@@ -93,6 +93,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
                 preset=data["preset"] or "",
                 overlap=data["overlap"],
                 lease_minutes=data["lease_minutes"],
+                status=Study.Status.DRAFT,
             )
         except UnicodeDecodeError:
             form.add_error("protocol_file", "The protocol file is not UTF-8 text.")
@@ -183,17 +184,28 @@ def _labelstudio_from_form(
         return labelstudio_import(path=path, study=study, owner=owner, name=name, config_path=config_path)
 
 
+def _to_tab(pk: int, tab: str) -> HttpResponse:
+    """Back to one tab of the study page (its ``#fragment``)."""
+    return redirect(reverse("study-detail", kwargs={"pk": pk}) + f"#{tab}")
+
+
 @login_required
 def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The study page: tabs (sections without JavaScript) and the setup checklist on the Overview."""
     study = study_for_page(request, pk, researcher=True)
+    can_write = access.study_can_write(request_user(request), study)
     context = {
         "study": study,
         "protocol": study.protocol_obj,
         "summary": selectors.study_summary(study),
-        "can_write": access.study_can_write(request_user(request), study),
+        "setup": selectors.study_setup(study),
+        "launch_refusal": study_services.launch_refusal(study) if study.status == Study.Status.DRAFT else "",
+        "can_write": can_write,
         "is_owner": request_user(request).is_admin or study.owner_id == request_user(request).pk,
         "enrollments": study.enrollments.select_related("user").order_by("user__username"),
         "export_jobs": study.export_jobs.filter(requested_by=request_user(request))[:5],
+        # Invitation links are secrets: only those who may change the study see them (as on their page).
+        "invitations": study.invitations.order_by("-created_at", "-id")[:20] if can_write else [],
         "upload_form": UploadForm(),
         "enroll_form": EnrollForm(),
         "share_form": ShareForm(),
@@ -213,6 +225,32 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
+def study_launch(request: HttpRequest, pk: int) -> HttpResponse:
+    """Launch a draft: refused, with the reason, until it has items and someone to judge them."""
+    study = study_for_page(request, pk, researcher=True, write=True)
+    try:
+        study_services.study_launch(study=study)
+    except WorkbenchError as exc:
+        messages.error(request, f"Not launched: {exc.message}.")
+    else:
+        messages.success(request, "Study launched: annotators and invitation links now get items.")
+    return _to_tab(pk, "overview")
+
+
+@login_required
+def enroll_candidates(request: HttpRequest, pk: int) -> JsonResponse:
+    """Accounts this researcher may enrol in the study whose username or name starts with ``q`` (at most
+    ``ENROLL_SUGGESTIONS``; username and name only), for the People tab's autocomplete."""
+    study = study_for_page(request, pk, researcher=True, write=True)
+    prefix = request.GET.get("q", "")[:150].strip()
+    rows = access.enroll_candidates(by=request_user(request), study=study, prefix=prefix)
+    response = JsonResponse({"results": rows})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
 def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     form = StudySettingsForm(request.POST)
@@ -221,16 +259,16 @@ def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
             request,
             "Settings not saved: " + form_problems(form),
         )
-        return redirect("study-detail", pk=pk)
+        return _to_tab(pk, "settings")
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
         study_services.study_update(study=study, **form.cleaned_data)
     except WorkbenchError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, f"Settings not saved: {exc.message}.")
     else:
         messages.success(request, "Settings saved.")
-    return redirect("study-detail", pk=pk)
+    return _to_tab(pk, "settings")
 
 
 def _import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
@@ -431,7 +469,9 @@ def study_enroll(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.success(
                     request, f"{user.username} is enrolled in the {form.cleaned_data['pool']} pool."
                 )
-    return redirect("study-detail", pk=pk)
+    else:
+        messages.error(request, f"No one was enrolled. {form_problems(form)}")
+    return _to_tab(pk, "people")
 
 
 @login_required
@@ -450,7 +490,7 @@ def study_share(request: HttpRequest, pk: int) -> HttpResponse:
             messages.error(request, exc.message)
         else:
             messages.success(request, f"Shared with {other.username}.")
-    return redirect("study-detail", pk=pk)
+    return _to_tab(pk, "people")
 
 
 @login_required

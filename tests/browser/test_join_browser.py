@@ -190,7 +190,7 @@ def test_researcher_makes_a_prolific_link_on_the_page(
     invitation = Invitation.objects.get(label="Prolific main run")
     assert invitation.completion_url == "https://app.prolific.com/submissions/complete?cc=MAIN01"
     row = page.locator(f"#invitation-{invitation.pk}")
-    assert row.locator("input.invitation-link").input_value().endswith(f"/join/{invitation.token}/")
+    assert row.locator(".invitation-link").inner_text().endswith(f"/join/{invitation.token}/")
     assert "PROLIFIC_PID, STUDY_ID, SESSION_ID" in row.inner_text() and "0 of 30" in row.inner_text()
     assert unlabelled_inputs(page) == []
     shot(page, "25-invitations-1280")
