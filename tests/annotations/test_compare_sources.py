@@ -66,7 +66,8 @@ def test_an_unknown_source_is_a_form_error(studies: tuple[Study, Study], owner: 
     mine, _theirs = studies
     client = Client()
     client.force_login(owner)
-    response = client.get("/compare/", {"study": [mine.pk, mine.pk], "source": ["consensus", source]})
+    query: dict[str, list[str]] = {"study": [str(mine.pk)] * 2, "source": ["consensus", source]}
+    response = client.get("/compare/", query)
     assert response.status_code == 400
     page = response.content.decode()
     assert "Labels from, side B:" in page and "is not a label source of your studies" in page
