@@ -1,21 +1,153 @@
+"""The Django admin: every model with lists, searches and filters, and the bulk actions an admin
+needs (docs/deploy.md, "The admin"): import annotator accounts from CSV, enrol selected accounts in
+a study, send password-reset links, release leases. Each action calls a service; this module only
+shows forms and reports."""
+
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.contrib import admin
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.admin import UserAdmin
-from django.http import HttpRequest
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from annotations import models
+from annotations.services.accounts import accounts_import_csv, password_reset_links
+from annotations.services.assignment import assignment_release
+from annotations.services.studies import enrollment_add
+from common.errors import WorkbenchError
 from common.redaction import redact
+
+
+def _base_url(request: HttpRequest) -> str:
+    return request.build_absolute_uri("/")
+
+
+def _mail_note() -> str:
+    """Where mail goes, for the admin who reads the links (the embedded default has no mail server)."""
+    if settings.EMAIL_BACKEND == "django.core.mail.backends.filebased.EmailBackend":
+        return f"no mail server is configured: each message is a file under {settings.EMAIL_FILE_PATH}"
+    return ""
+
+
+class AccountsImportForm(forms.Form):
+    file = forms.FileField(
+        label="CSV file",
+        help_text="Columns: username, email, name, and optionally pool (crowd or expert). No passwords: "
+        "each new account gets a password-reset link.",
+    )
+    study = forms.ModelChoiceField(
+        queryset=models.Study.objects.order_by("name"),
+        required=False,
+        help_text="Rows with a pool are enrolled in this study in that pool.",
+    )
+    send_mail = forms.BooleanField(required=False, initial=True, label="Mail each new account its link")
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        if upload.size > 2 * 1024 * 1024:
+            raise forms.ValidationError("The file is larger than 2 MB; split it.")
+        return upload
+
+
+class EnrolForm(forms.Form):
+    study = forms.ModelChoiceField(queryset=models.Study.objects.order_by("name"))
+    pool = forms.ChoiceField(choices=models.Pool.choices, initial=models.Pool.CROWD)
 
 
 @admin.register(models.User)
 class WorkbenchUserAdmin(UserAdmin[models.User]):
     fieldsets = (*(UserAdmin.fieldsets or ()), ("Workbench", {"fields": ("role",)}))
     add_fieldsets = (*UserAdmin.add_fieldsets, ("Workbench", {"fields": ("role",)}))
-    list_display = ("username", "role", "is_staff", "is_active", "last_login")
+    list_display = ("username", "email", "role", "is_staff", "is_active", "last_login")
     list_filter = ("role", "is_staff", "is_active")
+    actions = ("send_password_reset_links", "enrol_in_study")
+    change_list_template = "admin/annotations/user/change_list.html"
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path(
+                "import-csv/",
+                self.admin_site.admin_view(self.import_csv_view),
+                name="annotations_user_import_csv",
+            )
+        ]
+        return own + super().get_urls()
+
+    def import_csv_view(self, request: HttpRequest) -> HttpResponse:
+        """An upload of annotator accounts, checked row by row, with a report of what was done."""
+        if not self.has_add_permission(request):
+            return HttpResponse("You may not add accounts.", status=403)
+        form = AccountsImportForm(request.POST or None, request.FILES or None)
+        report = None
+        if request.method == "POST" and form.is_valid():
+            report = accounts_import_csv(
+                data=form.cleaned_data["file"].read(),
+                study=form.cleaned_data["study"],
+                by=request.user,  # type: ignore[arg-type]
+                base_url=_base_url(request),
+                mail=form.cleaned_data["send_mail"],
+            )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Import annotator accounts from CSV",
+            "opts": self.model._meta,
+            "form": form,
+            "report": report,
+            "mail_backend_note": _mail_note(),
+        }
+        return TemplateResponse(request, "admin/annotations/user/import_csv.html", context)
+
+    @admin.action(description="Send password-reset links to the selected accounts")
+    def send_password_reset_links(
+        self, request: HttpRequest, queryset: QuerySet[models.User]
+    ) -> HttpResponse:
+        links = password_reset_links(users=queryset.order_by("username"), base_url=_base_url(request))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Password-reset links",
+            "opts": self.model._meta,
+            "links": links,
+            "mail_backend_note": _mail_note(),
+        }
+        return TemplateResponse(request, "admin/annotations/user/reset_links.html", context)
+
+    @admin.action(description="Enrol the selected accounts in a study")
+    def enrol_in_study(self, request: HttpRequest, queryset: QuerySet[models.User]) -> HttpResponse | None:
+        form = EnrolForm(request.POST if "apply" in request.POST else None)
+        if "apply" in request.POST and form.is_valid():
+            study, pool = form.cleaned_data["study"], form.cleaned_data["pool"]
+            done, refused = [], []
+            for user in queryset.order_by("username"):
+                try:
+                    enrollment_add(study=study, user=user, pool=pool, by=request.user)  # type: ignore[arg-type]
+                except WorkbenchError as exc:
+                    refused.append(f"{user.username}: {exc.message}")
+                else:
+                    done.append(user.username)
+            if done:
+                messages.success(request, f"Enrolled in {study.name} ({pool}): {', '.join(done)}.")
+            if refused:
+                messages.error(request, "Not enrolled: " + "; ".join(refused))
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Enrol accounts in a study",
+            "opts": self.model._meta,
+            "form": form,
+            "accounts": queryset.order_by("username"),
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/annotations/user/enrol.html", context)
 
 
 class StudyQualitySettingsInline(admin.StackedInline[models.StudyQualitySettings, models.Study]):
@@ -56,14 +188,56 @@ class StudyAdmin(admin.ModelAdmin[models.Study]):
     list_filter = ("status", "preset", "reveal_after_submit")
     search_fields = ("name",)
     filter_horizontal = ("shared_with",)
-    readonly_fields = ("protocol",)
+    readonly_fields = ("protocol_questions",)
     raw_id_fields = ("visualness_study",)
     fieldsets = (
         (None, {"fields": ("name", "description", "owner", "shared_with", "status")}),
-        ("Protocol", {"fields": ("preset", "protocol", "overlap", "lease_minutes")}),
+        ("Protocol", {"fields": ("preset", "protocol_questions", "overlap", "lease_minutes")}),
         ("Settings", {"fields": ("reveal_after_submit", "seed", "imported_from", "visualness_study")}),
     )
     inlines = (StudyQualitySettingsInline, ConsensusRuleChoiceInline, ValidationSampleInline)
+    actions = ("release_leases",)
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "owner":  # a study's owner is a researcher (or an admin)
+            kwargs["queryset"] = _researchers()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "shared_with":
+            kwargs["queryset"] = _researchers()
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    @admin.display(description="protocol")
+    def protocol_questions(self, study: models.Study) -> SafeString:
+        """The protocol as a reader sees it: each question, its kind and its options (escaped)."""
+        try:
+            protocol = study.protocol_obj
+        except Exception as exc:  # noqa: BLE001 - a stored protocol that no longer loads is shown, not raised
+            return format_html("<p>The stored protocol does not load: {}</p>", exc)
+        rows = []
+        for question in protocol.questions:
+            options = [option.label for option in question.options]
+            if question.options_from:
+                options.append(f"(options from each item's {question.options_from})")
+            extras = [o.label for o in (question.unsure, question.none_option) if o is not None]
+            details = ", ".join(options + extras)
+            rows.append((question.key, question.kind, question.prompt, details or "–"))
+        table = format_html_join(
+            "", "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>", rows
+        )
+        return format_html(
+            '<p>{} <span class="quiet">({})</span></p><table><thead><tr><th>Key</th><th>Kind</th>'
+            "<th>Question</th><th>Options</th></tr></thead><tbody>{}</tbody></table>",
+            protocol.name or protocol.key or "Custom protocol",
+            protocol.key or "no preset",
+            table,
+        )
+
+    @admin.action(description="Release the leased items of the selected studies")
+    def release_leases(self, request: HttpRequest, queryset: QuerySet[models.Study]) -> None:
+        leased = models.Assignment.objects.filter(study__in=queryset, status=models.Assignment.Status.LEASED)
+        _release(request, leased)
 
 
 @admin.register(models.Item)
@@ -98,11 +272,39 @@ class AnnotationAdmin(admin.ModelAdmin[models.Annotation]):
     raw_id_fields = ("item", "annotator", "study")
 
 
+def _researchers() -> QuerySet[models.User]:
+    return models.User.objects.filter(
+        Q(role__in=[models.User.Role.RESEARCHER, models.User.Role.ADMIN]) | Q(is_superuser=True)
+    ).order_by("username")
+
+
+def _release(request: HttpRequest, assignments: QuerySet[models.Assignment]) -> None:
+    """Hand leased items back (``assignment_release``); what was not leased is reported, not changed."""
+    released, skipped = 0, 0
+    for assignment in assignments.order_by("pk"):
+        try:
+            assignment_release(assignment=assignment)
+        except WorkbenchError:
+            skipped += 1
+        else:
+            released += 1
+    messages.success(request, f"Released {released} lease{'s' if released != 1 else ''}.")
+    if skipped:
+        messages.warning(request, f"{skipped} selected assignment(s) were not leased and are unchanged.")
+
+
 @admin.register(models.Assignment)
 class AssignmentAdmin(admin.ModelAdmin[models.Assignment]):
-    list_display = ("item", "annotator", "status", "lease_expires_at")
-    list_filter = ("status",)
+    list_display = ("item", "annotator", "study", "status", "lease_expires_at")
+    list_filter = ("status", "study")
+    list_select_related = ("item", "annotator", "study")
+    search_fields = ("item__external_id", "annotator__name")
     raw_id_fields = ("item", "annotator", "study")
+    actions = ("release_leases",)
+
+    @admin.action(description="Release the selected leases")
+    def release_leases(self, request: HttpRequest, queryset: QuerySet[models.Assignment]) -> None:
+        _release(request, queryset)
 
 
 @admin.register(models.Enrollment)

@@ -297,6 +297,10 @@ class Annotator(models.Model):
         help_text="Imported annotators only (study set): their pool in that study",
     )
     config = models.JSONField(default=dict, blank=True, help_text="Machine labeller configuration")
+    disabled = models.BooleanField(
+        default=False,
+        help_text="A disabled machine labeller is offered for no new labelling job (its answers stay)",
+    )
     study_attributes = models.JSONField(
         default=dict,
         blank=True,

@@ -109,3 +109,24 @@ def redact(config: Any) -> Any:
     if isinstance(config, str):
         return _redact_url(config)
     return config
+
+
+def unredact(edited: Any, original: Any, *, masked_all: bool = False) -> Any:
+    """An edited copy of ``redact(original)`` with every value still shown masked given its real
+    value back: a form that shows a configuration redacted never echoes a secret, and keeping a
+    secret needs no re-typing. A value the editor changed (or added) is taken as given."""
+    if isinstance(edited, Mapping) and isinstance(original, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in edited.items():
+            if key not in original:
+                out[key] = value
+                continue
+            secret = masked_all or is_secret_key(str(key)) or str(key).lower() in SECRET_CONTAINERS
+            shown = _mask_all(original[key]) if secret else redact(original[key])
+            out[key] = original[key] if value == shown else unredact(value, original[key], masked_all=secret)
+        return out
+    if isinstance(edited, list) and isinstance(original, list | tuple) and len(edited) == len(original):
+        return [unredact(e, o, masked_all=masked_all) for e, o in zip(edited, original, strict=True)]
+    if isinstance(edited, str) and not masked_all and edited == redact(original):
+        return original  # a URL shown with its password masked
+    return edited

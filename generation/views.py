@@ -14,6 +14,7 @@ from annotations.access import request_user
 from annotations.models import Study
 from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import WorkbenchError
+from generation.environment import cuda_status, hub_offline, model_folders
 from generation.models import GenerationJob
 from generation.prompts.sets import PromptSetError, prompt_set_build
 from generation.services import (
@@ -97,7 +98,24 @@ def study_generation(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(request, f"Job {job.pk} queued: {job.total_images} images.")
             return redirect("generation-job", pk=job.pk)
     jobs = study.generation_jobs.all()[:50]
-    return render(request, "generation/study_jobs.html", {"study": study, "form": form, "jobs": jobs})
+    folders = model_folders()
+    models = [model for folder in folders for model in folder.models]
+    form.fields["source"].widget.attrs["list"] = "model-folders"
+    return render(
+        request,
+        "generation/study_jobs.html",
+        {
+            "study": study,
+            "form": form,
+            "jobs": jobs,
+            "folders": folders,
+            "models": models,
+            "cuda": cuda_status(),
+            "offline": hub_offline(),
+            # No folder and no way to download: nothing could run; the form is shown disabled.
+            "blocked": not models and hub_offline(),
+        },
+    )
 
 
 def _job(request: HttpRequest, pk: int) -> GenerationJob:

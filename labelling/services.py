@@ -29,6 +29,7 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
+import yaml
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -124,6 +125,32 @@ def labeller_register(
     return annotator
 
 
+def labeller_config_from_text(text: str) -> dict[str, Any]:
+    """A labeller's settings written as YAML or JSON (what ``register_labeller --config`` reads):
+    a mapping of settings, or nothing."""
+    if not text.strip():
+        return {}
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValidationFailed(
+            f"the configuration is not YAML or JSON: {exc}", {"config": "invalid"}
+        ) from exc
+    if not isinstance(loaded, dict):
+        raise ValidationFailed("the configuration must hold a mapping of settings", {"config": "invalid"})
+    return loaded
+
+
+def labeller_set_disabled(*, annotator: Annotator, disabled: bool) -> Annotator:
+    """Disable a machine labeller (offered for no new job; its answers and running jobs stay) or
+    enable it again."""
+    if annotator.kind != Annotator.Kind.MACHINE:
+        raise ValidationFailed(f"{annotator} is not a machine labeller")
+    annotator.disabled = disabled
+    annotator.save(update_fields=["disabled"])
+    return annotator
+
+
 def labeller_build(annotator: Annotator) -> Labeller:
     """The labeller object for a registered machine annotator (VLMs get the database cache)."""
     config = dict(annotator.config)
@@ -172,6 +199,8 @@ def labelling_job_create(
     prompt set made: ``{"prompt_set": NAME}``)."""
     if annotator.kind != Annotator.Kind.MACHINE:
         raise ValidationFailed(f"{annotator} is not a machine labeller")
+    if annotator.disabled:
+        raise ValidationFailed(f"{annotator} is disabled; an admin enables it on the labellers page")
     if sample_size is not None and sample_size < 1:
         raise ValidationFailed("the sample size must be at least 1")
     metadata_filter = dict(metadata_filter or {})

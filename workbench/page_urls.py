@@ -10,4 +10,22 @@ urlpatterns = [
     path("docs/", docs_pages.docs_index, name="docs-index"),
     path("docs/<slug:name>/", docs_pages.docs_page, name="docs-page"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Password reset (links sent from the admin's "Send password-reset links"; templates/registration/).
+    path("accounts/password_reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path(
+        "accounts/password_reset/done/",
+        auth_views.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "accounts/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "accounts/reset/done/",
+        auth_views.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
+    path("favicon.ico", views.favicon, name="favicon"),
 ]

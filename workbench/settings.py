@@ -210,6 +210,19 @@ WORKBENCH_EXPORT_INLINE_LIMIT = env_int("WORKBENCH_EXPORT_INLINE_LIMIT", 20_000)
 WORKBENCH_MODEL_DIRS = env_list("WORKBENCH_MODEL_DIRS", [str(DATA_DIR / "models")])
 WORKBENCH_DEFAULT_LEASE_MINUTES = env_int("WORKBENCH_DEFAULT_LEASE_MINUTES", 30)
 
+# --- Mail (password-reset links) ---------------------------------------------------------------
+# Embedded default: no mail server; each message is a file under DATA_DIR/mail and the admin's
+# "Send password-reset links" action shows the links it made. SMTP: WORKBENCH_EMAIL_BACKEND=
+# django.core.mail.backends.smtp.EmailBackend and the EMAIL_* variables (docs/deploy.md).
+EMAIL_BACKEND = env_str("WORKBENCH_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
+EMAIL_FILE_PATH = DATA_DIR / "mail"
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "workbench@localhost")
+
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

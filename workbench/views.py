@@ -1,12 +1,13 @@
-"""The home page (each role's dashboard) and the health check."""
+"""The home page (each role's dashboard), the health check and ``/favicon.ico``."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 
 from annotations.access import request_user, studies_for_user
 from annotations.selectors.studies import studies_completion
@@ -31,3 +32,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return JsonResponse({"status": "ok", "database": connection.vendor})
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for ``/favicon.ico`` whatever the page links: send them to the static SVG."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))

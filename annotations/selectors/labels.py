@@ -96,6 +96,17 @@ def machine_labellers(study: Study) -> list[str]:
     return [f"{name}@{version}" if version else name for name, version in rows]
 
 
+def machine_labellers_of(studies: Iterable[Study]) -> list[str]:
+    """``machine_labellers`` over several studies at once (one query), each name once."""
+    rows = (
+        Annotator.objects.filter(kind=Annotator.Kind.MACHINE, annotations__study__in=list(studies))
+        .values_list("name", "version")
+        .distinct()
+        .order_by("name", "version")
+    )
+    return [f"{name}@{version}" if version else name for name, version in rows]
+
+
 def source_parse(study: Study, source: str | None) -> LabelSource:
     """Validate a source string for ``study``; an unknown labeller is refused with the known ones."""
     name = (source or CONSENSUS).strip()

@@ -13,7 +13,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotations import access
-from annotations.models import Annotation, ConsensusLabel, Item, Study
+from annotations.models import ConsensusLabel, Item, Study
+from annotations.presenters import image_views
+from annotations.selectors.adjudication import answer_text, box_overlays
 from annotations.selectors.agreement import SMALL_SAMPLE_ITEMS, agreement_csv_rows, agreement_report
 from annotations.services.consensus import RULES, adjudication_queue, consensus_adjudicate, consensus_compute
 from annotations.views.pages import study_for_page
@@ -130,11 +132,23 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
             messages.success(request, f"Decision recorded for {key}.")
             return _next_to_adjudicate(study, item)
         return redirect("adjudication-item", pk=pk, item_id=item_id)
-    answers: dict[str, list[Annotation]] = {}
-    for annotation in item.annotations.select_related("annotator").order_by(
-        "question_key", "annotator__kind"
-    ):
-        answers.setdefault(annotation.question_key, []).append(annotation)
+    annotations = list(
+        item.annotations.select_related("annotator").order_by(
+            "question_key", "annotator__kind", "annotator_id"
+        )
+    )
+    answers: dict[str, list[dict[str, Any]]] = {}
+    for annotation in annotations:
+        if not protocol.has_question(annotation.question_key):
+            continue
+        question = protocol.question(annotation.question_key)
+        answers.setdefault(annotation.question_key, []).append(
+            {
+                "annotator": annotation.annotator,
+                "text": answer_text(question, item.metadata, annotation.value),
+                "reason": annotation.reason,
+            }
+        )
     labels = {
         label.question_key: label
         for label in ConsensusLabel.objects.filter(item=item).select_related("adjudicated_by")
@@ -147,16 +161,33 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
             "options": q.options_for(item.metadata),
             "answers": answers.get(q.key, []),
             "label": labels.get(q.key),
+            "label_text": answer_text(q, item.metadata, labels[q.key].value) if q.key in labels else "",
             "open": q.key in open_keys,
         }
         for q in protocol.questions_for(item.metadata)
         if q.kind != "boxes"
     ]
     questions.sort(key=lambda row: not row["open"])  # the questions waiting for a decision first
+    prompts = {q.key: q.prompt for q in protocol.questions}
+    images = image_views(item)
+    overlays, legend = box_overlays(
+        protocol=protocol,
+        item=item,
+        annotations=annotations,
+        sizes=[(image.position, image.width, image.height) for image in images],
+    )
+    drawn = {overlay.position: overlay for overlay in overlays}
     return render(
         request,
         "agreement/adjudicate.html",
-        {"study": study, "item": item, "questions": questions, "queue": queue},
+        {
+            "study": study,
+            "item": item,
+            "questions": questions,
+            "queue": [{**entry, "prompt": prompts.get(entry["question"], "")} for entry in queue],
+            "images": [{"image": image, "overlay": drawn.get(image.position)} for image in images],
+            "legend": legend,
+        },
     )
 
 

@@ -23,6 +23,7 @@ from django.urls import reverse
 
 from annotations import access
 from annotations.access import request_user
+from annotations.models import Study
 from annotations.selectors import studies as selectors
 from annotations.selectors.comparison import (
     MAX_SIDES,
@@ -35,7 +36,7 @@ from annotations.selectors.comparison import (
     side_label,
 )
 from annotations.selectors.findings.report import JUDGEMENT_PROTOCOLS, study_metric_kind
-from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, machine_labellers
+from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, machine_labellers_of
 from annotations.views.figures import FORMATS, comparison_figure_render, comparison_numeric_values
 from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN
 from common.display import cell_display
@@ -143,6 +144,29 @@ def _form_rows(queries: list[SideQuery]) -> list[dict[str, Any]]:
     return [{**row, "label": side_label(i)} for i, row in enumerate(rows)]
 
 
+def _source_choices(studies: list[Study]) -> list[tuple[str, str]]:
+    """The label sources of the studies a researcher may see, as (value, label) for the select: the
+    people's consensus, every judgement where a study's protocol reads them, each machine labeller."""
+    judgements = any(study_metric_kind(s) in JUDGEMENT_PROTOCOLS for s in studies)
+    return [
+        (CONSENSUS, "People: consensus"),
+        *([(JUDGEMENTS, "People: every judgement")] if judgements else []),
+        *((name, f"Machine labeller: {name}") for name in machine_labellers_of(studies)),
+    ]
+
+
+def _check_sources(queries: list[SideQuery], sources: list[tuple[str, str]]) -> None:
+    """Refuse a source that is none of the select's (a typed URL): a form error naming the side."""
+    known = [name for name, _label in sources]
+    for index, query in enumerate(queries):
+        if query.source not in known:
+            raise ValidationFailed(
+                f"Labels from, side {side_label(index)}: {query.source!r} is not a label source of your "
+                f"studies; choose one of {', '.join(known)}.",
+                {"source": "unknown"},
+            )
+
+
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
     user = request_user(request)
@@ -151,9 +175,11 @@ def compare(request: HttpRequest) -> HttpResponse:
             request, "errors/forbidden.html", {"message": "Only researchers compare studies."}, status=403
         )
     choices = list(access.studies_for_user(user).order_by("name", "pk"))
+    sources = _source_choices(choices)
     status, error, message, comparison, queries = 200, None, None, None, []
     try:
         queries = _queries(request)
+        _check_sources(queries, sources)
         if len(queries) >= 2:
             queries, comparison = _comparison(request)
         elif queries:
@@ -170,12 +196,6 @@ def compare(request: HttpRequest) -> HttpResponse:
         status, error = 403, str(getattr(exc, "message", exc))
     chosen = {c.pk: c for c in choices if c.pk in {q.study_id for q in queries}}
     conditions, models = selectors.studies_conditions_and_models(chosen) if chosen else ([], [])
-    visage = any(study_metric_kind(s) in JUDGEMENT_PROTOCOLS for s in chosen.values())
-    sources = [
-        CONSENSUS,
-        *([JUDGEMENTS] if visage else []),
-        *dict.fromkeys(name for s in chosen.values() for name in machine_labellers(s)),
-    ]
     context: dict[str, Any] = {
         "choices": choices,
         "rows": _form_rows(queries),

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotations.models import Study
-from annotations.services.demo import demo_accounts_ensure, demo_study_ensure
+from annotations.services.demo import demo_accounts_ensure, demo_accounts_file, demo_study_ensure
 
 # Labellers whose "weights" ship inside their packages, so the demo's machine labels are real.
 DEMO_LABELLERS = {
@@ -26,8 +27,25 @@ class Command(BaseCommand):
             default="colour,ocr",
             help="Comma-separated demo labellers to queue on a new demo study ('' for none)",
         )
+        parser.add_argument(
+            "--no-accounts",
+            action="store_true",
+            help="Do not print the accounts (scripts/run.sh prints them last)",
+        )
+        parser.add_argument(
+            "--accounts-only",
+            action="store_true",
+            help="Only print the demo accounts made earlier (reads their file; changes nothing)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["accounts_only"]:
+            path = demo_accounts_file()
+            if not path.exists():
+                self.stdout.write("No demo accounts yet (run manage.py setup_demo).")
+                return
+            self._print_accounts(json.loads(path.read_text()))
+            return
         accounts = demo_accounts_ensure()
         if Study.objects.exists():
             self.stdout.write("Studies exist already; no demo study added.")
@@ -35,6 +53,10 @@ class Command(BaseCommand):
             study, _created = demo_study_ensure()
             self.stdout.write(f"Demo study {study.pk}: {study.name} ({study.items.count()} items)")
             self._queue_labellers(study, [k.strip() for k in options["labellers"].split(",") if k.strip()])
+        if not options["no_accounts"]:
+            self._print_accounts(accounts)
+
+    def _print_accounts(self, accounts: dict[str, str]) -> None:
         self.stdout.write("Demo accounts (username / password):")
         for username, password in accounts.items():
             self.stdout.write(f"  {username:<12} {password}")

@@ -4,14 +4,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.commands._common import dump
 from common.errors import WorkbenchError
 from common.redaction import redact
 from labelling.labellers.registry import LABELLER_CLASSES
-from labelling.services import labeller_register
+from labelling.services import labeller_config_from_text, labeller_register
 
 
 class Command(BaseCommand):
@@ -39,11 +38,11 @@ class Command(BaseCommand):
         config: dict[str, Any] = {}
         if options["config"] is not None:
             try:
-                loaded = yaml.safe_load(options["config"].read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError) as exc:
+                loaded = labeller_config_from_text(options["config"].read_text(encoding="utf-8"))
+            except OSError as exc:
                 raise CommandError(f"{options['config']}: {exc}") from exc
-            if not isinstance(loaded, dict):
-                raise CommandError(f"{options['config']}: must hold a mapping of settings")
+            except WorkbenchError as exc:
+                raise CommandError(f"{options['config']}: {exc.message}") from exc
             config.update(loaded)
         for pair in options["set"]:
             key, sep, raw = pair.partition("=")
