@@ -26,7 +26,7 @@ from annotations.services.assignment import (
     assignment_submit_for_user,
 )
 from annotations.services.studies import annotator_for_user
-from common.errors import NotAllowed
+from common.errors import NotAllowed, WorkbenchError
 
 
 def _task(assignment: Assignment) -> Assignment:
@@ -95,7 +95,10 @@ class SubmitView(APIView):
         submitted = s.AssignmentSerializer(assignment).data
         if request.query_params.get("next", "") not in ("1", "true", "yes"):
             return Response(submitted)
-        following, refused = _next_task(request, assignment.study_id)
+        try:
+            following, refused = _next_task(request, assignment.study_id)
+        except WorkbenchError as exc:  # e.g. the study was paused: the submit stands, no next item
+            following, refused = None, exc.message
         return Response(
             {
                 "submitted": submitted,

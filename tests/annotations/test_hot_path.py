@@ -163,3 +163,15 @@ def test_invalid_submit_to_someone_elses_assignment_is_not_found(enrolled, annot
         other.post(f"/api/assignments/{pk}/submit/", {"answers": ANSWERS}, format="json").status_code == 404
     )
     assert api.post(f"/api/assignments/{pk}/submit/", {"answers": "x"}, format="json").status_code == 400
+
+
+def test_submit_and_claim_next_in_a_paused_study_keeps_the_submit(enrolled, annotator_user) -> None:
+    api, _token = _token_client(annotator_user)
+    pk = api.post(f"/api/studies/{enrolled.pk}/assignments/next/").json()["id"]
+    Study.objects.filter(pk=enrolled.pk).update(status=Study.Status.PAUSED)
+    response = api.post(f"/api/assignments/{pk}/submit/?next=1", {"answers": ANSWERS}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["submitted"]["status"] == "submitted" and body["next"] is None
+    assert "paused" in body["detail"]
+    assert Assignment.objects.get(pk=pk).status == "submitted"

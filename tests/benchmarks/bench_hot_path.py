@@ -141,6 +141,7 @@ class Meter:
 
     def __init__(self) -> None:
         self.times: dict[str, list[float]] = {}
+        self.cpu: dict[str, list[float]] = {}
         self.sql: dict[str, list[int]] = {}
         self.tx: dict[str, list[int]] = {}
         self.example: dict[str, list[str]] = {}
@@ -150,12 +151,13 @@ class Meter:
         from django.test.utils import CaptureQueriesContext
 
         with CaptureQueriesContext(connection) as captured:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             result = call()
-            elapsed = time.perf_counter() - t0
+            elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
         statements = [q["sql"] for q in captured.captured_queries]
         tx = [s for s in statements if s.lstrip().upper().startswith(TRANSACTION_WORDS)]
         self.times.setdefault(name, []).append(elapsed * 1000)
+        self.cpu.setdefault(name, []).append(cpu * 1000)
         self.sql.setdefault(name, []).append(len(statements) - len(tx))
         self.tx.setdefault(name, []).append(len(tx))
         self.example.setdefault(name, statements)
@@ -195,17 +197,20 @@ def run_cycles(args: argparse.Namespace) -> None:
     _cycles(study, tokens, args.cycles, meter)
     if profiler:
         profiler.disable()
-    cycle = [c + s for c, s in zip(meter.times["claim"], meter.times["submit"], strict=True)]
+    for table in (meter.times, meter.cpu):
+        table["cycle"] = [c + s for c, s in zip(table["claim"], table["submit"], strict=True)]
     print(f"\n{args.cycles} cycles, {args.items} items, overlap 3, 6 annotators taking turns")
-    print(f"{'':8} {'p50 ms':>8} {'p95 ms':>8} {'min ms':>8} {'SQL':>5} {'tx':>4}")
-    for name, values in (("claim", meter.times["claim"]), ("submit", meter.times["submit"])) + (
-        ("cycle", cycle),
-    ):
+    print("wall: elapsed time; CPU: this process's CPU time (less sensitive to a loaded machine)")
+    print(
+        f"{'':8} {'p50 ms':>8} {'p95 ms':>8} {'min ms':>8} {'CPU p50':>8} {'CPU min':>8} {'SQL':>5} {'tx':>4}"
+    )
+    for name in ("claim", "submit", "cycle"):
+        values, cpu = meter.times[name], meter.cpu[name]
         sql = statistics.median(meter.sql[name]) if name in meter.sql else ""
         tx = statistics.median(meter.tx[name]) if name in meter.tx else ""
         print(
             f"{name:8} {statistics.median(values):8.2f} {_percentile(values, 95):8.2f} "
-            f"{min(values):8.2f} {sql!s:>5} {tx!s:>4}"
+            f"{min(values):8.2f} {statistics.median(cpu):8.2f} {min(cpu):8.2f} {sql!s:>5} {tx!s:>4}"
         )
     if args.show_sql:
         for name in ("claim", "submit"):
@@ -224,7 +229,10 @@ def run_sizes(sizes: list[int], repeats: int) -> None:
     from annotations.models import Assignment
 
     print(f"\nFlatness with size: median of {repeats} (ms)")
-    print(f"{'items':>10} {'insert s':>9} {'claim':>8} {'SQL':>4} {'task page':>10} {'SQL':>4}")
+    print(
+        f"{'items':>10} {'insert s':>9} {'claim':>8} {'CPU':>6} {'SQL':>4} "
+        f"{'task page':>10} {'CPU':>6} {'SQL':>4}"
+    )
     for size in sizes:
         t0 = time.perf_counter()
         study, users, tokens = _make_study(f"size{size}", size, 2)
@@ -249,7 +257,8 @@ def run_sizes(sizes: list[int], repeats: int) -> None:
             ).update(status="expired")
         print(
             f"{size:>10} {inserted:>9.1f} {statistics.median(meter.times['claim']):>8.2f} "
-            f"{statistics.median(meter.sql['claim']):>4} {statistics.median(meter.times['page']):>10.2f} "
+            f"{statistics.median(meter.cpu['claim']):>6.2f} {statistics.median(meter.sql['claim']):>4} "
+            f"{statistics.median(meter.times['page']):>10.2f} {statistics.median(meter.cpu['page']):>6.2f} "
             f"{statistics.median(meter.sql['page']):>4}"
         )
 
