@@ -395,6 +395,14 @@ def test_phone_360_reads_well_without_horizontal_scroll(
     phone.get_by_role("button", name="Zoom in").click()
     assert phone.evaluate("document.documentElement.scrollWidth") <= 360  # zoom scrolls inside the panel
     shot(phone, "c04-task-360")
+    # the list of keys fits the phone: its Close button is on the screen
+    from playwright.sync_api import expect
+
+    phone.evaluate("document.activeElement.blur()")
+    phone.keyboard.press("?")
+    expect(phone.locator("#help-close")).to_be_in_viewport()
+    phone.keyboard.press("Escape")
+    assert phone.locator("#help-overlay").is_hidden()
     assert phone.js_errors == []
 
 
