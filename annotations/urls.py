@@ -29,7 +29,7 @@ urlpatterns = [
         name="study-import-template",
     ),
     path(
-        "presets/<slug:name>/template.<str:fmt>",
+        "presets/<slug:preset>/template.<str:fmt>",
         studies.preset_import_template,
         name="preset-import-template",
     ),

@@ -371,11 +371,11 @@ def study_import_template(request: HttpRequest, pk: int, fmt: str) -> HttpRespon
 
 
 @login_required
-def preset_import_template(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
+def preset_import_template(request: HttpRequest, preset: str, fmt: str) -> HttpResponse:
     """The manifest template of a preset, before any study exists (linked from the create page)."""
-    if name not in list_presets():
+    if preset not in list_presets():
         raise Http404("no such preset")
-    return _template_response(load_preset(name), fmt, f"{name}-manifest")
+    return _template_response(load_preset(preset), fmt, f"{preset}-manifest")
 
 
 def _template_response(protocol: Protocol, fmt: str, stem: str) -> HttpResponse:

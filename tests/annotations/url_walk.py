@@ -29,6 +29,8 @@ OTHER_PARAMETERS = {
     "format": "json",
     "url": "annotations/study/",
     "app_label": "annotations",
+    "name": "protocols",  # a doc (/docs/<name>/)
+    "preset": "subgroup",
 }
 
 
