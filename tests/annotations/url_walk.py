@@ -29,6 +29,7 @@ OTHER_PARAMETERS = {
     "format": "json",
     "url": "annotations/study/",
     "app_label": "annotations",
+    "uidb64": "MQ",  # a password-reset link's account id (base64 of 1)
 }
 
 
