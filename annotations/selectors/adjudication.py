@@ -49,6 +49,14 @@ def answer_text(question: Question, metadata: Mapping[str, Any], value: Any) -> 
     return str(value)
 
 
+def reason_text(question: Question, metadata: Mapping[str, Any], reason: str) -> str:
+    """A consensus or queue reason (``tie between 'led_strip' and 'sleek'``) with each quoted option
+    key read as its label (``tie between 'LED strip' and 'Sleek'``)."""
+    for key, label in option_labels(question, metadata).items():
+        reason = reason.replace(f"'{key}'", f"'{label}'")
+    return reason
+
+
 @dataclass(frozen=True)
 class Box:
     x: float

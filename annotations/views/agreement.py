@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.models import ConsensusLabel, Item, Study
 from annotations.presenters import image_views
-from annotations.selectors.adjudication import answer_text, box_overlays
+from annotations.selectors.adjudication import answer_text, box_overlays, reason_text
 from annotations.selectors.agreement import SMALL_SAMPLE_ITEMS, agreement_csv_rows, agreement_report
 from annotations.services.consensus import RULES, adjudication_queue, consensus_adjudicate, consensus_compute
 from annotations.views.pages import study_for_page
@@ -162,6 +162,9 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
             "answers": answers.get(q.key, []),
             "label": labels.get(q.key),
             "label_text": answer_text(q, item.metadata, labels[q.key].value) if q.key in labels else "",
+            "label_reason": reason_text(q, item.metadata, labels[q.key].reason or "")
+            if q.key in labels
+            else "",
             "open": q.key in open_keys,
         }
         for q in protocol.questions_for(item.metadata)
@@ -184,7 +187,18 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
             "study": study,
             "item": item,
             "questions": questions,
-            "queue": [{**entry, "prompt": prompts.get(entry["question"], "")} for entry in queue],
+            "queue": [
+                {
+                    **entry,
+                    "prompt": prompts.get(entry["question"], ""),
+                    "reason": reason_text(
+                        protocol.question(entry["question"]), item.metadata, entry["reason"]
+                    )
+                    if protocol.has_question(entry["question"])
+                    else entry["reason"],
+                }
+                for entry in queue
+            ],
             "images": [{"image": image, "overlay": drawn.get(image.position)} for image in images],
             "legend": legend,
         },

@@ -62,11 +62,17 @@ def _page(client: Client, study: Study) -> str:
 def test_answers_read_as_labels_not_keys(markers: Study, owner: User) -> None:
     client = Client()
     client.force_login(owner)
+    ConsensusLabel.objects.filter(study=markers, question_key="attributes").update(
+        reason="tie between 'hat' and 'b_dark_glasses_b' (1 vote each)"
+    )
     page = _page(client, markers)
     answers = page[page.index("Everyone") : page.index("</table>", page.index("Everyone"))]
     assert "hat, &lt;b&gt;dark glasses&lt;/b&gt;" in answers  # labels, in order, escaped
     assert "None of the above" in answers
     assert "['hat'" not in page and "b_dark_glasses_b'" not in page and "<b>dark" not in page
+    # Reasons read labels too.
+    assert "tie between &#x27;hat&#x27; and &#x27;&lt;b&gt;dark glasses&lt;/b&gt;&#x27; (1 vote each)" in page
+    assert "b_dark_glasses_b&#x27;" not in page
     # The decision form shows labels and submits keys.
     assert re.search(r'value="b_dark_glasses_b"> &lt;b&gt;dark glasses&lt;/b&gt;</label>', page)
 

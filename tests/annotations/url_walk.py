@@ -31,6 +31,7 @@ OTHER_PARAMETERS = {
     "app_label": "annotations",
     "name": "protocols",  # a doc (/docs/<name>/)
     "preset": "subgroup",
+    "uidb64": "MQ",  # a password-reset link's account id (base64 of 1)
 }
 
 
