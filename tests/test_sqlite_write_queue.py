@@ -198,21 +198,64 @@ def test_a_killed_holder_lets_the_lock_go(tmp_path: Path) -> None:
         process.kill()
 
 
+def _hold_until_told(path: str, holding: Any, let_go: Any) -> None:
+    lock = WriteLock(path, timeout=5)
+    lock.acquire()
+    holding.set()
+    let_go.wait(120)
+    lock.release()
+    time.sleep(120)  # alive, without the lock, until the test ends it
+
+
 def test_a_writer_that_gave_up_does_not_keep_the_lock(tmp_path: Path) -> None:
     path = str(tmp_path / "db.sqlite3-writelock")
-    first, second, third = (WriteLock(path, timeout=0.1) for _ in range(3))
-    first.acquire()
-    with pytest.raises(WriteLockTimeout):
-        second.acquire()  # its waiting thread goes on waiting, then lets go at once
-    first.release()
-    third.timeout = 5
-    assert third.acquire() < 5
-    third.release()
-    assert first.acquire() == 0.0  # free again, taken without waiting
-    assert first.acquire() == 0.0  # taking it twice does nothing
-    first.release()
-    for lock in (first, second, third):
+    context = multiprocessing.get_context("spawn")
+    holding, let_go = context.Event(), context.Event()
+    process = context.Process(target=_hold_until_told, args=(path, holding, let_go))
+    process.start()
+    try:
+        assert holding.wait(60)
+        second = WriteLock(path, timeout=0.1)
+        with pytest.raises(WriteLockTimeout):
+            second.acquire()  # its helper thread goes on waiting in flock, then lets go at once
+        let_go.set()
+        third = WriteLock(path, timeout=10)
+        assert third.acquire() < 10
+        assert third.acquire() == 0.0  # taking it twice does nothing
+        third.release()
+        for lock in (second, third):
+            lock.close()
+    finally:
+        process.kill()
+
+
+def test_threads_of_one_process_get_the_lock_in_the_order_they_asked(tmp_path: Path) -> None:
+    path = str(tmp_path / "db.sqlite3-writelock")
+    holder = WriteLock(path, timeout=5)
+    holder.acquire()
+    order: list[int] = []
+    queued = threading.Semaphore(0)
+
+    def writer(index: int) -> None:
+        lock = WriteLock(path, timeout=30)
+        queued.release()
+        lock.acquire()
+        order.append(index)
+        time.sleep(0.01)
+        lock.release()
         lock.close()
+
+    threads = []
+    for index in range(5):
+        threads.append(threading.Thread(target=writer, args=(index,)))
+        threads[-1].start()
+        queued.acquire()
+        time.sleep(0.2)  # this one is in line (blocked in acquire) before the next one comes
+    holder.release()
+    for thread in threads:
+        thread.join(60)
+    holder.close()
+    assert order == [0, 1, 2, 3, 4]
 
 
 @pytest.mark.parametrize(

@@ -143,7 +143,8 @@ def format_table(results: list[Result], baseline: str, filling: dict[str, tuple[
     for result in results:
         pooled.setdefault((result.server, result.n), []).append(result)
     lines = [
-        f"{'server':<20} {'N':>3} {'cycles/s':>9} {'(min-max)':>13} {'p50/p95/p99 ms':>16} {'errors':>6}"
+        f"{'server':<24} {'N':>3} {'cycles/s':>9} {'(min-max)':>13} {'p50/p95/p99 ms':>16} {'p99/p50':>7} "
+        f"{'errors':>6}"
     ]
     rates: dict[tuple[str, int], float] = {}
     for (server, n), runs in pooled.items():

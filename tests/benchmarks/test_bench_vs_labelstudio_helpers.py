@@ -29,6 +29,16 @@ def test_the_table_pools_rounds_and_gives_the_ratio_to_the_baseline() -> None:
     ]
     table = format_table(results, "labelstudio", {"labelstudio": (2, 5), "workbench-sqlite": (0, 3)})
     lines = table.splitlines()
+    assert lines[0].split() == [
+        "server",
+        "N",
+        "cycles/s",
+        "(min-max)",
+        "p50/p95/p99",
+        "ms",
+        "p99/p50",
+        "errors",
+    ]
     ls_line = next(line for line in lines if line.startswith("labelstudio "))
     assert ls_line.split()[2:4] == ["10.0", "8.0-12.0"]  # 200 cycles in 20 s; rounds of 8 and 12/s
     assert ls_line.split()[4:6] == ["300/300/300", "1.0"]  # 240 of the 400 requests took 300 ms

@@ -18,7 +18,9 @@ from django.db.backends.sqlite3 import base as sqlite3_base
 
 from workbench.sqlite_backend.write_lock import WriteLock, WriteLockTimeout, lock_path
 
-# Statements that never write the database: they run without the lock outside a transaction.
+# Statements that read: they run without the lock outside a transaction. (A raw write that begins
+# with WITH or PRAGMA falls back to SQLite's busy handler, as before the queue: correct, not queued.
+# Django writes with INSERT, UPDATE, DELETE and DDL, and every transaction queues at BEGIN.)
 _READS = ("SELECT", "PRAGMA", "EXPLAIN", "VALUES", "WITH")
 
 

@@ -9,10 +9,12 @@ finds it taken blocks inside the kernel and is woken as soon as its holder lets 
 
 ``flock`` belongs to an open file description, so every :class:`WriteLock` (one per database
 connection, so one per thread) opens the file itself: threads of one process exclude each other as
-processes do (gunicorn workers, Celery workers, commands). The kernel drops the lock of a process
-that dies, so a crash leaves nothing to clean up. The blocking wait runs in a helper thread so
-the caller can give up after ``timeout`` seconds (:class:`WriteLockTimeout`); a helper whose caller
-gave up closes its own copy of the file once it gets the lock, which lets the lock go at once.
+processes do (gunicorn workers, Celery workers, commands). Threads of one process first line up in
+arrival order (:class:`_ProcessQueue`), so only one thread per process waits in ``flock``. The
+kernel drops the lock of a process that dies, so a crash leaves nothing to clean up. The blocking
+wait runs in a helper thread so the caller can give up after ``timeout`` seconds
+(:class:`WriteLockTimeout`); a helper whose caller gave up closes its own copy of the file once it
+gets the lock, which lets the lock go at once.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import fcntl
 import os
 import threading
 import time
+from collections import deque
 
 
 class WriteLockTimeout(Exception):
@@ -62,6 +65,55 @@ class _Waiter:
             return True
 
 
+class _ProcessQueue:
+    """The threads of this process that want one database's lock, served first come, first served.
+
+    The kernel wakes every process blocked in ``flock`` when the lock comes free and the first to run
+    wins, so among many waiters the order is a lottery and the unlucky wait long. Here threads of one
+    process queue in order and only the one at the head competes for ``flock``: the lottery is among
+    one waiter per process (a handful of gunicorn or Celery workers), not every thread.
+    """
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._busy = False
+        self._waiting: deque[threading.Event] = deque()
+
+    def enter(self, timeout: float) -> bool:
+        with self._mutex:
+            if not self._busy:
+                self._busy = True
+                return True
+            turn = threading.Event()
+            self._waiting.append(turn)
+        if turn.wait(timeout):
+            return True
+        with self._mutex:
+            if turn.is_set():  # handed over just as the wait ran out
+                return True
+            self._waiting.remove(turn)
+            return False
+
+    def leave(self) -> None:
+        with self._mutex:
+            if self._waiting:
+                self._waiting.popleft().set()  # still busy: the next thread in line has it now
+            else:
+                self._busy = False
+
+
+_queues: dict[tuple[int, str], _ProcessQueue] = {}
+_queues_mutex = threading.Lock()
+
+
+def _process_queue(path: str) -> _ProcessQueue:
+    key = (os.getpid(), path)  # a forked child starts a queue of its own
+    with _queues_mutex:
+        if key not in _queues:
+            _queues[key] = _ProcessQueue()
+        return _queues[key]
+
+
 class WriteLock:
     """One connection's handle on a database's write lock. Not shared between threads."""
 
@@ -70,6 +122,7 @@ class WriteLock:
         self.timeout = timeout
         self.held = False
         self._fd: int | None = None
+        self._queue = _process_queue(path)
 
     def _file(self) -> int:
         if self._fd is None:
@@ -80,37 +133,51 @@ class WriteLock:
         """Take the lock (once: taking it again while held does nothing); returns the seconds waited."""
         if self.held:
             return 0.0
-        fd = self._file()
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return self._wait(fd)
-        self.held = True
-        return 0.0
-
-    def _wait(self, fd: int) -> float:
         started = time.monotonic()
-        waiter = _Waiter(fd)
-        threading.Thread(target=waiter.run, name="sqlite-write-lock", daemon=True).start()
-        if not waiter.done.wait(self.timeout) and waiter.abandon():
-            self._fd = None  # the waiter owns that descriptor now and closes it when the lock comes
-            raise WriteLockTimeout(
-                f"waited {self.timeout:g} s for the database's write lock ({self.path}): "
-                "another writer held it all that time"
-            )
-        if waiter.error is not None:
-            raise waiter.error
+        if not self._queue.enter(self.timeout):
+            raise self._timed_out()
+        try:
+            fd = self._file()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self._wait(fd, self.timeout - (time.monotonic() - started))
+        except BaseException:
+            self._queue.leave()
+            raise
         self.held = True
         return time.monotonic() - started
+
+    def _timed_out(self) -> WriteLockTimeout:
+        return WriteLockTimeout(
+            f"waited {self.timeout:g} s for the database's write lock ({self.path}): "
+            "another writer held it all that time"
+        )
+
+    def _wait(self, fd: int, timeout: float) -> None:
+        waiter = _Waiter(fd)
+        threading.Thread(target=waiter.run, name="sqlite-write-lock", daemon=True).start()
+        if not waiter.done.wait(max(timeout, 0.0)) and waiter.abandon():
+            self._fd = None  # the waiter owns that descriptor now and closes it when the lock comes
+            raise self._timed_out()
+        if waiter.error is not None:
+            raise waiter.error
 
     def release(self) -> None:
         if self.held and self._fd is not None:
             self.held = False
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                self._queue.leave()
 
     def close(self) -> None:
         """Let the lock go and close the file (the connection is closing)."""
-        self.held = False
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)  # closing the file releases a lock held through it
+        was_held, self.held = self.held, False
+        try:
+            if self._fd is not None:
+                fd, self._fd = self._fd, None
+                os.close(fd)  # closing the file releases a lock held through it
+        finally:
+            if was_held:
+                self._queue.leave()
