@@ -2,7 +2,8 @@
 
 Thin views: ``access`` finds what the user may touch, ``services.assignment`` does the work,
 ``task_selectors`` shapes what the page shows. The page works without JavaScript (plain form
-posts); ``static/js/annotate.js`` adds boxes, paging, keyboard and ``show_if``.
+posts); ``static/js/annotate.js`` adds boxes, paging, keyboard and ``show_if``; ``static/js/flow.js``
+drafts, the Previous/Next keys and the lease ahead (``ahead``). docs/annotating.md describes the flow.
 """
 
 from __future__ import annotations
