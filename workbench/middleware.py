@@ -69,6 +69,8 @@ PARTICIPANT_URL_NAMES = frozenset(
         "annotate-mine",
         "annotate-task",
         "annotate-skip",
+        "annotate-skip-undo",
+        "annotate-ahead",
         "annotate-reveal",
         "annotate-complete",
         "item-image",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Exists, F, IntegerField, Min, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import Count, Exists, F, IntegerField, Min, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -368,15 +368,6 @@ def study_progress_for(user: User, study_id: int, annotator: Annotator | None = 
     """The annotator's own progress in one study (None when not enrolled)."""
     rows = flow_progress(user, study_id=study_id, annotator=annotator)
     return rows[0] if rows else None
-
-
-def my_assignments(*, study: Study, annotator: Annotator) -> QuerySet[Assignment]:
-    return (
-        Assignment.objects.filter(study=study, annotator=annotator)
-        .exclude(status=Assignment.Status.EXPIRED)
-        .select_related("item")
-        .order_by("-completed_at", "-id")
-    )
 
 
 def machine_labels(item: Item) -> list[dict[str, Any]]:

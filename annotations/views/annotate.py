@@ -2,7 +2,8 @@
 
 Thin views: ``access`` finds what the user may touch, ``services.assignment`` does the work,
 ``task_selectors`` shapes what the page shows. The page works without JavaScript (plain form
-posts); ``static/js/annotate.js`` adds boxes, paging, keyboard and ``show_if``.
+posts); ``static/js/annotate.js`` adds boxes, paging, keyboard and ``show_if``; ``static/js/flow.js``
+drafts, the Previous/Next keys and the lease ahead (``ahead``). docs/annotating.md describes the flow.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -165,13 +166,6 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
             return _after_submit(study=study, annotator=annotator)
     else:
         answers = task_selectors.stored_answers(item=item, annotator=annotator)
-    next_assignment = None
-    if assignment.status == Assignment.Status.LEASED:
-        try:
-            next_assignment = assignment_claim_next(study=study, annotator=annotator, exclude=[assignment.pk])
-        except WorkbenchError:
-            next_assignment = None
-    next_image = task_selectors.first_image(next_assignment.item_id) if next_assignment else None
     context = {
         "assignment": assignment,
         "study": study,
@@ -183,7 +177,9 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
         ),
         "errors": errors,
         "editing": assignment.status == Assignment.Status.SUBMITTED,
-        "next_image_url": image_display_url(next_image.item_id, next_image.position) if next_image else "",
+        # The next item is leased ahead after the page has loaded (``ahead``, called by static/js/flow.js),
+        # off the path from a submit to this page.
+        "next_image_url": "",
         "progress": task_selectors.study_progress_for(request_user(request), study.pk, annotator),
         "colours": BASIC_COLOURS,
         **_walk(assignment),
@@ -204,10 +200,36 @@ def _after_submit(*, study: Study, annotator: Annotator) -> HttpResponse:
     return _to_task(following.pk)
 
 
+@login_required
+@require_POST
+def ahead(request: HttpRequest, pk: int) -> JsonResponse:
+    """Lease the item after this one ahead of time (or find the one already held), for the task page
+    to prefetch its image and offer it as Next: {"task": its page, "image": its display image}. Called
+    by static/js/flow.js once the page is shown, so the claim is not on the way from a submit to a page."""
+    assignment = _assignment_or_404(request, pk)
+    following = None
+    if assignment.status == Assignment.Status.LEASED:
+        try:
+            following = assignment_claim_next(
+                study=assignment.study, annotator=assignment.annotator, exclude=[assignment.pk]
+            )
+        except WorkbenchError:
+            following = None
+    if following is None:
+        return JsonResponse({"task": "", "image": ""})
+    image = task_selectors.first_image(following.item_id)
+    return JsonResponse(
+        {
+            "task": reverse("annotate-task", args=[following.pk]),
+            "image": image_display_url(image.item_id, image.position) if image else "",
+        }
+    )
+
+
 def _walk(assignment: Assignment) -> dict[str, str]:
     """Previous / Next among the annotator's own items (selectors/flow.py): Previous is the one handed
     out before; Next the one after, or, from a submitted item with none after, the claim page (the held
-    item or a new one). A live lease with none after has no Next: the page already leased one ahead."""
+    item or a new one). A live lease with none after gets its Next from ``ahead`` once the page is shown."""
     before, after = flow_selectors.neighbours(assignment)
     if after is not None:
         next_url = reverse("annotate-task", args=[after])

@@ -112,6 +112,38 @@
   if (skipForm) skipForm.addEventListener("submit", () => { sent = true; if (store) store.removeItem(key); });
   window.addEventListener("pageshow", (event) => { if (event.persisted) sent = false; });
 
+  // --- the next item, leased ahead once this page is shown: its image prefetched, offered as Next ---
+  function leaseAhead() {
+    const url = head.dataset.ahead;
+    const token = form.querySelector("input[name=csrfmiddlewaretoken]");
+    if (!url || !token) return;
+    fetch(url, { method: "POST", headers: { "X-CSRFToken": token.value }, credentials: "same-origin" })
+      .then((response) => (response.ok ? response.json() : null))
+      .then((next) => {
+        if (!next) return;
+        if (next.image) {
+          const preload = new Image();
+          preload.src = next.image;
+        }
+        const nav = document.getElementById("flow-nav");
+        if (next.task && nav && !document.getElementById("flow-next")) {
+          const link = document.createElement("a");
+          link.className = "button secondary";
+          link.id = "flow-next";
+          link.rel = "next";
+          link.href = next.task;
+          const key = document.createElement("kbd");
+          key.setAttribute("aria-hidden", "true");
+          key.textContent = "]";
+          link.append("Next → ", key);
+          nav.append(link);
+          nav.hidden = false;
+        }
+      })
+      .catch(() => { /* offline: the next submit claims the next item itself */ });
+  }
+  if (document.readyState === "complete") leaseAhead(); else window.addEventListener("load", leaseAhead);
+
   // --- Previous / Next: [ and ] (the links themselves work without JavaScript) ---
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;

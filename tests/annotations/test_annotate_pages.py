@@ -68,7 +68,7 @@ def test_dashboard_shows_progress(setup) -> None:
 def test_task_page_shows_every_question_kind_and_prefetches(setup, django_assert_max_num_queries) -> None:
     study, _items, client = setup
     pk = start(client, study)
-    with django_assert_max_num_queries(20):
+    with django_assert_max_num_queries(12):
         response = client.get(f"/annotate/assignments/{pk}/")
     page = response.content.decode()
     assert response.status_code == 200
@@ -79,16 +79,22 @@ def test_task_page_shows_every_question_kind_and_prefetches(setup, django_assert
         'name="q-boxes"',
         'list="colours-colour"',
         'name="reason-smiling"',
-        'rel="prefetch"',
+        f'data-ahead="/annotate/assignments/{pk}/ahead/"',
         "/display/",
         "js/annotate.js",
         "<script src=",
     ):
         assert needle in page, needle
     assert "<script>" not in page  # the CSP allows no inline script
-    # the next item is leased ahead, and its image is what is prefetched
+    # once shown, the page leases the next item ahead (flow.js), and prefetches its image
+    assert not Assignment.objects.exclude(pk=pk).exists()
+    following = client.post(f"/annotate/assignments/{pk}/ahead/").json()
     ahead = Assignment.objects.exclude(pk=pk).get()
-    assert f"/items/{ahead.item_id}/images/0/display/" in page
+    assert following == {
+        "task": f"/annotate/assignments/{ahead.pk}/",
+        "image": f"/items/{ahead.item_id}/images/0/display/",
+    }
+    assert client.post(f"/annotate/assignments/{pk}/ahead/").json() == following  # the same, held
 
 
 def test_submit_stores_answers_and_moves_on(setup) -> None:

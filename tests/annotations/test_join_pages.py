@@ -223,7 +223,8 @@ def test_the_task_page_counts_to_the_quota(crowd) -> None:
     client = Client()
     join(client, invitation)
     task = client.get(f"/annotate/studies/{study.pk}/next/")
-    assert '<span id="progress-count">0 of 2</span>' in client.get(task["Location"]).content.decode()
+    page = client.get(task["Location"]).content.decode()
+    assert '<span id="progress-count">0 done, 0 skipped, 2 left</span>' in page
 
 
 def test_same_pid_resumes_in_a_new_browser_without_a_second_use(crowd) -> None:

@@ -102,7 +102,7 @@ def test_pages_are_scoped_to_the_user(owner, other_researcher, annotator_user, s
     assert login(other_researcher).get(f"/studies/{study.pk}/").status_code == 404
     assert login(annotator_user).get(f"/studies/{study.pk}/").status_code == 403
     assert login(other_researcher).get(f"/items/{item.pk}/images/0/").status_code == 404
-    home = login(annotator_user).get("/").content.decode()
+    home = login(annotator_user).get("/", follow=True).content.decode()  # their dashboard
     assert study.name in home
     assert login(annotator_user).get("/studies/new/").status_code == 403
 

@@ -201,7 +201,8 @@ def test_api_is_refused_with_a_session_or_a_token(world) -> None:
 def test_other_accounts_are_not_fenced(world) -> None:
     neighbour = Client()
     neighbour.force_login(world["neighbour"])
-    assert neighbour.get("/").status_code == 200
+    home = neighbour.get("/", follow=True)  # an annotator's home is their dashboard
+    assert home.status_code == 200 and home.redirect_chain == [("/annotate/", 302)]
     assert neighbour.get("/annotate/").status_code == 200
     researcher = Client()
     researcher.force_login(world["owner"])
