@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0017_job_takeover'),
+        ('annotations', '0018_item_progress_index'),
     ]
 
     operations = [

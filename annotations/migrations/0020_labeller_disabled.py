@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0017_job_takeover'),
+        ('annotations', '0019_invitation_estimated_minutes'),
     ]
 
     operations = [
