@@ -15,7 +15,7 @@ from annotations.selectors.studies import studies_completion
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """A researcher's studies with % complete; an annotator's own work is their dashboard (no researcher words)."""
+    """A researcher's studies with % complete; an annotator's own work is their dashboard."""
     user = request_user(request)
     if not user.is_researcher:
         return redirect("annotate-dashboard")
