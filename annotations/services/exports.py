@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import json
 import shutil
 import zipfile
@@ -30,7 +29,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from annotations.models import (
@@ -147,7 +146,7 @@ def export_jsonl(study: Study) -> Iterator[str]:
         .order_by("id")
         .prefetch_related(Prefetch("images", queryset=ItemImage.objects.order_by("position")))
     )
-    for item in items.iterator(chunk_size=CHUNK):
+    for item in (item for page in _pages(items) for item in page):
         yield _json_line(
             {
                 "type": "item",
@@ -240,6 +239,7 @@ def _consensus_lines(study: Study) -> Iterator[str]:
         ConsensusLabel.objects.filter(study=study)
         .order_by("item_id", "question_key")
         .values_list(
+            "item_id",
             "item__external_id",
             "question_key",
             "value",
@@ -254,8 +254,13 @@ def _consensus_lines(study: Study) -> Iterator[str]:
             "note",
         )
     )
-    for chunk in _chunks(labels.iterator(chunk_size=CHUNK)):
-        named = {pk for row in chunk for pk in row[6] or [] if isinstance(pk, int)}
+    last: tuple[int, str] = (0, "")
+    # Pages by (item, question), unique per study: one query each, as for annotations.
+    while chunk := list(
+        labels.filter(Q(item_id__gt=last[0]) | Q(item_id=last[0], question_key__gt=last[1]))[:CHUNK]
+    ):
+        last = (chunk[-1][0], chunk[-1][2])
+        named = {pk for row in chunk for pk in row[7] or [] if isinstance(pk, int)}
         who = {
             pk: list(annotators[annotator_id])
             for pk, annotator_id in _in_chunks(
@@ -263,6 +268,7 @@ def _consensus_lines(study: Study) -> Iterator[str]:
             )
         }
         for (
+            _item_id,
             item,
             question,
             value,
@@ -309,6 +315,7 @@ _JSONL_ANNOTATION_COLUMNS = (
     "updated_at",
 )
 _CSV_ANNOTATION_COLUMNS = (
+    "id",
     "item__external_id",
     "item__kind",
     "item__condition",
@@ -344,18 +351,31 @@ def _annotator_names(study: Study) -> _AnnotatorNames:
     return _AnnotatorNames((pk, (name, kind, version)) for pk, name, kind, version in rows)
 
 
-def _chunks(rows: Iterator[tuple[Any, ...]], size: int = CHUNK) -> Iterator[list[tuple[Any, ...]]]:
-    """``rows`` in lists of ``size``: a streamed query's rows a chunk at a time."""
-    while chunk := list(itertools.islice(rows, size)):
-        yield chunk
+def _pages(queryset: Any) -> Iterator[list[Any]]:
+    """A queryset's model instances by id, ``CHUNK`` at a time, each page its own query (``id >`` the
+    last one seen; prefetches run per page). No database cursor stays open between pages: see
+    ``_annotation_chunks``."""
+    last = 0
+    while page := list(queryset.filter(pk__gt=last).order_by("pk")[:CHUNK]):
+        yield page
+        last = page[-1].pk
 
 
 def _annotation_chunks(study: Study, columns: tuple[str, ...]) -> Iterator[list[tuple[Any, ...]]]:
-    """The study's annotations by id as tuples of ``columns``, a chunk at a time: the database streams
-    them (a server-side cursor on PostgreSQL, SQLite's cursor read in steps), never a list of all,
-    and no model instance is built per row."""
+    """The study's annotations by id as tuples of ``columns`` (the first is ``id``), ``CHUNK`` at a
+    time, never a list of all and no model instance per row.
+
+    Each chunk is its own query (keyset: ``id >`` the last id seen, an index range scan), not one
+    cursor held open while the export is written: on SQLite an open read keeps its snapshot, and the
+    export job's heartbeat, written between rows, is then refused ("database is locked") as soon as
+    its keep-alive thread has stamped the job from another connection; on PostgreSQL a cursor kept
+    outside a transaction is copied whole into the server's temporary storage before its first row.
+    """
     rows = Annotation.objects.filter(study=study).order_by("id").values_list(*columns)
-    yield from _chunks(rows.iterator(chunk_size=CHUNK))
+    last = 0
+    while chunk := list(rows.filter(id__gt=last)[:CHUNK]):
+        yield chunk
+        last = chunk[-1][0]
 
 
 def _revisions_of(study: Study, chunk: list[tuple[Any, ...]]) -> dict[int, list[dict[str, Any]]]:
@@ -403,8 +423,8 @@ def export_csv(study: Study, *, raw: bool = False) -> Iterator[str]:
     annotators = _annotator_names(study)
     for chunk in _annotation_chunks(study, _CSV_ANNOTATION_COLUMNS):
         for row in chunk:
-            (item, item_kind, condition, model, prompt, seed, text, annotator_id, question) = row[:9]
-            value, reason, shown, spent, source, created, updated = row[9:]
+            (item, item_kind, condition, model, prompt, seed, text, annotator_id, question) = row[1:10]
+            value, reason, shown, spent, source, created, updated = row[10:]
             writer.writerow(
                 [
                     cell(cell_value)
@@ -443,8 +463,8 @@ def export_zip(study: Study, out: Path, *, tick: Callable[[], None] = lambda: No
                 tick()
                 handle.write(line.encode("utf-8"))
         written: set[str] = set()
-        images = ItemImage.objects.filter(item__study=study).exclude(file="").order_by("id")
-        for image in images.iterator(chunk_size=CHUNK):
+        images = ItemImage.objects.filter(item__study=study).exclude(file="")
+        for image in (image for page in _pages(images) for image in page):
             path = _file_path(image)
             if path in written:
                 continue

@@ -75,6 +75,7 @@ _FALSE = {"", "0", "false", "no"}
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
 MAX_ROWS = 1_000_000
 INSERT_BATCH = 2_000  # rows per multi-row INSERT (fewer when the database's parameter limit says so)
+INSERT_BATCH_ARRAYS = 10_000  # rows per INSERT ... SELECT FROM UNNEST(arrays) on PostgreSQL
 LOOKUP_CHUNK = 2_000  # ids or hashes per IN (...) lookup: under SQLite's and PostgreSQL's parameter limits
 
 
@@ -497,14 +498,15 @@ _ITEM_ROW_FIELDS = {
 
 def _items_insert(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[int]:
     """Insert items (``rows``: a value for each of ``_ITEM_ROW_FIELDS``, already checked) with
-    multi-row ``INSERT ... RETURNING id`` statements; their ids, in order. It stores what
-    ``bulk_create`` would, without its per-value work (a model instance per row and a compiler call
-    per cell were 70% of a 100,000-row import's time; docs/benchmarks.md).
+    multi-row ``INSERT ... RETURNING id`` statements (on PostgreSQL ``INSERT ... SELECT * FROM
+    UNNEST(one array per column)``, like Django's own ``bulk_create`` there); their ids, in order.
+    It stores what ``bulk_create`` would, without its per-value work (a model instance per row and a
+    compiler call per cell were 70% of a 100,000-row import's time; docs/benchmarks.md).
 
     Every other field takes its model default: a callable default (the shuffle key) is called per
-    row, any other default and ``auto_now_add`` are converted once. JSON values go through the
-    database's JSON adapter, as the field does; the other values are the text, numbers and booleans
-    the row checks made.
+    row, any other default (``dict``, ``list`` too) and ``auto_now_add`` are converted once. JSON
+    values go through the database's JSON adapter, as the field does; the other values are the text,
+    numbers and booleans the row checks made.
     """
     now = timezone.now()
     plain: list[Field[Any, Any]] = []
@@ -525,7 +527,7 @@ def _items_insert(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[int]:
         elif getattr(model_field, "auto_now_add", False) or getattr(model_field, "auto_now", False):
             constant.append(model_field)
             constants.append(model_field.get_db_prep_save(now, connection))
-        elif callable(model_field.default):
+        elif callable(model_field.default) and model_field.default not in (dict, list):
             per_row.append(model_field)
         else:
             constant.append(model_field)
@@ -538,34 +540,50 @@ def _items_insert(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[int]:
 
     table = connection.ops.quote_name(Item._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(str(column.column)) for column in fields)
-    one_row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     pk = connection.ops.quote_name(str(Item._meta.pk.column))
-    batch = max(1, min(INSERT_BATCH, _max_query_params() // len(fields)))
+    if connection.vendor == "postgresql":
+        # One array per column (as Django's bulk_create does on PostgreSQL): a short statement that
+        # psycopg need not parse for each batch, whatever the number of rows.
+        arrays = ", ".join(f"(%s)::{str(column.db_type(connection)).split('(')[0]}[]" for column in fields)
+        sql = f"INSERT INTO {table} ({columns}) SELECT * FROM UNNEST({arrays}) RETURNING {pk}"
+        batch = INSERT_BATCH_ARRAYS
+    else:
+        one_row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+        batch = max(1, min(INSERT_BATCH, _max_query_params() // len(fields)))
     ids: list[int] = []
-    pending: list[Any] = []
-    count = 0
+    pending: list[list[Any]] = []
     with connection.cursor() as cursor:
 
         def flush() -> None:
-            nonlocal pending, count
-            if count:
+            if not pending:
+                return
+            if connection.vendor == "postgresql":
+                cursor.execute(sql, [list(column) for column in zip(*pending, strict=True)])
+            else:
+                values = ", ".join([one_row] * len(pending))
                 cursor.execute(
-                    f"INSERT INTO {table} ({columns}) VALUES {', '.join([one_row] * count)} RETURNING {pk}",
-                    pending,
+                    f"INSERT INTO {table} ({columns}) VALUES {values} RETURNING {pk}",
+                    [value for row in pending for value in row],
                 )
-                ids.extend(row_id for (row_id,) in cursor.fetchall())
-            pending, count = [], 0
+            ids.extend(row_id for (row_id,) in cursor.fetchall())
+            pending.clear()
 
         for row in rows:
-            pending += [row[name] for name in plain_names]
-            pending += [adapt_json(row[name], encoder) for name, encoder in json_names]
-            pending += [column.get_db_prep_save(default(), connection) for column, default in defaults]
-            pending += constants
-            count += 1
-            if count >= batch:
+            pending.append(
+                [row[name] for name in plain_names]
+                + [adapt_json(row[name], encoder) for name, encoder in json_names]
+                + [_int_or_prepared(column, default()) for column, default in defaults]
+                + constants
+            )
+            if len(pending) >= batch:
                 flush()
         flush()
     return ids
+
+
+def _int_or_prepared(field: Field[Any, Any], value: Any) -> Any:
+    """A callable default's value for the database: a whole number as it is, anything else prepared."""
+    return value if type(value) is int else field.get_db_prep_save(value, connection)
 
 
 def _max_query_params() -> int:

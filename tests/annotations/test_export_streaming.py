@@ -65,7 +65,7 @@ def test_the_export_pages_answer_with_the_service_s_lines_in_pieces(study: Study
         response = client.get(f"/studies/{study.pk}/export/{fmt}/")
         assert isinstance(response, StreamingHttpResponse)
         pieces = list(streamed(response))
-        expected = "".join(export(study))
+        expected = "".join(export(Study.objects.get(pk=study.pk)))  # as stored: jsonb orders keys
         assert b"".join(pieces).decode() == expected
         assert len(expected) > 3 * PIECE_CHARS
         assert 3 <= len(pieces) <= len(expected) // PIECE_CHARS + 1
