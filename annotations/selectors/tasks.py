@@ -314,7 +314,8 @@ def flow_progress(
     user: User, *, study_id: int | None = None, annotator: Annotator | None = None, now: Any = None
 ) -> list[FlowProgress]:
     """The annotator's own progress in each study they are enrolled in (or only ``study_id``), by name:
-    two queries plus one count per study (plus one for ``user.annotator`` unless ``annotator`` is given)."""
+    two queries plus one count per study over its assignments (plus one for ``user.annotator`` unless
+    ``annotator`` is given, and one per study whose item count is not cached: ``eligible_count``)."""
     now = now or timezone.now()
     if annotator is None:
         annotator = getattr(user, "annotator", None)
