@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Exists, F, IntegerField, Min, OuterRef, Q, Subquery, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, F, Min, OuterRef, Q, Sum
 from django.utils import timezone
 
 from annotations.models import (
     Annotation,
     Annotator,
+    AnnotatorExclusion,
     Assignment,
     Enrollment,
     Item,
@@ -32,7 +32,7 @@ from annotations.models import (
 from annotations.protocols.answers import questions_to_answer
 from annotations.protocols.colours import BASIC_COLOURS
 from annotations.protocols.schema import Option, Question
-from annotations.selectors.counted import active_exclusions
+from annotations.selectors.item_counts import eligible_count
 
 
 @dataclass
@@ -267,47 +267,55 @@ def _live_lease(now: Any) -> Q:
     return Q(status=Assignment.Status.LEASED, lease_expires_at__gt=now)
 
 
-def _open_items_count(*, study: Study, annotator: Annotator, expert: bool, now: Any) -> int:
-    """Items this annotator holds or could still be given in ``study`` (one query): not closed by them
-    (submitted or skipped), and held by them or with fewer than ``overlap`` others occupying a slot;
-    expert-only items for the expert pool only; while the study has a validation sample, only its items;
-    nothing new for an excluded annotator. Control items count once handed out (a live lease of theirs)."""
-    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
-    closed = mine.filter(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])
-    held = mine.filter(_live_lease(now))
-    occupied = (
-        Assignment.objects.filter(
-            Q(status=Assignment.Status.SUBMITTED) | _live_lease(now), item=OuterRef("pk")
-        )
-        .exclude(annotator=annotator)
-        .order_by()
-        .values("item")
-        .annotate(n=Count("id"))
-        .values("n")
+def _open_items_count(
+    *, study: Study, annotator: Annotator, expert: bool, now: Any, held: int, excluded: bool, sample: bool
+) -> int:
+    """Items this annotator holds or could still be given in ``study``: not closed by them (submitted or
+    skipped), and held by them or with fewer than ``overlap`` others occupying a slot; expert-only items
+    for the expert pool only; while the study has a validation sample, only its items; nothing new for
+    an excluded annotator. Control items count once handed out (a live lease of theirs).
+
+    Flat with the study's size (issue 17): ``held`` (their live leases, counted by ``flow_progress``)
+    plus the items a claim could hand out at all (``eligible_count``, cached) less those of them
+    *blocked* for this person, read from the study's assignments only: occupied by ``overlap`` people
+    (them included), or closed or held by them. One query (two when the eligible count is not cached),
+    none reading every item."""
+    if excluded:
+        return held
+    live = _live_lease(now)
+    slots = Assignment.objects.filter(
+        study=study,
+        status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED, Assignment.Status.LEASED],
+        item__control_kind="",
     )
-    items = Item.objects.filter(study=study).filter(~Exists(closed))
     if not expert:
-        items = items.filter(expert_only=False)
-    could_get = (
-        Q(control_kind="")
-        & (
-            ~Exists(ValidationSample.objects.filter(study_id=study.pk))
-            | Exists(ValidationSampleItem.objects.filter(sample_id=study.pk, item=OuterRef("pk")))
+        slots = slots.filter(item__expert_only=False)
+    if sample:
+        slots = slots.filter(
+            Exists(ValidationSampleItem.objects.filter(sample_id=study.pk, item=OuterRef("item")))
         )
-        & ~Exists(active_exclusions(study).filter(annotator=annotator))
+    mine = Q(annotator=annotator) & (
+        Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED]) | live
     )
-    return (
-        items.alias(occupied=Coalesce(Subquery(occupied, output_field=IntegerField()), Value(0)))
-        .filter(Exists(held) | (could_get & Q(occupied__lt=study.overlap)))
+    blocked = (
+        slots.order_by()
+        .values("item")
+        .annotate(
+            occupied=Count("id", filter=Q(status=Assignment.Status.SUBMITTED) | live),
+            mine=Count("id", filter=mine),
+        )
+        .filter(Q(occupied__gte=study.overlap) | Q(mine__gt=0))
         .count()
     )
+    return held + max(eligible_count(study=study, expert=expert, sample=sample) - blocked, 0)
 
 
 def flow_progress(
     user: User, *, study_id: int | None = None, annotator: Annotator | None = None, now: Any = None
 ) -> list[FlowProgress]:
     """The annotator's own progress in each study they are enrolled in (or only ``study_id``), by name:
-    two queries plus one count per study (plus one for ``user.annotator`` unless ``annotator`` is given)."""
+    two queries plus one count per study over its assignments (plus one for ``user.annotator`` unless
+    ``annotator`` is given, and one per study whose item count is not cached: ``eligible_count``)."""
     now = now or timezone.now()
     if annotator is None:
         annotator = getattr(user, "annotator", None)
@@ -315,15 +323,26 @@ def flow_progress(
         Enrollment.objects.filter(user=user)
         .select_related("study")
         # an invitation's quota (a participant's account belongs to one study only)
-        .annotate(quota=F("user__participant__invitation__items_per_participant"))
+        .annotate(
+            quota=F("user__participant__invitation__items_per_participant"),
+            # excluded from the study (as ``active_exclusions``); the study has a validation sample
+            excluded=Exists(
+                AnnotatorExclusion.objects.filter(
+                    study_id=OuterRef("study_id"), annotator=annotator, reinstated_at__isnull=True
+                )
+            ),
+            sample=Exists(ValidationSample.objects.filter(study_id=OuterRef("study_id"))),
+        )
         .order_by("study__name")
     )
     if study_id is not None:
         enrollments = enrollments.filter(study_id=study_id)
-    rows = [(e.study, e.pool == Pool.EXPERT, e.quota) for e in enrollments]
+    rows = [(e.study, e.pool == Pool.EXPERT, e.quota, e.excluded, e.sample) for e in enrollments]
     counts: dict[int, dict[str, Any]] = {}
     if annotator is not None and rows:
         submitted = Q(status=Assignment.Status.SUBMITTED)
+        # their live leases on items their pool may hold (expert-only ones for the expert pool only)
+        in_pool = Q(item__expert_only=False) | Q(study__in=[row[0] for row in rows if row[1]])
         counts = {
             row["study_id"]: dict(row)
             for row in Assignment.objects.filter(annotator=annotator, study__in=[row[0] for row in rows])
@@ -335,17 +354,26 @@ def flow_progress(
                 timed=Count("id", filter=submitted & Q(time_spent_ms__isnull=False)),
                 # the lease a claim resumes: the oldest (ids grow with time)
                 held=Min("id", filter=_live_lease(now)),
+                leased=Count("id", filter=_live_lease(now) & in_pool),
             )
         }
     result = []
-    for study, expert, quota in rows:
+    for study, expert, quota, excluded, sample in rows:
         row = counts.get(study.pk, {})
         done, skipped = int(row.get("done") or 0), int(row.get("skipped") or 0)
         spent, timed = int(row.get("spent") or 0), int(row.get("timed") or 0)
         left = (
             0
             if annotator is None
-            else _open_items_count(study=study, annotator=annotator, expert=expert, now=now)
+            else _open_items_count(
+                study=study,
+                annotator=annotator,
+                expert=expert,
+                now=now,
+                held=int(row.get("leased") or 0),
+                excluded=bool(excluded),
+                sample=bool(sample),
+            )
         )
         if quota is not None:
             left = min(left, max(quota - done, 0))

@@ -39,6 +39,7 @@ from django.utils import timezone
 
 from annotations.models import Item, ItemImage, Study
 from annotations.protocols.schema import slugify_option
+from annotations.selectors.item_counts import forget_eligible_count
 from common.checked_input import InputRefused, MalformedJSON, json_loads, text_problem
 from common.errors import ImportRefused
 from common.files import (
@@ -487,6 +488,7 @@ def _import_records(
     report.references = sum(unit != "text" and not images for _row, images, _digest in checked)
     report.item_ids = item_ids
     statistics_refresh(Item, ItemImage, rows=report.created)  # claims on a fresh study need them at once
+    forget_eligible_count(study.pk)  # progress's "left" counts the new items at once
     return report
 
 

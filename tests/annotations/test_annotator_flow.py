@@ -317,6 +317,26 @@ def test_dashboard_continue_start_and_no_researcher_words(owner: User) -> None:
             assert word not in text, (url, word)
 
 
+def test_left_follows_others_fills_at_once_and_new_items_at_once(owner: User) -> None:
+    # issue 17: left is a cached count of the items a claim could hand out less the items blocked for
+    # the person (read from assignments); others' fills count at the next request, a new item at once
+    study = make_study(owner, items=4, overlap=2)
+    image_item(study, "expert-only")
+    Item.objects.filter(external_id="expert-only").update(expert_only=True)
+    _me, me = enrolled(study, "me")
+    assert counts(me.get("/annotate/").content.decode()) == (0, 0, 4)  # the expert-only item is not theirs
+    claim(me, study)
+    assert counts(me.get("/annotate/").content.decode()) == (0, 0, 4)
+    others = [enrolled(study, name)[1] for name in ("other1", "other2")]
+    for client, turns in zip(others, (4, 3), strict=True):
+        for _turn in range(turns):  # other1 gets all 4 real items, other2 the 3 that I do not hold
+            assert client.post(f"/annotate/assignments/{claim(client, study)}/", ANSWER).status_code == 302
+    assert Item.objects.filter(study=study, judgements=2).count() == 3
+    assert counts(me.get("/annotate/").content.decode()) == (0, 0, 1)  # only the one I hold
+    image_item(study, "added")
+    assert counts(me.get("/annotate/").content.decode()) == (0, 0, 2)
+
+
 def test_task_page_query_budget_does_not_grow_with_work_done(owner: User) -> None:
     study = make_study(owner, items=14)
     _ann, me = enrolled(study, "me")
