@@ -377,7 +377,10 @@ def _import_records(
     seen_ids: dict[str, str] = {}
     candidates: list[tuple[ItemRow, list[CheckedImage], str]] = []
     # Only a protocol with a question whose options come from item metadata has anything to check per row.
-    check_options = any(question.options_from is not None for question in study.protocol_obj.questions)
+    # Only protocols whose questions depend on an item's metadata need the per-row check.
+    check_options = any(
+        question.options_from is not None or question.applies_if for question in study.protocol_obj.questions
+    )
     for row in rows:
         if row.external_id in seen_ids:
             raise ImportRefused(
