@@ -64,7 +64,7 @@ class ClaimNextView(APIView):
             raise NotAllowed(refused)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(s.TaskSerializer(_task(assignment)).data)
+        return Response(s.task_data(_task(assignment)))
 
 
 class SubmitView(APIView):
@@ -92,7 +92,7 @@ class SubmitView(APIView):
             source=Annotation.Source.API,
             time_spent_ms=data.validated_data.get("time_spent_ms"),
         )
-        submitted = s.AssignmentSerializer(assignment).data
+        submitted = s.assignment_data(assignment)
         if request.query_params.get("next", "") not in ("1", "true", "yes"):
             return Response(submitted)
         try:
@@ -102,7 +102,7 @@ class SubmitView(APIView):
         return Response(
             {
                 "submitted": submitted,
-                "next": s.TaskSerializer(_task(following)).data if following is not None else None,
+                "next": s.task_data(_task(following)) if following is not None else None,
                 "detail": refused,
             }
         )
