@@ -244,3 +244,22 @@ def test_the_prepared_queries_find_what_the_orm_finds(enrolled, annotator_user) 
             )
             is None
         )
+
+
+def test_a_claimed_image_item_lists_its_images_in_order(study, annotator_user) -> None:
+    """The claim reads the item's images with a query compiled once: the same list as the serializer's."""
+    from annotations.api.assignment_serializers import TaskSerializer
+    from annotations.models import ItemImage
+
+    item = ItemFactory.create(study=study, external_id="pictured")
+    ItemImage.objects.create(item=item, position=1, file="items/b.png", width=30, height=40)
+    ItemImage.objects.create(item=item, position=0, file="items/a.png", width=10, height=20)
+    ItemImage.objects.create(item=item, position=2, file="", width=0, height=0)  # no file: not shown
+    enrollment_add(study=study, user=annotator_user)
+    api, _token = _token_client(annotator_user)
+    claimed = api.post(f"/api/studies/{study.pk}/assignments/next/")
+    assert claimed.status_code == 200
+    images = claimed.json()["task"]["item"]["images"]
+    assert [(i["position"], i["width"], i["height"]) for i in images] == [(0, 10, 20), (1, 30, 40)]
+    lease = Assignment.objects.select_related("study", "item", "annotator").get(pk=claimed.json()["id"])
+    assert claimed.json() == TaskSerializer(lease).data
