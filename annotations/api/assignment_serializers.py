@@ -60,38 +60,68 @@ class TaskSerializer(AssignmentSerializer):
 
     @extend_schema_field(serializers.DictField())
     def get_task(self, assignment: Assignment) -> dict[str, Any]:
-        item, annotator = assignment.item, assignment.annotator
-        expert = sees_expert_questions(study=assignment.study, annotator=annotator)
-        protocol = assignment.study.protocol_obj
-        return {
-            "item": {
-                "id": item.pk,
-                "kind": item.kind,
-                "text": item.text,
-                "note": item.note,
-                "prompt": item.prompt if item.kind == "image_set" else "",
-                "image_unavailable": item.is_reference,
-                "images": [
-                    {
-                        "position": image.position,
-                        "url": image.url,
-                        "display_url": image.display_url,
-                        "width": image.width,
-                        "height": image.height,
-                    }
-                    for image in image_views(item)
-                ],
-            },
-            "instructions": protocol.instructions,
-            "questions": [
-                _question(question, item.metadata)
-                for question in questions_to_answer(protocol, item.metadata, expert=expert)
+        return _task(assignment)
+
+
+_DATETIME = serializers.DateTimeField(read_only=True)
+
+
+def assignment_data(assignment: Assignment) -> dict[str, Any]:
+    """``AssignmentSerializer(assignment).data`` without building the serializer's fields per response
+    (the claim and submit hot path, issue 17); the serializer stays for the schema and the other views."""
+    stamp = _DATETIME.to_representation
+    return {
+        "id": assignment.pk,
+        "study": assignment.study_id,
+        "item": assignment.item_id,
+        "status": str(assignment.status),
+        "lease_expires_at": stamp(assignment.lease_expires_at) if assignment.lease_expires_at else None,
+        "created_at": stamp(assignment.created_at) if assignment.created_at else None,
+        "completed_at": stamp(assignment.completed_at) if assignment.completed_at else None,
+        "skip_reason": assignment.skip_reason,
+        "time_spent_ms": assignment.time_spent_ms,
+    }
+
+
+def task_data(assignment: Assignment) -> dict[str, Any]:
+    """``TaskSerializer(assignment).data``, as ``assignment_data``."""
+    return {**assignment_data(assignment), "task": _task(assignment)}
+
+
+def _task(assignment: Assignment) -> dict[str, Any]:
+    """The task part of a task: the item, its questions, your own answers."""
+    item, annotator = assignment.item, assignment.annotator
+    expert = sees_expert_questions(study=assignment.study, annotator=annotator)
+    protocol = assignment.study.protocol_obj
+    return {
+        "item": {
+            "id": item.pk,
+            "kind": item.kind,
+            "text": item.text,
+            "note": item.note,
+            "prompt": item.prompt if item.kind == "image_set" else "",
+            "image_unavailable": item.is_reference,
+            "images": [
+                {
+                    "position": image.position,
+                    "url": image.url,
+                    "display_url": image.display_url,
+                    "width": image.width,
+                    "height": image.height,
+                }
+                for image in image_views(item)
             ],
-            # Answers are stored only by a submit: a leased item has none (saves a query per claim).
-            "answers": stored_answers(item=item, annotator=annotator)
-            if assignment.status == Assignment.Status.SUBMITTED
-            else {},
-        }
+        },
+        "instructions": protocol.instructions,
+        "questions": [
+            _question(question, item.metadata)
+            for question in questions_to_answer(protocol, item.metadata, expert=expert)
+        ],
+        # Answers are stored only by a submit: a leased item has none (saves a query per claim).
+        "answers": stored_answers(item=item, annotator=annotator)
+        if assignment.status == Assignment.Status.SUBMITTED
+        else {},
+    }
 
 
 class SubmitSerializer(serializers.Serializer[Any]):

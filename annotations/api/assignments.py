@@ -6,7 +6,7 @@ Only the annotator's own assignments are visible; a study they are not enrolled 
 
 from __future__ import annotations
 
-from django.db.models import QuerySet, prefetch_related_objects
+from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.exceptions import ValidationError
@@ -19,6 +19,7 @@ from annotations.access import request_user
 from annotations.api import assignment_serializers as s
 from annotations.models import Annotation, Assignment
 from annotations.selectors.quality import claim_refusal
+from annotations.selectors.tasks import item_images_load
 from annotations.services.assignment import (
     assignment_claim_for_user,
     assignment_release,
@@ -31,7 +32,7 @@ from common.errors import NotAllowed, WorkbenchError
 
 def _task(assignment: Assignment) -> Assignment:
     """The assignment with its item's images loaded (one query; study, item and annotator are at hand)."""
-    prefetch_related_objects([assignment.item], "images")
+    item_images_load(assignment.item)
     return assignment
 
 
@@ -64,7 +65,7 @@ class ClaimNextView(APIView):
             raise NotAllowed(refused)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(s.TaskSerializer(_task(assignment)).data)
+        return Response(s.task_data(_task(assignment)))
 
 
 class SubmitView(APIView):
@@ -92,7 +93,7 @@ class SubmitView(APIView):
             source=Annotation.Source.API,
             time_spent_ms=data.validated_data.get("time_spent_ms"),
         )
-        submitted = s.AssignmentSerializer(assignment).data
+        submitted = s.assignment_data(assignment)
         if request.query_params.get("next", "") not in ("1", "true", "yes"):
             return Response(submitted)
         try:
@@ -102,7 +103,7 @@ class SubmitView(APIView):
         return Response(
             {
                 "submitted": submitted,
-                "next": s.TaskSerializer(_task(following)).data if following is not None else None,
+                "next": s.task_data(_task(following)) if following is not None else None,
                 "detail": refused,
             }
         )

@@ -45,6 +45,7 @@ from annotations.selectors.pools import is_expert_in, sees_expert_questions
 from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
 from annotations.services.controls import control_candidate, control_plan
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed
+from common.prepared_query import PreparedQuery
 
 MAX_SKIP_REASON = 500
 CLAIM_ATTEMPTS = 20
@@ -121,6 +122,33 @@ def _candidates(
         .filter(occupied__lt=study.overlap)
         .order_by("shuffle_key", "id")
     )
+
+
+def _prepared_candidates(*, expert: bool, wrapped: bool, given_back: bool) -> PreparedQuery[Item]:
+    """``_candidates(...).select_for_update(skip_locked=True, of=("self",)).first()`` with nothing
+    excluded, compiled once per process and database (common/prepared_query.py)."""
+
+    def build(*, study: int, annotator: int, overlap: int, level: int, seed: int, now: Any) -> QuerySet[Item]:
+        return _candidates(
+            study=Study(pk=study, overlap=overlap),
+            annotator=Annotator(pk=annotator),
+            expert=expert,
+            now=now,
+            level=level,
+            seed=seed,
+            wrapped=wrapped,
+            given_back=given_back,
+        ).select_for_update(skip_locked=True, of=("self",))[:1]
+
+    return PreparedQuery(build, ("study", "annotator", "overlap", "level", "seed"), ("now",))
+
+
+_CANDIDATE = {
+    (expert, wrapped, given_back): _prepared_candidates(expert=expert, wrapped=wrapped, given_back=given_back)
+    for expert in (False, True)
+    for wrapped in (False, True)
+    for given_back in (False, True)
+}
 
 
 def _passes(study: Study) -> list[tuple[bool, int, bool]]:
@@ -212,13 +240,10 @@ class _ClaimStart:
     holds_lease: bool
 
 
-def _claim_start(*, user: User, study_id: int, annotator: Annotator, now: Any) -> _ClaimStart:
-    """The study as ``access.study_get_for_annotator`` finds it (enrolled; a participant only in its own
-    study; with its quality settings), with the enrolment's pool and quota and whether the annotator
-    holds a live lease there: one query for what took three."""
-    participant = Participant.objects.filter(user=user)
-    study = (
-        Study.objects.filter(pk=study_id, enrollments__user=user)
+def _claim_start_query(*, study: int, user: int, annotator: int, now: Any) -> QuerySet[Study]:
+    participant = Participant.objects.filter(user_id=user)
+    return (
+        Study.objects.filter(pk=study, enrollments__user_id=user)
         .select_related("quality")
         .filter(Exists(participant.filter(study=OuterRef("pk"))) | ~Exists(participant))
         .annotate(
@@ -226,10 +251,23 @@ def _claim_start(*, user: User, study_id: int, annotator: Annotator, now: Any) -
             claim_pool=F("enrollments__pool"),
             claim_quota=F("enrollments__user__participant__invitation__items_per_participant"),
             claim_holds=Exists(
-                Assignment.objects.filter(_active_lease(now), study=OuterRef("pk"), annotator=annotator)
+                Assignment.objects.filter(_active_lease(now), study=OuterRef("pk"), annotator_id=annotator)
             ),
         )
-        .first()
+        .order_by("pk")[:1]
+    )
+
+
+# Compiled once per process and database (common/prepared_query.py).
+_CLAIM_START = PreparedQuery(_claim_start_query, ("study", "user", "annotator"), ("now",))
+
+
+def _claim_start(*, user: User, study_id: int, annotator: Annotator, now: Any) -> _ClaimStart:
+    """The study as ``access.study_get_for_annotator`` finds it (enrolled; a participant only in its own
+    study; with its quality settings), with the enrolment's pool and quota and whether the annotator
+    holds a live lease there: one query for what took three."""
+    study = _CLAIM_START.first(
+        connection.alias, study=study_id, user=user.pk, annotator=annotator.pk, now=now
     )
     if study is None:
         raise NotFoundError(f"study {study_id} does not exist or you are not enrolled in it")
@@ -313,21 +351,32 @@ def _claim(
     tried: list[int] = []
     for given_back, level, wrapped in _passes(study):
         for _attempt in range(CLAIM_ATTEMPTS):
-            item = (
-                _candidates(
-                    study=study,
-                    annotator=annotator,
-                    expert=expert,
-                    now=now,
+            if tried:
+                item = (
+                    _candidates(
+                        study=study,
+                        annotator=annotator,
+                        expert=expert,
+                        now=now,
+                        level=level,
+                        seed=seed,
+                        wrapped=wrapped,
+                        given_back=given_back,
+                        exclude=tried,
+                    )
+                    .select_for_update(skip_locked=True, of=("self",))
+                    .first()
+                )
+            else:  # the same query, compiled once per process and database
+                item = _CANDIDATE[(expert, wrapped, given_back)].first(
+                    connection.alias,
+                    study=study.pk,
+                    annotator=annotator.pk,
+                    overlap=study.overlap,
                     level=level,
                     seed=seed,
-                    wrapped=wrapped,
-                    given_back=given_back,
-                    exclude=tried,
+                    now=now,
                 )
-                .select_for_update(skip_locked=True, of=("self",))
-                .first()
-            )
             if item is None:
                 break
             if not given_back:
@@ -477,6 +526,27 @@ def assignment_submit(
     )
 
 
+def _submit_read_query(*, id: int, user: int) -> QuerySet[Assignment]:
+    return (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("study__quality", "item", "annotator")
+        .filter(pk=id, annotator__user_id=user)
+        .annotate(
+            submit_stored=Exists(
+                Annotation.objects.filter(item_id=OuterRef("item_id"), annotator_id=OuterRef("annotator_id"))
+            ),
+            submit_pool=Subquery(
+                Enrollment.objects.filter(study_id=OuterRef("study_id"), user_id=user).values("pool")[:1]
+            ),
+        )
+        .order_by("pk")[:1]
+    )
+
+
+# Compiled once per process and database (common/prepared_query.py).
+_SUBMIT_READ = PreparedQuery(_submit_read_query, ("id", "user"))
+
+
 @transaction.atomic
 def assignment_submit_for_user(
     *,
@@ -492,20 +562,7 @@ def assignment_submit_for_user(
     its study (and quality settings), item and annotator, whether the annotator has stored answers
     on the item, and their pool in the study. The rest is ``assignment_submit``'s."""
     now = now or timezone.now()
-    found = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("study__quality", "item", "annotator")
-        .filter(pk=id, annotator__user=user)
-        .annotate(
-            submit_stored=Exists(
-                Annotation.objects.filter(item_id=OuterRef("item_id"), annotator_id=OuterRef("annotator_id"))
-            ),
-            submit_pool=Subquery(
-                Enrollment.objects.filter(study_id=OuterRef("study_id"), user=user).values("pool")[:1]
-            ),
-        )
-        .first()
-    )
+    found = _SUBMIT_READ.first(connection.alias, id=id, user=user.pk)
     if found is None:
         raise NotFoundError(f"assignment {id} does not exist or is not yours")
     extra: Any = found

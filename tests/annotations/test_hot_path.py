@@ -4,6 +4,8 @@ invalidation, the cached protocol, and the submit-and-claim-next call. Requests 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -175,3 +177,89 @@ def test_submit_and_claim_next_in_a_paused_study_keeps_the_submit(enrolled, anno
     assert body["submitted"]["status"] == "submitted" and body["next"] is None
     assert "paused" in body["detail"]
     assert Assignment.objects.get(pk=pk).status == "submitted"
+
+
+def test_claim_and_submit_answer_what_the_serializers_give(enrolled, annotator_user) -> None:
+    """The hot path renders its responses without ModelSerializer: the same fields and values."""
+    from annotations.api.assignment_serializers import AssignmentSerializer, TaskSerializer
+
+    api, _token = _token_client(annotator_user)
+    claimed = api.post(f"/api/studies/{enrolled.pk}/assignments/next/")
+    assert claimed.status_code == 200
+    lease = Assignment.objects.select_related("study", "item", "annotator").get(pk=claimed.json()["id"])
+    assert claimed.json() == TaskSerializer(lease).data
+    assert claimed.json()["lease_expires_at"].endswith("Z") and claimed.json()["completed_at"] is None
+    done = api.post(
+        f"/api/assignments/{lease.pk}/submit/", {"answers": ANSWERS, "time_spent_ms": 1234}, format="json"
+    )
+    assert done.status_code == 200
+    submitted = Assignment.objects.get(pk=lease.pk)
+    assert done.json() == AssignmentSerializer(submitted).data
+    assert done.json()["time_spent_ms"] == 1234 and done.json()["lease_expires_at"] is None
+    # A submitted task shows the stored answers.
+    shown = api.get(f"/api/assignments/{lease.pk}/")
+    assert shown.status_code == 200 and shown.json()["task"]["answers"]
+
+
+def test_the_prepared_queries_find_what_the_orm_finds(enrolled, annotator_user) -> None:
+    """The claim's start query, compiled once and run with new values, gives the ORM's rows."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from annotations.services import assignment as service
+    from annotations.services.studies import annotator_for_user
+
+    annotator = annotator_for_user(user=annotator_user)
+    now = timezone.now()
+    with transaction.atomic():
+        found = service._CLAIM_START.first(
+            connection.alias, study=enrolled.pk, user=annotator_user.pk, annotator=annotator.pk, now=now
+        )
+        assert found is not None and found.pk == enrolled.pk
+        orm: Any = service._claim_start_query(
+            study=enrolled.pk, user=annotator_user.pk, annotator=annotator.pk, now=now
+        ).first()
+        extra: Any = found
+        assert (extra.claim_pool, extra.claim_quota, extra.claim_holds) == (
+            orm.claim_pool,
+            orm.claim_quota,
+            orm.claim_holds,
+        )
+        assert found.overlap == orm.overlap and found.created_at == orm.created_at
+        # Someone else's user id, or another study: nothing.
+        other = UserFactory.create()
+        assert (
+            service._CLAIM_START.first(
+                connection.alias, study=enrolled.pk, user=other.pk, annotator=annotator.pk, now=now
+            )
+            is None
+        )
+        assert (
+            service._CLAIM_START.first(
+                connection.alias,
+                study=enrolled.pk + 1000,
+                user=annotator_user.pk,
+                annotator=annotator.pk,
+                now=now,
+            )
+            is None
+        )
+
+
+def test_a_claimed_image_item_lists_its_images_in_order(study, annotator_user) -> None:
+    """The claim reads the item's images with a query compiled once: the same list as the serializer's."""
+    from annotations.api.assignment_serializers import TaskSerializer
+    from annotations.models import ItemImage
+
+    item = ItemFactory.create(study=study, external_id="pictured")
+    ItemImage.objects.create(item=item, position=1, file="items/b.png", width=30, height=40)
+    ItemImage.objects.create(item=item, position=0, file="items/a.png", width=10, height=20)
+    ItemImage.objects.create(item=item, position=2, file="", width=0, height=0)  # no file: not shown
+    enrollment_add(study=study, user=annotator_user)
+    api, _token = _token_client(annotator_user)
+    claimed = api.post(f"/api/studies/{study.pk}/assignments/next/")
+    assert claimed.status_code == 200
+    images = claimed.json()["task"]["item"]["images"]
+    assert [(i["position"], i["width"], i["height"]) for i in images] == [(0, 10, 20), (1, 30, 40)]
+    lease = Assignment.objects.select_related("study", "item", "annotator").get(pk=claimed.json()["id"])
+    assert claimed.json() == TaskSerializer(lease).data
