@@ -509,7 +509,8 @@ def _items_insert(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[int]:
     compiler call per cell were 70% of a 100,000-row import's time; docs/benchmarks.md).
 
     Every other field takes its model default: a callable default (the shuffle key) is called per
-    row, any other default (``dict``, ``list`` too) and ``auto_now_add`` are converted once. JSON
+    row, any other default (``dict``, ``list`` too), a field without one (``get_default``: "" for
+    text) and ``auto_now_add`` are converted once. JSON
     values go through the database's JSON adapter, as the field does; the other values are the text,
     numbers and booleans the row checks made.
     """
@@ -532,7 +533,11 @@ def _items_insert(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[int]:
         elif getattr(model_field, "auto_now_add", False) or getattr(model_field, "auto_now", False):
             constant.append(model_field)
             constants.append(model_field.get_db_prep_save(now, connection))
-        elif callable(model_field.default) and model_field.default not in (dict, list):
+        elif (
+            model_field.has_default()
+            and callable(model_field.default)
+            and model_field.default not in (dict, list)
+        ):
             per_row.append(model_field)
         else:
             constant.append(model_field)

@@ -57,6 +57,18 @@ def test_a_csv_manifest_keeps_provenance_and_extra_columns_as_metadata(study, tm
     assert item.metadata == {"occupation": "doctor", "tags": ["a", "b"]}
 
 
+def test_fields_the_manifest_does_not_set_take_the_values_the_orm_would_store(study, tmp_path) -> None:
+    # The import writes rows without model instances; a field without a default (the note) must come
+    # out as the ORM's own default ("" for text), never the text of Django's NOT_PROVIDED marker.
+    (tmp_path / "items.csv").write_text("external_id,prompt\nr1,a photo of a nurse\n")
+    items_import(study=study, path=tmp_path / "items.csv")
+    imported = Item.objects.get(external_id="r1")
+    made = Item.objects.create(study=study, external_id="r2", prompt="a photo of a nurse")
+    for name in ("note", "control_kind", "expert_only", "judgements", "text", "metadata"):
+        assert getattr(imported, name) == getattr(made, name), name
+    assert imported.note == ""
+
+
 def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:
     study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
     archive = tmp_path / "sets.zip"
