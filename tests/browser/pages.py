@@ -35,6 +35,30 @@ def png(size: tuple[int, int], colour: tuple[int, int, int]) -> bytes:
     return buffer.getvalue()
 
 
+def image_items(study: Any, colours: list[tuple[int, int, int]], size: tuple[int, int]) -> None:
+    """One image item per colour in ``study`` (``img-0``, ``img-1``, ...), each with a stored PNG of ``size``
+    (a plain background and a white square), as an import would leave them."""
+    from django.core.files.base import ContentFile
+
+    from annotations.models import Item, ItemImage
+
+    for index, colour in enumerate(colours):
+        item = Item.objects.create(
+            study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}"
+        )
+        image = ItemImage(
+            item=item,
+            position=0,
+            width=size[0],
+            height=size[1],
+            content_type="image/png",
+            sha256=f"{index:064d}",
+            original_name=f"{index}.png",
+        )
+        image.file.save(f"{index}.png", ContentFile(png(size, colour)), save=False)
+        image.save()
+
+
 def open_page(browser: Any, server: Any, width: int = 1280, height: int = 800) -> Any:
     context = browser.new_context(viewport={"width": width, "height": height}, base_url=server.url)
     page = context.new_page()

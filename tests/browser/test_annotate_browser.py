@@ -10,9 +10,8 @@ import json
 from typing import Any
 
 import pytest
-from django.core.files.base import ContentFile
 
-from tests.browser.pages import open_page, png, shot, sign_in, unlabelled_inputs
+from tests.browser.pages import image_items, open_page, shot, sign_in, unlabelled_inputs
 
 PROTOCOL = """
 name: Every kind
@@ -57,28 +56,13 @@ questions:
 
 @pytest.fixture
 def world(transactional_db: None) -> dict[str, Any]:
-    from annotations.models import Item, ItemImage
     from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")
     study = study_create(owner=owner, name="Browser study", protocol=load_protocol_text(PROTOCOL), overlap=1)
-    for index, colour in enumerate([(40, 90, 160), (160, 60, 40)]):
-        item = Item.objects.create(
-            study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}"
-        )
-        image = ItemImage(
-            item=item,
-            position=0,
-            width=2000,
-            height=1000,
-            content_type="image/png",
-            sha256=f"{index:064d}",
-            original_name=f"{index}.png",
-        )
-        image.file.save(f"{index}.png", ContentFile(png((2000, 1000), colour)), save=False)
-        image.save()
+    image_items(study, [(40, 90, 160), (160, 60, 40)], (2000, 1000))
     annotator = UserFactory.create(username="ann", role="annotator")
     enrollment_add(study=study, user=annotator)
     return {"study": study, "annotator": annotator}

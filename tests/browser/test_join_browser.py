@@ -9,10 +9,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.core.files.base import ContentFile
 from django.utils import timezone
 
-from tests.browser.pages import open_page, png, shot, sign_in, unlabelled_inputs
+from tests.browser.pages import image_items, open_page, shot, sign_in, unlabelled_inputs
 
 PID = "5f1a2b3c4d5e6f7a8b9c0d1e"
 PROLIFIC = f"?PROLIFIC_PID={PID}&STUDY_ID=60aa11&SESSION_ID=sess42"
@@ -40,7 +39,6 @@ DEMOGRAPHICS = """
 
 @pytest.fixture
 def crowd(transactional_db: None) -> dict[str, Any]:
-    from annotations.models import Item, ItemImage
     from annotations.protocols.schema import load_protocol_text
     from annotations.services.invitations import demographics_from_text, invitation_create
     from annotations.services.studies import study_create
@@ -48,21 +46,7 @@ def crowd(transactional_db: None) -> dict[str, Any]:
 
     owner = UserFactory.create(username="res", role="researcher")
     study = study_create(owner=owner, name="Crowd study", protocol=load_protocol_text(PROTOCOL), overlap=1)
-    for index, colour in enumerate([(40, 90, 160), (160, 60, 40), (60, 160, 40), (90, 90, 90)]):
-        item = Item.objects.create(
-            study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}"
-        )
-        image = ItemImage(
-            item=item,
-            position=0,
-            width=400,
-            height=300,
-            content_type="image/png",
-            sha256=f"{index:064d}",
-            original_name=f"{index}.png",
-        )
-        image.file.save(f"{index}.png", ContentFile(png((400, 300), colour)), save=False)
-        image.save()
+    image_items(study, [(40, 90, 160), (160, 60, 40), (60, 160, 40), (90, 90, 90)], (400, 300))
     invitation = invitation_create(
         study=study,
         created_by=owner,
