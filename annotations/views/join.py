@@ -191,9 +191,7 @@ def join_begin(request: HttpRequest, token: str) -> HttpResponse:
     answers: dict[str, str] = {}
     status = 200
     if request.method == "POST":
-        answers = {
-            field["key"]: request.POST.get(f"d-{field['key']}", "") for field in invitation.demographics
-        }
+        answers = _posted_demographics(request, invitation)
         try:
             participant, _created = participant_join(
                 invitation=invitation,
@@ -290,9 +288,7 @@ def invitation_preview_begin(request: HttpRequest, pk: int, invitation_id: int) 
     answers: dict[str, str] = {}
     status = 200
     if request.method == "POST":
-        answers = {
-            field["key"]: request.POST.get(f"d-{field['key']}", "") for field in invitation.demographics
-        }
+        answers = _posted_demographics(request, invitation)
         try:
             demographic_answers_clean(fields=invitation.demographics, data=answers)
         except ValidationFailed as exc:
@@ -333,3 +329,8 @@ def invitation_preview_task(request: HttpRequest, pk: int, invitation_id: int) -
         )
         context["colours"] = BASIC_COLOURS
     return render(request, "join/preview_task.html", context)
+
+
+def _posted_demographics(request: HttpRequest, invitation: Invitation) -> dict[str, str]:
+    """The demographic form's answers as posted (``d-<key>`` fields), by the invitation's field keys."""
+    return {field["key"]: request.POST.get(f"d-{field['key']}", "") for field in invitation.demographics}
