@@ -17,7 +17,7 @@ from annotations.selectors.tasks import stored_answers
 
 
 def _question(question: Question, metadata: dict[str, Any]) -> dict[str, Any]:
-    data = question.to_dict()
+    data = dict(question.schema_dict)  # a copy of the shared dict: keys are dropped and replaced below
     data.pop("options_from", None)
     data.pop("applies_if", None)
     if question.is_choice:

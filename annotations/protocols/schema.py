@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,13 @@ class Question:
             return values.get(match.group(1), match.group(0))
 
         return PLACEHOLDER_RE.sub(fill, self.prompt)
+
+    @cached_property
+    def schema_dict(self) -> dict[str, Any]:
+        """``to_dict()`` built once per question object, shared: read it, never change it (the claim
+        answers with every question of its item; a protocol is parsed once per study version, so its
+        questions live as long as that version)."""
+        return self.to_dict()
 
     def to_dict(self) -> dict[str, Any]:
         """The question as the schema writes it (only this kind's fields), so it reloads unchanged."""

@@ -15,11 +15,24 @@ person's wait). It prints annotations (submitted items) per second and the p50/p
 claims, submits and both together, and checks afterwards that no item got more than ``overlap``
 judgements. A 3-second warm-up on its own study comes first. Clients and server share the machine's
 cores, so the figures are a floor for a server with cores of its own.
+
+The client is the one ``bench_vs_labelstudio.py`` drives both servers with: a keep-alive
+``http.client`` connection per annotator (``requests``, used before 2026-11-24, took 0.8-0.9 ms of
+the client's CPU per request against 0.15-0.17 ms for ``http.client``, measured against a bare WSGI
+app; CPU the server then lacks on a shared machine). Also printed per N: the
+CPU milliseconds per request of gunicorn's processes, of the PostgreSQL backends serving this
+database and of the clients (from /proc: what bounds the throughput of a machine whose cores they
+share). Options: ``--client-processes P`` spreads the annotators over P client processes (each its
+own GIL); ``--server-timing`` adds gunicorn's own time per request (its access log's ``%(D)s``:
+from the request parsed to the response written, without the wait for a worker thread);
+``--workers``, ``--threads``, ``--worker-class`` and ``--keep-alive`` set gunicorn's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing
 import os
 import platform
 import random
@@ -30,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +109,16 @@ def _make_study(
     return study.pk, tokens
 
 
-def _start_server(env: dict[str, str], port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
+def _start_server(
+    env: dict[str, str],
+    port: int,
+    workers: int,
+    threads: int,
+    access_log: Path | None = None,
+    worker_class: str = "gthread",
+    keep_alive: int = 30,
+) -> subprocess.Popen[bytes]:
+    logging = ["--access-logfile", str(access_log), "--access-logformat", "%(m)s %(U)s %(s)s %(D)s"]
     command = [
         str(ROOT / ".venv/bin/gunicorn"),
         "workbench.wsgi",
@@ -106,13 +129,14 @@ def _start_server(env: dict[str, str], port: int, workers: int, threads: int) ->
         "--threads",
         str(threads),
         "--worker-class",
-        "gthread",
+        worker_class,
         "--log-level",
         "warning",
         "--timeout",
         "60",
         "--keep-alive",
-        "30",
+        str(keep_alive),
+        *(logging if access_log else []),
     ]
     server = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env})
     deadline = time.monotonic() + 30
@@ -137,50 +161,119 @@ ANSWERS = {
 
 
 def _annotator(
-    base: str,
+    port: int,
     study_id: int,
     token: str,
-    clock: dict[str, float],
-    start: threading.Barrier,
+    start_at: float,
+    stop_at: float,
     out: dict[str, list[float]],
     errors: list[str],
     think: float,
 ) -> None:
-    import requests
+    from tests.benchmarks.bench_vs_labelstudio import Client
 
-    session = requests.Session()
-    session.headers["Authorization"] = f"Token {token}"
+    client = Client(port, token)
     claims, submits, cycles = [], [], []
     jitter = random.Random(token)  # people do not move in step: random start and think times
-    start.wait()
-    stop_at = clock["stop"]
+    time.sleep(max(0.0, start_at - time.time()))
     if think:
         time.sleep(jitter.uniform(0, think))
-    while time.monotonic() < stop_at:
+    while time.time() < stop_at:
         t0 = time.perf_counter()
-        response = session.post(f"{base}/api/studies/{study_id}/assignments/next/", timeout=30)
+        status, body = client.request("POST", f"/api/studies/{study_id}/assignments/next/")
         t1 = time.perf_counter()
-        if response.status_code == 204:
+        if status == 204:
             errors.append("ran out of items")
             break
-        if response.status_code != 200:
-            errors.append(f"claim {response.status_code}: {response.text[:200]}")
+        if status != 200:
+            errors.append(f"claim {status}: {body[:200]!r}")
             break
-        assignment = response.json()["id"]
+        assignment = json.loads(body)["id"]
         if think:
             time.sleep(jitter.uniform(0.5 * think, 1.5 * think))  # looking at the item; not counted
         t2 = time.perf_counter()
-        response = session.post(f"{base}/api/assignments/{assignment}/submit/", json=ANSWERS, timeout=30)
+        status, body = client.request("POST", f"/api/assignments/{assignment}/submit/", ANSWERS)
         t3 = time.perf_counter()
-        if response.status_code != 200:
-            errors.append(f"submit {response.status_code}: {response.text[:200]}")
+        if status != 200:
+            errors.append(f"submit {status}: {body[:200]!r}")
             break
         claims.append(t1 - t0)
         submits.append(t3 - t2)
         cycles.append((t1 - t0) + (t3 - t2))
+    client.close()
     out.setdefault("claim", []).extend(claims)
     out.setdefault("submit", []).extend(submits)
     out.setdefault("cycle", []).extend(cycles)
+
+
+def _client_process(
+    port: int, study_id: int, tokens: list[str], start_at: float, stop_at: float, think: float
+) -> tuple[dict[str, list[float]], list[str], float]:
+    """One client process: a thread per annotator token; (latencies, errors, CPU seconds it used)."""
+    cpu_started = time.process_time()
+    results: dict[str, list[float]] = {}
+    errors: list[str] = []
+    per_thread: list[dict[str, list[float]]] = [{} for _ in tokens]
+    threads = [
+        threading.Thread(
+            target=_annotator,
+            args=(port, study_id, token, start_at, stop_at, per_thread[index], errors, think),
+        )
+        for index, token in enumerate(tokens)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for part in per_thread:
+        for key, values in part.items():
+            results.setdefault(key, []).extend(values)
+    return results, errors, time.process_time() - cpu_started
+
+
+def _cpu_by_process(*, parent: int | None = None, command_has: str | None = None) -> dict[int, float]:
+    """CPU seconds (utime + stime, all threads, from /proc) of this machine's processes that are
+    ``parent`` or its children, or whose command line holds ``command_has``."""
+    found = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes().decode(errors="replace") if command_has else ""
+        except OSError:
+            continue
+        pid, ppid = int(entry.name), int(fields[1])
+        if (parent is not None and parent in (pid, ppid)) or (command_has and command_has in command):
+            found[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
+def _cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds used between two ``_cpu_by_process`` readings (a process started since counts whole)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+
+
+def _database_backends() -> str:
+    """What the command line of a PostgreSQL backend serving this database holds ("" on SQLite)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return ""
+    return f" {connection.settings_dict['USER']} {connection.settings_dict['NAME']} "
+
+
+def _server_latencies(log: Path | None, offset: int) -> tuple[list[float], int]:
+    """Seconds gunicorn took per API POST, from the access log lines written after ``offset``."""
+    if log is None or not log.exists():
+        return [], offset
+    with log.open("rb") as handle:
+        handle.seek(offset)
+        text = handle.read().decode()
+        offset = handle.tell()
+    values = [int(line.split()[-1]) / 1e6 for line in text.splitlines() if line.startswith("POST /api/")]
+    return values, offset
 
 
 def run_one(
@@ -192,38 +285,35 @@ def run_one(
     tag: str,
     think: float = 0.0,
     refresh_statistics: bool = True,
+    client_processes: int = 1,
+    server_pid: int | None = None,
 ) -> dict[str, Any]:
     study_id, tokens = _make_study(n, items, tag, refresh_statistics)
     results: dict[str, list[float]] = {}
     errors: list[str] = []
-    barrier = threading.Barrier(n + 1)
-    clock: dict[str, float] = {}
-    per_thread: list[dict[str, list[float]]] = [{} for _ in range(n)]
-    threads = [
-        threading.Thread(
-            target=_annotator,
-            args=(
-                f"http://127.0.0.1:{port}",
-                study_id,
-                token,
-                clock,
-                barrier,
-                per_thread[index],
-                errors,
-                think,
-            ),
-        )
-        for index, token in enumerate(tokens)
-    ]
-    for thread in threads:
-        thread.start()
-    clock["stop"] = time.monotonic() + seconds
-    barrier.wait()
-    started = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
-    for part in per_thread:
+    processes = max(1, min(client_processes, n))
+    shares = [tokens[index::processes] for index in range(processes)]
+    start_at = time.time() + (1.0 if processes == 1 else 3.0)  # spawned clients import first
+    stop_at = start_at + seconds
+    backends = _database_backends()
+    server_cpu = _cpu_by_process(parent=server_pid) if server_pid else {}
+    database_cpu = _cpu_by_process(command_has=backends) if backends else {}
+    if processes == 1:
+        outcomes = [_client_process(port, study_id, tokens, start_at, stop_at, think)]
+    else:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(processes, mp_context=context) as pool:
+            futures = [
+                pool.submit(_client_process, port, study_id, share, start_at, stop_at, think)
+                for share in shares
+            ]
+            outcomes = [future.result() for future in futures]
+    elapsed = time.time() - start_at
+    server_seconds = _cpu_used(server_cpu, _cpu_by_process(parent=server_pid)) if server_pid else 0.0
+    database_seconds = _cpu_used(database_cpu, _cpu_by_process(command_has=backends)) if backends else 0.0
+    client_cpu = sum(outcome[2] for outcome in outcomes)
+    for part, part_errors, _cpu in outcomes:
+        errors.extend(part_errors)
         for key, values in part.items():
             results.setdefault(key, []).extend(values)
     from django.db.models import Count
@@ -239,7 +329,13 @@ def run_one(
         .first()
     ) or 0
     submitted = len(results.get("cycle", []))
+    requests_made = 2 * submitted or 1
     return {
+        "cpu_ms_per_request": {
+            "web": 1000 * server_seconds / requests_made,
+            "database": 1000 * database_seconds / requests_made,
+            "clients": 1000 * client_cpu / requests_made,
+        },
         "n": n,
         "annotations": submitted,
         "seconds": elapsed,
@@ -270,6 +366,21 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip the ANALYZE that item imports run after a bulk load (PostgreSQL; to see its effect)",
     )
+    parser.add_argument("--worker-class", default="gthread", help="gunicorn's: gthread or sync")
+    parser.add_argument(
+        "--keep-alive", type=int, default=30, help="gunicorn's keep-alive seconds (0: a connection a request)"
+    )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        default=1,
+        help="spread the simulated annotators over this many client processes (each its own GIL)",
+    )
+    parser.add_argument(
+        "--server-timing",
+        action="store_true",
+        help="also print gunicorn's own time per API request (its access log's %%(D)s)",
+    )
     args = parser.parse_args(argv)
     env = {"WORKBENCH_THROTTLE_USER": "10000000/minute", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     temp = None
@@ -280,12 +391,18 @@ def main(argv: list[str] | None = None) -> int:
     from django.db import connection
 
     port = _free_port()
-    server = _start_server(env, port, args.workers, args.threads)
+    log_dir = tempfile.TemporaryDirectory(prefix="bench-annotation-log-")
+    access_log = Path(log_dir.name) / "access.log" if args.server_timing else None
+    server = _start_server(
+        env, port, args.workers, args.threads, access_log, args.worker_class, args.keep_alive
+    )
+    log_offset = 0
     vendor = connection.vendor
     print(
-        f"database: {vendor}; server: gunicorn {args.workers} workers x {args.threads} threads; "
+        f"database: {vendor}; server: gunicorn {args.workers} {args.worker_class} workers x {args.threads} "
+        f"threads, keep-alive {args.keep_alive} s; "
         f"{os.cpu_count()} cores; python {platform.python_version()}; {args.seconds:.0f} s per run; "
-        f"think time {args.think:g} s"
+        f"think time {args.think:g} s; {args.client_processes} client process(es)"
     )
     print(
         f"{'N':>3} {'annot/s':>8} {'total':>6} {'claim p50/p95/p99 ms':>22} {'submit p50/p95/p99 ms':>23} "
@@ -295,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Warm-up, not reported: every gunicorn worker imports and connects on its first requests.
         run_one(min(8, args.workers * args.threads), port=port, seconds=3, items=200, tag=f"{tag}-warm")
+        log_offset = _server_latencies(access_log, 0)[1]
         for n in [int(value) for value in args.annotators.split(",")]:
             result = run_one(
                 n,
@@ -304,7 +422,10 @@ def main(argv: list[str] | None = None) -> int:
                 tag=f"{tag}-{n}",
                 think=args.think,
                 refresh_statistics=not args.stale_statistics,
+                client_processes=args.client_processes,
+                server_pid=server.pid,
             )
+            server_times, log_offset = _server_latencies(access_log, log_offset)
 
             def fmt(values: list[float]) -> str:
                 return "/".join(f"{_percentile(values, q) * 1000:.0f}" for q in (50, 95, 99))
@@ -324,10 +445,24 @@ def main(argv: list[str] | None = None) -> int:
                     f"{fmt(requests_all)} ms",
                     flush=True,
                 )
+                cpu = result["cpu_ms_per_request"]
+                database = (
+                    f"PostgreSQL {cpu['database']:.2f} (the backends of this database)"
+                    if vendor == "postgresql"
+                    else "SQLite's inside the web figure"
+                )
+                print(
+                    f"    CPU ms per request: web {cpu['web']:.2f} (gunicorn's processes), {database}, "
+                    f"clients {cpu['clients']:.2f}",
+                    flush=True,
+                )
+            if server_times:
+                print(f"    gunicorn's own time per API request p50/p95/p99 {fmt(server_times)} ms")
     finally:
         server.terminate()
         server.wait(timeout=30)
         connection.close()
+        log_dir.cleanup()
         if temp is not None:
             temp.cleanup()
     return 0
