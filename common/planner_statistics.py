@@ -6,10 +6,10 @@ thousands of items were just imported is not in those statistics yet: the planne
 study has about one item, and the claim query (services/assignment.md) then sorts the whole study
 and joins it against the annotator's assignments row by row instead of walking the
 ``item_claim_order`` index to its first free item, a few hundred times slower (figures in
-docs/benchmarks.md). So every path that adds many rows at
-once (item imports, generation jobs, annotation imports) ends with ``statistics_refresh``, as bulk
-loaders do. ``ANALYZE`` reads a fixed-size sample (300 x ``default_statistics_target`` rows), so it
-costs milliseconds to a few tenths of a second whatever the table size, and it may run inside the
+docs/benchmarks.md). So every path that adds many rows at once (item imports, generation jobs,
+annotation imports, consensus labels) ends with ``statistics_refresh``, as bulk loaders do.
+``ANALYZE`` reads a fixed-size sample (300 x ``default_statistics_target`` rows), so it costs
+milliseconds to a few tenths of a second whatever the table size, and it may run inside the
 caller's transaction (the new figures are seen once that commits).
 
 SQLite is left alone: without ``sqlite_stat1`` its planner picks indexes by their shape, which is

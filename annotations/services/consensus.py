@@ -32,6 +32,7 @@ from annotations.protocols.schema import Question
 from annotations.selectors.counted import counted_annotations
 from annotations.services.annotation_writes import item_context
 from common.errors import ValidationFailed
+from common.planner_statistics import statistics_refresh
 from metrics import consensus as rules
 
 RULES: tuple[str, ...] = tuple(ConsensusRule.values)
@@ -105,6 +106,8 @@ def consensus_compute(
     summary = {}
     for key in keys:
         summary[key] = _compute_question(study, protocol.question(key), rule_check(rule_for(study, key)))
+    # Labels replaced by the thousand: the export pages them by key (common/planner_statistics.py).
+    statistics_refresh(ConsensusLabel, rows=sum(counts["labels"] for counts in summary.values()))
     return summary
 
 

@@ -271,3 +271,32 @@ def test_experts_adjudicate_on_the_page_crowd_cannot(judged, owner) -> None:
         f"/studies/{judged.pk}/agreement/?format=csv&resamples=20"
     ).content.decode()
     assert csv_text.startswith("question,comparison,alpha")
+
+
+def test_a_large_consensus_refreshes_the_planner_statistics_of_its_labels(study) -> None:
+    """Exports page consensus labels by key (PostgreSQL plans those pages from the table's statistics):
+    computing labels for many items runs ANALYZE on them, as every bulk write does."""
+    from django.db import connection
+
+    from annotations.services.item_import import items_import_records
+    from common.planner_statistics import BULK_ROWS
+
+    def study_in_label_statistics() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT most_common_vals::text FROM pg_stats "
+                "WHERE tablename = 'annotations_consensuslabel' AND attname = 'study_id'"
+            )
+            rows = cursor.fetchall()
+        return any(str(study.pk) in (row[0] or "").strip("{}").split(",") for row in rows)
+
+    names = [f"c{n}" for n in range(BULK_ROWS)]
+    items_import_records(study=study, records=[(name, {"external_id": name}) for name in names])
+    records = [line(name, who, "gender", "male") for name in names for who in ("r1", "r2")]
+    annotations_import_records(study=study, records=list(enumerate(records, start=1)))
+    if connection.vendor != "postgresql":
+        assert consensus_compute(study=study, question="gender")["gender"]["labels"] == BULK_ROWS
+        return
+    assert not study_in_label_statistics()
+    assert consensus_compute(study=study, question="gender")["gender"]["labels"] == BULK_ROWS
+    assert study_in_label_statistics()
