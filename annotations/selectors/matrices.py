@@ -138,9 +138,12 @@ def question_rows(study: Study, question_key: str) -> tuple[np.ndarray, np.ndarr
     counted or not (``question_matrix`` drops what does not count).
 
     The large-study path (100,000 items x 5 coders is 500,000 rows a question): on SQLite and
-    PostgreSQL the database joins the ids into one comma-separated string and the JSON texts into
-    another (separated by U+001F, which JSON text never holds unescaped), and numpy parses the ids,
-    instead of Python building a tuple per row. Other databases take the ORM path.
+    PostgreSQL the database joins every row into one string, ``annotator,item<US>json<US>annotator,
+    item<US>json...`` (US is U+001F, which JSON text never holds unescaped), so that one aggregate
+    carries the three columns of a row together: no ORDER BY (on PostgreSQL it sorted 500,000 rows
+    a question, spilling to disk), and no two aggregates whose orders must agree. Python splits the
+    string at US and numpy parses the ids, instead of Python building a tuple per row. Other
+    databases take the ORM path.
     """
     vendor = connection.vendor
     if vendor not in ("sqlite", "postgresql"):
@@ -155,25 +158,21 @@ def question_rows(study: Study, question_key: str) -> tuple[np.ndarray, np.ndarr
             [r[2] for r in rows],
         )
     table = connection.ops.quote_name(Annotation._meta.db_table)
-    if vendor == "sqlite":
-        sql = (
-            f"SELECT group_concat(annotator_id || ',' || item_id, ','), group_concat(value, char(31)) "
-            f"FROM {table} WHERE study_id = %s AND question_key = %s"
-        )
-    else:  # both aggregates in the same order, guaranteed by ORDER BY
-        sql = (
-            f"SELECT string_agg(annotator_id || ',' || item_id, ',' ORDER BY id), "
-            f"string_agg(value::text, chr(31) ORDER BY id) FROM {table} "
-            "WHERE study_id = %s AND question_key = %s"
-        )
+    joined_rows = (
+        "group_concat(annotator_id || ',' || item_id || char(31) || value, char(31))"
+        if vendor == "sqlite"
+        else "string_agg(annotator_id || ',' || item_id || chr(31) || value::text, chr(31))"
+    )
+    sql = f"SELECT {joined_rows} FROM {table} WHERE study_id = %s AND question_key = %s"
     with connection.cursor() as cursor:
         cursor.execute(sql, [study.pk, question_key])
-        ids_text, values_text = cursor.fetchone()
-    if not ids_text:
+        (joined,) = cursor.fetchone()
+    if not joined:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), []
-    ids = np.fromstring(ids_text, sep=",", dtype=np.int64)
-    texts = values_text.split("\x1f")
-    if ids.size != 2 * len(texts):
+    parts = joined.split("\x1f")
+    texts = parts[1::2]
+    ids = np.fromstring(",".join(parts[0::2]), sep=",", dtype=np.int64)
+    if len(parts) % 2 or ids.size != 2 * len(texts):
         raise RuntimeError(f"question {question_key!r}: {ids.size // 2} id pairs but {len(texts)} values")
     return ids[0::2], ids[1::2], texts
 
