@@ -212,6 +212,7 @@ def _export_extras(study: Study) -> None:
     ids = list(Annotation.objects.filter(study=study).order_by("id").values_list("id", flat=True))
     revisions = ((pk, json.dumps("e"), "", now) for n, pk in enumerate(ids) if n % 100 == 0)
     _insert(AnnotationRevision, ["annotation_id", "value", "reason", "replaced_at"], revisions)
+    statistics_refresh(ConsensusLabel, AnnotationRevision, rows=len(votes))
 
 
 def _delete_study(study: Study) -> None:
