@@ -137,10 +137,19 @@ def question_rows(study: Study, question_key: str) -> tuple[np.ndarray, np.ndarr
     """Every judgement of one question as (annotator ids, item ids, value JSON texts), in one order,
     counted or not (``question_matrix`` drops what does not count).
 
-    The large-study path (100,000 items x 5 coders is 500,000 rows a question): on SQLite and
-    PostgreSQL the database joins the ids into one comma-separated string and the JSON texts into
-    another (separated by U+001F, which JSON text never holds unescaped), and numpy parses the ids,
-    instead of Python building a tuple per row. Other databases take the ORM path.
+    The large-study path (100,000 items x 5 coders is 500,000 rows a question): the database joins
+    the rows into text and numpy parses the ids, instead of Python building a tuple per row.
+
+    - PostgreSQL: one string of whole rows, ``annotator,item<US>json<US>annotator,item<US>json...``
+      (US is U+001F, which JSON text never holds unescaped), so one aggregate carries the three
+      columns of a row together: no ``ORDER BY`` to make two aggregates agree (it sorted 500,000 rows
+      a question, spilling to disk at the default ``work_mem``; the query took 1.5 times as long).
+    - SQLite: the ids in one comma-separated string and the JSON texts in another (separated by US);
+      both aggregates of one scan see the rows in the same order, and two strings parse faster in
+      Python than one of whole rows (measured: docs/benchmarks.md, "Agreement and exports on
+      PostgreSQL").
+
+    Other databases take the ORM path.
     """
     vendor = connection.vendor
     if vendor not in ("sqlite", "postgresql"):
@@ -155,24 +164,26 @@ def question_rows(study: Study, question_key: str) -> tuple[np.ndarray, np.ndarr
             [r[2] for r in rows],
         )
     table = connection.ops.quote_name(Annotation._meta.db_table)
-    if vendor == "sqlite":
-        sql = (
-            f"SELECT group_concat(annotator_id || ',' || item_id, ','), group_concat(value, char(31)) "
-            f"FROM {table} WHERE study_id = %s AND question_key = %s"
-        )
-    else:  # both aggregates in the same order, guaranteed by ORDER BY
-        sql = (
-            f"SELECT string_agg(annotator_id || ',' || item_id, ',' ORDER BY id), "
-            f"string_agg(value::text, chr(31) ORDER BY id) FROM {table} "
-            "WHERE study_id = %s AND question_key = %s"
-        )
+    where = f"FROM {table} WHERE study_id = %s AND question_key = %s"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [study.pk, question_key])
-        ids_text, values_text = cursor.fetchone()
+        if vendor == "sqlite":
+            ids_sql = "group_concat(annotator_id || ',' || item_id, ',')"
+            cursor.execute(
+                f"SELECT {ids_sql}, group_concat(value, char(31)) {where}", [study.pk, question_key]
+            )
+            ids_text, values_text = cursor.fetchone()
+            texts = values_text.split("\x1f") if ids_text else []
+        else:
+            rows_sql = "string_agg(annotator_id || ',' || item_id || chr(31) || value::text, chr(31))"
+            cursor.execute(f"SELECT {rows_sql} {where}", [study.pk, question_key])
+            (joined,) = cursor.fetchone()
+            parts = joined.split("\x1f") if joined else []
+            if len(parts) % 2:
+                raise RuntimeError(f"question {question_key!r}: a row without its value")
+            ids_text, texts = ",".join(parts[0::2]), parts[1::2]
     if not ids_text:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), []
     ids = np.fromstring(ids_text, sep=",", dtype=np.int64)
-    texts = values_text.split("\x1f")
     if ids.size != 2 * len(texts):
         raise RuntimeError(f"question {question_key!r}: {ids.size // 2} id pairs but {len(texts)} values")
     return ids[0::2], ids[1::2], texts

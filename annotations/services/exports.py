@@ -255,9 +255,13 @@ def _consensus_lines(study: Study) -> Iterator[str]:
         )
     )
     last: tuple[int, str] = (0, "")
-    # Pages by (item, question), unique per study: one query each, as for annotations.
+    # Pages by (item, question), unique per study: one query each, as for annotations. The redundant
+    # ``item_id >= last`` bounds the index range, so a page reads its own labels rather than every
+    # label before it (on PostgreSQL the OR alone walked the index from the start: quadratic).
     while chunk := list(
-        labels.filter(Q(item_id__gt=last[0]) | Q(item_id=last[0], question_key__gt=last[1]))[:CHUNK]
+        labels.filter(
+            Q(item_id__gt=last[0]) | Q(item_id=last[0], question_key__gt=last[1]), item_id__gte=last[0]
+        )[:CHUNK]
     ):
         last = (chunk[-1][0], chunk[-1][2])
         named = {pk for row in chunk for pk in row[7] or [] if isinstance(pk, int)}

@@ -96,3 +96,29 @@ def test_exports_read_rows_lazily_with_no_query_per_row(study: Study) -> None:
     small = {export: _export_queries(study, export) for export in (export_jsonl, export_csv)}
     _fill(study, 25, start=5)  # six times the rows: the same statements (each reads a chunk of 2,000)
     assert {export: _export_queries(study, export) for export in (export_jsonl, export_csv)} == small
+
+
+def test_consensus_pages_split_inside_an_item_lose_and_repeat_no_label(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Consensus labels are read a page at a time by (item, question); with pages of 3 labels and two
+    questions per item a page ends between an item's two labels, and the next page starts after it."""
+    from annotations.services import exports
+
+    _fill(study, 4)
+    for item in Item.objects.filter(study=study):
+        ConsensusLabel.objects.create(
+            study=study, item=item, question_key="gender", value="female", rule="majority"
+        )
+    monkeypatch.setattr(exports, "CHUNK", 3)
+    read = [
+        (record["item"], record["question"])
+        for record in map(json.loads, export_jsonl(study))
+        if record["type"] == "consensus"
+    ]
+    stored = list(
+        ConsensusLabel.objects.filter(study=study)
+        .order_by("item_id", "question_key")
+        .values_list("item__external_id", "question_key")
+    )
+    assert len(stored) == 8 and read == stored
