@@ -76,6 +76,8 @@ _TRUE = {"1", "true", "yes"}
 _FALSE = {"", "0", "false", "no"}
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
 MAX_ROWS = 1_000_000
+# Conditions already matched by CONDITION_RE (a few per study), each one string shared by its rows.
+_CONDITIONS: dict[str, str] = {}
 INSERT_BATCH = 2_000  # rows per multi-row INSERT (fewer when the database's parameter limit says so)
 LOOKUP_CHUNK = 2_000  # ids or hashes per IN (...) lookup: under SQLite's and PostgreSQL's parameter limits
 
@@ -160,16 +162,18 @@ def _csv_cell(value: str, where: str) -> Any:
     return value
 
 
-def csv_records(name: str, text: str) -> Iterator[tuple[int, dict[str | None, Any]]]:
-    """(line number, row) of a CSV text with a header row, as ``csv.DictReader`` gives them (blank
-    rows skipped, extra cells under the key None, missing ones None, its line numbers); a row the
-    csv module cannot read (a cell longer than ``csv.field_size_limit()``, a null character) stops
-    with ImportRefused naming it.
+def csv_records(
+    name: str, lines: Iterable[str], *, check_cells: bool = True
+) -> Iterator[tuple[int, dict[str | None, Any]]]:
+    """(line number, row) of a CSV text with a header row (``lines``: read with ``newline=""``), as
+    ``csv.DictReader`` gives them (blank rows skipped, extra cells under the key None, missing ones
+    None, its line numbers); a row the csv module cannot read (a cell longer than
+    ``csv.field_size_limit()``, a null character) stops with ImportRefused naming it.
 
-    Each cell is checked for what a database cannot store only when the whole text has such a
-    character (a cell is a piece of the text, unquoted: a clean text has clean cells)."""
-    check_cells = text_problem(text) is not None
-    reader = csv.reader(io.StringIO(text, newline=""))
+    ``check_cells``: each cell is checked for what a database cannot store (``text_problem``); a
+    caller that knows the whole text has no such character (a cell is a piece of the text, unquoted:
+    a clean text has clean cells) leaves it out."""
+    reader = csv.reader(lines)
     line_num = 0  # DictReader's: the line where the current row's reading began
     try:
         header = next(reader, None)
@@ -209,16 +213,25 @@ def _manifest_records(
 ) -> tuple[Iterator[tuple[int, dict[str, Any]]], Callable[[Any], str]]:
     """A manifest's records, each with its line number, and how a line number is named in refusals."""
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")  # the whole file first: one that is not UTF-8 is refused as such
     except UnicodeDecodeError as exc:
         raise ImportRefused(f"{name}: is not UTF-8 text") from exc
     if name.lower().endswith(".csv"):
-        return _csv_manifest(name, text), lambda line: f"{name} row {line}"
+        del text
+        # Lines decoded as they are read: a StringIO of the whole text holds four bytes a character.
+        # Strict UTF-8 has no lone surrogates, so only a null character makes a cell worth checking.
+        lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
+        return _csv_manifest(name, csv_records(name, lines, check_cells=b"\x00" in data)), (
+            lambda line: f"{name} row {line}"
+        )
     return _jsonl_manifest(name, text), lambda line: f"{name} line {line}"
 
 
-def _csv_manifest(name: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for line_num, row in csv_records(name, text):
+def _csv_manifest(
+    name: str, rows: Iterable[tuple[int, dict[str | None, Any]]]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a CSV manifest's rows: cells by their column's name, empty ones left out."""
+    for line_num, row in rows:
         if None in row:
             raise ImportRefused(f"{name} row {line_num}: more cells than header columns")
         record: dict[str, Any] = {}
@@ -278,10 +291,14 @@ def _row(record: dict[str, Any], unit: str) -> ItemRow:
     elif unit == "image" and len(files) > 1:
         raise _RowRefused("this study judges single images; use one 'file'")
     condition = str(get("condition", "") or "base").strip()
-    if not CONDITION_RE.match(condition):
-        raise _RowRefused(
-            f"condition {condition!r} is not of the form 'base', 'DIMENSION:GROUP', 'initial'..."
-        )
+    if condition not in _CONDITIONS:
+        if not CONDITION_RE.match(condition):
+            raise _RowRefused(
+                f"condition {condition!r} is not of the form 'base', 'DIMENSION:GROUP', 'initial'..."
+            )
+        if len(_CONDITIONS) < 10_000:
+            _CONDITIONS[condition] = condition
+    condition = _CONDITIONS.get(condition, condition)  # one string for every row of a condition
     seed_raw = get("seed")
     seed = None
     if seed_raw not in (None, ""):
