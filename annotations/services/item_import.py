@@ -174,7 +174,7 @@ def csv_records(
     caller that knows the whole text has no such character (a cell is a piece of the text, unquoted:
     a clean text has clean cells) leaves it out."""
     reader = csv.reader(lines)
-    line_num = 0  # DictReader's: the line where the current row's reading began
+    line_num = 0  # DictReader's line_num: a row's last line, or where a failed read began
     try:
         header = next(reader, None)
         line_num = reader.line_num
@@ -189,6 +189,7 @@ def csv_records(
                 blank = True
                 continue
             blank = False
+            line_num = reader.line_num
             row: dict[str | None, Any] = dict(zip(header, cells, strict=False))
             if len(cells) > width:
                 row[None] = cells[width:]

@@ -4,6 +4,7 @@ ones, refuses the whole file with the message the row checks give, writing nothi
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
@@ -132,4 +133,26 @@ def test_with_several_bad_rows_the_refusal_is_the_one_the_checks_gave_in_turn(
     monkeypatch.setattr(item_import, "MAX_ROWS", ROWS - 1)  # too many rows beats a row that is not an item
     with pytest.raises(ImportRefused, match=rf"^more than {ROWS - 1} rows; split the import$"):
         items_import(study=study, path=write_manifest(tmp_path / "items.csv", rows))
+    assert not Item.objects.filter(study=study).exists()
+
+
+@pytest.mark.parametrize(
+    ("manifest", "message"),
+    [
+        # blank lines are skipped; a row is named by its last line (csv.DictReader's numbering)
+        ("external_id,seed\n\n\na,1\n\nb,x\n", "items.csv row 6: seed 'x' is not an integer"),
+        ('external_id,prompt,seed\na,"two\nlines",x\n', "items.csv row 3: seed 'x' is not an integer"),
+        ("external_id,seed\n\n\na,1,2\n", "items.csv row 4: more cells than header columns"),
+        (
+            'external_id,seed\na,1\n\nb,"' + "x" * 200_000 + '"\n',
+            f"items.csv row 4: a cell is longer than {csv.field_size_limit()} characters",
+        ),
+    ],
+)
+def test_refusals_name_the_rows_as_before(study: Study, tmp_path: Path, manifest: str, message: str) -> None:
+    path = tmp_path / "items.csv"
+    path.write_text(manifest, encoding="utf-8")
+    with pytest.raises(ImportRefused) as refused:
+        items_import(study=study, path=path)
+    assert refused.value.message == message
     assert not Item.objects.filter(study=study).exists()
