@@ -441,6 +441,7 @@ class _Checked:
     values: list[tuple[Any, ...]] = field(default_factory=list)
     with_files: list[tuple[int, ItemRow, list[CheckedImage], str]] = field(default_factory=list)
     seen: dict[str, Any] = field(default_factory=dict)  # external id -> the key of its first row
+    study_empty: bool | None = None  # asked once a chunk is full: a big import into a new study
     row_refusal: ImportRefused | None = None  # the first row that cannot be read as an item
     check_refusal: ImportRefused | None = None  # the first refusal of the checks after (ids, metadata, files)
 
@@ -479,13 +480,21 @@ def _import_records(
 
     def check(chunk: list[tuple[Any, ItemRow]]) -> None:
         # Only the ids this import names are looked up (not every item of the study): a generation
-        # job adds its images one item at a time, and must not read the whole study each time.
-        existing_ids = set(
-            _lookup(
-                Item.objects.filter(study=study),
-                "external_id",
-                [row.external_id for _k, row in chunk],
-                "external_id",
+        # job adds its images one item at a time, and must not read the whole study each time. A big
+        # import first asks whether the study has any item: into a new study, a million ids need no
+        # lookup (500 queries of 2,000 ids).
+        if state.study_empty is None and len(chunk) >= LOOKUP_CHUNK:
+            state.study_empty = not Item.objects.filter(study=study).exists()
+        existing_ids = (
+            set()
+            if state.study_empty
+            else set(
+                _lookup(
+                    Item.objects.filter(study=study),
+                    "external_id",
+                    [row.external_id for _k, row in chunk],
+                    "external_id",
+                )
             )
         )
         for key, row in chunk:

@@ -91,6 +91,14 @@ def test_ids_follow_the_manifest_and_a_second_import_reports_every_row_as_duplic
     assert again.created == 0 and len(again.duplicates) == ROWS
 
 
+def test_a_big_import_into_a_study_with_items_skips_the_ids_it_has(study: Study, tmp_path: Path) -> None:
+    Item.objects.create(study=study, external_id="r4500", kind="image", is_reference=True)
+    report = items_import(study=study, path=write_manifest(tmp_path / "items.csv", good_rows()))
+    assert report.created == ROWS - 1
+    assert report.duplicates == [{"external_id": "r4500", "reason": "already in the study"}]
+    assert Item.objects.filter(study=study).count() == ROWS
+
+
 @pytest.mark.parametrize(
     ("last_rows", "message"),
     [
