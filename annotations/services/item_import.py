@@ -24,8 +24,9 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from django.db.models import Field, JSONField
 from django.utils import timezone
 
 from annotations.models import Item, ItemImage, Study
-from annotations.protocols.schema import slugify_option
+from annotations.protocols.schema import Protocol, slugify_option
 from annotations.selectors.item_counts import forget_eligible_count
 from common.checked_input import InputRefused, MalformedJSON, json_loads, text_problem
 from common.errors import ImportRefused
@@ -75,14 +76,14 @@ _TRUE = {"1", "true", "yes"}
 _FALSE = {"", "0", "false", "no"}
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
 MAX_ROWS = 1_000_000
+# Conditions already matched by CONDITION_RE (a few per study), each one string shared by its rows.
+_CONDITIONS: dict[str, str] = {}
 INSERT_BATCH = 2_000  # rows per multi-row INSERT (fewer when the database's parameter limit says so)
-INSERT_BATCH_ARRAYS = 10_000  # rows per INSERT ... SELECT FROM UNNEST(arrays) on PostgreSQL
 LOOKUP_CHUNK = 2_000  # ids or hashes per IN (...) lookup: under SQLite's and PostgreSQL's parameter limits
 
 
-@dataclass
+@dataclass(slots=True)
 class ItemRow:
-    where: str
     external_id: str
     files: list[str]
     text: str = ""
@@ -138,6 +139,15 @@ class ImportReport:
         }
 
 
+class _RowRefused(Exception):
+    """A row's problem without the row's name: the caller names the row, so a name is made only for a
+    refusal, not for each of a million rows."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _csv_cell(value: str, where: str) -> Any:
     """A CSV cell: JSON when it starts with ``[`` or ``{`` and parses (checked: finite numbers, not
     too deep), else the text."""
@@ -152,62 +162,115 @@ def _csv_cell(value: str, where: str) -> Any:
     return value
 
 
-def csv_records(name: str, text: str) -> Iterator[tuple[int, dict[str, str | None]]]:
-    """(line number, row) of a CSV text with a header row; a row the csv module cannot read (a cell
-    longer than ``csv.field_size_limit()``, a null character) stops with ImportRefused naming it."""
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+def csv_records(
+    name: str, lines: Iterable[str], *, check_cells: bool = True
+) -> Iterator[tuple[int, dict[str | None, Any]]]:
+    """(line number, row) of a CSV text with a header row (``lines``: read with ``newline=""``), as
+    ``csv.DictReader`` gives them (blank rows skipped, extra cells under the key None, missing ones
+    None, its line numbers); a row the csv module cannot read (a cell longer than
+    ``csv.field_size_limit()``, a null character) stops with ImportRefused naming it.
+
+    ``check_cells``: each cell is checked for what a database cannot store (``text_problem``); a
+    caller that knows the whole text has no such character (a cell is a piece of the text, unquoted:
+    a clean text has clean cells) leaves it out."""
+    reader = csv.reader(lines)
+    line_num = 0  # DictReader's line_num: a row's last line, or where a failed read began
     try:
-        if not reader.fieldnames:
+        header = next(reader, None)
+        line_num = reader.line_num
+        if not header:
             raise ImportRefused(f"{name}: has no header row")
-        for row in reader:
-            for key, value in row.items():
-                cells = [cell for cell in (key, value) if isinstance(cell, str)]
-                problem = next((p for p in map(text_problem, cells) if p is not None), None)
-                if problem is not None:
-                    raise ImportRefused(f"{name} row {reader.line_num}: column {key!r} {problem}")
-            yield reader.line_num, row
+        width = len(header)
+        blank = False
+        for cells in reader:
+            if not blank:
+                line_num = reader.line_num
+            if not cells:
+                blank = True
+                continue
+            blank = False
+            line_num = reader.line_num
+            row: dict[str | None, Any] = dict(zip(header, cells, strict=False))
+            if len(cells) > width:
+                row[None] = cells[width:]
+            elif len(cells) < width:
+                row.update(dict.fromkeys(header[len(cells) :]))
+            if check_cells:
+                for key, value in row.items():
+                    found = [cell for cell in (key, value) if isinstance(cell, str)]
+                    problem = next((p for p in map(text_problem, found) if p is not None), None)
+                    if problem is not None:
+                        raise ImportRefused(f"{name} row {line_num}: column {key!r} {problem}")
+            yield line_num, row
     except csv.Error as exc:
         reason = str(exc)
         if "field larger than field limit" in reason:
             reason = f"a cell is longer than {csv.field_size_limit()} characters"
-        raise ImportRefused(f"{name} row {reader.line_num + 1}: {reason}") from exc
+        raise ImportRefused(f"{name} row {line_num + 1}: {reason}") from exc
 
 
-def _read_manifest(name: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
+def _manifest_records(
+    name: str, data: bytes
+) -> tuple[Iterator[tuple[int, dict[str, Any]]], Callable[[Any], str]]:
+    """A manifest's records, each with its line number, and how a line number is named in refusals."""
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")  # the whole file first: one that is not UTF-8 is refused as such
     except UnicodeDecodeError as exc:
         raise ImportRefused(f"{name}: is not UTF-8 text") from exc
     if name.lower().endswith(".csv"):
-        for line_num, row in csv_records(name, text):
-            where = f"{name} row {line_num}"
-            if None in row:
-                raise ImportRefused(f"{where}: more cells than header columns")
-            yield (
-                where,
-                {
-                    key.strip(): _csv_cell(value, where)
-                    for key, value in row.items()
-                    if value is not None and value.strip()
-                },
-            )
-    else:
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json_loads(line, where=f"{name} line {number}")
-            except InputRefused as exc:
-                raise ImportRefused(exc.message) from exc
-            if not isinstance(record, dict):
-                raise ImportRefused(f"{name} line {number}: each line must be a JSON object")
-            yield f"{name} line {number}", record
+        del text
+        # Lines decoded as they are read: a StringIO of the whole text holds four bytes a character.
+        # Strict UTF-8 has no lone surrogates, so only a null character makes a cell worth checking.
+        lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
+        return _csv_manifest(name, csv_records(name, lines, check_cells=b"\x00" in data)), (
+            lambda line: f"{name} row {line}"
+        )
+    return _jsonl_manifest(name, text), lambda line: f"{name} line {line}"
 
 
-def _row(where: str, record: dict[str, Any], unit: str) -> ItemRow:
-    files_raw = record.get("files", record.get("file"))
+def _csv_manifest(
+    name: str, rows: Iterable[tuple[int, dict[str | None, Any]]]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a CSV manifest's rows: cells by their column's name, empty ones left out."""
+    for line_num, row in rows:
+        if None in row:
+            raise ImportRefused(f"{name} row {line_num}: more cells than header columns")
+        record: dict[str, Any] = {}
+        for key, value in row.items():
+            if value and (value := value.strip()):
+                assert key is not None
+                record[key.strip()] = (
+                    value if value[0] not in "[{" else _csv_cell(value, f"{name} row {line_num}")
+                )
+        yield line_num, record
+
+
+def _jsonl_manifest(name: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json_loads(line, where=f"{name} line {number}")
+        except InputRefused as exc:
+            raise ImportRefused(exc.message) from exc
+        if not isinstance(record, dict):
+            raise ImportRefused(f"{name} line {number}: each line must be a JSON object")
+        yield number, record
+
+
+def _read_manifest(name: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, record) of a CSV or JSONL manifest (control imports read it too)."""
+    records, where_of = _manifest_records(name, data)
+    for key, record in records:
+        yield where_of(key), record
+
+
+def _row(record: dict[str, Any], unit: str) -> ItemRow:
+    """A record's item, checked; a refusal (``_RowRefused``) says what is wrong, the caller which row."""
+    get = record.get
+    files_raw = get("files", get("file"))
     if "files" in record and "file" in record:
-        raise ImportRefused(f"{where}: give 'file' or 'files', not both")
+        raise _RowRefused("give 'file' or 'files', not both")
     if files_raw is None or files_raw == "":
         files: list[str] = []
     elif isinstance(files_raw, list):
@@ -215,57 +278,58 @@ def _row(where: str, record: dict[str, Any], unit: str) -> ItemRow:
     else:
         files = [part.strip() for part in str(files_raw).split(";") if part.strip()]
     files = [safe_member_path(name) for name in files]
-    text = str(record.get("text", "") or "").strip()
-    external_id = str(record.get("external_id") or (files[0] if files else text)).strip()
+    text = str(get("text", "") or "").strip()
+    external_id = str(get("external_id") or (files[0] if files else text)).strip()
     if not external_id:
-        raise ImportRefused(f"{where}: needs an external_id (or a file or text to name it by)")
+        raise _RowRefused("needs an external_id (or a file or text to name it by)")
     if len(external_id) > 255:
-        raise ImportRefused(f"{where}: external_id is longer than 255 characters")
+        raise _RowRefused("external_id is longer than 255 characters")
     if unit == "text":
         if not text:
-            raise ImportRefused(f"{where}: this study judges text items; the row has no 'text'")
+            raise _RowRefused("this study judges text items; the row has no 'text'")
         if files:
-            raise ImportRefused(f"{where}: this study judges text items; files are not accepted")
-    else:
-        if unit == "image" and len(files) > 1:
-            raise ImportRefused(f"{where}: this study judges single images; use one 'file'")
-    condition = str(record.get("condition", "") or "base").strip()
-    if not CONDITION_RE.match(condition):
-        raise ImportRefused(
-            f"{where}: condition {condition!r} is not of the form 'base', 'DIMENSION:GROUP', 'initial'..."
-        )
-    seed_raw = record.get("seed")
+            raise _RowRefused("this study judges text items; files are not accepted")
+    elif unit == "image" and len(files) > 1:
+        raise _RowRefused("this study judges single images; use one 'file'")
+    condition = str(get("condition", "") or "base").strip()
+    if condition not in _CONDITIONS:
+        if not CONDITION_RE.match(condition):
+            raise _RowRefused(
+                f"condition {condition!r} is not of the form 'base', 'DIMENSION:GROUP', 'initial'..."
+            )
+        if len(_CONDITIONS) < 10_000:
+            _CONDITIONS[condition] = condition
+    condition = _CONDITIONS.get(condition, condition)  # one string for every row of a condition
+    seed_raw = get("seed")
     seed = None
     if seed_raw not in (None, ""):
         try:
             seed = int(str(seed_raw))
         except ValueError as exc:
-            raise ImportRefused(f"{where}: seed {seed_raw!r} is not an integer") from exc
+            raise _RowRefused(f"seed {seed_raw!r} is not an integer") from exc
         if not -(2**63) <= seed < 2**63:
-            raise ImportRefused(f"{where}: seed {seed} does not fit in 64 bits")
-    settings_value = record.get("settings") or {}
+            raise _RowRefused(f"seed {seed} does not fit in 64 bits")
+    settings_value = get("settings") or {}
     if not isinstance(settings_value, dict):
-        raise ImportRefused(f"{where}: 'settings' must be a JSON object")
-    metadata = record.get("metadata") or {}
+        raise _RowRefused("'settings' must be a JSON object")
+    metadata = get("metadata") or {}
     if not isinstance(metadata, dict):
-        raise ImportRefused(f"{where}: 'metadata' must be a JSON object")
+        raise _RowRefused("'metadata' must be a JSON object")
     metadata = {**{key: value for key, value in record.items() if key not in KNOWN_COLUMNS}, **metadata}
-    expert_raw = (
-        str(record.get("expert_only", "") if record.get("expert_only") is not None else "").strip().lower()
-    )
-    if expert_raw not in _TRUE | _FALSE:
-        raise ImportRefused(f"{where}: expert_only must be true or false, got {expert_raw!r}")
-    original_names = record.get("original_names") or files
+    expert = get("expert_only")
+    expert_raw = "" if expert is None else str(expert).strip().lower()
+    if expert_raw not in _TRUE and expert_raw not in _FALSE:
+        raise _RowRefused(f"expert_only must be true or false, got {expert_raw!r}")
+    original_names = get("original_names") or files
     if not isinstance(original_names, list) or len(original_names) != len(files):
-        raise ImportRefused(f"{where}: 'original_names' must list one name per file")
+        raise _RowRefused("'original_names' must list one name per file")
     return ItemRow(
         original_names=[str(name) for name in original_names],
-        where=where,
         external_id=external_id,
         files=files,
         text=text,
-        prompt=str(record.get("prompt", "") or ""),
-        model=str(record.get("model", "") or ""),
+        prompt=str(get("prompt", "") or ""),
+        model=str(get("model", "") or ""),
         condition=condition,
         seed=seed,
         settings=settings_value,
@@ -274,22 +338,22 @@ def _row(where: str, record: dict[str, Any], unit: str) -> ItemRow:
     )
 
 
-def _check_option_fields(study: Study, row: ItemRow) -> None:
+def _check_option_fields(protocol: Protocol, row: ItemRow) -> None:
     """The metadata the protocol needs to ask this item its questions (``annotations.protocols.manifests``):
     a field that selects its questions (``applies_if``), and the options of ``options_from`` questions.
-    A refusal names the field and says how to give it (a manifest; pages link its template)."""
-    protocol = study.protocol_obj
+    A refusal (``_RowRefused``) names the field and says how to give it (a manifest; pages link its
+    template)."""
     selectors = sorted({q.applies_if["field"] for q in protocol.questions if q.applies_if})
     missing = [name for name in selectors if row.metadata.get(name) in (None, "")]
     if missing:
-        raise ImportRefused(
-            f"{row.where}: metadata field '{missing[0]}' is missing: it selects the questions this "
+        raise _RowRefused(
+            f"metadata field '{missing[0]}' is missing: it selects the questions this "
             f"protocol asks ({_MANIFEST_HINT})"
         )
     questions = protocol.questions_for(row.metadata)
     if not questions:
-        raise ImportRefused(
-            f"{row.where}: no question of this protocol applies to the item: "
+        raise _RowRefused(
+            "no question of this protocol applies to the item: "
             + ", ".join(f"{name} {row.metadata.get(name)!r}" for name in selectors)
             + " is none of the values the protocol asks about (see the manifest template)"
         )
@@ -298,22 +362,25 @@ def _check_option_fields(study: Study, row: ItemRow) -> None:
             continue
         values = row.metadata.get(question.options_from)
         if values in (None, "", []):
-            raise ImportRefused(
-                f"{row.where}: metadata field '{question.options_from}' is missing: question "
+            raise _RowRefused(
+                f"metadata field '{question.options_from}' is missing: question "
                 f"'{question.key}' shows its options, a non-empty list of texts ({_MANIFEST_HINT})"
             )
         if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
-            raise ImportRefused(
-                f"{row.where}: question '{question.key}' takes its options from '{question.options_from}', "
+            raise _RowRefused(
+                f"question '{question.key}' takes its options from '{question.options_from}', "
                 'which must be a non-empty list of texts (in CSV, a JSON list such as ["hat", "poncho"])'
             )
         slugs = [slugify_option(value) for value in values]
         if len(set(slugs)) != len(slugs):
-            raise ImportRefused(f"{row.where}: '{question.options_from}' names the same option twice")
+            raise _RowRefused(f"'{question.options_from}' names the same option twice")
 
 
-def _records_and_source(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], FileSource]:
-    """Manifest records and where their files are, for a folder, a zip, or a lone manifest file."""
+def _records_and_source(
+    path: Path,
+) -> tuple[Iterator[tuple[Any, dict[str, Any]]], Callable[[Any], str], FileSource]:
+    """Manifest records (read as the import goes), how their keys are named in refusals, and where
+    their files are, for a folder, a zip, or a lone manifest file."""
     if path.is_dir():
         source: FileSource = FolderSource(path)
     elif path.suffix.lower() == ".zip":
@@ -321,7 +388,8 @@ def _records_and_source(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], F
     elif path.suffix.lower() in (".csv", ".jsonl", ".ndjson"):
         if not path.is_file():
             raise ImportRefused(f"{path}: no such file")
-        return list(_read_manifest(path.name, path.read_bytes())), FolderSource(path.parent)
+        records, where_of = _manifest_records(path.name, path.read_bytes())
+        return records, where_of, FolderSource(path.parent)
     elif not path.exists():
         raise ImportRefused(f"{path}: no such file or folder")
     else:
@@ -329,23 +397,30 @@ def _records_and_source(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], F
     names = source.names()
     manifest = next((name for name in MANIFEST_NAMES if name in names), None)
     if manifest is not None:
-        data = source.read(manifest, limit=settings.WORKBENCH_MAX_UPLOAD_BYTES)
-        return list(_read_manifest(manifest, data)), source
+        try:
+            records, where_of = _manifest_records(
+                manifest, source.read(manifest, limit=settings.WORKBENCH_MAX_UPLOAD_BYTES)
+            )
+        except BaseException:
+            source.close()
+            raise
+        return records, where_of, source
     images = [name for name in names if Path(name).suffix.lower() in IMAGE_SUFFIXES]
     others = [name for name in names if Path(name).suffix.lower() not in IMAGE_SUFFIXES]
     if others:
         source.close()
         raise ImportRefused(f"{others[0]}: is not an image (without a manifest, only images are accepted)")
-    return [
+    named = [
         (f"{name} (an image without a manifest)", {"external_id": name, "file": name}) for name in images
-    ], source
+    ]
+    return iter(named), str, source
 
 
 def items_import(*, study: Study, path: Path) -> ImportReport:
     """Import every item from ``path`` into ``study``; all or nothing. See the module docstring."""
-    records, source = _records_and_source(path)
+    records, where_of, source = _records_and_source(path)
     try:
-        return _import_records(study=study, records=records, source=source)
+        return _import_records(study=study, records=records, where_of=where_of, source=source)
     finally:
         source.close()
 
@@ -354,61 +429,215 @@ def items_import_records(
     *, study: Study, records: list[tuple[str, dict[str, Any]]], source: FileSource | None = None
 ) -> ImportReport:
     """Import already-parsed manifest records (used by study import and the demo)."""
-    return _import_records(study=study, records=records, source=source)
+    return _import_records(study=study, records=records, where_of=str, source=source)
+
+
+@dataclass
+class _Checked:
+    """What the checks of an import keep: the items to insert, each as its ``ITEM_COLUMNS`` values
+    (a tuple, not the parsed record: a million rows must fit in memory), the rows with files, and
+    the first refusals of each stage."""
+
+    values: list[tuple[Any, ...]] = field(default_factory=list)
+    with_files: list[tuple[int, ItemRow, list[CheckedImage], str]] = field(default_factory=list)
+    seen: dict[str, Any] = field(default_factory=dict)  # external id -> the key of its first row
+    study_empty: bool | None = None  # asked once a chunk is full: a big import into a new study
+    row_refusal: ImportRefused | None = None  # the first row that cannot be read as an item
+    check_refusal: ImportRefused | None = None  # the first refusal of the checks after (ids, metadata, files)
 
 
 def _import_records(
-    *, study: Study, records: list[tuple[str, dict[str, Any]]], source: FileSource | None
+    *,
+    study: Study,
+    records: Iterable[tuple[Any, dict[str, Any]]],
+    where_of: Callable[[Any], str],
+    source: FileSource | None,
 ) -> ImportReport:
-    if len(records) > MAX_ROWS:
-        raise ImportRefused(f"more than {MAX_ROWS} rows; split the import")
-    if not records:
-        raise ImportRefused("nothing to import: no rows and no images found")
-    unit = study.protocol_obj.unit
-    rows = [_row(where, record, unit) for where, record in records]
-    report = ImportReport()
-    # Only the ids and hashes this import names are looked up (not every item of the study): a
-    # generation job adds its images one item at a time, and must not read the whole study each time.
-    existing_ids = set(
-        _lookup(
-            Item.objects.filter(study=study), "external_id", [row.external_id for row in rows], "external_id"
-        )
-    )
-    seen_ids: dict[str, str] = {}
-    candidates: list[tuple[ItemRow, list[CheckedImage], str]] = []
-    # Only a protocol with a question whose options come from item metadata has anything to check per row.
+    """Check every record, then write them all in one transaction (nothing is written before every
+    row passed: SQLite's write lock is held only for the inserts).
+
+    The records are read once, as a stream, each turned into the values its insert needs; the
+    refusal is the one the stages would give one after another on the whole file: a record that
+    cannot be read (raised as it is met), then too many or no rows, then the first row that is not
+    an item, then the first row the later checks refuse (a repeated id, missing metadata, a file)."""
+    protocol = study.protocol_obj
+    unit = protocol.unit
     # Only protocols whose questions depend on an item's metadata need the per-row check.
     check_options = any(
-        question.options_from is not None or question.applies_if for question in study.protocol_obj.questions
+        question.options_from is not None or question.applies_if for question in protocol.questions
     )
-    for row in rows:
-        if row.external_id in seen_ids:
-            raise ImportRefused(
-                f"{row.where}: external_id {row.external_id!r} repeats {seen_ids[row.external_id]}"
+    kind = str(
+        (
+            Item.Kind.TEXT
+            if unit == "text"
+            else (Item.Kind.IMAGE_SET if unit == "image_set" else Item.Kind.IMAGE)
+        ).value
+    )
+    dumps_settings = _json_dumps("generation_settings")
+    dumps_metadata = _json_dumps("metadata")
+    report = ImportReport()
+    state = _Checked()
+
+    def check(chunk: list[tuple[Any, ItemRow]]) -> None:
+        # Only the ids this import names are looked up (not every item of the study): a generation
+        # job adds its images one item at a time, and must not read the whole study each time. A big
+        # import first asks whether the study has any item: into a new study, a million ids need no
+        # lookup (500 queries of 2,000 ids).
+        if state.study_empty is None and len(chunk) >= LOOKUP_CHUNK:
+            state.study_empty = not Item.objects.filter(study=study).exists()
+        existing_ids = (
+            set()
+            if state.study_empty
+            else set(
+                _lookup(
+                    Item.objects.filter(study=study),
+                    "external_id",
+                    [row.external_id for _k, row in chunk],
+                    "external_id",
+                )
             )
-        seen_ids[row.external_id] = row.where
-        if check_options:
-            _check_option_fields(study, row)
-        if row.external_id in existing_ids:
-            report.duplicates.append({"external_id": row.external_id, "reason": "already in the study"})
+        )
+        for key, row in chunk:
+            first = state.seen.get(row.external_id)
+            if first is not None:
+                raise ImportRefused(
+                    f"{where_of(key)}: external_id {row.external_id!r} repeats {where_of(first)}"
+                )
+            state.seen[row.external_id] = key
+            if check_options:
+                try:
+                    _check_option_fields(protocol, row)
+                except _RowRefused as exc:
+                    raise ImportRefused(f"{where_of(key)}: {exc.reason}") from exc
+            if row.external_id in existing_ids:
+                report.duplicates.append({"external_id": row.external_id, "reason": "already in the study"})
+                continue
+            images: list[CheckedImage] = []
+            for name in row.files:
+                if source is None:
+                    raise ImportRefused(
+                        f"{where_of(key)}: {name} cannot be found (upload a zip with the files)"
+                    )
+                images.append(source.checked_image(name))
+            digest = _item_digest(images)
+            if images:
+                state.with_files.append((len(state.values), row, images, digest))
+            state.values.append(
+                (
+                    row.external_id,
+                    kind,
+                    row.text,
+                    row.prompt,
+                    row.model,
+                    row.condition,
+                    row.seed,
+                    dumps_settings(row.settings),
+                    dumps_metadata(row.metadata),
+                    digest,
+                    unit != "text" and not images,
+                    row.expert_only,
+                )
+            )
+
+    def check_or_keep_refusal(chunk: list[tuple[Any, ItemRow]]) -> None:
+        try:
+            check(chunk)
+        except ImportRefused as exc:
+            state.check_refusal = exc
+            state.values, state.with_files = [], []
+
+    count = 0
+    chunk: list[tuple[Any, ItemRow]] = []
+    for key, record in records:  # a record that cannot be read raises here: the first refusal
+        count += 1
+        if state.row_refusal is not None or count > MAX_ROWS:
+            continue  # only reading on: an unreadable record further on is still the refusal
+        try:
+            row = _row(record, unit)
+        except _RowRefused as exc:
+            state.row_refusal = ImportRefused(f"{where_of(key)}: {exc.reason}")
+        except ImportRefused as exc:
+            state.row_refusal = exc
+        if state.row_refusal is not None:
+            chunk, state.values, state.with_files = [], [], []
             continue
-        images: list[CheckedImage] = []
-        for name in row.files:
-            if source is None:
-                raise ImportRefused(f"{row.where}: {name} cannot be found (upload a zip with the files)")
-            images.append(source.checked_image(name))
-        candidates.append((row, images, _item_digest(images)))
+        if state.check_refusal is not None:
+            continue
+        chunk.append((key, row))
+        if len(chunk) >= LOOKUP_CHUNK:
+            check_or_keep_refusal(chunk)
+            chunk = []
+    if count > MAX_ROWS:
+        raise ImportRefused(f"more than {MAX_ROWS} rows; split the import")
+    if not count:
+        raise ImportRefused("nothing to import: no rows and no images found")
+    if state.row_refusal is not None:
+        raise state.row_refusal
+    if chunk and state.check_refusal is None:
+        check_or_keep_refusal(chunk)
+    if state.check_refusal is not None:
+        raise state.check_refusal
+    del chunk
+    _files_report(study, state.with_files, report)
+    values, with_files = state.values, state.with_files
+    state = _Checked()  # the seen ids are no longer needed
+    saved: list[str] = []
+    try:
+        with transaction.atomic():
+            # Items without the ORM's per-value work (``_items_insert``: COPY on PostgreSQL, multi-row
+            # inserts elsewhere; a million reference items in under a minute, docs/benchmarks.md),
+            # then their images in multi-row inserts.
+            item_ids = _items_insert(study=study, rows=values)
+            image_records: list[ItemImage] = []
+            for index, row, images, _digest in with_files:
+                item = Item(
+                    pk=item_ids[index], study=study
+                )  # the file name reads the item's study, not the database
+                for position, (name, image) in enumerate(zip(row.files, images, strict=True)):
+                    image_record = ItemImage(
+                        item=item,
+                        position=position,
+                        original_name=row.original_names[position][-255:],
+                        sha256=image.sha256,
+                        width=image.width,
+                        height=image.height,
+                        content_type=image.content_type,
+                        is_blank=bool(image.single_colour),
+                        blank_colour=image.single_colour,
+                    )
+                    assert source is not None
+                    image_record.file.save(Path(name).name, ContentFile(source.read(name)), save=False)
+                    if image_record.file.name:
+                        saved.append(image_record.file.name)
+                    image_records.append(image_record)
+            ItemImage.objects.bulk_create(image_records, batch_size=INSERT_BATCH)
+    except BaseException:
+        for name in saved:
+            default_storage.delete(name)
+        raise
+    report.created = len(item_ids)
+    report.references = sum(1 for item in values if item[_IS_REFERENCE])
+    report.item_ids = item_ids
+    statistics_refresh(Item, ItemImage, rows=report.created)  # claims on a fresh study need them at once
+    forget_eligible_count(study.pk)  # progress's "left" counts the new items at once
+    return report
+
+
+def _files_report(
+    study: Study, with_files: list[tuple[int, ItemRow, list[CheckedImage], str]], report: ImportReport
+) -> None:
+    """The rows with files: which have the same files as an earlier item (of the study or of this
+    import) and which have a blank image, into ``report``."""
     existing_hashes: dict[str, str] = {}  # file hash -> the first item (by id) that has it
     for digest, external_id in _lookup(
         Item.objects.filter(study=study).order_by("id"),
         "sha256",
-        [digest for _r, _i, digest in candidates if digest],
+        [digest for _i, _r, _images, digest in with_files if digest],
         "sha256",
         "external_id",
     ):
         existing_hashes.setdefault(digest, external_id)
-    checked: list[tuple[ItemRow, list[Any], str]] = []
-    for row, images, digest in candidates:
+    for _index, row, images, digest in with_files:
         if digest and digest in existing_hashes:
             report.identical.append(
                 {
@@ -428,106 +657,58 @@ def _import_records(
                     "colours": colours,
                 }
             )
-        checked.append((row, images, digest))
-    kind = (
-        Item.Kind.TEXT
-        if unit == "text"
-        else (Item.Kind.IMAGE_SET if unit == "image_set" else Item.Kind.IMAGE)
-    )
-    saved: list[str] = []
-    try:
-        with transaction.atomic():
-            # Multi-row inserts (items, then their images): a large import or a generation job's batch
-            # costs a few statements, not two per item; items skip the ORM's per-value work
-            # (``_items_insert``: a million reference items in well under a minute, docs/benchmarks.md).
-            item_ids = _items_insert(
-                study=study,
-                rows=(
-                    {
-                        "external_id": row.external_id,
-                        "kind": kind,
-                        "text": row.text,
-                        "prompt": row.prompt,
-                        "model_name": row.model,
-                        "condition": row.condition,
-                        "seed": row.seed,
-                        "generation_settings": row.settings,
-                        "metadata": row.metadata,
-                        "sha256": digest,
-                        "is_reference": unit != "text" and not images,
-                        "expert_only": row.expert_only,
-                    }
-                    for row, images, digest in checked
-                ),
-            )
-            image_records: list[ItemImage] = []
-            for item_id, (row, images, _digest) in zip(item_ids, checked, strict=True):
-                if not images:
-                    continue
-                item = Item(pk=item_id, study=study)  # the file name reads the item's study, not the database
-                for position, (name, image) in enumerate(zip(row.files, images, strict=True)):
-                    record = ItemImage(
-                        item=item,
-                        position=position,
-                        original_name=row.original_names[position][-255:],
-                        sha256=image.sha256,
-                        width=image.width,
-                        height=image.height,
-                        content_type=image.content_type,
-                        is_blank=bool(image.single_colour),
-                        blank_colour=image.single_colour,
-                    )
-                    assert source is not None
-                    record.file.save(Path(name).name, ContentFile(source.read(name)), save=False)
-                    if record.file.name:
-                        saved.append(record.file.name)
-                    image_records.append(record)
-            ItemImage.objects.bulk_create(image_records, batch_size=INSERT_BATCH)
-    except BaseException:
-        for name in saved:
-            default_storage.delete(name)
-        raise
-    report.created = len(item_ids)
-    report.references = sum(unit != "text" and not images for _row, images, _digest in checked)
-    report.item_ids = item_ids
-    statistics_refresh(Item, ItemImage, rows=report.created)  # claims on a fresh study need them at once
-    forget_eligible_count(study.pk)  # progress's "left" counts the new items at once
-    return report
 
 
-_ITEM_ROW_FIELDS = {
+def _json_dumps(name: str) -> Callable[[Any], str]:
+    """How the JSON field ``name`` of Item writes a value: ``json.dumps`` with the field's encoder (what
+    the database backends' JSON adapters send), ``{}`` without the call."""
+    model_field = Item._meta.get_field(name)
+    assert isinstance(model_field, JSONField)
+    encoder = model_field.encoder
+
+    def dumps(value: Any) -> str:
+        return "{}" if value == {} and type(value) is dict else json.dumps(value, cls=encoder)
+
+    return dumps
+
+
+# The values of an item the import gives, in this order (``_import_records`` builds the tuples);
+# JSON fields as their JSON text.
+ITEM_COLUMNS = (
     "external_id", "kind", "text", "prompt", "model_name", "condition", "seed",
     "generation_settings", "metadata", "sha256", "is_reference", "expert_only",
-}  # fmt: skip
+)  # fmt: skip
+_IS_REFERENCE = ITEM_COLUMNS.index("is_reference")
 
 
-def _items_insert(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[int]:
-    """Insert items (``rows``: a value for each of ``_ITEM_ROW_FIELDS``, already checked) with
-    multi-row ``INSERT ... RETURNING id`` statements (on PostgreSQL ``INSERT ... SELECT * FROM
-    UNNEST(one array per column)``, like Django's own ``bulk_create`` there); their ids, in order.
-    It stores what ``bulk_create`` would, without its per-value work (a model instance per row and a
-    compiler call per cell were 70% of a 100,000-row import's time; docs/benchmarks.md).
+def _items_insert(*, study: Study, rows: Sequence[tuple[Any, ...]]) -> list[int]:
+    """Insert items (``rows``: each a tuple of ``ITEM_COLUMNS``' values, already checked, JSON as
+    text) and give their ids, in order. On PostgreSQL one ``COPY`` with ids taken from the table's
+    sequence beforehand; elsewhere multi-row ``INSERT ... RETURNING id`` statements. It stores what
+    ``bulk_create`` would, without its per-value work (a model instance per row and a compiler call
+    per cell were 70% of a 100,000-row import's time; docs/benchmarks.md).
 
     Every other field takes its model default: a callable default (the shuffle key) is called per
     row, any other default (``dict``, ``list`` too), a field without one (``get_default``: "" for
-    text) and ``auto_now_add`` are converted once. JSON
-    values go through the database's JSON adapter, as the field does; the other values are the text,
-    numbers and booleans the row checks made.
+    text) and ``auto_now_add`` are converted once (JSON as its text, as the given JSON values).
     """
+    if not rows:
+        return []
     now = timezone.now()
-    plain: list[Field[Any, Any]] = []
-    json_fields: list[JSONField] = []
+    given = [
+        model_field for name in ITEM_COLUMNS if isinstance(model_field := Item._meta.get_field(name), Field)
+    ]
     per_row: list[Field[Any, Any]] = []
     constant: list[Field[Any, Any]] = []
     constants: list[Any] = []
     for model_field in Item._meta.concrete_fields:
-        if not isinstance(model_field, Field) or model_field.primary_key:
+        if (
+            not isinstance(model_field, Field)
+            or model_field.primary_key
+            or model_field.attname in ITEM_COLUMNS
+        ):
             continue
-        if isinstance(model_field, JSONField) and model_field.attname in _ITEM_ROW_FIELDS:
-            json_fields.append(model_field)
-        elif model_field.attname in _ITEM_ROW_FIELDS:
-            plain.append(model_field)
-        elif model_field.attname == "study_id":
+        if model_field.attname == "study_id":
             constant.append(model_field)
             constants.append(study.pk)
         elif getattr(model_field, "auto_now_add", False) or getattr(model_field, "auto_now", False):
@@ -539,55 +720,51 @@ def _items_insert(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[int]:
             and model_field.default not in (dict, list)
         ):
             per_row.append(model_field)
+        elif isinstance(model_field, JSONField):
+            constant.append(model_field)
+            constants.append(json.dumps(model_field.get_default(), cls=model_field.encoder))
         else:
             constant.append(model_field)
             constants.append(model_field.get_db_prep_save(model_field.get_default(), connection))
-    fields = [*plain, *json_fields, *per_row, *constant]
-    plain_names = [column.attname for column in plain]
-    json_names = [(column.attname, column.encoder) for column in json_fields]
     defaults = [(column, column.default) for column in per_row]
-    adapt_json = connection.ops.adapt_json_value
-
+    fields = [*given, *per_row, *constant]
     table = connection.ops.quote_name(Item._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(str(column.column)) for column in fields)
     pk = connection.ops.quote_name(str(Item._meta.pk.column))
-    if connection.vendor == "postgresql":
-        # One array per column (as Django's bulk_create does on PostgreSQL): a short statement that
-        # psycopg need not parse for each batch, whatever the number of rows.
-        arrays = ", ".join(f"(%s)::{str(column.db_type(connection)).split('(')[0]}[]" for column in fields)
-        sql = f"INSERT INTO {table} ({columns}) SELECT * FROM UNNEST({arrays}) RETURNING {pk}"
-        batch = INSERT_BATCH_ARRAYS
-    else:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # COPY is PostgreSQL's bulk load: no statement to parse or plan per batch, and psycopg
+            # writes each row in C. Ids come from the table's sequence, as an INSERT would take them.
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s) ORDER BY 1",
+                [Item._meta.db_table, str(Item._meta.pk.column), len(rows)],
+            )
+            ids = [row_id for (row_id,) in cursor.fetchall()]
+            with cursor.cursor.copy(f"COPY {table} ({pk}, {columns}) FROM STDIN") as copy:
+                write_row = copy.write_row
+                for item_id, row in zip(ids, rows, strict=True):
+                    write_row(
+                        (
+                            item_id,
+                            *row,
+                            *[_int_or_prepared(column, default()) for column, default in defaults],
+                            *constants,
+                        )
+                    )
+            return ids
         one_row = "(" + ", ".join(["%s"] * len(fields)) + ")"
         batch = max(1, min(INSERT_BATCH, _max_query_params() // len(fields)))
-    ids: list[int] = []
-    pending: list[list[Any]] = []
-    with connection.cursor() as cursor:
-
-        def flush() -> None:
-            if not pending:
-                return
-            if connection.vendor == "postgresql":
-                cursor.execute(sql, [list(column) for column in zip(*pending, strict=True)])
-            else:
-                values = ", ".join([one_row] * len(pending))
-                cursor.execute(
-                    f"INSERT INTO {table} ({columns}) VALUES {values} RETURNING {pk}",
-                    [value for row in pending for value in row],
-                )
+        ids = []
+        for start in range(0, len(rows), batch):
+            pending = rows[start : start + batch]
+            params: list[Any] = []
+            for row in pending:
+                params.extend(row)
+                params.extend(_int_or_prepared(column, default()) for column, default in defaults)
+                params.extend(constants)
+            values = ", ".join([one_row] * len(pending))
+            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES {values} RETURNING {pk}", params)
             ids.extend(row_id for (row_id,) in cursor.fetchall())
-            pending.clear()
-
-        for row in rows:
-            pending.append(
-                [row[name] for name in plain_names]
-                + [adapt_json(row[name], encoder) for name, encoder in json_names]
-                + [_int_or_prepared(column, default()) for column, default in defaults]
-                + constants
-            )
-            if len(pending) >= batch:
-                flush()
-        flush()
     return ids
 
 
@@ -639,6 +816,7 @@ def items_add_files(
     return _import_records(
         study=study,
         records=[(f"item {r.get('external_id', '')}", r) for r in records],
+        where_of=str,
         source=MemorySource(files, checked),
     )
 
@@ -651,5 +829,8 @@ def item_add_files(*, study: Study, record: dict[str, Any], files: dict[str, byt
     ``record`` is a manifest record naming the files (``file`` or ``files``) by keys of ``files``.
     """
     return _import_records(
-        study=study, records=[(f"item {record.get('external_id', '')}", record)], source=MemorySource(files)
+        study=study,
+        records=[(f"item {record.get('external_id', '')}", record)],
+        where_of=str,
+        source=MemorySource(files),
     )
