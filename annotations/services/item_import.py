@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, JSONField
 from django.utils import timezone
 
@@ -611,9 +611,15 @@ def _import_records(
                         saved.append(image_record.file.name)
                     image_records.append(image_record)
             ItemImage.objects.bulk_create(image_records, batch_size=INSERT_BATCH)
-    except BaseException:
+    except BaseException as exc:
         for name in saved:
             default_storage.delete(name)
+        if isinstance(exc, IntegrityError):  # the ids were looked up before the transaction began
+            raise ImportRefused(
+                "items with some of these external ids were added to the study while the file was "
+                "checked (another import at the same time?); nothing was imported: import the file "
+                "again and the items now there are reported as duplicates"
+            ) from exc
         raise
     report.created = len(item_ids)
     report.references = sum(1 for item in values if item[_IS_REFERENCE])
@@ -740,7 +746,10 @@ def _items_insert(*, study: Study, rows: Sequence[tuple[Any, ...]]) -> list[int]
                 [Item._meta.db_table, str(Item._meta.pk.column), len(rows)],
             )
             ids = [row_id for (row_id,) in cursor.fetchall()]
-            with cursor.cursor.copy(f"COPY {table} ({pk}, {columns}) FROM STDIN") as copy:
+            with (
+                connection.wrap_database_errors,  # a broken constraint is Django's IntegrityError
+                cursor.cursor.copy(f"COPY {table} ({pk}, {columns}) FROM STDIN") as copy,
+            ):
                 write_row = copy.write_row
                 for item_id, row in zip(ids, rows, strict=True):
                     write_row(

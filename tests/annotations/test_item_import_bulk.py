@@ -164,3 +164,24 @@ def test_refusals_name_the_rows_as_before(study: Study, tmp_path: Path, manifest
         items_import(study=study, path=path)
     assert refused.value.message == message
     assert not Item.objects.filter(study=study).exists()
+
+
+def test_ids_added_by_someone_else_during_the_check_refuse_the_file_and_write_nothing(
+    study: Study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ids are looked up before the write transaction (SQLite's write lock stays short): an item
+    added with one of them in between (a second import of the same file) breaks the unique
+    constraint, which is refused with a message, not a database error, and nothing of the file stays."""
+    from tests.factories import ItemFactory
+
+    checked_files = item_import._files_report
+
+    def someone_else_imports_first(*args: object, **kwargs: object) -> None:
+        ItemFactory.create(study=study, external_id="r4000")
+        checked_files(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(item_import, "_files_report", someone_else_imports_first)
+    path = write_manifest(tmp_path / "items.csv", good_rows())
+    with pytest.raises(ImportRefused, match="added to the study while the file was checked"):
+        items_import(study=study, path=path)
+    assert list(Item.objects.filter(study=study).values_list("external_id", flat=True)) == ["r4000"]
