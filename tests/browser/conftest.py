@@ -6,6 +6,7 @@ missing (``scripts/browser-deps.sh`` installs it). Helpers for pages live in ``t
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +24,23 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             item.add_marker(pytest.mark.browser)
             if not os.path.exists(CHROMIUM):
                 item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: Any) -> Iterator[None]:
+    """After each browser test, before its fixtures are torn down: wait until its pages have no
+    request in flight, then close them. A page asks for work in the background after it shows (the
+    next item leased ahead, its image prefetched); a request still running in the live server while
+    the test's tables are truncated deadlocked PostgreSQL's TRUNCATE."""
+    yield
+    browser = item.funcargs.get("browser")
+    if browser is None:
+        return
+    for context in list(browser.contexts):
+        for page in context.pages:
+            with contextlib.suppress(Exception):  # a page that failed or is gone: close it anyway
+                page.wait_for_load_state("networkidle", timeout=10000)
+        context.close()
 
 
 @pytest.fixture(scope="module")
