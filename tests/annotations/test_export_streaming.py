@@ -3,6 +3,8 @@ never as a list of every annotation, and the response reaches the client in piec
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any
 
@@ -122,3 +124,46 @@ def test_consensus_pages_split_inside_an_item_lose_and_repeat_no_label(
         .values_list("item__external_id", "question_key")
     )
     assert len(stored) == 8 and read == stored
+
+
+@pytest.mark.parametrize("microsecond", [0, 120000, 7])
+def test_annotation_timestamps_read_as_text_are_written_as_isoformat_writes_them(
+    study: Study, microsecond: int
+) -> None:
+    """On PostgreSQL the export reads ``created_at``/``updated_at`` as text the database makes
+    (``_IsoTimestamp``, not Django's Python loader); the lines must hold what ``isoformat()`` gives:
+    no fraction at zero microseconds, all six digits otherwise (trailing zeros too), ``+00:00``."""
+    import datetime as dt
+
+    _fill(study, 1)
+    stamp = dt.datetime(2026, 3, 4, 5, 6, 7, microsecond, tzinfo=dt.UTC)
+    Annotation.objects.filter(study=study).update(created_at=stamp, updated_at=stamp + dt.timedelta(days=1))
+    expected = (stamp.isoformat(), (stamp + dt.timedelta(days=1)).isoformat())
+    assert (f".{microsecond:06d}" in expected[0]) == (microsecond != 0)
+    lines = [json.loads(line) for line in "".join(export_jsonl(study)).splitlines()]
+    annotations = [line for line in lines if line["type"] == "annotation"]
+    assert len(annotations) == 3
+    assert {(line["created_at"], line["updated_at"]) for line in annotations} == {expected}
+    rows = list(csv.DictReader(io.StringIO("".join(export_csv(study)))))
+    assert {(row["created_at"], row["updated_at"]) for row in rows} == {expected}
+
+
+def test_a_consensus_support_naming_an_answer_of_another_item_is_still_named(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Support ids are looked up among the answers of the page's items first, then by id: an id that
+    is not an answer to an item of the page (an imported label, say) is named all the same."""
+    from annotations.services import exports
+
+    monkeypatch.setattr(exports, "CHUNK", 2)  # labels of items 0 and 1, then of item 2
+    _fill(study, 3)
+    first, last = ConsensusLabel.objects.filter(study=study).order_by("item_id")[::2]
+    elsewhere = Annotation.objects.filter(item=last.item).order_by("id").first()
+    assert elsewhere is not None
+    first.support = [*first.support, elsewhere.pk]
+    first.save()
+    lines = [json.loads(line) for line in "".join(export_jsonl(study)).splitlines()]
+    support = next(
+        line["support"] for line in lines if line["type"] == "consensus" and line["item"] == "item-0"
+    )
+    assert support == [["p0", "human", ""], ["p1", "human", ""], ["p2", "human", ""], ["p0", "human", ""]]
