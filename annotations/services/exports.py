@@ -281,16 +281,19 @@ def _consensus_lines(study: Study) -> Iterator[str]:
     ):
         last = (chunk[-1][0], chunk[-1][2])
         named = {pk for row in chunk for pk in row[7] or [] if isinstance(pk, int)}
-        # A label's support is answers to its item: read the answers of the page's items (one range
-        # query, where a list of the ids took several queries of 2,000 parameters each), then any id
-        # named that is not among them by its id.
         answers = Annotation.objects.filter(study=study)
-        page_answers = answers.filter(item_id__gte=chunk[0][0], item_id__lte=chunk[-1][0])
-        who = {
-            pk: list(annotators[annotator_id])
-            for pk, annotator_id in page_answers.values_list("id", "annotator_id")
-            if pk in named
-        }
+        who: dict[int, list[str]] = {}
+        if connection.vendor == "postgresql":
+            # A label's support is answers to its item: the answers of the page's items in one range
+            # query (psycopg spent more on the 2,000-parameter id lists than the server did), then any
+            # id named that is not among them by its id. SQLite would read that range through its
+            # study index (every answer of the study, each page), so it looks the ids up directly.
+            page_answers = answers.filter(item_id__gte=chunk[0][0], item_id__lte=chunk[-1][0])
+            who = {
+                pk: list(annotators[annotator_id])
+                for pk, annotator_id in page_answers.values_list("id", "annotator_id")
+                if pk in named
+            }
         for pk, annotator_id in _in_chunks(answers, named - who.keys(), "id", "annotator_id"):
             who[pk] = list(annotators[annotator_id])
         for (
