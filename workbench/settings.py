@@ -109,7 +109,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     if env_bool("WORKBENCH_SQLITE_WRITE_QUEUE", True):
         DATABASES["default"]["ENGINE"] = "workbench.sqlite_backend"
     # Connections persist (as on PostgreSQL): opening one (Python functions registered, PRAGMAs run,
-    # the write-lock file opened) cost about a millisecond of CPU per request (docs/deploy.md, "SQLite").
+    # the write-lock file opened) cost 1-2 ms of CPU per request (docs/deploy.md, "SQLite").
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
         "transaction_mode": "IMMEDIATE",
