@@ -76,9 +76,11 @@ def _setup_django(env: dict[str, str]) -> None:
     call_command("migrate", verbosity=0)
 
 
-def _make_study(
-    n_annotators: int, items: int, tag: str, refresh_statistics: bool = True
+def make_study(
+    n_annotators: int, items: int, tag: str, refresh_statistics: bool = True, *, overlap: int = 3
 ) -> tuple[int, list[str]]:
+    """A study of ``items`` reference items (the test suite's example protocol) with ``n_annotators``
+    enrolled annotators and their API tokens (``bench_vs_labelstudio.py`` builds its study so too)."""
     from django.db import transaction
     from rest_framework.authtoken.models import Token
 
@@ -91,7 +93,7 @@ def _make_study(
     with transaction.atomic():
         owner, _ = User.objects.get_or_create(username=f"bench-owner-{tag}", defaults={"role": "researcher"})
         study = study_create(
-            owner=owner, name=f"bench {tag}", protocol=load_protocol_text(EXAMPLE_PROTOCOL), overlap=3
+            owner=owner, name=f"bench {tag}", protocol=load_protocol_text(EXAMPLE_PROTOCOL), overlap=overlap
         )
         Item.objects.bulk_create(
             [Item(study=study, external_id=f"i{i}", kind="image", is_reference=True) for i in range(items)],
@@ -118,38 +120,12 @@ def _start_server(
     worker_class: str = "gthread",
     keep_alive: int = 30,
 ) -> subprocess.Popen[bytes]:
-    logging = ["--access-logfile", str(access_log), "--access-logformat", "%(m)s %(U)s %(s)s %(D)s"]
-    command = [
-        str(ROOT / ".venv/bin/gunicorn"),
-        "workbench.wsgi",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads),
-        "--worker-class",
-        worker_class,
-        "--log-level",
-        "warning",
-        "--timeout",
-        "60",
-        "--keep-alive",
-        str(keep_alive),
-        *(logging if access_log else []),
-    ]
-    server = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env})
-    deadline = time.monotonic() + 30
-    import requests
+    from tests.benchmarks.bench_vs_labelstudio import gunicorn_flags, start_server
 
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/healthz/", timeout=1).ok:
-                return server
-        except requests.RequestException:
-            time.sleep(0.2)
-    server.terminate()
-    raise RuntimeError("gunicorn did not start")
+    logging = ["--access-logfile", str(access_log), "--access-logformat", "%(m)s %(U)s %(s)s %(D)s"]
+    flags = gunicorn_flags(port, workers, threads, worker_class=worker_class, keep_alive=keep_alive)
+    command = [str(ROOT / ".venv/bin/gunicorn"), "workbench.wsgi", *flags, *(logging if access_log else [])]
+    return start_server(command, {**os.environ, **env}, ROOT, port, "/healthz/")
 
 
 ANSWERS = {
@@ -288,7 +264,7 @@ def run_one(
     client_processes: int = 1,
     server_pid: int | None = None,
 ) -> dict[str, Any]:
-    study_id, tokens = _make_study(n, items, tag, refresh_statistics)
+    study_id, tokens = make_study(n, items, tag, refresh_statistics)
     results: dict[str, list[float]] = {}
     errors: list[str] = []
     processes = max(1, min(client_processes, n))

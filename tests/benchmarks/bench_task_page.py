@@ -98,32 +98,10 @@ def _prepare(items: int) -> int:
 
 
 def _start_server(port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
-    import requests
+    from tests.benchmarks.bench_vs_labelstudio import gunicorn_flags, start_server
 
-    command = [
-        str(ROOT / ".venv/bin/gunicorn"),
-        "workbench.wsgi",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads),
-        "--worker-class",
-        "gthread",
-        "--log-level",
-        "warning",
-    ]
-    server = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ))
-    deadline = time.monotonic() + 120  # a loaded machine starts it slowly
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/healthz/", timeout=1).ok:
-                return server
-        except requests.RequestException:
-            time.sleep(0.2)
-    server.terminate()
-    raise RuntimeError("gunicorn did not start")
+    command = [str(ROOT / ".venv/bin/gunicorn"), "workbench.wsgi", *gunicorn_flags(port, workers, threads)]
+    return start_server(command, dict(os.environ), ROOT, port, "/healthz/")
 
 
 # Where the time of one navigation went (Navigation Timing, ms from the click's navigation start): the

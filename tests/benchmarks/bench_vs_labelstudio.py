@@ -287,7 +287,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def gunicorn_flags(port: int, workers: int, threads: int) -> list[str]:
+def gunicorn_flags(
+    port: int, workers: int, threads: int, *, worker_class: str = "gthread", keep_alive: int = 30
+) -> list[str]:
+    """gunicorn's flags for every benchmark that starts the workbench (or Label Studio) on gunicorn."""
     return [
         "--bind",
         f"127.0.0.1:{port}",
@@ -296,11 +299,11 @@ def gunicorn_flags(port: int, workers: int, threads: int) -> list[str]:
         "--threads",
         str(threads),
         "--worker-class",
-        "gthread",
+        worker_class,
         "--timeout",
         "120",
         "--keep-alive",
-        "30",
+        str(keep_alive),
         "--log-level",
         "warning",
     ]
@@ -481,15 +484,10 @@ def _workbench_command(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
     django.setup()
     from django.core.management import call_command
-    from django.db import transaction
     from django.db.models import Count
-    from rest_framework.authtoken.models import Token
 
-    from annotations.models import Assignment, Item, User
-    from annotations.protocols.schema import load_protocol_text
-    from annotations.services.studies import enrollment_add, study_create
-    from common.planner_statistics import statistics_refresh
-    from tests.factories import EXAMPLE_PROTOCOL
+    from annotations.models import Assignment
+    from tests.benchmarks.bench_annotation import make_study
 
     action, *rest = argv
     if action == "migrate":
@@ -497,27 +495,8 @@ def _workbench_command(argv: list[str]) -> int:
         result: Any = "ok"
     elif action == "study":
         items, annotators, overlap, tag = int(rest[0]), int(rest[1]), int(rest[2]), rest[3]
-        with transaction.atomic():
-            owner, _ = User.objects.get_or_create(username=f"vs-owner-{tag}", defaults={"role": "researcher"})
-            study = study_create(
-                owner=owner, name=f"vs {tag}", protocol=load_protocol_text(EXAMPLE_PROTOCOL), overlap=overlap
-            )
-            Item.objects.bulk_create(
-                [
-                    Item(study=study, external_id=f"i{i}", kind="image", is_reference=True)
-                    for i in range(items)
-                ],
-                batch_size=2000,
-            )
-            statistics_refresh(Item, rows=items)
-            tokens = []
-            for index in range(annotators):
-                user, _ = User.objects.get_or_create(
-                    username=f"vs-{tag}-{index}", defaults={"role": "annotator"}
-                )
-                enrollment_add(study=study, user=user)
-                tokens.append(Token.objects.get_or_create(user=user)[0].key)
-        result = {"study": study.pk, "tokens": tokens}
+        study_id, tokens = make_study(annotators, items, f"vs-{tag}", overlap=overlap)
+        result = {"study": study_id, "tokens": tokens}
     elif action == "counts":
         rows = (
             Assignment.objects.filter(study_id=int(rest[0]), status="submitted")
