@@ -171,6 +171,13 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+# Object storage (docs/deploy.md, "Object storage"): WORKBENCH_S3_BUCKET set = item files, display
+# images and exports live in that S3-compatible bucket (AWS S3, MinIO, Ceph RGW...); credentials come
+# through boto3's own AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. Unset: the local filesystem.
+S3_BUCKET = env_str("WORKBENCH_S3_BUCKET", "")
+S3_ENDPOINT_URL = env_str("WORKBENCH_S3_ENDPOINT_URL", "")
+S3_REGION = env_str("WORKBENCH_S3_REGION", "")
+S3_ADDRESSING_STYLE = env_str("WORKBENCH_S3_ADDRESSING_STYLE", "")  # "path" or "virtual"; "" = boto3's
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 

@@ -1,0 +1,112 @@
+"""A real S3 API server for the tests: moto's standalone server (``moto[server]``) in its own process.
+
+``s3_server`` (session) starts ``moto_server`` on a free loopback port once; ``s3_bucket`` makes a
+new, empty bucket per test and points the WORKBENCH_S3_* settings and boto3's credentials at it, so
+code under test talks HTTP to a separate server exactly as it would to MinIO or AWS S3.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# moto accepts any credentials; these only have to be present for boto3 to sign requests.
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing-key", "AWS_SECRET_ACCESS_KEY": "testing-secret"}
+REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class S3Server:
+    endpoint_url: str
+    process: subprocess.Popen[bytes]
+
+
+@dataclass(frozen=True)
+class S3Bucket:
+    name: str
+    endpoint_url: str
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.endpoint_url, region_name=REGION, **_boto_credentials())
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Every object name in the bucket under ``prefix`` (orphan checks list the bucket)."""
+        paginator = self.client().get_paginator("list_objects_v2")
+        return [
+            obj["Key"]
+            for page in paginator.paginate(Bucket=self.name, Prefix=prefix)
+            for obj in page.get("Contents", [])
+        ]
+
+
+def _boto_credentials() -> dict[str, str]:
+    return {
+        "aws_access_key_id": CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_s3_server(log_dir: Path) -> S3Server:
+    """moto_server on a free loopback port, waited for until it answers."""
+    port = _free_port()
+    moto_server = Path(sys.executable).with_name("moto_server")
+    log = (log_dir / "moto-server.log").open("wb")
+    process = subprocess.Popen(
+        [str(moto_server), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"moto_server exited with {process.returncode}; see {log.name}")
+        try:
+            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
+            return S3Server(endpoint_url=endpoint, process=process)
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError("moto_server did not answer within 30 s")
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    server = start_s3_server(tmp_path_factory.mktemp("s3"))
+    yield server
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server, settings: Any, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
+    """A new empty bucket on the test S3 server, with the WORKBENCH_S3_* settings pointing at it."""
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    bucket = S3Bucket(name=f"wb-test-{uuid.uuid4().hex[:12]}", endpoint_url=s3_server.endpoint_url)
+    bucket.client().create_bucket(Bucket=bucket.name)
+    settings.S3_BUCKET = bucket.name
+    settings.S3_ENDPOINT_URL = s3_server.endpoint_url
+    settings.S3_REGION = REGION
+    settings.S3_ADDRESSING_STYLE = "path"
+    return bucket
