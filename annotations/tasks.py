@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from annotations.services.exports import export_job_run
+from annotations.interchange.exports import export_job_run
 
 
 @shared_task(name="annotations.tasks.run_export_job_task", acks_late=True)

@@ -123,6 +123,36 @@ def test_services_and_selectors_stay_below_pages_and_tasks() -> None:
     assert wrong == []
 
 
+# The services that read files through a format adapter (docs/architecture.md names them).
+SERVICES_USING_INTERCHANGE = {"annotations.services.demo", "annotations.services.controls"}
+
+
+def test_format_adapters_sit_between_the_pages_and_the_services() -> None:
+    """``annotations/interchange/`` writes through the services; the services, selectors and models
+    never read through it (but the named ones), and it never imports pages, the API, tasks or commands."""
+    wrong = []
+    for name, targets in GRAPH.items():
+        into = [t for t in targets if t.startswith("annotations.interchange")]
+        if ".interchange" in name:
+            wrong += [
+                f"{name} imports {t}"
+                for t in targets
+                if any(part in t.split(".") for part in ("views", "api", "tasks", "urls", "management"))
+            ]
+        elif (
+            name.startswith("annotations.")
+            and (
+                ".services" in name
+                or ".selectors" in name
+                or ".protocols" in name
+                or name.endswith(("access", "models"))
+            )
+            and name not in SERVICES_USING_INTERCHANGE
+        ):
+            wrong += [f"{name} imports the format adapter {t}" for t in into]
+    assert wrong == []
+
+
 def _cycles() -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}

@@ -24,6 +24,17 @@ from annotations.api import serializers as s
 from annotations.api.filters import ScopedFilterSet
 from annotations.api.parsers import CheckedJSONParser
 from annotations.downloads import raw_requested, streaming_export
+from annotations.interchange.coco_import import coco_import
+from annotations.interchange.exports import (
+    FILE_FORMATS,
+    export_filename,
+    export_job_create,
+    export_refusal,
+    export_size,
+)
+from annotations.interchange.feature_import import features_import
+from annotations.interchange.item_import import items_import
+from annotations.interchange.labelstudio_import import labelstudio_import
 from annotations.models import Annotation, Annotator, ExportJob, Item, Study, User
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
@@ -32,17 +43,6 @@ from annotations.selectors.findings.report import metrics_report_cached
 from annotations.selectors.study_options import with_study_options
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
-from annotations.services.coco_import import coco_import
-from annotations.services.exports import (
-    FILE_FORMATS,
-    export_filename,
-    export_job_create,
-    export_refusal,
-    export_size,
-)
-from annotations.services.feature_import import features_import
-from annotations.services.item_import import items_import
-from annotations.services.labelstudio_import import labelstudio_import
 from common.checked_input import id_from_text
 from common.errors import ImportRefused, NotFoundError, ValidationFailed
 from common.uploads import (

@@ -194,7 +194,7 @@ def controls_import(*, study: Study, path: Path, default_kind: str = ControlKind
     per question; in CSV one column per question (a multi question's options separated by ``;`` or as
     a JSON list). Empty cells are no answer.
     """
-    from annotations.services.item_import import _read_manifest
+    from annotations.interchange.item_import import _read_manifest
 
     if default_kind not in ControlKind.values:
         raise ValidationFailed(f"kind must be one of {', '.join(ControlKind.values)}")

@@ -25,6 +25,17 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.access import request_user
 from annotations.downloads import raw_requested, streaming_export
+from annotations.interchange.coco_import import coco_import
+from annotations.interchange.exports import (
+    FILE_FORMATS,
+    FORMATS,
+    export_filename,
+    export_job_create,
+    export_refusal,
+    export_size,
+)
+from annotations.interchange.item_import import items_import
+from annotations.interchange.labelstudio_import import LabelStudioImportReport, labelstudio_import
 from annotations.models import Item, Study, User
 from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.protocols.manifests import example_items, manifest_template
@@ -34,17 +45,6 @@ from annotations.selectors import studies as selectors
 from annotations.selectors import tasks as task_selectors
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
-from annotations.services.coco_import import coco_import
-from annotations.services.exports import (
-    FILE_FORMATS,
-    FORMATS,
-    export_filename,
-    export_job_create,
-    export_refusal,
-    export_size,
-)
-from annotations.services.item_import import items_import
-from annotations.services.labelstudio_import import LabelStudioImportReport, labelstudio_import
 from annotations.views.forms import (
     AnnotationUploadForm,
     EnrollForm,

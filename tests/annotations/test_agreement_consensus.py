@@ -278,7 +278,7 @@ def test_a_large_consensus_refreshes_the_planner_statistics_of_its_labels(study)
     computing labels for many items runs ANALYZE on them, as every bulk write does."""
     from django.db import connection
 
-    from annotations.services.item_import import items_import_records
+    from annotations.interchange.item_import import items_import_records
     from common.planner_statistics import BULK_ROWS
 
     def study_in_label_statistics() -> bool:

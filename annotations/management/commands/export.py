@@ -5,8 +5,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotations.interchange.exports import (
+    FILE_FORMATS,
+    FORMATS,
+    export_lines,
+    export_refusal,
+    export_to_file,
+)
 from annotations.management.commands._common import study_arg
-from annotations.services.exports import FILE_FORMATS, FORMATS, export_lines, export_refusal, export_to_file
 
 
 class Command(BaseCommand):

@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotations.interchange.coco_import import coco_import
 from annotations.management.commands._common import dump, fail, study_arg
 from annotations.services.annotation_writes import annotations_import
-from annotations.services.coco_import import coco_import
 from common.errors import WorkbenchError
 
 

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotations.interchange.feature_import import features_import
 from annotations.management.commands._common import dump, fail, study_arg
-from annotations.services.feature_import import features_import
 from common.errors import WorkbenchError
 
 

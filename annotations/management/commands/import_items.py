@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotations.interchange.item_import import items_import
 from annotations.management.commands._common import dump, fail, study_arg
-from annotations.services.item_import import items_import
 from common.errors import WorkbenchError
 
 

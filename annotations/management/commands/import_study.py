@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotations.interchange.study_import import study_import
 from annotations.management.commands._common import dump, fail, user_arg
-from annotations.services.study_import import study_import
 from common.errors import WorkbenchError
 
 

@@ -34,6 +34,15 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
+from annotations.interchange.answer_import import (
+    AnswersReport,
+    ForeignAnswer,
+    ForeignSkip,
+    ItemFacts,
+    Who,
+    foreign_answers_save,
+)
+from annotations.interchange.item_import import ImportReport, items_import_records
 from annotations.models import Annotator, Item, ItemImage, Study, User
 from annotations.protocols.labelstudio_config import (
     RESULT_KINDS,
@@ -45,15 +54,6 @@ from annotations.protocols.labelstudio_config import (
     option_lookup,
 )
 from annotations.protocols.schema import Protocol, Question, slugify_option
-from annotations.services.answer_import import (
-    AnswersReport,
-    ForeignAnswer,
-    ForeignSkip,
-    ItemFacts,
-    Who,
-    foreign_answers_save,
-)
-from annotations.services.item_import import ImportReport, items_import_records
 from annotations.services.studies import protocol_resolve, study_create
 from common.errors import ImportRefused, ValidationFailed
 from common.files import CheckedImage, FileSource, FolderSource, ZipSource, image_check, safe_member_path

@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
 from annotations.access import studies_for_user
+from annotations.interchange.item_import import items_import_records
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -22,7 +23,6 @@ from annotations.models import (
 )
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.controls import control_answers_clean
-from annotations.services.item_import import items_import_records
 from annotations.services.studies import protocol_resolve, study_create
 from annotations.services.study_options import study_options_parse, study_options_restore
 from common.checked_input import InputRefused, json_loads

@@ -32,6 +32,8 @@ from django.db import connection, transaction
 from django.db.models import F, Func, Prefetch, Q, TextField
 from django.utils import timezone
 
+from annotations.interchange.labelstudio_export import export_labelstudio, labelstudio_refusal
+from annotations.interchange.parquet_export import export_parquet
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -47,8 +49,6 @@ from annotations.models import (
 from annotations.presenters import labeller_summary
 from annotations.selectors.pools import attributes_in_study, pools_in_study
 from annotations.selectors.study_options import study_options
-from annotations.services.labelstudio_export import export_labelstudio, labelstudio_refusal
-from annotations.services.parquet_export import export_parquet
 from common.jobs import (
     Heartbeat,
     JobStopped,

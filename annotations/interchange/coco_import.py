@@ -28,15 +28,15 @@ from typing import Any
 
 from django.db import transaction
 
-from annotations.models import Annotator, Item, ItemImage, Study
-from annotations.protocols.schema import Question, slugify_option
-from annotations.services.answer_import import (
+from annotations.interchange.answer_import import (
     AnswersReport,
     ForeignAnswer,
     ItemFacts,
     Who,
     foreign_answers_save,
 )
+from annotations.models import Annotator, Item, ItemImage, Study
+from annotations.protocols.schema import Question, slugify_option
 from common.errors import ImportRefused
 
 DEFAULT_ANNOTATOR = "coco"

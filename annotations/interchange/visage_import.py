@@ -35,6 +35,7 @@ from typing import Any
 
 from django.db import transaction
 
+from annotations.interchange.item_import import items_import_records
 from annotations.models import StereotypeEntry, Study, User
 from annotations.protocols.schema import (
     NONE_OPTION_KEY,
@@ -44,7 +45,6 @@ from annotations.protocols.schema import (
     slugify_option,
 )
 from annotations.services.annotation_writes import annotations_import_records
-from annotations.services.item_import import items_import_records
 from annotations.services.studies import study_create
 from common.errors import ImportRefused
 
