@@ -23,6 +23,12 @@ urlpatterns = [
     path("studies/<int:pk>/settings/", studies.study_settings, name="study-settings"),
     path("studies/<int:pk>/items/", studies.study_items, name="study-items"),
     path("studies/<int:pk>/import/items/", studies.study_import_items, name="study-import-items"),
+    path("studies/<int:pk>/imports/<int:job_id>/", studies.import_job_status, name="study-import-job"),
+    path(
+        "studies/<int:pk>/imports/<int:job_id>/cancel/",
+        studies.import_job_stop,
+        name="study-import-job-cancel",
+    ),
     path(
         "studies/<int:pk>/import/template.<str:fmt>",
         studies.study_import_template,

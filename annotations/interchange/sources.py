@@ -68,6 +68,22 @@ def bucket_address_check(address: str) -> S3Location:
     return location
 
 
+def bucket_address_found(address: str) -> S3Location:
+    """A checked bucket address (:func:`bucket_address_check`) under which at least one object is
+    stored: refused now, before a job is queued, when there is none (or no such bucket)."""
+    from botocore.exceptions import ClientError
+
+    location = bucket_address_check(address)
+    try:
+        listed = s3_client().list_objects_v2(Bucket=location.bucket, Prefix=location.prefix, MaxKeys=1)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        raise ImportRefused(f"s3://{location.bucket}/: the bucket answered {code or 'an error'}") from exc
+    if not listed.get("KeyCount"):
+        raise ImportRefused(f"s3://{location.bucket}/{location.prefix}: nothing is stored under this prefix")
+    return location
+
+
 class BucketSource(FileSource):
     """The objects under a bucket prefix, read as the files of a folder (``names`` relative to it)."""
 

@@ -12,19 +12,23 @@ from common.errors import WorkbenchError
 
 class Command(BaseCommand):
     help = (
-        "Import items from a folder of images, a zip, or a CSV/JSONL manifest (all or nothing). Prints the "
+        "Import items from a folder of images, a zip, or a CSV/JSONL manifest (all or nothing), local or in "
+        "a bucket (s3://bucket/prefix/, or s3://bucket/prefix/manifest.csv). Prints the "
         "report as JSON; its warnings (items with identical files, blank or single-colour images: all kept) "
         "also go to stderr."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
-        parser.add_argument("path", type=Path)
+        parser.add_argument(
+            "path", help="A folder, .zip or .csv/.jsonl manifest, or a bucket address s3://bucket/prefix/"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         try:
-            report = items_import(study=study, path=options["path"])
+            path = options["path"]
+            report = items_import(study=study, path=path if path.startswith("s3://") else Path(path))
         except WorkbenchError as exc:
             raise fail(exc) from exc
         for warning in report.warnings():
