@@ -50,6 +50,7 @@ urlpatterns = [
         name="study-import-labelstudio",
     ),
     path("studies/<int:pk>/export/<str:fmt>/", studies.study_export, name="study-export"),
+    path("studies/<int:pk>/export-to-bucket/", studies.study_export_bucket, name="study-export-bucket"),
     path("studies/<int:pk>/exports/<int:job_id>/", studies.export_download, name="study-export-download"),
     path("studies/<int:pk>/enroll/", studies.study_enroll, name="study-enroll"),
     path("studies/<int:pk>/share/", studies.study_share, name="study-share"),

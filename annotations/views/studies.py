@@ -500,6 +500,28 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
 
 
 @login_required
+@require_POST
+def study_export_bucket(request: HttpRequest, pk: int) -> HttpResponse:
+    """An export job that writes its file under a bucket prefix of an allowed bucket (``target``)."""
+    study = study_for_page(request, pk, researcher=True)
+    fmt, target = request.POST.get("format", ""), request.POST.get("target", "").strip()
+    try:
+        refusal = export_refusal(study, fmt) or (
+            "" if target else "give a bucket prefix, s3://bucket/prefix/"
+        )
+        if refusal:
+            raise WorkbenchError(refusal)
+        export_job_create(study=study, user=request_user(request), fmt=fmt, raw=False, target=target)
+    except WorkbenchError as exc:
+        if request.headers.get("Accept", "").startswith("application/json"):
+            return JsonResponse({"ok": False, "error": exc.message}, status=400)
+        messages.error(request, f"Not exported: {exc.message}")
+        return redirect(reverse("study-detail", args=[pk]) + "#export")
+    messages.info(request, f"The export is being written to {target} in the background; it appears below.")
+    return redirect(reverse("study-detail", args=[pk]) + "#export")
+
+
+@login_required
 def export_download(request: HttpRequest, pk: int, job_id: int) -> FileResponse:
     study = study_for_page(request, pk, researcher=True)
     job = study.export_jobs.filter(pk=job_id, requested_by=request_user(request), status="done").first()

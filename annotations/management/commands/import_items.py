@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ class Command(BaseCommand):
         study = study_arg(options["study"])
         try:
             path = options["path"]
-            report = items_import(study=study, path=path if path.startswith("s3://") else Path(path))
+            address = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", path)  # s3://..., or another scheme: refused
+            report = items_import(study=study, path=path if address else Path(path))
         except WorkbenchError as exc:
             raise fail(exc) from exc
         for warning in report.warnings():
