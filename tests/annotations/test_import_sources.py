@@ -347,3 +347,29 @@ def test_uploads_store_refuses_what_an_import_in_the_request_refuses(s3_storage)
             suffixes=ITEM_SUFFIXES,
         )
     assert s3_storage.keys() == []
+
+
+def test_an_import_job_whose_worker_was_lost_is_taken_over_and_imported_once(
+    study, owner, s3_storage, settings, django_capture_on_commit_callbacks
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from common.jobs import job_claim
+
+    settings.WORKBENCH_JOB_STALE_SECONDS = 60
+    stored = uploads_store(
+        [SimpleUploadedFile("batch.zip", _zip({"s.png": png_bytes()}))], paths=[], suffixes=ITEM_SUFFIXES
+    )
+    job = ImportJob.objects.create(study=study, requested_by=owner, upload=stored, label="batch.zip")
+    assert job_claim(ImportJob, job.pk)  # the run that is about to be lost (its transaction never commits)
+    ImportJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=61))
+    out = io.StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("resume_stale_jobs", stdout=out)
+    assert json.loads(out.getvalue())["import"] == [job.pk]
+    job.refresh_from_db()
+    assert (job.status, job.resumed_count, job.report["created"]) == ("done", 1, 1)
+    assert Item.objects.filter(study=study).count() == 1
+    assert s3_storage.keys("uploads/") == []
