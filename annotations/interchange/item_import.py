@@ -393,7 +393,8 @@ def _records_and_source(
     if manifest is not None:
         try:
             records, where_of = _manifest_records(
-                manifest, source.read(manifest, limit=settings.WORKBENCH_MAX_UPLOAD_BYTES)
+                manifest,
+                source.read(manifest, limit=opened.manifest_limit or settings.WORKBENCH_MAX_UPLOAD_BYTES),
             )
         except BaseException:
             source.close()

@@ -12,6 +12,7 @@ server's credentials may reach more buckets than a researcher should.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ class Opened:
 
     source: FileSource
     manifest: str | None = None
+    manifest_limit: int | None = None  # None: WORKBENCH_MAX_UPLOAD_MB (a local file: no limit, as before)
 
 
 def allowed_buckets() -> list[str]:
@@ -226,7 +228,7 @@ def source_open(address: Path | str) -> Opened:
     if _suffix(path.name) in MANIFEST_SUFFIXES:
         if not path.is_file():
             raise ImportRefused(f"{path}: no such file")
-        return Opened(FolderSource(path.parent), manifest=path.name)
+        return Opened(FolderSource(path.parent), manifest=path.name, manifest_limit=sys.maxsize)
     if not path.exists():
         raise ImportRefused(f"{path}: no such file or folder")
     raise ImportRefused(f"{path.name}: give a folder, a .zip, or a .csv/.jsonl manifest")
@@ -251,6 +253,42 @@ def _bucket_open(address: str) -> Opened:
     if not source.names():
         raise ImportRefused(f"{source.address}: no files under this prefix")
     return Opened(source)
+
+
+def file_read(address: Path | str, *, limit: int | None = None) -> tuple[str, bytes]:
+    """One file's name and bytes: a local file (no limit unless ``limit``: the command line is
+    trusted, as before), or an object of an allowed bucket (``s3://bucket/path/file.json``, at most
+    ``limit``, default ``WORKBENCH_MAX_UPLOAD_MB``). Every single-file import reads through here."""
+    if isinstance(address, str):
+        location = bucket_address_check(address)
+        if location.prefix.endswith("/"):
+            raise ValidationFailed(f"{address.strip()}: name a file, not a prefix")
+        key = PurePosixPath(location.prefix)
+        parent = "" if str(key.parent) == "." else str(key.parent)
+        folder = BucketSource(S3Location(location.bucket, parent))
+        return key.name, folder.read(key.name, limit=limit or settings.WORKBENCH_MAX_UPLOAD_BYTES)
+    if not address.is_file():
+        raise ImportRefused(f"{address}: no such file")
+    if limit is not None and address.stat().st_size > limit:
+        raise ImportRefused(f"{address.name}: larger than the {limit // (1024 * 1024)} MB limit")
+    return address.name, address.read_bytes()
+
+
+def archive_open(address: Path | str) -> FileSource:
+    """A zip archive, local or an object of an allowed bucket, read member by member."""
+    if isinstance(address, str):
+        opened = _bucket_open(address)
+        if opened.manifest is not None or not isinstance(opened.source, ZipSource):
+            raise ValidationFailed(f"{address.strip()}: name a .zip")
+        return opened.source
+    if not address.is_file():
+        raise ImportRefused(f"{address}: no such file")
+    return ZipSource(address)
+
+
+def address_name(address: Path | str) -> str:
+    """The file name an address ends with (refusals and study names use it)."""
+    return address.name if isinstance(address, Path) else PurePosixPath(address.rstrip("/")).name
 
 
 def stored_open(name: str) -> Opened:

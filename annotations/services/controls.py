@@ -34,6 +34,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from annotations.interchange.sources import file_read
 from annotations.models import Annotator, Assignment, ControlKind, Item, Study, StudyQualitySettings
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Protocol
@@ -186,7 +187,9 @@ def _answers_from_record(record: dict[str, Any], protocol: Protocol) -> dict[str
 
 
 @transaction.atomic
-def controls_import(*, study: Study, path: Path, default_kind: str = ControlKind.GOLD) -> ControlImportReport:
+def controls_import(
+    *, study: Study, path: Path | str, default_kind: str = ControlKind.GOLD
+) -> ControlImportReport:
     """Mark controls from a CSV or JSONL file (see docs/crowd.md); one transaction, a bad row stops it.
 
     Each row names an item (``external_id``), optionally its ``kind`` (gold or attention; else
@@ -201,9 +204,10 @@ def controls_import(*, study: Study, path: Path, default_kind: str = ControlKind
     protocol = study.protocol_obj
     report = ControlImportReport()
     seen: set[str] = set()
-    rows = list(_read_manifest(path.name, path.read_bytes()))
+    name, data = file_read(path)
+    rows = list(_read_manifest(name, data))
     if not rows:
-        raise ImportRefused(f"{path.name}: has no rows")
+        raise ImportRefused(f"{name}: has no rows")
     items = {
         item.external_id: item
         for item in Item.objects.filter(

@@ -373,3 +373,24 @@ def test_an_import_job_whose_worker_was_lost_is_taken_over_and_imported_once(
     assert (job.status, job.resumed_count, job.report["created"]) == ("done", 1, 1)
     assert Item.objects.filter(study=study).count() == 1
     assert s3_storage.keys("uploads/") == []
+
+
+def test_a_study_exported_to_a_bucket_is_imported_back_from_it(study, owner, s3_bucket, capsys) -> None:
+    Item.objects.create(study=study, external_id="round-trip", prompt="p")
+    call_command("export", str(study.pk), "--format", "jsonl", "--to", f"s3://{s3_bucket.name}/studies/")
+    capsys.readouterr()
+    address = f"s3://{s3_bucket.name}/studies/study-{study.pk}.jsonl"
+    call_command("import_study", address, "--owner", owner.username, "--name", "From the bucket")
+    copy = Item.objects.get(study__name="From the bucket")
+    assert copy.external_id == "round-trip" and copy.study_id != study.pk
+
+
+def test_every_file_import_command_refuses_a_bucket_it_may_not_read(study, s3_bucket) -> None:
+    for command, args in (
+        ("import_annotations", [str(study.pk), "s3://elsewhere/a.jsonl"]),
+        ("import_features", [str(study.pk), "s3://elsewhere/f.jsonl"]),
+        ("import_study", ["s3://elsewhere/s.jsonl", "--owner", "owner"]),
+        ("mark_gold", [str(study.pk), "s3://elsewhere/g.csv"]),
+    ):
+        with pytest.raises(CommandError, match="is not one this deployment"):
+            call_command(command, *args)

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotations.interchange.item_import import items_import
-from annotations.management.commands._common import dump, fail, study_arg
+from annotations.management.commands._common import dump, fail, file_arg, study_arg
 from common.errors import WorkbenchError
 
 
@@ -22,15 +20,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
         parser.add_argument(
-            "path", help="A folder, .zip or .csv/.jsonl manifest, or a bucket address s3://bucket/prefix/"
+            "path",
+            type=file_arg,
+            help="A folder, .zip or .csv/.jsonl manifest, or a bucket address s3://bucket/prefix/",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         try:
-            path = options["path"]
-            address = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", path)  # s3://..., or another scheme: refused
-            report = items_import(study=study, path=path if address else Path(path))
+            report = items_import(study=study, path=options["path"])
         except WorkbenchError as exc:
             raise fail(exc) from exc
         for warning in report.warnings():
