@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotations.command_args import study_arg
 from annotations.interchange.exports import (
     FILE_FORMATS,
     FORMATS,
@@ -13,7 +14,6 @@ from annotations.interchange.exports import (
     export_to_bucket,
     export_to_file,
 )
-from annotations.management.commands._common import study_arg
 from common.errors import WorkbenchError
 
 

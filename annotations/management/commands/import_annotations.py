@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotations.command_args import dump, fail, file_arg, study_arg
 from annotations.interchange.coco_import import coco_import
-from annotations.management.commands._common import dump, fail, file_arg, study_arg
 from annotations.services.annotation_writes import annotations_import
 from common.errors import WorkbenchError
 

@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotations.command_args import dump, fail, file_arg, study_arg
 from annotations.interchange.feature_import import features_import
-from annotations.management.commands._common import dump, fail, file_arg, study_arg
 from common.errors import WorkbenchError
 
 

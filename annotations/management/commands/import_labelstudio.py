@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotations.command_args import dump, fail, file_arg, study_arg, user_arg
 from annotations.interchange.labelstudio_import import labelstudio_import
-from annotations.management.commands._common import dump, fail, file_arg, study_arg, user_arg
 from common.errors import WorkbenchError
 
 

@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotations.command_args import dump, fail, file_arg, user_arg
 from annotations.interchange.study_import import study_import
-from annotations.management.commands._common import dump, fail, file_arg, user_arg
 from common.errors import WorkbenchError
 
 

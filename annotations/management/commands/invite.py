@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.management.commands._common import dump, fail, study_arg, user_arg
+from annotations.command_args import dump, fail, study_arg, user_arg
 from annotations.models import Annotator, Invitation
 from annotations.services.invitations import (
     demographics_from_text,

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump, file_arg, study_arg
+from annotations.command_args import dump, file_arg, study_arg
 from annotations.models import ControlKind
 from annotations.services.controls import controls_import
 from common.errors import WorkbenchError

@@ -1,4 +1,5 @@
-"""Shared parts of the workbench's management commands: study lookup and clear errors."""
+"""What the management commands of every app share: study and user arguments, file or bucket
+addresses, JSON output and clear errors (importable by any app above `annotations`)."""
 
 from __future__ import annotations
 
