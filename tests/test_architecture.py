@@ -249,3 +249,40 @@ def test_templates_mirror_the_page_modules() -> None:
             if folder not in (area, "errors") or not (ROOT / "templates" / f"{template}.html").exists():
                 wrong.append(f"{name} renders {template}.html")
     assert wrong == []
+
+
+def test_selectors_build_no_urls() -> None:
+    """A read answers with data; the page or the API makes URLs of it (``annotations/presenters.py``)."""
+    wrong = []
+    for name, path in MODULES.items():
+        if ".selectors" not in f".{name}" and not name.endswith(".selectors"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in ("django.urls", "annotations.presenters"):
+                wrong.append(f"{name} imports {node.module}")
+            if isinstance(node, ast.Import) and any(alias.name == "django.urls" for alias in node.names):
+                wrong.append(f"{name} imports django.urls")
+    assert wrong == []
+
+
+READS = {
+    "adjudication_queue",
+    "control_plan",
+    "control_candidate",
+    "invitation_state",
+    "reveal_enabled",
+    "launch_refusal",
+}
+
+
+def test_reads_live_in_selectors_not_in_services() -> None:
+    """Functions that only read (the claim's control plan, the adjudication queue, a link's state...)
+    are selectors; services import them from there (docs/architecture.md)."""
+    where: dict[str, list[str]] = defaultdict(list)
+    for name, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name in READS:
+                where[node.name].append(name)
+    assert {read: sorted(where[read]) for read in READS} == {
+        read: [m for m in sorted(where[read]) if ".selectors" in m] or ["(missing)"] for read in READS
+    }

@@ -204,7 +204,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "protocol": study.protocol_obj,
         "summary": selectors.study_summary(study),
         "setup": selectors.study_setup(study),
-        "launch_refusal": study_services.launch_refusal(study) if study.status == Study.Status.DRAFT else "",
+        "launch_refusal": selectors.launch_refusal(study) if study.status == Study.Status.DRAFT else "",
         "can_write": can_write,
         "is_owner": request_user(request).is_admin or study.owner_id == request_user(request).pk,
         "enrollments": study.enrollments.select_related("user").order_by("user__username"),

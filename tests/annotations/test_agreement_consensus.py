@@ -10,11 +10,11 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotations.models import Annotator, ConsensusLabel, Item, Study, ValidationSampleItem
+from annotations.selectors.adjudication import adjudication_queue
 from annotations.selectors.agreement import agreement_report
 from annotations.selectors.labels import labels_for
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.consensus import (
-    adjudication_queue,
     consensus_adjudicate,
     consensus_compute,
     rules_chosen,

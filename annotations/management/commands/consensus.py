@@ -5,7 +5,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.command_args import dump, study_arg
-from annotations.services.consensus import RULES, adjudication_queue, consensus_compute, rules_chosen
+from annotations.selectors.adjudication import adjudication_queue
+from annotations.services.consensus import RULES, consensus_compute, rules_chosen
 from common.errors import WorkbenchError
 
 

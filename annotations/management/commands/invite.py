@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from annotations.command_args import dump, fail, study_arg, user_arg
 from annotations.models import Annotator, Invitation
+from annotations.selectors.invitations import invitation_state
 from annotations.services.invitations import (
     demographics_from_text,
     invitation_create,
     invitation_revoke,
-    invitation_state,
 )
 from common.errors import WorkbenchError
 
