@@ -43,7 +43,7 @@ def import_job_from_uploads(
     """Keep the uploads in storage (checked as an import within the request checks them) and queue
     their import; the kept files are deleted if the job cannot be made."""
     stored = uploads_store(uploads, paths=paths, suffixes=ITEM_SUFFIXES)
-    label = uploads[0].name or "" if len(uploads) == 1 else f"{len(uploads)} files"
+    label = (uploads[0].name or "upload") if len(uploads) == 1 else f"{len(uploads)} files"
     try:
         return _job_create(study=study, user=user, upload=stored, label=label)
     except BaseException:

@@ -231,7 +231,8 @@ def test_dropped_images_over_the_inline_size_become_one_job(
             HTTP_ACCEPT="application/json",
         )
     assert answer.status_code == 202, answer.content
-    assert ImportJob.objects.get().status == "done"
+    job = ImportJob.objects.get()
+    assert (job.status, job.label) == ("done", "2 files")
     assert sorted(Item.objects.filter(study=study).values_list("external_id", flat=True)) == [
         "p.png",
         "sub/q.png",
@@ -394,3 +395,23 @@ def test_every_file_import_command_refuses_a_bucket_it_may_not_read(study, s3_bu
     ):
         with pytest.raises(CommandError, match="is not one this deployment"):
             call_command(command, *args)
+
+
+def test_the_api_imports_a_large_upload_as_a_job_only_its_owner_sees(
+    study, owner, other_researcher, s3_storage, settings, django_capture_on_commit_callbacks
+) -> None:
+    settings.WORKBENCH_IMPORT_INLINE_BYTES = 0
+    client = client_for(owner)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(
+            f"/api/studies/{study.pk}/items/import/",
+            {"file": SimpleUploadedFile("batch.zip", _zip({"api.png": png_bytes()}))},
+            format="multipart",
+        )
+    assert answer.status_code == 202, answer.content
+    job_id = answer.json()["id"]
+    assert client.get(f"/api/imports/{job_id}/").json()["report"]["created"] == 1
+    assert s3_storage.keys("uploads/") == []
+    assert client_for(other_researcher).get(f"/api/imports/{job_id}/").status_code == 404
+    page = _page_client(other_researcher).get(reverse("study-import-job", args=[study.pk, job_id]))
+    assert page.status_code == 404
