@@ -338,3 +338,7 @@ def stored_delete(name: str) -> None:
             pass
     else:
         default_storage.delete(name)
+        try:
+            default_storage.delete(str(PurePosixPath(name).parent))  # the emptied folder, on a disk
+        except OSError:
+            pass

@@ -415,3 +415,24 @@ def test_the_api_imports_a_large_upload_as_a_job_only_its_owner_sees(
     assert client_for(other_researcher).get(f"/api/imports/{job_id}/").status_code == 404
     page = _page_client(other_researcher).get(reverse("study-import-job", args=[study.pk, job_id]))
     assert page.status_code == 404
+
+
+def test_an_upload_job_on_the_embedded_default_storage_leaves_no_upload_behind(
+    study, owner, settings, _media_root, django_capture_on_commit_callbacks
+) -> None:
+    settings.WORKBENCH_IMPORT_INLINE_BYTES = 0
+    client = _page_client(owner)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(
+            reverse("study-import-items", args=[study.pk]),
+            {
+                "file": SimpleUploadedFile(
+                    "batch.zip", _zip({"d.png": png_bytes(), "e.png": png_bytes((1, 1, 1))})
+                )
+            },
+        )
+    assert answer.status_code == 302
+    assert ImportJob.objects.get().status == "done" and Item.objects.filter(study=study).count() == 2
+    assert list((_media_root / "uploads").iterdir()) == []  # neither the file nor its folder
+    page = client.get(reverse("study-items", args=[study.pk])).content.decode()
+    assert "batch.zip" in page and "2 items imported" in page
