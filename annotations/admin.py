@@ -21,7 +21,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from annotations import models
-from annotations.services.accounts import accounts_import_csv, password_reset_links
+from annotations.interchange.accounts import accounts_import_csv, password_reset_links
 from annotations.services.assignment import assignment_release
 from annotations.services.studies import enrollment_add
 from common.errors import WorkbenchError

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Iterator
 
 from django.http import StreamingHttpResponse
 
+from annotations.interchange.exports import COCO_SUFFIX, CONTENT_TYPES, export_lines
 from annotations.models import Study
-from annotations.services.exports import COCO_SUFFIX, CONTENT_TYPES, export_lines
 
 
 def raw_requested(value: str | None) -> bool:

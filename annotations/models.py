@@ -495,6 +495,9 @@ class ExportJob(BackgroundJob):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     format = models.CharField(max_length=16)
+    target = models.CharField(
+        max_length=1024, blank=True, help_text="A bucket prefix the file is written to (s3://bucket/prefix/)"
+    )
     raw = models.BooleanField(
         default=False, help_text="CSV: text cells as stored (no apostrophe before formula-like text)"
     )
@@ -505,6 +508,26 @@ class ExportJob(BackgroundJob):
 
     def __str__(self) -> str:
         return f"export {self.pk} of study {self.study_id} ({self.format}, {self.status})"
+
+
+class ImportJob(BackgroundJob):
+    """Items imported by a worker (an upload kept in storage, or a bucket address); its lifecycle is
+    ``common.jobs``'s, and a job that ends (done, failed or cancelled) deletes its kept upload."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="import_jobs")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    upload = models.CharField(
+        max_length=255, blank=True, help_text="The upload kept in storage (a file, or a folder ending in /)"
+    )
+    address = models.CharField(max_length=1024, blank=True, help_text="A bucket address, s3://bucket/prefix/")
+    label = models.CharField(max_length=255, blank=True, help_text="What the researcher sent, as shown")
+    report = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} into study {self.study_id} ({self.status})"
 
 
 class StereotypeEntry(models.Model):

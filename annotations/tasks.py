@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from annotations.services.exports import export_job_run
+from annotations.interchange.exports import export_job_run
+from annotations.interchange.import_jobs import import_job_run
 
 
 @shared_task(name="annotations.tasks.run_export_job_task", acks_late=True)
 def run_export_job_task(job_id: int) -> str:
     """Run one export job (claimed compare-and-set; a run after a lost worker writes the file anew)."""
     return export_job_run(job_id=job_id).status
+
+
+@shared_task(name="annotations.tasks.run_import_job_task", acks_late=True)
+def run_import_job_task(job_id: int) -> str:
+    """Run one import job (claimed compare-and-set; a run after a lost worker imports it anew)."""
+    return import_job_run(job_id=job_id).status
 
 
 @shared_task(name="annotations.tasks.ping_task")

@@ -23,6 +23,12 @@ urlpatterns = [
     path("studies/<int:pk>/settings/", studies.study_settings, name="study-settings"),
     path("studies/<int:pk>/items/", studies.study_items, name="study-items"),
     path("studies/<int:pk>/import/items/", studies.study_import_items, name="study-import-items"),
+    path("studies/<int:pk>/imports/<int:job_id>/", studies.import_job_status, name="study-import-job"),
+    path(
+        "studies/<int:pk>/imports/<int:job_id>/cancel/",
+        studies.import_job_stop,
+        name="study-import-job-cancel",
+    ),
     path(
         "studies/<int:pk>/import/template.<str:fmt>",
         studies.study_import_template,
@@ -44,6 +50,7 @@ urlpatterns = [
         name="study-import-labelstudio",
     ),
     path("studies/<int:pk>/export/<str:fmt>/", studies.study_export, name="study-export"),
+    path("studies/<int:pk>/export-to-bucket/", studies.study_export_bucket, name="study-export-bucket"),
     path("studies/<int:pk>/exports/<int:job_id>/", studies.export_download, name="study-export-download"),
     path("studies/<int:pk>/enroll/", studies.study_enroll, name="study-enroll"),
     path("studies/<int:pk>/share/", studies.study_share, name="study-share"),

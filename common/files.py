@@ -14,7 +14,7 @@ import warnings
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import cast
+from typing import IO, cast
 
 from django.conf import settings
 from PIL import Image, UnidentifiedImageError
@@ -196,14 +196,16 @@ class MemorySource(FileSource):
 class ZipSource(FileSource):
     """A zip archive read member by member, never extracted; refuses unsafe members by name."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | IO[bytes], *, name: str | None = None) -> None:
+        """``path``: a zip file, or a seekable file object (an upload in storage) named ``name``."""
+        label = name or (path.name if isinstance(path, Path) else "archive")
         try:
             self.archive = zipfile.ZipFile(path)
         except zipfile.BadZipFile as exc:
-            raise ImportRefused(f"{path.name}: is not a valid zip archive") from exc
+            raise ImportRefused(f"{label}: is not a valid zip archive") from exc
         infos = [info for info in self.archive.infolist() if not info.is_dir()]
         if len(infos) > settings.WORKBENCH_MAX_ARCHIVE_MEMBERS:
-            raise ImportRefused(f"{path.name}: more than {settings.WORKBENCH_MAX_ARCHIVE_MEMBERS} files")
+            raise ImportRefused(f"{label}: more than {settings.WORKBENCH_MAX_ARCHIVE_MEMBERS} files")
         self.members: dict[str, zipfile.ZipInfo] = {}
         total = 0
         for info in infos:
@@ -224,7 +226,7 @@ class ZipSource(FileSource):
             self.members[name] = info
         if total > settings.WORKBENCH_MAX_UPLOAD_BYTES:
             raise ImportRefused(
-                f"{path.name}: unpacks to {_megabytes(total)}, over the "
+                f"{label}: unpacks to {_megabytes(total)}, over the "
                 f"{_megabytes(settings.WORKBENCH_MAX_UPLOAD_BYTES)} limit"
             )
 

@@ -3,7 +3,7 @@
 Prompts, labels, item ids and platform ids are untrusted text. A cell that starts with ``=``, ``+``,
 ``-``, ``@``, a tab or a carriage return is run as a formula by Excel and LibreOffice, so the
 report-style downloads (progress, agreement, findings, comparisons, payments) and the CSV data export
-(``annotations/services/exports.py``) prefix such text with an apostrophe. Numbers stay numbers. The
+(``annotations/interchange/exports.py``) prefix such text with an apostrophe. Numbers stay numbers. The
 data export's ``raw`` option (``?raw=1``, ``manage.py export --raw``) writes text as stored, for
 programs; docs/import-export.md says so.
 """

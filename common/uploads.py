@@ -21,9 +21,8 @@ LABELSTUDIO_SUFFIXES = (".json", ".zip")  # an export, or a zip of it with its c
 CONFIG_SUFFIXES = (".xml",)
 
 
-@contextlib.contextmanager
-def upload_to_temp(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) -> Iterator[Path]:
-    """Write an upload to a temporary file with a checked suffix; removed afterwards."""
+def upload_check(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) -> str:
+    """The upload's suffix, once it is one of ``suffixes`` and the upload is within the size limit."""
     suffix = PurePosixPath(upload.name or "").suffix.lower()
     if suffix not in suffixes:
         raise ValidationFailed(
@@ -34,6 +33,13 @@ def upload_to_temp(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) ->
         raise ValidationFailed(
             f"{upload.name}: larger than the {limit // (1024 * 1024)} MB limit", {"file": "too large"}
         )
+    return suffix
+
+
+@contextlib.contextmanager
+def upload_to_temp(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) -> Iterator[Path]:
+    """Write an upload to a temporary file with a checked suffix; removed afterwards."""
+    suffix = upload_check(upload, suffixes=suffixes)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"upload{suffix}"
         with path.open("wb") as handle:
@@ -55,6 +61,24 @@ def uploads_to_temp_folder(uploads: list[UploadedFile[bytes]], *, paths: list[st
     A folder common to every path is dropped, so a manifest at the top of the chosen folder is found;
     a lone manifest of any name is read as ``manifest.<suffix>``. Refused: other file types, unsafe
     paths (``..``, absolute), the same path twice, more than the upload size limit in all."""
+    plan, lone_manifest = uploads_plan(uploads, paths=paths)
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "upload"
+        for relative, upload in plan:
+            target = root.joinpath(*PurePosixPath(relative).parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("wb") as handle:
+                for chunk in upload.chunks():
+                    handle.write(chunk)
+        yield root / plan[0][0] if lone_manifest else root
+
+
+def uploads_plan(
+    uploads: list[UploadedFile[bytes]], *, paths: list[str]
+) -> tuple[list[tuple[str, UploadedFile[bytes]]], bool]:
+    """Where each of several uploaded files goes in the folder an import reads (checked as
+    :func:`uploads_to_temp_folder` says), and whether they are one manifest alone (read as a
+    manifest file, not a folder)."""
     if len(paths) == len(uploads):
         names = [path.strip() or (upload.name or "") for path, upload in zip(paths, uploads, strict=True)]
     else:
@@ -85,17 +109,8 @@ def uploads_to_temp_folder(uploads: list[UploadedFile[bytes]], *, paths: list[st
             f"these files are larger than the {limit // (1024 * 1024)} MB limit together; send fewer",
             {"images": "too large"},
         )
-    with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder) / "upload"
-        for path, upload in zip(relative, uploads, strict=True):
-            if path in manifests:
-                path = PurePosixPath(f"manifest{path.suffix.lower()}")
-            target = root.joinpath(*path.parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open("wb") as handle:
-                for chunk in upload.chunks():
-                    handle.write(chunk)
-        if len(relative) == 1 and manifests:  # a manifest alone: read as a manifest file
-            yield root / f"manifest{manifests[0].suffix.lower()}"
-        else:
-            yield root
+    plan = [
+        (f"manifest{path.suffix.lower()}" if path in manifests else str(path), upload)
+        for path, upload in zip(relative, uploads, strict=True)
+    ]
+    return plan, len(relative) == 1 and bool(manifests)

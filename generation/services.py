@@ -24,8 +24,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotations.interchange.item_import import items_add_files
 from annotations.models import Item, ItemImage, Study, User
-from annotations.services.item_import import items_add_files
 from common.errors import ImportRefused, NotAllowed, ValidationFailed
 from common.files import CheckedImage, image_check
 from common.jobs import (

@@ -104,7 +104,7 @@ def test_no_page_imports_another_page_or_the_api_and_no_command_is_imported() ->
                 name.endswith("urls") or ".views" in name or name.startswith("workbench")
             ):
                 wrong.append(f"{name} imports the page module {target}")
-            if ".management.commands." in target and not target.endswith("._common"):
+            if ".management.commands." in target:
                 wrong.append(f"{name} imports the command {target}")
     assert wrong == []
 
@@ -120,6 +120,41 @@ def test_services_and_selectors_stay_below_pages_and_tasks() -> None:
             ]
         if ".selectors" in name:
             wrong += [f"selector {name} imports the service {t}" for t in targets if ".services" in t]
+    assert wrong == []
+
+
+# The services that read files through a format adapter (docs/architecture.md names them).
+SERVICES_USING_INTERCHANGE = {"annotations.services.demo", "annotations.services.controls"}
+
+
+def test_format_adapters_sit_between_the_pages_and_the_services() -> None:
+    """``annotations/interchange/`` writes through the services; the services, selectors and models
+    never read through it (but the named ones), and it never imports pages, the API, tasks or commands."""
+    wrong = []
+    for name, targets in GRAPH.items():
+        # The file source sits below the adapters: any service may read files through it.
+        into = [
+            t
+            for t in targets
+            if t.startswith("annotations.interchange") and not t.startswith("annotations.interchange.sources")
+        ]
+        if ".interchange" in name:
+            wrong += [
+                f"{name} imports {t}"
+                for t in targets
+                if any(part in t.split(".") for part in ("views", "api", "tasks", "urls", "management"))
+            ]
+        elif (
+            name.startswith("annotations.")
+            and (
+                ".services" in name
+                or ".selectors" in name
+                or ".protocols" in name
+                or name.endswith(("access", "models"))
+            )
+            and name not in SERVICES_USING_INTERCHANGE
+        ):
+            wrong += [f"{name} imports the format adapter {t}" for t in into]
     assert wrong == []
 
 
@@ -214,3 +249,40 @@ def test_templates_mirror_the_page_modules() -> None:
             if folder not in (area, "errors") or not (ROOT / "templates" / f"{template}.html").exists():
                 wrong.append(f"{name} renders {template}.html")
     assert wrong == []
+
+
+def test_selectors_build_no_urls() -> None:
+    """A read answers with data; the page or the API makes URLs of it (``annotations/presenters.py``)."""
+    wrong = []
+    for name, path in MODULES.items():
+        if ".selectors" not in f".{name}" and not name.endswith(".selectors"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in ("django.urls", "annotations.presenters"):
+                wrong.append(f"{name} imports {node.module}")
+            if isinstance(node, ast.Import) and any(alias.name == "django.urls" for alias in node.names):
+                wrong.append(f"{name} imports django.urls")
+    assert wrong == []
+
+
+READS = {
+    "adjudication_queue",
+    "control_plan",
+    "control_candidate",
+    "invitation_state",
+    "reveal_enabled",
+    "launch_refusal",
+}
+
+
+def test_reads_live_in_selectors_not_in_services() -> None:
+    """Functions that only read (the claim's control plan, the adjudication queue, a link's state...)
+    are selectors; services import them from there (docs/architecture.md)."""
+    where: dict[str, list[str]] = defaultdict(list)
+    for name, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name in READS:
+                where[node.name].append(name)
+    assert {read: sorted(where[read]) for read in READS} == {
+        read: [m for m in sorted(where[read]) if ".selectors" in m] or ["(missing)"] for read in READS
+    }

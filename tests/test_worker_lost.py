@@ -30,10 +30,10 @@ from django.conf import settings
 from django.test import Client
 from PIL import Image
 
+from annotations.interchange.exports import export_job_create, export_job_workdir
+from annotations.interchange.item_import import items_add_files
 from annotations.models import Annotation, AnnotationRevision, ExportJob, Item, ItemImage, Study, User
 from annotations.protocols.schema import load_preset, load_protocol_text
-from annotations.services.exports import export_job_create, export_job_workdir
-from annotations.services.item_import import items_add_files
 from common.jobs import BackgroundJob
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import ModelSpec

@@ -214,6 +214,12 @@ WORKBENCH_MAX_IMAGE_PIXELS = env_int("WORKBENCH_MAX_IMAGE_PIXELS", 50_000_000)
 WORKBENCH_MAX_ARCHIVE_MEMBERS = env_int("WORKBENCH_MAX_ARCHIVE_MEMBERS", 100_000)
 WORKBENCH_ALLOW_URL_FETCH = env_bool("WORKBENCH_ALLOW_URL_FETCH", False)
 WORKBENCH_EXPORT_INLINE_LIMIT = env_int("WORKBENCH_EXPORT_INLINE_LIMIT", 20_000)
+# Uploads larger than this (all files of a request together) are stored and imported by a worker as
+# an import job; smaller ones finish within the request (docs/import-export.md, "Imports as jobs").
+WORKBENCH_IMPORT_INLINE_BYTES = env_int("WORKBENCH_IMPORT_INLINE_MB", 20) * 1024 * 1024
+# The buckets imports may read and exports may write (s3://bucket/prefix/); empty = only
+# WORKBENCH_S3_BUCKET. Researchers must not reach every bucket the server's credentials can.
+WORKBENCH_S3_IMPORT_BUCKETS = env_list("WORKBENCH_S3_IMPORT_BUCKETS", [])
 # Local model folders that pages and the API may load (the command line may load any folder).
 WORKBENCH_MODEL_DIRS = env_list("WORKBENCH_MODEL_DIRS", [str(DATA_DIR / "models")])
 WORKBENCH_DEFAULT_LEASE_MINUTES = env_int("WORKBENCH_DEFAULT_LEASE_MINUTES", 30)

@@ -14,8 +14,9 @@ from rest_framework.views import APIView
 from annotations import access
 from annotations.access import request_user
 from annotations.models import ConsensusLabel, Item, Study
+from annotations.selectors.adjudication import adjudication_queue
 from annotations.selectors.agreement import agreement_report
-from annotations.services.consensus import RULES, adjudication_queue, consensus_adjudicate, consensus_compute
+from annotations.services.consensus import RULES, consensus_adjudicate, consensus_compute
 from common.errors import NotFoundError
 from common.query_params import bounded_int
 

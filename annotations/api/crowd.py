@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from annotations import access
 from annotations.access import request_user
 from annotations.models import Annotator, Invitation
+from annotations.selectors.invitations import invitation_state
 from annotations.selectors.payments import payment_rows
 from annotations.services.invitations import (
     MAX_ESTIMATED_MINUTES,
@@ -24,7 +25,6 @@ from annotations.services.invitations import (
     MAX_USES,
     invitation_create,
     invitation_revoke,
-    invitation_state,
 )
 
 

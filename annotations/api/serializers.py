@@ -12,6 +12,7 @@ from annotations.models import (
     Annotator,
     Enrollment,
     ExportJob,
+    ImportJob,
     Item,
     ItemImage,
     Pool,
@@ -272,6 +273,41 @@ class AnnotationSerializer(serializers.ModelSerializer[Annotation]):
         ]
 
 
+class ItemUploadSerializer(serializers.Serializer[Any]):
+    """Items: a ``file`` (zip or manifest), or a bucket ``address`` (s3://bucket/prefix/) a worker reads."""
+
+    file = serializers.FileField(required=False)
+    address = serializers.CharField(required=False, max_length=1024)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if bool(attrs.get("file")) == bool(attrs.get("address")):
+            raise serializers.ValidationError("give a file or a bucket address (not both)")
+        return attrs
+
+
+class ImportJobSerializer(serializers.ModelSerializer[ImportJob]):
+    worker_note = serializers.CharField(
+        read_only=True, help_text='"worker lost, resumed" when a run was taken over from a lost worker'
+    )
+
+    class Meta:
+        model = ImportJob
+        fields = [
+            "id",
+            "study",
+            "label",
+            "address",
+            "status",
+            "error",
+            "report",
+            "created_at",
+            "heartbeat_at",
+            "finished_at",
+            "resumed_count",
+            "worker_note",
+        ]
+
+
 class ExportJobSerializer(serializers.ModelSerializer[ExportJob]):
     download_url = serializers.SerializerMethodField()
     worker_note = serializers.CharField(
@@ -285,6 +321,7 @@ class ExportJobSerializer(serializers.ModelSerializer[ExportJob]):
             "study",
             "format",
             "raw",
+            "target",
             "status",
             "error",
             "created_at",

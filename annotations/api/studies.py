@@ -24,7 +24,23 @@ from annotations.api import serializers as s
 from annotations.api.filters import ScopedFilterSet
 from annotations.api.parsers import CheckedJSONParser
 from annotations.downloads import raw_requested, streaming_export
-from annotations.models import Annotation, Annotator, ExportJob, Item, Study, User
+from annotations.interchange.coco_import import coco_import
+from annotations.interchange.exports import (
+    FILE_FORMATS,
+    export_filename,
+    export_job_create,
+    export_refusal,
+    export_size,
+)
+from annotations.interchange.feature_import import features_import
+from annotations.interchange.import_jobs import (
+    import_job_cancel,
+    import_job_from_address,
+    import_job_from_uploads,
+)
+from annotations.interchange.item_import import items_import
+from annotations.interchange.labelstudio_import import labelstudio_import
+from annotations.models import Annotation, Annotator, ExportJob, ImportJob, Item, Study, User
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
 from annotations.selectors.features import features_export_lines
@@ -32,17 +48,6 @@ from annotations.selectors.findings.report import metrics_report_cached
 from annotations.selectors.study_options import with_study_options
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
-from annotations.services.coco_import import coco_import
-from annotations.services.exports import (
-    FILE_FORMATS,
-    export_filename,
-    export_job_create,
-    export_refusal,
-    export_size,
-)
-from annotations.services.feature_import import features_import
-from annotations.services.item_import import items_import
-from annotations.services.labelstudio_import import labelstudio_import
 from common.checked_input import id_from_text
 from common.errors import ImportRefused, NotFoundError, ValidationFailed
 from common.uploads import (
@@ -165,14 +170,27 @@ class ItemImportView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
-        request={"multipart/form-data": s.UploadSerializer}, responses={201: s.ImportReportSerializer}
+        request={"multipart/form-data": s.ItemUploadSerializer},
+        responses={201: s.ImportReportSerializer, 202: s.ImportJobSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
+        """Small uploads are imported within the request (201, the report); a bucket ``address`` and
+        uploads over ``WORKBENCH_IMPORT_INLINE_MB`` become an import job (202; GET /api/imports/<id>/)."""
         study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
-        data = s.UploadSerializer(data=request.data)
+        data = s.ItemUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        upload, address = data.validated_data.get("file"), data.validated_data.get("address")
         try:
-            with upload_to_temp(data.validated_data["file"], suffixes=ITEM_SUFFIXES) as path:
+            if address or (upload.size or 0) > settings.WORKBENCH_IMPORT_INLINE_BYTES:
+                job = (
+                    import_job_from_address(study=study, user=request_user(request), address=address)
+                    if address
+                    else import_job_from_uploads(
+                        study=study, user=request_user(request), uploads=[upload], paths=[]
+                    )
+                )
+                return Response(s.ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+            with upload_to_temp(upload, suffixes=ITEM_SUFFIXES) as path:
                 report = items_import(study=study, path=path)
         except ImportRefused as exc:  # the refusal points to the study's manifest template
             templates = {
@@ -328,6 +346,34 @@ class StudyExportView(APIView):
             job = export_job_create(study=study, user=request_user(request), fmt=fmt, raw=raw)
             return Response(s.ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
         return streaming_export(study, fmt, raw=raw)
+
+
+class ImportJobViewSet(viewsets.ReadOnlyModelViewSet[ImportJob]):
+    """One's own import jobs (item uploads over the inline size, bucket imports)."""
+
+    serializer_class = s.ImportJobSerializer
+    filterset_fields = ["study", "status"]
+
+    def get_queryset(self) -> QuerySet[ImportJob]:
+        if getattr(self, "swagger_fake_view", False):
+            return ImportJob.objects.none()
+        return ImportJob.objects.filter(
+            requested_by=request_user(self.request),
+            study__in=access.studies_for_user(request_user(self.request)),
+        )
+
+
+class ImportJobCancelView(APIView):
+    @extend_schema(request=None, responses={200: s.ImportJobSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        job = ImportJob.objects.filter(
+            pk=pk,
+            requested_by=request_user(request),
+            study__in=access.studies_for_user(request_user(request)),
+        ).first()
+        if job is None:
+            raise NotFoundError(f"import {pk} does not exist")
+        return Response(s.ImportJobSerializer(import_job_cancel(job=job)).data)
 
 
 class ExportJobViewSet(viewsets.ReadOnlyModelViewSet[ExportJob]):

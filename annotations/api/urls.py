@@ -10,6 +10,7 @@ router.register("items", studies.ItemViewSet, basename="item")
 router.register("annotations", studies.AnnotationViewSet, basename="annotation")
 router.register("annotators", studies.AnnotatorViewSet, basename="annotator")
 router.register("exports", studies.ExportJobViewSet, basename="export")
+router.register("imports", studies.ImportJobViewSet, basename="import")
 router.register("assignments", assignments.MyAssignmentViewSet, basename="assignment")
 
 urlpatterns = [
@@ -38,6 +39,7 @@ urlpatterns = [
     path("studies/labelstudio/", studies.LabelStudioCreateView.as_view(), name="api-labelstudio-create"),
     path("studies/<int:pk>/export/<str:fmt>/", studies.StudyExportView.as_view(), name="api-study-export"),
     path("exports/<int:pk>/download/", studies.ExportDownloadView.as_view(), name="api-export-download"),
+    path("imports/<int:pk>/cancel/", studies.ImportJobCancelView.as_view(), name="api-import-cancel"),
     path("presets/", studies.PresetListView.as_view(), name="api-presets"),
     path("presets/<str:key>/", studies.PresetDetailView.as_view(), name="api-preset"),
     path("protocols/validate/", studies.ProtocolValidateView.as_view(), name="api-protocol-validate"),

@@ -10,7 +10,7 @@ Derived from the protocol itself, so a researcher's own protocol gets a template
 - ``{placeholders}`` in prompts: required for the items whose questions show them;
 - the fields the paper's findings read (``PAPER_FIELDS``), and the provenance columns.
 
-Plain Python: the import refuses rows by the same rules (``annotations/services/item_import.py``),
+Plain Python: the import refuses rows by the same rules (``annotations/interchange/item_import.py``),
 and pages render the templates (``manifest_csv``, ``manifest_jsonl``) and the preset preview's
 example items (``example_items``).
 """

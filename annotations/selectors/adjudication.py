@@ -10,12 +10,14 @@ browser scales the boxes with the displayed image (no script).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotations.models import Annotation, Item
+from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
 from annotations.protocols.schema import Protocol, Question
+from annotations.selectors.counted import counted_annotations
 
 # Okabe-Ito: told apart by people with the common colour-vision deficiencies.
 ANNOTATOR_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -135,3 +137,54 @@ def box_overlays(
         previous = legend.get(who.pk)
         legend[who.pk] = LegendEntry(who.name, who.kind, colour, drawn + (previous.boxes if previous else 0))
     return list(by_index.values()), list(legend.values())
+
+
+def _comparable(value: Any) -> Any:
+    """An answer in a form that compares by content (lists and objects as sorted JSON)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
+
+
+def adjudication_queue(*, study: Study) -> list[dict[str, Any]]:
+    """Unresolved labels, and resolved ones a machine labeller answered differently."""
+    queue: list[dict[str, Any]] = []
+    labels = (
+        ConsensusLabel.objects.filter(study=study, item__control_kind="")
+        .exclude(rule="adjudicated")
+        .select_related("item")
+    )
+    resolved: dict[tuple[int, str], Any] = {}
+    for label in labels:
+        if not label.resolved:
+            queue.append(
+                {
+                    "item": label.item_id,
+                    "external_id": label.item.external_id,
+                    "question": label.question_key,
+                    "reason": label.reason or "unresolved",
+                }
+            )
+        else:
+            resolved[(label.item_id, label.question_key)] = label
+    machine = (
+        counted_annotations(study)
+        .filter(annotator__kind=Annotator.Kind.MACHINE)
+        .values_list("item_id", "question_key", "value", "annotator__name")
+    )
+    flagged: set[tuple[int, str]] = set()
+    for item_id, question_key, value, name in machine:
+        consensus = resolved.get((item_id, question_key))
+        if (
+            consensus is not None
+            and _comparable(consensus.value) != _comparable(value)
+            and (item_id, question_key) not in flagged
+        ):
+            flagged.add((item_id, question_key))
+            queue.append(
+                {
+                    "item": item_id,
+                    "external_id": consensus.item.external_id,
+                    "question": question_key,
+                    "reason": f"{name} said {value!r}, the consensus is {consensus.value!r}",
+                }
+            )
+    return sorted(queue, key=lambda entry: (entry["item"], entry["question"]))

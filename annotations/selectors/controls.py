@@ -13,13 +13,14 @@ The writes (settings changes, marking controls) and the mixing of controls into 
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotations.models import (
@@ -35,6 +36,7 @@ from annotations.models import (
     StudyQualitySettings,
 )
 from annotations.protocols.schema import Protocol
+from annotations.selectors.counted import active_exclusions
 from annotations.selectors.pools import pools_in_study
 from common.errors import ValidationFailed
 from metrics.quality import DEFAULT_THRESHOLDS, answers_match, control_score
@@ -264,3 +266,86 @@ def qualification_state(
         lease_expires_at__gt=now,
     ).count()
     return qualification_of(gold, settings, live=live)
+
+
+# --- Which control the next claim serves (read by the claim; moved from services: a read) ---------
+
+
+def _hash(*parts: object) -> int:
+    return int(hashlib.sha256(":".join(str(part) for part in parts).encode()).hexdigest()[:16], 16)
+
+
+def control_seed(*, study_id: int, annotator_id: int) -> int:
+    """The annotator's seed for control slots and picks (independent of the item ring's seed)."""
+    return _hash("controls", study_id, annotator_id) % 2**31
+
+
+def control_slot(*, seed: int, index: int, rate: float) -> bool:
+    """Whether claim number ``index`` (0-based) is a control slot, at ``rate`` in (0, 1].
+
+    The claims are cut into stretches k = 0, 1, ... holding the positions i with floor(i * rate) = k
+    (1/rate positions, give or take one); each stretch has exactly one slot, at a place drawn from
+    (seed, k). So the first n claims hold floor(n * rate) or one more slots, never bunched, never
+    periodic. Exact integer arithmetic (rate as a fraction), so rounding never moves a slot.
+    """
+    if rate <= 0:
+        return False
+    from fractions import Fraction
+
+    fraction = Fraction(rate).limit_denominator(10_000)
+    num, den = fraction.numerator, fraction.denominator
+    stretch = index * num // den  # k = floor(index * rate)
+    first = -(-stretch * den // num)  # ceil(k / rate): the stretch's first position
+    size = -(-(stretch + 1) * den // num) - first  # how many positions it holds
+    return first + _hash("slot", seed, stretch) % size == index
+
+
+@dataclass(frozen=True)
+class ControlPlan:
+    """What the next claim serves: a control of ``kinds`` if one is left; ``only``: nothing else."""
+
+    kinds: tuple[str, ...] = ()
+    only: bool = False
+    index: int = 0
+
+
+NO_PLAN = ControlPlan()
+
+
+def control_plan(*, study: Study, annotator: Annotator, now: datetime) -> ControlPlan:
+    """The control part of the next claim. No query unless the study mixes controls or qualifies people
+    (besides reading its settings, which ``select_related("quality")`` on the study saves)."""
+    settings = quality_settings(study)
+    if settings.control_rate <= 0 and settings.qualification_items <= 0:
+        return NO_PLAN
+    index = Assignment.objects.filter(study=study, annotator=annotator).count()
+    if settings.qualification_items > 0:
+        state = qualification_state(study=study, annotator=annotator, now=now, settings=settings)
+        if state.state == "failed":
+            return ControlPlan(only=True, index=index)
+        if state.state == "pending":
+            # Lease no more gold than still needed (the task page leases one ahead).
+            kinds = (ControlKind.GOLD.value,) if state.answered + state.live < state.required else ()
+            return ControlPlan(kinds=kinds, only=True, index=index)
+    seed = control_seed(study_id=study.pk, annotator_id=annotator.pk)
+    if control_slot(seed=seed, index=index, rate=settings.control_rate):
+        return ControlPlan(kinds=(ControlKind.GOLD.value, ControlKind.ATTENTION.value), index=index)
+    return ControlPlan(index=index)
+
+
+def control_candidate(
+    *, study: Study, annotator: Annotator, expert: bool, kinds: Iterable[str], index: int
+) -> Item | None:
+    """A control of ``kinds`` this annotator never had (in any state), drawn from their seed and ``index``;
+    expert-only controls only for an annotator of the expert pool in this study (``expert``)."""
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    items = Item.objects.filter(study=study, control_kind__in=list(kinds)).filter(
+        ~Exists(mine), ~Exists(active_exclusions(study).filter(annotator=annotator))
+    )
+    if not expert:
+        items = items.filter(expert_only=False)
+    candidates = list(items.order_by("id"))
+    if not candidates:
+        return None
+    seed = control_seed(study_id=study.pk, annotator_id=annotator.pk)
+    return candidates[_hash("pick", seed, index) % len(candidates)]

@@ -15,7 +15,6 @@ from django.db.models import F, IntegerField, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from annotations.models import Annotation, Annotator, Assignment, ItemImage, Study
-from annotations.presenters import image_display_url
 from annotations.protocols.answers import questions_to_answer
 from annotations.protocols.schema import Question
 
@@ -55,7 +54,7 @@ class AnswerRow:
     """One of the annotator's items on "Your answers": what it showed, and what they answered."""
 
     assignment: Assignment
-    thumbnail_url: str = ""
+    thumbnail_position: int | None = None  # the first image's position (the page makes its URL)
     text: str = ""
     answers: list[tuple[str, str]] = field(default_factory=list)  # (question prompt, readable answer)
 
@@ -125,7 +124,7 @@ def answer_rows(
         first = next(iter(item.images.all()), None)
         row = AnswerRow(
             assignment=assignment,
-            thumbnail_url=image_display_url(item.pk, first.position) if first is not None else "",
+            thumbnail_position=first.position if first is not None else None,
             text=item.text or "",
         )
         values = stored.get(item.pk, {})

@@ -156,3 +156,14 @@ def studies_completion(study_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
             "percent": round(100 * judged / needed, 1) if needed else 0.0,
         }
     return completion
+
+
+def launch_refusal(study: Study) -> str:
+    """Why a draft study cannot be launched yet (empty when it can): it needs items, and someone to
+    judge them (an enrolled annotator or an invitation link that is neither revoked nor expired)."""
+    if not study.items.exists():
+        return "it has no items yet; import items first"
+    open_links = study.invitations.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
+    if not study.enrollments.exists() and not open_links.exists():
+        return "no one can judge its items yet; enrol an annotator or create an invitation link first"
+    return ""

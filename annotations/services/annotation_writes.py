@@ -16,6 +16,7 @@ from typing import Any
 from django.db import connections, models, router, transaction
 from django.utils import timezone
 
+from annotations.interchange.sources import file_read
 from annotations.models import Annotation, AnnotationRevision, Annotator, Item, ItemImage, Study
 from annotations.protocols.answers import (
     AnswerError,
@@ -296,7 +297,7 @@ def _parse_lines(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
     return records
 
 
-def annotations_import(*, study: Study, path: Path) -> AnnotationImportReport:
+def annotations_import(*, study: Study, path: Path | str) -> AnnotationImportReport:
     """Import a JSONL file of annotations into ``study``; all or nothing.
 
     A line: ``{"item": EXTERNAL_ID, "annotator": NAME, "annotator_kind": "human"|"machine",
@@ -308,9 +309,8 @@ def annotations_import(*, study: Study, path: Path) -> AnnotationImportReport:
     together: ``_check_boxes_cover_selections``). Human annotators named in the file become annotators of this
     study (without accounts); machine annotators are shared by (name, version).
     """
-    if not path.is_file():
-        raise ImportRefused(f"{path}: no such file")
-    return annotations_import_records(study=study, records=_parse_lines(path.read_bytes(), path.name))
+    name, data = file_read(path)
+    return annotations_import_records(study=study, records=_parse_lines(data, name))
 
 
 def annotations_import_records(

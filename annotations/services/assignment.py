@@ -40,10 +40,10 @@ from annotations.models import (
     ValidationSampleItem,
 )
 from annotations.protocols.answers import ItemContext, clean_submission
+from annotations.selectors.controls import control_candidate, control_plan
 from annotations.selectors.counted import active_exclusions
 from annotations.selectors.pools import is_expert_in, sees_expert_questions
 from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
-from annotations.services.controls import control_candidate, control_plan
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 from common.prepared_query import PreparedQuery
 

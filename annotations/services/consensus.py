@@ -232,52 +232,6 @@ def _compute_question(study: Study, question: Question, rule: dict[str, Any]) ->
     }
 
 
-def adjudication_queue(*, study: Study) -> list[dict[str, Any]]:
-    """Unresolved labels, and resolved ones a machine labeller answered differently."""
-    queue: list[dict[str, Any]] = []
-    labels = (
-        ConsensusLabel.objects.filter(study=study, item__control_kind="")
-        .exclude(rule="adjudicated")
-        .select_related("item")
-    )
-    resolved: dict[tuple[int, str], Any] = {}
-    for label in labels:
-        if not label.resolved:
-            queue.append(
-                {
-                    "item": label.item_id,
-                    "external_id": label.item.external_id,
-                    "question": label.question_key,
-                    "reason": label.reason or "unresolved",
-                }
-            )
-        else:
-            resolved[(label.item_id, label.question_key)] = label
-    machine = (
-        counted_annotations(study)
-        .filter(annotator__kind=Annotator.Kind.MACHINE)
-        .values_list("item_id", "question_key", "value", "annotator__name")
-    )
-    flagged: set[tuple[int, str]] = set()
-    for item_id, question_key, value, name in machine:
-        consensus = resolved.get((item_id, question_key))
-        if (
-            consensus is not None
-            and _key(consensus.value) != _key(value)
-            and (item_id, question_key) not in flagged
-        ):
-            flagged.add((item_id, question_key))
-            queue.append(
-                {
-                    "item": item_id,
-                    "external_id": consensus.item.external_id,
-                    "question": question_key,
-                    "reason": f"{name} said {value!r}, the consensus is {consensus.value!r}",
-                }
-            )
-    return sorted(queue, key=lambda entry: (entry["item"], entry["question"]))
-
-
 @transaction.atomic
 def consensus_adjudicate(
     *, study: Study, item: Item, question_key: str, value: Any, user: User, note: str = ""

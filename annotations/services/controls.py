@@ -23,28 +23,24 @@ mix controls into an annotator's queue (docs/crowd.md, "Quality control").
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from annotations.models import Annotator, Assignment, ControlKind, Item, Study, StudyQualitySettings
+from annotations.interchange.sources import file_read
+from annotations.models import ControlKind, Item, Study, StudyQualitySettings
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Protocol
 from annotations.selectors.controls import (
     SETTINGS,
     QualitySettings,
-    qualification_state,
     quality_setting_value,
     quality_settings,
 )
-from annotations.selectors.counted import active_exclusions
 from annotations.services.annotation_writes import item_context
 from common.errors import ImportRefused, ValidationFailed
 
@@ -186,7 +182,9 @@ def _answers_from_record(record: dict[str, Any], protocol: Protocol) -> dict[str
 
 
 @transaction.atomic
-def controls_import(*, study: Study, path: Path, default_kind: str = ControlKind.GOLD) -> ControlImportReport:
+def controls_import(
+    *, study: Study, path: Path | str, default_kind: str = ControlKind.GOLD
+) -> ControlImportReport:
     """Mark controls from a CSV or JSONL file (see docs/crowd.md); one transaction, a bad row stops it.
 
     Each row names an item (``external_id``), optionally its ``kind`` (gold or attention; else
@@ -194,16 +192,17 @@ def controls_import(*, study: Study, path: Path, default_kind: str = ControlKind
     per question; in CSV one column per question (a multi question's options separated by ``;`` or as
     a JSON list). Empty cells are no answer.
     """
-    from annotations.services.item_import import _read_manifest
+    from annotations.interchange.item_import import _read_manifest
 
     if default_kind not in ControlKind.values:
         raise ValidationFailed(f"kind must be one of {', '.join(ControlKind.values)}")
     protocol = study.protocol_obj
     report = ControlImportReport()
     seen: set[str] = set()
-    rows = list(_read_manifest(path.name, path.read_bytes()))
+    name, data = file_read(path)
+    rows = list(_read_manifest(name, data))
     if not rows:
-        raise ImportRefused(f"{path.name}: has no rows")
+        raise ImportRefused(f"{name}: has no rows")
     items = {
         item.external_id: item
         for item in Item.objects.filter(
@@ -239,83 +238,3 @@ def controls_import(*, study: Study, path: Path, default_kind: str = ControlKind
 
 
 # --- Mixing controls into claims -------------------------------------------------------------------
-
-
-def _hash(*parts: object) -> int:
-    return int(hashlib.sha256(":".join(str(part) for part in parts).encode()).hexdigest()[:16], 16)
-
-
-def control_seed(*, study_id: int, annotator_id: int) -> int:
-    """The annotator's seed for control slots and picks (independent of the item ring's seed)."""
-    return _hash("controls", study_id, annotator_id) % 2**31
-
-
-def control_slot(*, seed: int, index: int, rate: float) -> bool:
-    """Whether claim number ``index`` (0-based) is a control slot, at ``rate`` in (0, 1].
-
-    The claims are cut into stretches k = 0, 1, ... holding the positions i with floor(i * rate) = k
-    (1/rate positions, give or take one); each stretch has exactly one slot, at a place drawn from
-    (seed, k). So the first n claims hold floor(n * rate) or one more slots, never bunched, never
-    periodic. Exact integer arithmetic (rate as a fraction), so rounding never moves a slot.
-    """
-    if rate <= 0:
-        return False
-    from fractions import Fraction
-
-    fraction = Fraction(rate).limit_denominator(10_000)
-    num, den = fraction.numerator, fraction.denominator
-    stretch = index * num // den  # k = floor(index * rate)
-    first = -(-stretch * den // num)  # ceil(k / rate): the stretch's first position
-    size = -(-(stretch + 1) * den // num) - first  # how many positions it holds
-    return first + _hash("slot", seed, stretch) % size == index
-
-
-@dataclass(frozen=True)
-class ControlPlan:
-    """What the next claim serves: a control of ``kinds`` if one is left; ``only``: nothing else."""
-
-    kinds: tuple[str, ...] = ()
-    only: bool = False
-    index: int = 0
-
-
-NO_PLAN = ControlPlan()
-
-
-def control_plan(*, study: Study, annotator: Annotator, now: datetime) -> ControlPlan:
-    """The control part of the next claim. No query unless the study mixes controls or qualifies people
-    (besides reading its settings, which ``select_related("quality")`` on the study saves)."""
-    settings = quality_settings(study)
-    if settings.control_rate <= 0 and settings.qualification_items <= 0:
-        return NO_PLAN
-    index = Assignment.objects.filter(study=study, annotator=annotator).count()
-    if settings.qualification_items > 0:
-        state = qualification_state(study=study, annotator=annotator, now=now, settings=settings)
-        if state.state == "failed":
-            return ControlPlan(only=True, index=index)
-        if state.state == "pending":
-            # Lease no more gold than still needed (the task page leases one ahead).
-            kinds = (ControlKind.GOLD.value,) if state.answered + state.live < state.required else ()
-            return ControlPlan(kinds=kinds, only=True, index=index)
-    seed = control_seed(study_id=study.pk, annotator_id=annotator.pk)
-    if control_slot(seed=seed, index=index, rate=settings.control_rate):
-        return ControlPlan(kinds=(ControlKind.GOLD.value, ControlKind.ATTENTION.value), index=index)
-    return ControlPlan(index=index)
-
-
-def control_candidate(
-    *, study: Study, annotator: Annotator, expert: bool, kinds: Iterable[str], index: int
-) -> Item | None:
-    """A control of ``kinds`` this annotator never had (in any state), drawn from their seed and ``index``;
-    expert-only controls only for an annotator of the expert pool in this study (``expert``)."""
-    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
-    items = Item.objects.filter(study=study, control_kind__in=list(kinds)).filter(
-        ~Exists(mine), ~Exists(active_exclusions(study).filter(annotator=annotator))
-    )
-    if not expert:
-        items = items.filter(expert_only=False)
-    candidates = list(items.order_by("id"))
-    if not candidates:
-        return None
-    seed = control_seed(study_id=study.pk, annotator_id=annotator.pk)
-    return candidates[_hash("pick", seed, index) % len(candidates)]

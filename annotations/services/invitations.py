@@ -29,6 +29,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotations.models import Annotator, Invitation, Participant, Study, User
+from annotations.selectors.invitations import InvitationRefused, invitation_check
 from annotations.selectors.payments import CompletionProgress, completion_progress
 from annotations.services.studies import enrollment_add
 from common.errors import NotAllowed, ValidationFailed, WorkbenchError
@@ -65,16 +66,6 @@ PLATFORM_PARAMETERS: dict[str, dict[str, str]] = {
         "assignment_id": "assignmentId",
     },
 }
-
-
-class InvitationRefused(WorkbenchError):
-    """The link cannot be used: ``reason`` is ``revoked``, ``expired`` or ``used_up``."""
-
-    status_code = 410
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 class PreviewOnly(WorkbenchError):
@@ -353,40 +344,6 @@ def invitation_revoke(*, invitation: Invitation, now: datetime | None = None) ->
     )
     invitation.refresh_from_db(fields=["revoked_at"])
     return invitation
-
-
-def invitation_check(invitation: Invitation, *, now: datetime | None = None, joining: bool = True) -> None:
-    """Raise ``InvitationRefused`` when the link is revoked or expired; when ``joining`` (a new account),
-    also when it is used up or its study is not active (draft, paused or closed studies take no one new)."""
-    now = now or timezone.now()
-    if invitation.revoked_at is not None:
-        raise InvitationRefused("revoked", "This link has been withdrawn by the researchers.")
-    if invitation.expires_at <= now:
-        raise InvitationRefused(
-            "expired", f"This link expired on {invitation.expires_at:%d %B %Y at %H:%M} UTC."
-        )
-    if not joining:
-        return
-    if invitation.uses >= invitation.max_uses:
-        raise InvitationRefused(
-            "used_up", "This link has already been used by as many participants as the study needs."
-        )
-    if invitation.study.status == Study.Status.DRAFT:
-        raise InvitationRefused(
-            "inactive",
-            "This study is not open yet: the researchers have not launched it. Try the link again later.",
-        )
-    if invitation.study.status != Study.Status.ACTIVE:
-        raise InvitationRefused("inactive", "This study is not taking new participants at the moment.")
-
-
-def invitation_state(invitation: Invitation, now: datetime | None = None) -> str:
-    """``open``, ``revoked``, ``expired`` or ``used up`` (for lists; the join checks ``invitation_check``)."""
-    try:
-        invitation_check(invitation, now=now, joining=False)
-    except InvitationRefused as exc:
-        return exc.reason
-    return "used up" if invitation.uses >= invitation.max_uses else "open"
 
 
 def platform_ids_from_query(*, platform: str, query: Mapping[str, str]) -> PlatformIds:

@@ -14,13 +14,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations.models import Assignment, RevealLog, User
+from annotations.selectors.reveals import reveal_enabled
 from common.errors import Conflict, NotAllowed, ValidationFailed
 
 AGREEMENT_VALUES = ("agree", "disagree")
-
-
-def reveal_enabled(assignment: Assignment) -> bool:
-    return assignment.study.reveal_after_submit
 
 
 @transaction.atomic

@@ -7,7 +7,6 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
-from django.utils import timezone
 
 from annotations.access import accounts_enrollable_by, enrollment_check, studies_writable_by
 from annotations.models import Annotator, Enrollment, Participant, Pool, Study, User
@@ -18,6 +17,7 @@ from annotations.protocols.schema import (
     load_protocol_text,
     protocol_from_dict,
 )
+from annotations.selectors.studies import launch_refusal
 from annotations.services.study_options import study_options_replace
 from common.errors import NotAllowed, ValidationFailed
 
@@ -234,17 +234,6 @@ def enrollment_add_pool(*, study: Study, pool: str, by: User) -> list[Enrollment
         of_pool |= ~Q(pk__in=Enrollment.objects.values("user_id"))
     users = candidates.filter(of_pool).distinct().order_by("username")
     return [enrollment_add(study=study, user=user, pool=pool) for user in users]
-
-
-def launch_refusal(study: Study) -> str:
-    """Why a draft study cannot be launched yet (empty when it can): it needs items, and someone to
-    judge them (an enrolled annotator or an invitation link that is neither revoked nor expired)."""
-    if not study.items.exists():
-        return "it has no items yet; import items first"
-    open_links = study.invitations.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
-    if not study.enrollments.exists() and not open_links.exists():
-        return "no one can judge its items yet; enrol an annotator or create an invitation link first"
-    return ""
 
 
 @transaction.atomic

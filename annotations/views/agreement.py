@@ -15,9 +15,9 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.models import ConsensusLabel, Item, Study
 from annotations.presenters import image_views
-from annotations.selectors.adjudication import answer_text, box_overlays, reason_text
+from annotations.selectors.adjudication import adjudication_queue, answer_text, box_overlays, reason_text
 from annotations.selectors.agreement import SMALL_SAMPLE_ITEMS, agreement_csv_rows, agreement_report
-from annotations.services.consensus import RULES, adjudication_queue, consensus_adjudicate, consensus_compute
+from annotations.services.consensus import RULES, consensus_adjudicate, consensus_compute
 from annotations.views.pages import study_for_page
 from common.errors import ValidationFailed, WorkbenchError
 from common.query_params import bounded_int

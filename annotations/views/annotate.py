@@ -29,6 +29,7 @@ from annotations.selectors import flow as flow_selectors
 from annotations.selectors import tasks as task_selectors
 from annotations.selectors.pools import sees_expert_questions
 from annotations.selectors.quality import claim_refusal
+from annotations.selectors.reveals import reveal_enabled
 from annotations.services.assignment import (
     assignment_claim_next,
     assignment_skip,
@@ -36,7 +37,7 @@ from annotations.services.assignment import (
 )
 from annotations.services.display_images import display_image_name
 from annotations.services.invitations import participant_complete
-from annotations.services.reveals import reveal_enabled, reveal_log_create, reveal_record_agreement
+from annotations.services.reveals import reveal_log_create, reveal_record_agreement
 from annotations.services.skip_undo import assignment_skip_undo
 from annotations.services.studies import annotator_for_user
 from annotations.views.pages import IMAGE_CSP
@@ -281,13 +282,18 @@ def mine(request: HttpRequest, pk: int) -> HttpResponse:
     page, rows = flow_selectors.answer_rows(
         study=study, annotator=annotator, page_number=request.GET.get("page")
     )
+    thumbnails = {
+        row.assignment.pk: image_display_url(row.assignment.item_id, row.thumbnail_position)
+        for row in rows
+        if row.thumbnail_position is not None
+    }
     return render(
         request,
         "annotate/mine.html",
         {
             "study": study,
             "page": page,
-            "rows": rows,
+            "rows": [(row, thumbnails.get(row.assignment.pk, "")) for row in rows],
             "progress": task_selectors.study_progress_for(request_user(request), study.pk, annotator),
         },
     )

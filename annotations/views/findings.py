@@ -24,9 +24,9 @@ from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
+from annotations.interchange.feature_import import features_import
 from annotations.selectors.features import features_export_lines
 from annotations.selectors.findings.report import metrics_report_cached
-from annotations.services.feature_import import features_import
 from annotations.views.figures import DRAW, FORMATS, figure_render
 from annotations.views.forms import UploadForm
 from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN, form_problems, study_for_page

@@ -20,13 +20,13 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.access import request_user
 from annotations.models import Invitation
+from annotations.selectors.invitations import invitation_state
 from annotations.selectors.payments import PAYMENT_COLUMNS, payment_rows
 from annotations.services.invitations import (
     PLATFORM_PARAMETERS,
     demographics_from_text,
     invitation_create,
     invitation_revoke,
-    invitation_state,
 )
 from annotations.views.forms import InvitationForm
 from annotations.views.pages import study_for_page

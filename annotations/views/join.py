@@ -28,14 +28,13 @@ from annotations.access import request_user
 from annotations.models import Invitation, Participant, Pool, Study
 from annotations.presenters import image_views
 from annotations.protocols.colours import BASIC_COLOURS
+from annotations.selectors.invitations import InvitationRefused, invitation_check
 from annotations.selectors.payments import completion_progress
 from annotations.selectors.tasks import question_views, sample_item
 from annotations.services.invitations import (
-    InvitationRefused,
     PlatformIds,
     PreviewOnly,
     demographic_answers_clean,
-    invitation_check,
     participant_join,
     participant_resume,
     platform_ids_from_query,

@@ -25,7 +25,23 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.access import request_user
 from annotations.downloads import raw_requested, streaming_export
-from annotations.models import Item, Study, User
+from annotations.interchange.coco_import import coco_import
+from annotations.interchange.exports import (
+    FILE_FORMATS,
+    FORMATS,
+    export_filename,
+    export_job_create,
+    export_refusal,
+    export_size,
+)
+from annotations.interchange.import_jobs import (
+    import_job_cancel,
+    import_job_from_address,
+    import_job_from_uploads,
+)
+from annotations.interchange.item_import import items_import
+from annotations.interchange.labelstudio_import import LabelStudioImportReport, labelstudio_import
+from annotations.models import ImportJob, Item, Study, User
 from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.protocols.manifests import example_items, manifest_template
 from annotations.protocols.papers import paper_of, preset_label
@@ -34,17 +50,6 @@ from annotations.selectors import studies as selectors
 from annotations.selectors import tasks as task_selectors
 from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
-from annotations.services.coco_import import coco_import
-from annotations.services.exports import (
-    FILE_FORMATS,
-    FORMATS,
-    export_filename,
-    export_job_create,
-    export_refusal,
-    export_size,
-)
-from annotations.services.item_import import items_import
-from annotations.services.labelstudio_import import LabelStudioImportReport, labelstudio_import
 from annotations.views.forms import (
     AnnotationUploadForm,
     EnrollForm,
@@ -199,7 +204,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "protocol": study.protocol_obj,
         "summary": selectors.study_summary(study),
         "setup": selectors.study_setup(study),
-        "launch_refusal": study_services.launch_refusal(study) if study.status == Study.Status.DRAFT else "",
+        "launch_refusal": selectors.launch_refusal(study) if study.status == Study.Status.DRAFT else "",
         "can_write": can_write,
         "is_owner": request_user(request).is_admin or study.owner_id == request_user(request).pk,
         "enrollments": study.enrollments.select_related("user").order_by("user__username"),
@@ -323,18 +328,29 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
     back = redirect("study-items" if request.POST.get("next") == "items" else "study-detail", pk=pk)
     templates = {fmt: reverse("study-import-template", args=[pk, fmt]) for fmt in MANIFEST_FORMATS}
     form = ItemUploadForm(request.POST, request.FILES)
+    address = request.POST.get("address", "").strip()
+    job = None
     try:
-        if not form.is_valid():
-            raise WorkbenchError(form_problems(form, "file", "Choose a file to import."))
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
-        uploads = form.cleaned_data["images"]
-        with (
-            uploads_to_temp_folder(uploads, paths=request.POST.getlist("paths"))
-            if uploads
-            else upload_to_temp(form.cleaned_data["file"], suffixes=ITEM_SUFFIXES)
-        ) as path:
-            report = items_import(study=study, path=path)
+        if address:  # a bucket prefix or manifest: always read by a worker
+            job = import_job_from_address(study=study, user=request_user(request), address=address)
+        elif not form.is_valid():
+            raise WorkbenchError(form_problems(form, "file", "Choose a file to import."))
+        else:
+            uploads = form.cleaned_data["images"] or [form.cleaned_data["file"]]
+            paths = request.POST.getlist("paths") if form.cleaned_data["images"] else []
+            if sum(upload.size or 0 for upload in uploads) > settings.WORKBENCH_IMPORT_INLINE_BYTES:
+                job = import_job_from_uploads(
+                    study=study, user=request_user(request), uploads=uploads, paths=paths
+                )
+            else:
+                with (
+                    uploads_to_temp_folder(uploads, paths=paths)
+                    if form.cleaned_data["images"]
+                    else upload_to_temp(form.cleaned_data["file"], suffixes=ITEM_SUFFIXES)
+                ) as path:
+                    report = items_import(study=study, path=path)
     except WorkbenchError as exc:
         if wants_json:
             return JsonResponse({"ok": False, "error": exc.message, "templates": templates}, status=400)
@@ -350,6 +366,12 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
             ),
         )
         return back
+    if job is not None:
+        if wants_json:
+            answer = {"ok": True, "job": _import_job_json(job), "templates": templates}
+            return JsonResponse(answer, status=202)
+        messages.info(request, f"Import {job.pk} ({job.label}) is queued; its progress shows under Imports.")
+        return redirect("study-items", pk=pk)
     if wants_json:
         return JsonResponse({"ok": True, **report.as_dict(), "templates": templates})
     text = f"Imported {report.created} items ({report.references} without image files)."
@@ -361,6 +383,44 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
     for warning in report.warnings():
         messages.warning(request, f"Warning: {warning}.")
     return back
+
+
+def _import_job_json(job: ImportJob) -> dict[str, Any]:
+    return {
+        "id": job.pk,
+        "label": job.label,
+        "status": job.status,
+        "error": job.error,
+        "report": job.report,
+        "worker_note": job.worker_note,
+        "status_url": reverse("study-import-job", args=[job.study_id, job.pk]),
+        "cancel_url": reverse("study-import-job-cancel", args=[job.study_id, job.pk]),
+    }
+
+
+@login_required
+def import_job_status(request: HttpRequest, pk: int, job_id: int) -> JsonResponse:
+    """An import job's status and, once done, its report (polled by the items page)."""
+    study = study_for_page(request, pk, researcher=True)
+    job = study.import_jobs.filter(pk=job_id, requested_by=request_user(request)).first()
+    if job is None:
+        raise Http404("no such import")
+    return JsonResponse(_import_job_json(job))
+
+
+@login_required
+@require_POST
+def import_job_stop(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
+    """Cancel one's own import job: nothing of it is imported, its upload is deleted."""
+    study = study_for_page(request, pk, researcher=True)
+    job = study.import_jobs.filter(pk=job_id, requested_by=request_user(request)).first()
+    if job is None:
+        raise Http404("no such import")
+    job = import_job_cancel(job=job)
+    if request.headers.get("Accept", "").startswith("application/json"):
+        return JsonResponse(_import_job_json(job))
+    messages.info(request, f"Import {job.pk}: {job.get_status_display().lower()}.")
+    return redirect("study-items", pk=pk)
 
 
 @login_required
@@ -437,6 +497,28 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
         messages.info(request, "The export is being prepared in the background; its link appears below.")
         return redirect("study-detail", pk=pk)
     return streaming_export(study, fmt, raw=raw)
+
+
+@login_required
+@require_POST
+def study_export_bucket(request: HttpRequest, pk: int) -> HttpResponse:
+    """An export job that writes its file under a bucket prefix of an allowed bucket (``target``)."""
+    study = study_for_page(request, pk, researcher=True)
+    fmt, target = request.POST.get("format", ""), request.POST.get("target", "").strip()
+    try:
+        refusal = export_refusal(study, fmt) or (
+            "" if target else "give a bucket prefix, s3://bucket/prefix/"
+        )
+        if refusal:
+            raise WorkbenchError(refusal)
+        export_job_create(study=study, user=request_user(request), fmt=fmt, raw=False, target=target)
+    except WorkbenchError as exc:
+        if request.headers.get("Accept", "").startswith("application/json"):
+            return JsonResponse({"ok": False, "error": exc.message}, status=400)
+        messages.error(request, f"Not exported: {exc.message}")
+        return redirect(reverse("study-detail", args=[pk]) + "#export")
+    messages.info(request, f"The export is being written to {target} in the background; it appears below.")
+    return redirect(reverse("study-detail", args=[pk]) + "#export")
 
 
 @login_required
@@ -540,6 +622,10 @@ def study_items(request: HttpRequest, pk: int) -> HttpResponse:
             "without_blank": urlencode({k: v for k, v in chosen.items() if k != "blank"}),
             "can_write": access.study_can_write(request_user(request), study),
             "upload_limit": settings.WORKBENCH_MAX_UPLOAD_BYTES,
+            "import_jobs": [
+                _import_job_json(job)
+                for job in study.import_jobs.filter(requested_by=request_user(request))[:5]
+            ],
             "templates": {fmt: reverse("study-import-template", args=[pk, fmt]) for fmt in MANIFEST_FORMATS},
         },
         status=400 if problems else 200,

@@ -22,7 +22,7 @@ import yaml
 
 PROMPT_DATA_DIR = Path(__file__).resolve().parent / "data"
 
-# The same shape the item importer accepts (annotations/services/item_import.py).
+# The same shape the item importer accepts (annotations/interchange/item_import.py).
 CONDITION_RE = re.compile(r"^[A-Za-z0-9_.\- ]{1,60}(:[A-Za-z0-9_.\- ]{1,60})?$")
 
 # Words starting with a vowel letter but a consonant sound take "a" ("a Ugandan", "a European").

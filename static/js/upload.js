@@ -86,7 +86,13 @@
     var what = document.createElement("strong");
     what.textContent = describe(request.files) + ": ";
     li.appendChild(what);
-    if (answer.ok) {
+    if (answer.ok && answer.job) {
+      li.className = "ok";
+      var span = document.createElement("span");
+      span.textContent = "queued as import " + answer.job.id + "; a worker imports it.";
+      li.appendChild(span);
+      watch(answer.job.status_url, span);
+    } else if (answer.ok) {
       li.className = "ok";
       var text = "imported " + answer.created + " item" + (answer.created === 1 ? "" : "s");
       if (answer.references) text += " (" + answer.references + " without image files)";
@@ -110,6 +116,39 @@
     }
     results.appendChild(li);
   }
+
+  // An import job: ask its status every two seconds until it ends (done, failed, cancelled).
+  function jobText(job) {
+    if (job.status === "done") {
+      return "imported " + job.report.created + " item" + (job.report.created === 1 ? "" : "s") + "." +
+        ((job.report.warnings || []).length ? " Warning: " + job.report.warnings.join("; ") + "." : "");
+    }
+    if (job.status === "failed") return "not imported. " + job.error;
+    if (job.status === "cancelled") return "cancelled; nothing imported.";
+    return job.status + (job.worker_note ? " (" + job.worker_note + ")" : "") + "…";
+  }
+
+  function watch(url, span) {
+    var request = new XMLHttpRequest();
+    request.open("GET", url);
+    request.setRequestHeader("Accept", "application/json");
+    request.addEventListener("load", function () {
+      var job;
+      try { job = JSON.parse(request.responseText); } catch (error) { return; }
+      span.textContent = jobText(job);
+      if (job.status === "pending" || job.status === "running") {
+        window.setTimeout(function () { watch(url, span); }, 2000);
+      }
+    });
+    request.send();
+  }
+
+  Array.prototype.forEach.call(document.querySelectorAll(".import-job"), function (li) {
+    var state = li.getAttribute("data-status");
+    if (state === "pending" || state === "running") {
+      watch(li.getAttribute("data-status-url"), li.querySelector(".import-job-status"));
+    }
+  });
 
   function send(request, done, onProgress) {
     var data = new FormData();
@@ -175,7 +214,7 @@
       status.textContent = "Uploading " + (index + 1) + " of " + work.requests.length + ": " + describe(request.files);
       send(request, function (answer) {
         sent += request.size;
-        if (answer.ok) created += answer.created;
+        if (answer.ok && !answer.job) created += answer.created;
         report(request, answer);
         index += 1;
         next();

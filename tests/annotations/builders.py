@@ -8,6 +8,7 @@ from typing import Any
 import openpyxl
 from django.core.files.base import ContentFile
 
+from annotations.interchange.item_import import items_import_records
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -20,7 +21,6 @@ from annotations.models import (
 )
 from annotations.protocols.schema import load_preset
 from annotations.services.annotation_writes import annotations_import_records
-from annotations.services.item_import import items_import_records
 from annotations.services.studies import study_create
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import ItemFactory

@@ -10,11 +10,11 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotations.models import Annotator, ConsensusLabel, Item, Study, ValidationSampleItem
+from annotations.selectors.adjudication import adjudication_queue
 from annotations.selectors.agreement import agreement_report
 from annotations.selectors.labels import labels_for
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.consensus import (
-    adjudication_queue,
     consensus_adjudicate,
     consensus_compute,
     rules_chosen,
@@ -278,7 +278,7 @@ def test_a_large_consensus_refreshes_the_planner_statistics_of_its_labels(study)
     computing labels for many items runs ANALYZE on them, as every bulk write does."""
     from django.db import connection
 
-    from annotations.services.item_import import items_import_records
+    from annotations.interchange.item_import import items_import_records
     from common.planner_statistics import BULK_ROWS
 
     def study_in_label_statistics() -> bool:

@@ -314,7 +314,7 @@ def test_concurrent_claims_on_sqlite_are_serialised(study) -> None:
 
 @pytest.mark.django_db
 def test_a_manifest_marks_items_expert_only(study, tmp_path) -> None:
-    from annotations.services.item_import import items_import
+    from annotations.interchange.item_import import items_import
     from common.errors import ImportRefused
 
     manifest = tmp_path / "m.csv"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from annotations.interchange.exports import export_job_create
 from annotations.models import ExportJob
-from annotations.services.exports import export_job_create
 from annotations.tasks import ping_task
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 from tests.worker import celery_worker, wait_for

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from annotations.interchange.exports import export_coco
 from annotations.models import Annotation
-from annotations.services.exports import export_coco
 from annotations.services.studies import enrollment_add
 from tests.annotations.builders import image_item
 from tests.factories import MachineAnnotatorFactory

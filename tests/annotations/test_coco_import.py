@@ -13,8 +13,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from annotations.interchange.exports import export_coco
 from annotations.models import Annotation, Annotator
-from annotations.services.exports import export_coco
 from tests.annotations.builders import image_item, row_counts
 from tests.helpers import client_for
 

@@ -15,8 +15,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from annotations.downloads import PIECE_CHARS, grouped
+from annotations.interchange.exports import export_csv, export_jsonl
 from annotations.models import Annotation, AnnotationRevision, Annotator, ConsensusLabel, Item, Study, User
-from annotations.services.exports import export_csv, export_jsonl
 from tests.helpers import streamed
 
 pytestmark = pytest.mark.django_db
@@ -105,7 +105,7 @@ def test_consensus_pages_split_inside_an_item_lose_and_repeat_no_label(
 ) -> None:
     """Consensus labels are read a page at a time by (item, question); with pages of 3 labels and two
     questions per item a page ends between an item's two labels, and the next page starts after it."""
-    from annotations.services import exports
+    from annotations.interchange import exports
 
     _fill(study, 4)
     for item in Item.objects.filter(study=study):
@@ -153,7 +153,7 @@ def test_a_consensus_support_naming_an_answer_of_another_item_is_still_named(
 ) -> None:
     """Support ids are looked up among the answers of the page's items first, then by id: an id that
     is not an answer to an item of the page (an imported label, say) is named all the same."""
-    from annotations.services import exports
+    from annotations.interchange import exports
 
     monkeypatch.setattr(exports, "CHUNK", 2)  # labels of items 0 and 1, then of item 2
     _fill(study, 3)

@@ -17,10 +17,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+from annotations.interchange.feature_import import features_import
+from annotations.interchange.item_import import item_add_files
 from annotations.models import Annotator, ItemFeature, StereotypeEntry, Study
 from annotations.selectors.findings.report import metrics_report
-from annotations.services.feature_import import features_import
-from annotations.services.item_import import item_add_files
 from common.errors import ImportRefused
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import StudyFactory

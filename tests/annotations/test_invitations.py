@@ -13,16 +13,15 @@ from django.utils import timezone
 
 from annotations import access
 from annotations.models import Assignment, Enrollment, Invitation, Participant, Study, User
+from annotations.selectors.invitations import InvitationRefused, invitation_state
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.invitations import (
-    InvitationRefused,
     PlatformIds,
     PreviewOnly,
     demographic_answers_clean,
     demographics_from_text,
     invitation_create,
     invitation_revoke,
-    invitation_state,
     participant_complete,
     participant_join,
     participant_resume,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from django.db import models
 
+from annotations.interchange.item_import import items_import
 from annotations.models import Item, ItemImage
 from annotations.protocols.schema import load_preset
-from annotations.services.item_import import items_import
 from common.errors import ImportRefused
 from tests.annotations.imagefiles import drawn_png_bytes, png_bytes, write_png
 from tests.factories import StudyFactory
@@ -246,7 +246,7 @@ def test_manifest_files_must_stay_inside_its_folder(study, tmp_path) -> None:
 
 
 def test_in_memory_files_go_through_the_same_checks(study) -> None:
-    from annotations.services.item_import import item_add_files
+    from annotations.interchange.item_import import item_add_files
 
     record = {"external_id": "gen-1", "file": "gen-1.png", "prompt": "a cup", "seed": 5, "model": "tiny-sd"}
     report = item_add_files(study=study, record=record, files={"gen-1.png": png_bytes((5, 5, 5))})
@@ -266,7 +266,7 @@ def test_adding_one_item_looks_up_only_its_own_id_and_hash(study, _media_root) -
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from annotations.services.item_import import item_add_files
+    from annotations.interchange.item_import import item_add_files
 
     Item.objects.bulk_create(
         [Item(study=study, external_id=f"old-{n}", kind="image", sha256=f"{n:064x}") for n in range(50)]
@@ -298,7 +298,7 @@ def test_a_bulk_import_refreshes_the_planner_statistics_on_postgresql(study) -> 
     (common/planner_statistics.py): an import of many items runs ANALYZE, a small one does not."""
     from django.db import connection
 
-    from annotations.services.item_import import items_import_records
+    from annotations.interchange.item_import import items_import_records
     from common.planner_statistics import BULK_ROWS, statistics_refresh
 
     def study_in_statistics(study_id: int) -> bool:
@@ -328,7 +328,7 @@ def test_a_bulk_import_refreshes_the_planner_statistics_on_postgresql(study) -> 
 def test_a_precomputed_image_check_counts_only_for_the_bytes_it_was_made_from(study) -> None:
     """A generation job hands over image_check results computed in its encoder threads; results that
     do not match the bytes (by SHA-256) are ignored and the bytes are checked again."""
-    from annotations.services.item_import import items_add_files
+    from annotations.interchange.item_import import items_add_files
     from common.files import image_check
 
     good = png_bytes((7, 7, 7))
@@ -445,7 +445,7 @@ def test_the_items_page_flags_and_filters_blank_images(owner, study, tmp_path, c
 
 def test_generated_black_images_are_kept_and_flagged(study) -> None:
     """A generation job stores its images through items_add_files with the checks its encoder threads made."""
-    from annotations.services.item_import import items_add_files
+    from annotations.interchange.item_import import items_add_files
     from common.files import image_check
 
     black = png_bytes((0, 0, 0), size=(64, 64))

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from django.db.models import Field
 
+from annotations.interchange import item_import
+from annotations.interchange.item_import import items_import
 from annotations.models import Item, Study
-from annotations.services import item_import
-from annotations.services.item_import import items_import
 from common.errors import ImportRefused
 
 pytestmark = pytest.mark.django_db

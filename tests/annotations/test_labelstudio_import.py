@@ -16,8 +16,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from annotations.interchange.labelstudio_import import labelstudio_import
 from annotations.models import Annotation, Annotator, Assignment, Item, Study, User
-from annotations.services.labelstudio_import import labelstudio_import
 from common.errors import ImportRefused
 from tests.annotations.builders import LABELSTUDIO_FIXTURES, row_counts
 from tests.annotations.imagefiles import png_bytes

@@ -113,12 +113,12 @@ def test_every_key_of_the_options_bag_survives_migrate(old_apps: Apps) -> None:
     old = _old_studies(old_apps)
     _migrate()
 
+    from annotations.interchange.exports import export_jsonl
     from annotations.models import Annotation, Annotator, ConsensusLabel, Study
     from annotations.selectors.controls import quality_settings
     from annotations.selectors.study_options import study_options
     from annotations.services.assignment import assignment_claim_next, claim_order
     from annotations.services.consensus import consensus_compute, rule_for
-    from annotations.services.exports import export_jsonl
 
     ids, items = old["ids"], old["items"]
     full = Study.objects.get(pk=ids["full"])

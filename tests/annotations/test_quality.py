@@ -24,15 +24,13 @@ from annotations.models import (
 )
 from annotations.protocols.schema import load_preset
 from annotations.selectors.agreement import agreement_report
-from annotations.selectors.controls import qualification_state, quality_settings
+from annotations.selectors.controls import control_seed, control_slot, qualification_state, quality_settings
 from annotations.selectors.labels import labels_for
 from annotations.selectors.quality import claim_refusal, quality_report
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.consensus import consensus_compute
 from annotations.services.controls import (
     control_mark,
-    control_seed,
-    control_slot,
     control_unmark,
     controls_import,
     quality_settings_update,

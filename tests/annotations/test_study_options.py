@@ -11,6 +11,8 @@ import pytest
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import IntegrityError, models, transaction
 
+from annotations.interchange.exports import export_jsonl
+from annotations.interchange.study_import import study_import
 from annotations.models import (
     QUALITY_SETTINGS,
     ConsensusRuleChoice,
@@ -23,9 +25,7 @@ from annotations.selectors.controls import quality_settings
 from annotations.selectors.study_options import study_options
 from annotations.services.consensus import consensus_rule_choose, rule_for
 from annotations.services.controls import quality_settings_update
-from annotations.services.exports import export_jsonl
 from annotations.services.studies import study_set_reveal, study_share
-from annotations.services.study_import import study_import
 from annotations.services.validation_sample import validation_sample_store
 from common.errors import ImportRefused
 from tests.factories import ItemFactory, MachineAnnotatorFactory, StudyFactory

@@ -263,7 +263,7 @@ def _measure(run: Callable[[], str], profile: bool) -> dict[str, Any]:
 
 
 def _child_import(args: argparse.Namespace) -> dict[str, Any]:
-    from annotations.services.item_import import items_import
+    from annotations.interchange.item_import import items_import
 
     study = Study.objects.get(pk=args.study)
 
@@ -278,8 +278,8 @@ def _child_export(args: argparse.Namespace) -> dict[str, Any]:
     from django.core.files.storage import default_storage
 
     from annotations.downloads import streaming_export
+    from annotations.interchange.exports import export_job_run
     from annotations.models import ExportJob
-    from annotations.services.exports import export_job_run
 
     study = Study.objects.get(pk=args.study)
     if args.how[0] == "job":

@@ -136,7 +136,7 @@ def test_every_app_registers_its_job_tasks_in_every_process() -> None:
 def test_an_export_job_runs_eagerly_through_enqueue(
     study: Study, owner: User, django_capture_on_commit_callbacks: Any
 ) -> None:
-    from annotations.services.exports import export_job_create
+    from annotations.interchange.exports import export_job_create
 
     with django_capture_on_commit_callbacks(execute=True):
         job = export_job_create(study=study, user=owner, fmt="jsonl")
@@ -244,7 +244,7 @@ def test_an_export_whose_worker_was_lost_is_written_again_once_by_the_command(
     from django.core.files.storage import default_storage
     from django.core.management import call_command
 
-    from annotations.services.exports import export_job_file_name, export_job_workdir
+    from annotations.interchange.exports import export_job_file_name, export_job_workdir
     from tests.factories import ItemFactory
 
     settings.WORKBENCH_JOB_STALE_SECONDS = 60
@@ -258,7 +258,7 @@ def test_an_export_whose_worker_was_lost_is_written_again_once_by_the_command(
     out = io.StringIO()
     with django_capture_on_commit_callbacks(execute=True):
         call_command("resume_stale_jobs", stdout=out)
-    assert json.loads(out.getvalue()) == {"export": [job.pk], "generation": [], "labelling": []}
+    assert json.loads(out.getvalue()) == {"export": [job.pk], "import": [], "generation": [], "labelling": []}
     job.refresh_from_db()
     assert (job.status, job.resumed_count, job.worker_note) == ("done", 1, "worker lost, resumed")
     assert job.file.name == export_job_file_name(job)

@@ -11,9 +11,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from annotations.interchange.item_import import item_add_files
 from annotations.models import Annotation, AnnotationRevision, ItemFeature
 from annotations.protocols.schema import load_preset, load_protocol_text
-from annotations.services.item_import import item_add_files
 from common.errors import ValidationFailed
 from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import item_embeddings, labeller_register, labelling_job_create, labelling_job_run

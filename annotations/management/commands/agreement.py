@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.management.commands._common import dump, study_arg
+from annotations.command_args import dump, study_arg
 from annotations.selectors.agreement import agreement_csv_rows, agreement_report
 from common.spreadsheet import csv_cell
 

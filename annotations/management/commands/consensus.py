@@ -4,8 +4,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump, study_arg
-from annotations.services.consensus import RULES, adjudication_queue, consensus_compute, rules_chosen
+from annotations.command_args import dump, study_arg
+from annotations.selectors.adjudication import adjudication_queue
+from annotations.services.consensus import RULES, consensus_compute, rules_chosen
 from common.errors import WorkbenchError
 
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump, fail, user_arg
+from annotations.command_args import dump, fail, user_arg
 from annotations.services.studies import protocol_resolve, study_create
 from common.errors import WorkbenchError
 

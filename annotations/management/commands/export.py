@@ -5,8 +5,16 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import study_arg
-from annotations.services.exports import FILE_FORMATS, FORMATS, export_lines, export_refusal, export_to_file
+from annotations.command_args import study_arg
+from annotations.interchange.exports import (
+    FILE_FORMATS,
+    FORMATS,
+    export_lines,
+    export_refusal,
+    export_to_bucket,
+    export_to_file,
+)
+from common.errors import WorkbenchError
 
 
 class Command(BaseCommand):
@@ -21,6 +29,11 @@ class Command(BaseCommand):
             help="Output file (default: standard output; zip, labelstudio and parquet need --out)",
         )
         parser.add_argument(
+            "--to",
+            metavar="S3_PREFIX",
+            help="Write the file under a bucket prefix (s3://bucket/prefix/) of an allowed bucket",
+        )
+        parser.add_argument(
             "--raw",
             action="store_true",
             help="CSV: text as stored (default: formula-like cells get a leading apostrophe)",
@@ -32,6 +45,15 @@ class Command(BaseCommand):
         refusal = export_refusal(study, fmt)
         if refusal is not None:
             raise CommandError(refusal)
+        if options["to"]:
+            if out is not None:
+                raise CommandError("give --out or --to, not both")
+            try:
+                written = export_to_bucket(study, fmt, options["to"], raw=options["raw"])
+            except WorkbenchError as exc:
+                raise CommandError(exc.message) from exc
+            self.stderr.write(f"wrote {written}")
+            return
         if out is not None:
             if out.parent and not out.parent.exists():
                 raise CommandError(f"{out.parent}: no such folder")

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.management.commands._common import fail, study_arg
+from annotations.command_args import fail, study_arg
 from annotations.selectors.features import features_export_lines
 from common.errors import WorkbenchError
 

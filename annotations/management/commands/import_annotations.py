@@ -1,13 +1,12 @@
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump, fail, study_arg
+from annotations.command_args import dump, fail, file_arg, study_arg
+from annotations.interchange.coco_import import coco_import
 from annotations.services.annotation_writes import annotations_import
-from annotations.services.coco_import import coco_import
 from common.errors import WorkbenchError
 
 
@@ -19,7 +18,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
-        parser.add_argument("file", type=Path)
+        parser.add_argument("file", type=file_arg)
         parser.add_argument("--format", choices=["jsonl", "coco"], default="jsonl")
         parser.add_argument("--question", help="coco: the boxes question (or its linked multi question)")
         parser.add_argument("--annotator", help="coco: who drew the boxes (default: the file's, else 'coco')")

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.management.commands._common import dump, fail, study_arg
-from annotations.services.feature_import import features_import
+from annotations.command_args import dump, fail, file_arg, study_arg
+from annotations.interchange.feature_import import features_import
 from common.errors import WorkbenchError
 
 
@@ -19,7 +18,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
-        parser.add_argument("file", type=Path)
+        parser.add_argument("file", type=file_arg)
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump, fail, study_arg, user_arg
-from annotations.services.labelstudio_import import labelstudio_import
+from annotations.command_args import dump, fail, file_arg, study_arg, user_arg
+from annotations.interchange.labelstudio_import import labelstudio_import
 from common.errors import WorkbenchError
 
 
@@ -17,11 +17,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("export", type=Path, help="EXPORT.json (or a .zip holding it)")
+        parser.add_argument("export", type=file_arg, help="EXPORT.json (or a .zip holding it)")
         group = parser.add_mutually_exclusive_group(required=True)
         group.add_argument("--study", help="Study id or exact name to import into")
         group.add_argument("--create", metavar="NAME", help="Create a study of this name")
-        parser.add_argument("--config", type=Path, help="The project's labeling config (XML)")
+        parser.add_argument("--config", type=file_arg, help="The project's labeling config (XML)")
         parser.add_argument(
             "--media-root",
             type=Path,

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.management.commands._common import dump, fail, study_arg
-from annotations.services.visage_import import stereotype_table_import
+from annotations.command_args import dump, fail, study_arg
+from annotations.interchange.visage_import import stereotype_table_import
 from common.errors import WorkbenchError
 
 

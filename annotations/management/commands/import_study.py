@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.management.commands._common import dump, fail, user_arg
-from annotations.services.study_import import study_import
+from annotations.command_args import dump, fail, file_arg, user_arg
+from annotations.interchange.study_import import study_import
 from common.errors import WorkbenchError
 
 
@@ -14,7 +13,7 @@ class Command(BaseCommand):
     help = "Create a new study from an export (JSONL, or a zip with the image files)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", type=Path)
+        parser.add_argument("path", type=file_arg)
         parser.add_argument("--owner")
         parser.add_argument("--name", help="Name of the new study (default: the exported name)")
 

@@ -10,13 +10,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.management.commands._common import dump, fail, study_arg, user_arg
+from annotations.command_args import dump, fail, study_arg, user_arg
 from annotations.models import Annotator, Invitation
+from annotations.selectors.invitations import invitation_state
 from annotations.services.invitations import (
     demographics_from_text,
     invitation_create,
     invitation_revoke,
-    invitation_state,
 )
 from common.errors import WorkbenchError
 

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump, study_arg
+from annotations.command_args import dump, file_arg, study_arg
 from annotations.models import ControlKind
 from annotations.services.controls import controls_import
 from common.errors import WorkbenchError
@@ -19,7 +19,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
-        parser.add_argument("file", type=Path, help="A .csv or .jsonl file")
+        parser.add_argument("file", type=file_arg, help="A .csv or .jsonl file")
         parser.add_argument(
             "--kind",
             choices=ControlKind.values,
@@ -29,10 +29,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
-        path: Path = options["file"]
-        if not path.is_file():
+        path: Path | str = options["file"]
+        if isinstance(path, Path) and not path.is_file():
             raise CommandError(f"no file {path}")
-        if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+        if PurePosixPath(str(path)).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
             raise CommandError("the file must be .csv or .jsonl")
         try:
             report = controls_import(study=study, path=path, default_kind=options["kind"])

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.management.commands._common import study_arg
+from annotations.command_args import study_arg
 from annotations.selectors.payments import PAYMENT_COLUMNS, payment_rows
 from common.spreadsheet import csv_lines
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump, study_arg, user_arg
+from annotations.command_args import dump, study_arg, user_arg
 from annotations.models import Annotator, Study
 from annotations.selectors.quality import quality_report
 from annotations.services.quality import annotator_exclude, annotator_reinstate

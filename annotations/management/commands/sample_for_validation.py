@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump, study_arg
+from annotations.command_args import dump, study_arg
 from annotations.models import Annotator
 from annotations.services.validation_sample import validation_sample_clear, validation_sample_create
 from common.errors import WorkbenchError

@@ -7,7 +7,7 @@ from typing import Any, TextIO, cast
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from annotations.management.commands._common import dump, study_arg, user_arg
+from annotations.command_args import dump, study_arg, user_arg
 from common.errors import WorkbenchError
 from generation.models import GenerationJob
 from generation.prompts.sets import DESIGNS, PromptSetError, prompt_set_build

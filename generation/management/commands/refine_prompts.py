@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump
+from annotations.command_args import dump
 from common.chat_client import ChatClient, ChatConfigError, ChatSettings
 from common.errors import WorkbenchError
 from generation.models import GenerationJob

@@ -5,7 +5,7 @@ from typing import Any, TextIO, cast
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from annotations.management.commands._common import dump, study_arg
+from annotations.command_args import dump, study_arg
 from annotations.models import Annotator
 from common.errors import WorkbenchError
 from labelling.models import LabellingJob

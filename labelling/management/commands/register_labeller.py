@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump
+from annotations.command_args import dump
 from common.errors import WorkbenchError
 from common.redaction import redact
 from labelling.labellers.registry import LABELLER_CLASSES

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.commands._common import dump, study_arg, user_arg
+from annotations.command_args import dump, study_arg, user_arg
 from annotations.models import Study, User
 from common.errors import WorkbenchError
 from generation.services import generation_job_run, model_spec_from_dict

@@ -28,42 +28,42 @@ from typing import Any
 
 from django.db import transaction
 
-from annotations.models import Annotator, Item, ItemImage, Study
-from annotations.protocols.schema import Question, slugify_option
-from annotations.services.answer_import import (
+from annotations.interchange.answer_import import (
     AnswersReport,
     ForeignAnswer,
     ItemFacts,
     Who,
     foreign_answers_save,
 )
+from annotations.interchange.sources import address_name, file_read
+from annotations.models import Annotator, Item, ItemImage, Study
+from annotations.protocols.schema import Question, slugify_option
 from common.errors import ImportRefused
 
 DEFAULT_ANNOTATOR = "coco"
 MAX_ANNOTATIONS = 2_000_000
 
 
-def _load(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise ImportRefused(f"{path}: no such file")
+def _load(path: Path | str) -> dict[str, Any]:
+    name, raw = file_read(path)
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+        data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
-        raise ImportRefused(f"{path.name}: is not UTF-8 text") from exc
+        raise ImportRefused(f"{name}: is not UTF-8 text") from exc
     except json.JSONDecodeError as exc:
-        raise ImportRefused(f"{path.name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+        raise ImportRefused(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
     except RecursionError as exc:
-        raise ImportRefused(f"{path.name}: nested too deeply to be a COCO file") from exc
+        raise ImportRefused(f"{name}: nested too deeply to be a COCO file") from exc
     if not isinstance(data, dict):
         raise ImportRefused(
-            f"{path.name}: a COCO file is an object with images, categories and annotations "
+            f"{name}: a COCO file is an object with images, categories and annotations "
             "(a bare list of detections names no images: add them)"
         )
-    for name in ("images", "categories", "annotations"):
-        if not isinstance(data.get(name), list):
-            raise ImportRefused(f"{path.name}: '{name}' must be a list")
+    for key in ("images", "categories", "annotations"):
+        if not isinstance(data.get(key), list):
+            raise ImportRefused(f"{name}: '{key}' must be a list")
     if len(data["annotations"]) > MAX_ANNOTATIONS:
-        raise ImportRefused(f"{path.name}: more than {MAX_ANNOTATIONS} annotations; split the file")
+        raise ImportRefused(f"{name}: more than {MAX_ANNOTATIONS} annotations; split the file")
     return data
 
 
@@ -167,7 +167,7 @@ def _number(value: Any) -> bool:
 
 @transaction.atomic
 def coco_import(
-    *, study: Study, path: Path, question: str, annotator: str | None = None, kind: str | None = None
+    *, study: Study, path: Path | str, question: str, annotator: str | None = None, kind: str | None = None
 ) -> dict[str, Any]:
     """Import a COCO file's boxes into ``question`` of ``study`` (see the module docstring)."""
     if kind is not None and kind not in Annotator.Kind.values:
@@ -252,7 +252,7 @@ def coco_import(
             ForeignAnswer(where=where, item=facts, who=who, question_key=boxes_question.key, value=boxes)
         )
     if not answers:
-        raise ImportRefused(f"{path.name}: has no annotations to import")
+        raise ImportRefused(f"{address_name(path)}: has no annotations to import")
     report: AnswersReport = foreign_answers_save(study=study, answers=answers)
     return report.as_dict() | {
         "boxes": sum(len(boxes) for _where, boxes in grouped.values()),

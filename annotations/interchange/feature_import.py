@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count
 
+from annotations.interchange.sources import file_read
 from annotations.models import Annotator, Item, ItemFeature, Study
 from common.errors import ImportRefused
 
@@ -264,11 +265,8 @@ def _write(features: list[_Feature]) -> FeatureImportReport:
     return report
 
 
-def features_import(*, study: Study, path: Path) -> FeatureImportReport:
-    """Import a JSONL file of embeddings and captions into ``study``'s items; all or nothing."""
-    if not path.is_file():
-        raise ImportRefused(f"{path}: no such file")
-    limit = settings.WORKBENCH_MAX_UPLOAD_BYTES
-    if path.stat().st_size > limit:
-        raise ImportRefused(f"{path.name}: larger than the {limit // (1024 * 1024)} MB limit")
-    return features_import_records(study=study, records=_parse(path.read_bytes(), path.name))
+def features_import(*, study: Study, path: Path | str) -> FeatureImportReport:
+    """Import a JSONL file of embeddings and captions into ``study``'s items; all or nothing.
+    ``path``: a local file or a bucket object (``annotations.interchange.sources.file_read``)."""
+    name, data = file_read(path, limit=settings.WORKBENCH_MAX_UPLOAD_BYTES)
+    return features_import_records(study=study, records=_parse(data, name))

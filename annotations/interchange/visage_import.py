@@ -35,6 +35,8 @@ from typing import Any
 
 from django.db import transaction
 
+from annotations.interchange.item_import import items_import_records
+from annotations.interchange.sources import file_read
 from annotations.models import StereotypeEntry, Study, User
 from annotations.protocols.schema import (
     NONE_OPTION_KEY,
@@ -44,7 +46,6 @@ from annotations.protocols.schema import (
     slugify_option,
 )
 from annotations.services.annotation_writes import annotations_import_records
-from annotations.services.item_import import items_import_records
 from annotations.services.studies import study_create
 from common.errors import ImportRefused
 
@@ -93,12 +94,11 @@ class _Screen:
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    if not path.is_file():
-        raise ImportRefused(f"{path}: no such file")
+    name, data = file_read(path)
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ImportRefused(f"{path.name}: is not UTF-8 text") from exc
+        raise ImportRefused(f"{name}: is not UTF-8 text") from exc
     reader = csv.DictReader(io.StringIO(text, newline=""))
     rows = list(reader)
     return [name.strip() for name in reader.fieldnames or []], rows
@@ -233,10 +233,9 @@ def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
     """(attribute, {region: code 1..5}) per row of sheet ``all_visual_attr`` of the ratings workbook."""
     import openpyxl  # heavy; only the importer needs it
 
-    if not path.is_file():
-        raise ImportRefused(f"{path}: no such file")
+    _name, data = file_read(path)
     try:
-        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except (OSError, ValueError, KeyError) as exc:
         raise ImportRefused(f"{path.name}: not a readable .xlsx workbook ({exc})") from exc
     try:

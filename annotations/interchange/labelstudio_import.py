@@ -25,7 +25,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -34,6 +34,16 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
+from annotations.interchange.answer_import import (
+    AnswersReport,
+    ForeignAnswer,
+    ForeignSkip,
+    ItemFacts,
+    Who,
+    foreign_answers_save,
+)
+from annotations.interchange.item_import import ImportReport, items_import_records
+from annotations.interchange.sources import address_name, archive_open, file_read
 from annotations.models import Annotator, Item, ItemImage, Study, User
 from annotations.protocols.labelstudio_config import (
     RESULT_KINDS,
@@ -45,15 +55,6 @@ from annotations.protocols.labelstudio_config import (
     option_lookup,
 )
 from annotations.protocols.schema import Protocol, Question, slugify_option
-from annotations.services.answer_import import (
-    AnswersReport,
-    ForeignAnswer,
-    ForeignSkip,
-    ItemFacts,
-    Who,
-    foreign_answers_save,
-)
-from annotations.services.item_import import ImportReport, items_import_records
 from annotations.services.studies import protocol_resolve, study_create
 from common.errors import ImportRefused, ValidationFailed
 from common.files import CheckedImage, FileSource, FolderSource, ZipSource, image_check, safe_member_path
@@ -148,27 +149,27 @@ class LabelStudioImportReport:
 # --- Reading the files -----------------------------------------------------------------------------
 
 
-def _read_input(path: Path) -> tuple[bytes, str | None, FileSource | None]:
-    """The export's JSON, the config in a zip (if any) and the zip as the media source."""
-    if path.suffix.lower() == ".zip":
-        source = ZipSource(path)
+def _read_input(path: Path | str) -> tuple[bytes, str | None, FileSource | None]:
+    """The export's JSON, the config in a zip (if any) and the zip as the media source; a local file
+    or a bucket object (``annotations.interchange.sources``)."""
+    label = address_name(path)
+    if label.lower().endswith(".zip"):
+        source = archive_open(path)
         names = source.names()
         jsons = [n for n in names if n.lower().endswith(".json")]
         chosen = "tasks.json" if "tasks.json" in jsons else (jsons[0] if len(jsons) == 1 else None)
         if chosen is None:
             source.close()
-            raise ImportRefused(f"{path.name}: holds {len(jsons)} .json files; it needs one (or tasks.json)")
+            raise ImportRefused(f"{label}: holds {len(jsons)} .json files; it needs one (or tasks.json)")
         xmls = [n for n in names if n.lower().endswith(".xml")]
         if len(xmls) > 1:
             source.close()
-            raise ImportRefused(f"{path.name}: holds several .xml files; it may hold one labeling config")
+            raise ImportRefused(f"{label}: holds several .xml files; it may hold one labeling config")
         limit = settings.WORKBENCH_MAX_UPLOAD_BYTES
         data = source.read(chosen, limit=limit)
         config = _decode(source.read(xmls[0], limit=limit), xmls[0]) if xmls else None
         return data, config, source
-    if not path.is_file():
-        raise ImportRefused(f"{path}: no such file")
-    return path.read_bytes(), None, None
+    return file_read(path)[1], None, None
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -822,11 +823,11 @@ def _study_controls(
 
 def labelstudio_import(
     *,
-    path: Path,
+    path: Path | str,
     study: Study | None = None,
     owner: User | None = None,
     name: str | None = None,
-    config_path: Path | None = None,
+    config_path: Path | str | None = None,
     config_text: str | None = None,
     media_root: Path | None = None,
 ) -> LabelStudioImportReport:
@@ -838,21 +839,20 @@ def labelstudio_import(
     data, zipped_config, zipped_media = _read_input(path)
     try:
         if config_path is not None:
-            if not config_path.is_file():
-                raise ImportRefused(f"{config_path}: no such file")
-            config_text = _decode(config_path.read_bytes(), config_path.name)
+            config_name, config_data = file_read(config_path)
+            config_text = _decode(config_data, config_name)
         config_text = config_text if config_text is not None else zipped_config
         media: FileSource | None = FolderSource(media_root) if media_root is not None else zipped_media
         if media_root is not None and not media_root.is_dir():
             raise ImportRefused(f"{media_root}: the media root is not a folder")
         return _import(
-            records=_load(data, path.name),
+            records=_load(data, address_name(path)),
             study=study,
             owner=owner,
-            name=name or path.stem,
+            name=name or PurePosixPath(address_name(path)).stem,
             config_text=config_text,
             media=media,
-            source_name=path.name,
+            source_name=address_name(path),
         )
     finally:
         if zipped_media is not None:

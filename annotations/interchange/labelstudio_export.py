@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db.models import Prefetch
 
+from annotations.interchange.labelstudio_import import PLACEHOLDER_DOMAIN, SCORES_FIELD
 from annotations.models import Annotation, Annotator, Assignment, Item, ItemImage, Study
 from annotations.protocols.labelstudio_config import (
     ConfigError,
@@ -26,7 +27,6 @@ from annotations.protocols.labelstudio_config import (
     protocol_to_config,
 )
 from annotations.protocols.schema import Protocol
-from annotations.services.labelstudio_import import PLACEHOLDER_DOMAIN, SCORES_FIELD
 
 CHUNK = 1000
 TASKS_NAME = "tasks.json"

@@ -10,6 +10,8 @@ from django.db import IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
 from annotations.access import studies_for_user
+from annotations.interchange.item_import import items_import_records
+from annotations.interchange.sources import address_name, archive_open, file_read
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -22,12 +24,11 @@ from annotations.models import (
 )
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.controls import control_answers_clean
-from annotations.services.item_import import items_import_records
 from annotations.services.studies import protocol_resolve, study_create
 from annotations.services.study_options import study_options_parse, study_options_restore
 from common.checked_input import InputRefused, json_loads
 from common.errors import ImportRefused, ValidationFailed
-from common.files import FileSource, ZipSource
+from common.files import FileSource
 
 ITEM_FIELDS = (
     "external_id",
@@ -59,24 +60,24 @@ def _records(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
     return records
 
 
-def study_import(*, owner: User, path: Path, name: str | None = None) -> Study:
-    """Create a new study from an export; all or nothing. Returns the new study."""
+def study_import(*, owner: User, path: Path | str, name: str | None = None) -> Study:
+    """Create a new study from an export; all or nothing. Returns the new study. ``path``: a local
+    file or a bucket object (``annotations.interchange.sources``)."""
     source: FileSource | None = None
-    if path.suffix.lower() == ".zip":
-        source = ZipSource(path)
+    label = address_name(path)
+    if label.lower().endswith(".zip"):
+        source = archive_open(path)
         try:
             data = source.read("study.jsonl", limit=1 << 40)
         except ImportRefused as exc:
             source.close()
-            raise ImportRefused(f"{path.name}: has no study.jsonl") from exc
-    elif path.is_file():
-        data = path.read_bytes()
+            raise ImportRefused(f"{label}: has no study.jsonl") from exc
     else:
-        raise ImportRefused(f"{path}: no such file")
+        label, data = file_read(path)
     try:
-        return _study_import(owner=owner, records=_records(data, path.name), source=source, name=name)
+        return _study_import(owner=owner, records=_records(data, label), source=source, name=name)
     except (zipfile.BadZipFile, UnicodeDecodeError) as exc:
-        raise ImportRefused(f"{path.name}: unreadable ({exc})") from exc
+        raise ImportRefused(f"{label}: unreadable ({exc})") from exc
     finally:
         if source is not None:
             source.close()

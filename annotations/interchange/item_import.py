@@ -38,6 +38,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, JSONField
 from django.utils import timezone
 
+from annotations.interchange.sources import Opened, source_open
 from annotations.models import Item, ItemImage, Study
 from annotations.protocols.schema import Protocol, slugify_option
 from annotations.selectors.item_counts import forget_eligible_count
@@ -47,14 +48,18 @@ from common.files import (
     IMAGE_SUFFIXES,
     CheckedImage,
     FileSource,
-    FolderSource,
     MemorySource,
-    ZipSource,
     safe_member_path,
 )
 from common.planner_statistics import statistics_refresh
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "manifest.ndjson")
+
+
+def _no_tick() -> None:
+    return None
+
+
 KNOWN_COLUMNS = {
     "external_id",
     "file",
@@ -377,29 +382,19 @@ def _check_option_fields(protocol: Protocol, row: ItemRow) -> None:
 
 
 def _records_and_source(
-    path: Path,
+    opened: Opened,
 ) -> tuple[Iterator[tuple[Any, dict[str, Any]]], Callable[[Any], str], FileSource]:
     """Manifest records (read as the import goes), how their keys are named in refusals, and where
-    their files are, for a folder, a zip, or a lone manifest file."""
-    if path.is_dir():
-        source: FileSource = FolderSource(path)
-    elif path.suffix.lower() == ".zip":
-        source = ZipSource(path)
-    elif path.suffix.lower() in (".csv", ".jsonl", ".ndjson"):
-        if not path.is_file():
-            raise ImportRefused(f"{path}: no such file")
-        records, where_of = _manifest_records(path.name, path.read_bytes())
-        return records, where_of, FolderSource(path.parent)
-    elif not path.exists():
-        raise ImportRefused(f"{path}: no such file or folder")
-    else:
-        raise ImportRefused(f"{path.name}: give a folder, a .zip, or a .csv/.jsonl manifest")
-    names = source.names()
-    manifest = next((name for name in MANIFEST_NAMES if name in names), None)
+    their files are, for a folder, a zip, a bucket prefix, or a lone manifest file
+    (``annotations.interchange.sources``)."""
+    source = opened.source
+    names = [opened.manifest] if opened.manifest else source.names()
+    manifest = opened.manifest or next((name for name in MANIFEST_NAMES if name in names), None)
     if manifest is not None:
         try:
             records, where_of = _manifest_records(
-                manifest, source.read(manifest, limit=settings.WORKBENCH_MAX_UPLOAD_BYTES)
+                manifest,
+                source.read(manifest, limit=opened.manifest_limit or settings.WORKBENCH_MAX_UPLOAD_BYTES),
             )
         except BaseException:
             source.close()
@@ -416,11 +411,19 @@ def _records_and_source(
     return iter(named), str, source
 
 
-def items_import(*, study: Study, path: Path) -> ImportReport:
-    """Import every item from ``path`` into ``study``; all or nothing. See the module docstring."""
-    records, where_of, source = _records_and_source(path)
+def items_import(*, study: Study, path: Path | str, tick: Callable[[], None] = _no_tick) -> ImportReport:
+    """Import every item from ``path`` into ``study``; all or nothing. See the module docstring.
+    ``path``: a local folder, zip or manifest, or a bucket address ``s3://bucket/prefix/``
+    (``annotations.interchange.sources.source_open``). ``tick`` is called as rows and files go by
+    (an import job's heartbeat: raising there stops the import, nothing written)."""
+    return items_import_opened(study=study, opened=source_open(path), tick=tick)
+
+
+def items_import_opened(*, study: Study, opened: Opened, tick: Callable[[], None] = _no_tick) -> ImportReport:
+    """Import every item of an opened source (an upload kept in storage, a bucket prefix...)."""
+    records, where_of, source = _records_and_source(opened)
     try:
-        return _import_records(study=study, records=records, where_of=where_of, source=source)
+        return _import_records(study=study, records=records, where_of=where_of, source=source, tick=tick)
     finally:
         source.close()
 
@@ -452,6 +455,7 @@ def _import_records(
     records: Iterable[tuple[Any, dict[str, Any]]],
     where_of: Callable[[Any], str],
     source: FileSource | None,
+    tick: Callable[[], None] = _no_tick,
 ) -> ImportReport:
     """Check every record, then write them all in one transaction (nothing is written before every
     row passed: SQLite's write lock is held only for the inserts).
@@ -550,6 +554,7 @@ def _import_records(
     chunk: list[tuple[Any, ItemRow]] = []
     for key, record in records:  # a record that cannot be read raises here: the first refusal
         count += 1
+        tick()
         if state.row_refusal is not None or count > MAX_ROWS:
             continue  # only reading on: an unreadable record further on is still the refusal
         try:
@@ -606,6 +611,7 @@ def _import_records(
                         blank_colour=image.single_colour,
                     )
                     assert source is not None
+                    tick()
                     image_record.file.save(Path(name).name, ContentFile(source.read(name)), save=False)
                     if image_record.file.name:
                         saved.append(image_record.file.name)

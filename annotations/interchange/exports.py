@@ -20,11 +20,13 @@ import csv
 import io
 import json
 import shutil
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
@@ -32,6 +34,9 @@ from django.db import connection, transaction
 from django.db.models import F, Func, Prefetch, Q, TextField
 from django.utils import timezone
 
+from annotations.interchange.labelstudio_export import export_labelstudio, labelstudio_refusal
+from annotations.interchange.parquet_export import export_parquet
+from annotations.interchange.sources import bucket_address_check
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -47,8 +52,7 @@ from annotations.models import (
 from annotations.presenters import labeller_summary
 from annotations.selectors.pools import attributes_in_study, pools_in_study
 from annotations.selectors.study_options import study_options
-from annotations.services.labelstudio_export import export_labelstudio, labelstudio_refusal
-from annotations.services.parquet_export import export_parquet
+from common.errors import WorkbenchError
 from common.jobs import (
     Heartbeat,
     JobStopped,
@@ -672,6 +676,33 @@ def export_to_file(
             handle.write(line)
 
 
+def export_to_bucket(
+    study: Study, fmt: str, address: str, *, raw: bool = False, tick: Callable[[], None] = lambda: None
+) -> str:
+    """Write an export in ``fmt`` under a bucket prefix the deployment allows (``s3://bucket/prefix/``,
+    checked as imports check it) as ``<prefix>/study-<id>.<suffix>``; the object's address."""
+    bucket_address_check(address)
+    folder = Path(settings.DATA_DIR) / "tmp" / "exports" / f"bucket-{uuid.uuid4().hex}"
+    folder.mkdir(parents=True)
+    try:
+        out = folder / export_filename(study.pk, fmt)
+        export_to_file(study, fmt, out, raw=raw, tick=tick)
+        return _bucket_put(out, address)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _bucket_put(path: Path, address: str) -> str:
+    """Upload a written export file under an allowed bucket prefix; the object's address."""
+    from common.object_storage import s3_client
+
+    location = bucket_address_check(address)
+    prefix = location.prefix if location.prefix.endswith("/") else f"{location.prefix}/"
+    key = prefix + path.name
+    s3_client().upload_file(str(path), location.bucket, key)
+    return f"s3://{location.bucket}/{key}"
+
+
 def export_size(study: Study) -> int:
     return Annotation.objects.filter(study=study).count() + Item.objects.filter(study=study).count()
 
@@ -680,10 +711,13 @@ EXPORT_TASK = "annotations.tasks.run_export_job_task"
 
 
 @transaction.atomic
-def export_job_create(*, study: Study, user: Any, fmt: str, raw: bool = False) -> ExportJob:
+def export_job_create(*, study: Study, user: Any, fmt: str, raw: bool = False, target: str = "") -> ExportJob:
     """Queue a background export; the task runs after this transaction commits. ``raw``: CSV text as
-    stored (no apostrophes before formula-like text)."""
-    job = ExportJob.objects.create(study=study, requested_by=user, format=fmt, raw=raw)
+    stored (no apostrophes before formula-like text). ``target``: a bucket prefix to write the file
+    under instead of the deployment's storage (checked now: the bucket must be allowed)."""
+    if target:
+        bucket_address_check(target)
+    job = ExportJob.objects.create(study=study, requested_by=user, format=fmt, raw=raw, target=target.strip())
     job_enqueue(task_name=EXPORT_TASK, job_id=job.pk)
     return job
 
@@ -733,6 +767,15 @@ def _export_job_run_claimed(job: ExportJob, token: str) -> ExportJob:
             return job_finish(ExportJob, job.pk, status=ExportJob.Status.CANCELLED, token=token)
         except (OSError, ValueError) as exc:
             return job_finish(ExportJob, job.pk, status=ExportJob.Status.FAILED, error=str(exc), token=token)
+        if job.target:
+            try:
+                written = _bucket_put(out, job.target)
+            except (WorkbenchError, OSError, ValueError, BotoCoreError, ClientError) as exc:
+                message = exc.message if isinstance(exc, WorkbenchError) else str(exc)
+                return job_finish(
+                    ExportJob, job.pk, status=ExportJob.Status.FAILED, error=message, token=token
+                )
+            return job_finish(ExportJob, job.pk, status=ExportJob.Status.DONE, target=written, token=token)
         name = export_job_file_name(job)
         default_storage.delete(name)  # a lost run's file, if it stored one
         with out.open("rb") as handle:

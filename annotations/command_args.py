@@ -1,14 +1,23 @@
-"""Shared parts of the workbench's management commands: study lookup and clear errors."""
+"""What the management commands of every app share: study and user arguments, file or bucket
+addresses, JSON output and clear errors (importable by any app above `annotations`)."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
 
 from annotations.models import Study, User
 from common.errors import WorkbenchError
+
+
+def file_arg(value: str) -> Path | str:
+    """A local file or folder, or a bucket address (``s3://bucket/path``, read through
+    ``annotations.interchange.sources``; another scheme is refused there)."""
+    return value if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", value) else Path(value)
 
 
 def study_arg(value: str) -> Study:
