@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import mimetypes
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, QuerySet
-from django.http import FileResponse, HttpResponse
+from django.http import HttpResponse
 from django.urls import reverse
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
@@ -23,7 +24,7 @@ from annotations.access import request_user
 from annotations.api import serializers as s
 from annotations.api.filters import ScopedFilterSet
 from annotations.api.parsers import CheckedJSONParser
-from annotations.downloads import raw_requested, streaming_export
+from annotations.downloads import raw_requested, stored_file_response, streaming_export
 from annotations.models import Annotation, Annotator, ExportJob, Item, Study, User
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
@@ -345,7 +346,7 @@ class ExportJobViewSet(viewsets.ReadOnlyModelViewSet[ExportJob]):
 
 class ExportDownloadView(APIView):
     @extend_schema(responses={200: OpenApiTypes.BINARY})
-    def get(self, request: Request, pk: int) -> FileResponse:
+    def get(self, request: Request, pk: int) -> HttpResponse:
         job = ExportJob.objects.filter(
             pk=pk,
             requested_by=request_user(request),
@@ -355,10 +356,14 @@ class ExportDownloadView(APIView):
             raise NotFoundError(f"export {pk} does not exist")
         if job.status != ExportJob.Status.DONE:
             raise ValidationFailed(f"export {pk} is {job.status}, not ready")
-        response = FileResponse(
-            job.file.open("rb"), as_attachment=True, filename=export_filename(job.study_id, job.format)
+        filename = export_filename(job.study_id, job.format)
+        return stored_file_response(
+            job.file.storage,
+            job.file.name,
+            content_type=mimetypes.guess_type(filename)[0] or "application/octet-stream",
+            filename=filename,
+            attachment=True,
         )
-        return response
 
 
 class ItemFilter(ScopedFilterSet):

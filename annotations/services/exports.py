@@ -26,8 +26,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django.conf import settings
-from django.core.files import File
-from django.core.files.storage import default_storage
 from django.db import connection, transaction
 from django.db.models import F, Func, Prefetch, Q, TextField
 from django.utils import timezone
@@ -49,6 +47,7 @@ from annotations.selectors.pools import attributes_in_study, pools_in_study
 from annotations.selectors.study_options import study_options
 from annotations.services.labelstudio_export import export_labelstudio, labelstudio_refusal
 from annotations.services.parquet_export import export_parquet
+from annotations.services.stored_files import export_file_store, item_file_open
 from common.jobs import (
     Heartbeat,
     JobStopped,
@@ -506,7 +505,7 @@ def export_zip(study: Study, out: Path, *, tick: Callable[[], None] = lambda: No
                 continue
             written.add(path)
             tick()
-            with image.file.open("rb") as source, archive.open(path, "w") as target:
+            with item_file_open(image) as source, archive.open(path, "w") as target:
                 while chunk := source.read(1024 * 1024):
                     target.write(chunk)
 
@@ -733,10 +732,8 @@ def _export_job_run_claimed(job: ExportJob, token: str) -> ExportJob:
             return job_finish(ExportJob, job.pk, status=ExportJob.Status.CANCELLED, token=token)
         except (OSError, ValueError) as exc:
             return job_finish(ExportJob, job.pk, status=ExportJob.Status.FAILED, error=str(exc), token=token)
-        name = export_job_file_name(job)
-        default_storage.delete(name)  # a lost run's file, if it stored one
-        with out.open("rb") as handle:
-            stored = default_storage.save(name, File(handle))
+        # A lost run's file under the same name, if it stored one, is replaced.
+        stored = export_file_store(name=export_job_file_name(job), path=out)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return job_finish(ExportJob, job.pk, status=ExportJob.Status.DONE, file=stored, token=token)
