@@ -73,7 +73,7 @@ def test_fields_the_manifest_does_not_set_take_the_values_the_orm_would_store(st
     assert imported.note == ""
 
 
-def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:
+def test_a_zip_with_a_jsonl_manifest_builds_image_sets(file_store: FileStore, owner, tmp_path) -> None:
     study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
     archive = tmp_path / "sets.zip"
     with zipfile.ZipFile(archive, "w") as zf:
@@ -96,6 +96,9 @@ def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:
     item = Item.objects.get(study=study, external_id="q1")
     assert report.created == 1 and item.kind == "image_set"
     assert list(item.images.values_list("position", flat=True)) == [0, 1, 2, 3]
+    stored = [image.file.name for image in item.images.all()]
+    assert file_store.names() == sorted(stored)
+    assert [file_store.read(name) for name in stored] == [png_bytes((i * 60, 10, 10)) for i in range(4)]
 
 
 def test_identical_files_are_kept_and_reported_and_repeated_ids_skipped(study, tmp_path, _media_root) -> None:
