@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from django.core.files.storage import Storage
-from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http import FileResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from annotations.models import Study
 from annotations.services.exports import COCO_SUFFIX, CONTENT_TYPES, export_lines
@@ -53,7 +54,7 @@ def stored_file_response(
     filename: str,
     attachment: bool,
     headers: dict[str, str] | None = None,
-) -> HttpResponse:
+) -> HttpResponseBase:
     """A stored file, answered once the caller has checked access: on S3 (``WORKBENCH_S3_SERVE``
     ``redirect``, the default) a 302 to a presigned URL that lives at most five minutes, so the bytes
     go from the bucket to the browser; else the file streamed through Django with ``headers``."""

@@ -56,7 +56,8 @@ def storage_from_settings(**options: Any) -> Storage:
     if s3_enabled():
         from storages.backends.s3 import S3Storage
 
-        return S3Storage(**{**s3_storage_options(), **options})
+        bucket: Storage = S3Storage(**{**s3_storage_options(), **options})
+        return bucket
     return FileSystemStorage(**options)
 
 
@@ -101,5 +102,8 @@ def _storage_settings_changed(*, setting: str, **kwargs: Any) -> None:
         return
     from django.core.files.storage import default_storage, storages
 
-    storages._storages = {}
-    default_storage._wrapped = empty
+    # What django.test.signals.storages_changed does for STORAGES.
+    handler: Any = storages
+    lazy: Any = default_storage
+    handler._storages = {}
+    lazy._wrapped = empty

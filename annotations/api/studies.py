@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count, QuerySet
 from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
@@ -346,7 +347,7 @@ class ExportJobViewSet(viewsets.ReadOnlyModelViewSet[ExportJob]):
 
 class ExportDownloadView(APIView):
     @extend_schema(responses={200: OpenApiTypes.BINARY})
-    def get(self, request: Request, pk: int) -> HttpResponse:
+    def get(self, request: Request, pk: int) -> HttpResponseBase:
         job = ExportJob.objects.filter(
             pk=pk,
             requested_by=request_user(request),
@@ -359,7 +360,7 @@ class ExportDownloadView(APIView):
         filename = export_filename(job.study_id, job.format)
         return stored_file_response(
             job.file.storage,
-            job.file.name,
+            job.file.name or "",
             content_type=mimetypes.guess_type(filename)[0] or "application/octet-stream",
             filename=filename,
             attachment=True,

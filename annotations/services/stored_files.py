@@ -139,7 +139,8 @@ def stored_file_url(storage: Storage, name: str, *, content_type: str, dispositi
     call it after the access check: whoever holds the URL can read the file until it expires."""
     if not serve_by_redirect() or not storage_is_s3(storage):
         return None
-    url: str = storage.url(
+    s3: Any = storage  # django-storages' S3Storage.url takes parameters and a lifetime
+    url: str = s3.url(
         name,
         parameters={"ResponseContentType": content_type, "ResponseContentDisposition": disposition},
         expire=url_ttl_seconds(),

@@ -15,6 +15,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -339,7 +340,7 @@ def reveal(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def item_image_display(request: HttpRequest, pk: int, position: int) -> HttpResponse:
+def item_image_display(request: HttpRequest, pk: int, position: int) -> HttpResponseBase:
     """The resized display version of an item image (same access rule as the original)."""
     item = access.item_get_for_user(user=request_user(request), id=pk)
     image = item.images.filter(position=position).first()

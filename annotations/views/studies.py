@@ -440,7 +440,7 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
 
 
 @login_required
-def export_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
+def export_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponseBase:
     study = study_for_page(request, pk, researcher=True)
     job = study.export_jobs.filter(pk=job_id, requested_by=request_user(request), status="done").first()
     if job is None:
@@ -448,7 +448,7 @@ def export_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
     filename = export_filename(study.pk, job.format)
     return stored_file_response(
         job.file.storage,
-        job.file.name,
+        job.file.name or "",
         content_type=mimetypes.guess_type(filename)[0] or "application/octet-stream",
         filename=filename,
         attachment=True,
@@ -567,7 +567,7 @@ def _item_details(item: Item) -> list[tuple[str, str]]:
 
 
 @login_required
-def item_image(request: HttpRequest, pk: int, position: int) -> HttpResponse:
+def item_image(request: HttpRequest, pk: int, position: int) -> HttpResponseBase:
     """An item's image file, to users who may see the item; sandboxed and cached privately."""
     item = access.item_get_for_user(user=request_user(request), id=pk)
     image = item.images.filter(position=position).first()

@@ -150,7 +150,7 @@ def test_a_failure_while_writing_removes_the_files_already_stored(
     write_png(tmp_path / "b.png", (2, 2, 2))
     calls = {"n": 0}
     storage_class = default_storage.__class__  # FileSystemStorage, or django-storages' S3Storage
-    original_save = storage_class._save  # private, left out of the stubs
+    original_save = storage_class._save  # type: ignore[attr-defined]  # private, left out of the stubs
     original_bulk_create = QuerySet.bulk_create
 
     def failing_save(self, *args, **kwargs):

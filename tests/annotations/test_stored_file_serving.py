@@ -22,7 +22,7 @@ from annotations.services.stored_files import item_storage
 from annotations.services.studies import enrollment_add
 from tests.annotations.builders import image_item
 from tests.annotations.imagefiles import png_bytes
-from tests.helpers import client_for
+from tests.helpers import client_for, streamed
 from tests.s3_server import FileStore, fetch_download
 
 pytestmark = pytest.mark.django_db
@@ -98,7 +98,7 @@ def test_proxy_mode_streams_the_bucket_through_the_app(s3_bucket, study, owner, 
     response = login(owner).get(f"/items/{item.pk}/images/0/")
     assert response.status_code == 200
     assert response["Content-Security-Policy"] == "default-src 'none'; sandbox"
-    assert b"".join(response.streaming_content) == png_bytes(size=(640, 480))
+    assert b"".join(streamed(response)) == png_bytes(size=(640, 480))
 
 
 def test_pages_allow_images_from_the_bucket_only_when_redirecting(s3_bucket, owner, settings) -> None:
