@@ -14,6 +14,7 @@ overwritten (``file_overwrite`` off: Django picks a free name, as on the filesys
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,6 +26,8 @@ from django.dispatch import receiver
 from django.utils.functional import empty
 
 from common.object_storage import s3_client_options, s3_enabled
+
+logger = logging.getLogger(__name__)
 
 # Settings whose change makes a new default storage (and a new bucket origin).
 STORAGE_SETTINGS = frozenset(
@@ -91,9 +94,15 @@ def bucket_origin() -> str | None:
     when files are not served by redirect."""
     if not serve_by_redirect():
         return None
-    return _bucket_origin(
-        settings.S3_BUCKET, settings.S3_ENDPOINT_URL, settings.S3_REGION, settings.S3_ADDRESSING_STYLE
-    )
+    try:
+        return _bucket_origin(
+            settings.S3_BUCKET, settings.S3_ENDPOINT_URL, settings.S3_REGION, settings.S3_ADDRESSING_STYLE
+        )
+    except Exception:  # no credentials to sign with: pages still render; the images' own redirects fail
+        logger.exception(
+            "cannot sign a URL for bucket %r; images from it are not allowed on pages", settings.S3_BUCKET
+        )
+        return None
 
 
 @receiver(setting_changed)
