@@ -59,7 +59,13 @@ def stored_file_response(
     ``redirect``, the default) a 302 to a presigned URL that lives at most five minutes, so the bytes
     go from the bucket to the browser; else the file streamed through Django with ``headers``."""
     disposition = f'{"attachment" if attachment else "inline"}; filename="{filename}"'
-    url = stored_file_url(storage, name, content_type=content_type, disposition=disposition)
+    url = stored_file_url(
+        storage,
+        name,
+        content_type=content_type,
+        disposition=disposition,
+        cache_control=(headers or {}).get("Cache-Control"),
+    )
     if url is not None:
         redirect = HttpResponseRedirect(url)
         # The browser may reuse the redirect while the URL is certainly still valid (then it loads

@@ -132,17 +132,19 @@ def export_file_store(*, name: str, path: Path) -> str:
         return storage.save(name, File(handle))
 
 
-def stored_file_url(storage: Storage, name: str, *, content_type: str, disposition: str) -> str | None:
+def stored_file_url(
+    storage: Storage, name: str, *, content_type: str, disposition: str, cache_control: str | None = None
+) -> str | None:
     """A presigned GET URL for ``name`` that lives ``WORKBENCH_S3_URL_TTL_SECONDS`` (at most five
-    minutes) and makes the bucket answer with ``content_type`` and ``disposition``; None when files
+    minutes) and makes the bucket answer with ``content_type``, ``disposition`` (and
+    ``cache_control``, when given); None when files
     are streamed through Django instead (the filesystem, or ``WORKBENCH_S3_SERVE=proxy``). Only
     call it after the access check: whoever holds the URL can read the file until it expires."""
     if not serve_by_redirect() or not storage_is_s3(storage):
         return None
+    parameters = {"ResponseContentType": content_type, "ResponseContentDisposition": disposition}
+    if cache_control:
+        parameters["ResponseCacheControl"] = cache_control
     s3: Any = storage  # django-storages' S3Storage.url takes parameters and a lifetime
-    url: str = s3.url(
-        name,
-        parameters={"ResponseContentType": content_type, "ResponseContentDisposition": disposition},
-        expire=url_ttl_seconds(),
-    )
+    url: str = s3.url(name, parameters=parameters, expire=url_ttl_seconds())
     return url
