@@ -13,7 +13,9 @@ serving it asks the storage nothing.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,6 +29,9 @@ from common.errors import NotFoundError
 from common.file_storage import serve_by_redirect, storage_is_s3, url_ttl_seconds
 
 DISPLAY_SIZE = 1024
+
+# The names item files were stored under inside each open ``item_files_kept_on_success`` block.
+_watching: ContextVar[tuple[list[str], ...]] = ContextVar("stored_files_watching", default=())
 
 
 def item_storage() -> Storage:
@@ -44,7 +49,26 @@ def item_file_store(*, study: Study, original_name: str, data: bytes) -> str:
     transaction; the caller deletes the name again if its rows are not written."""
     field = ItemImage.file.field
     name = field.generate_filename(ItemImage(item=Item(study=study)), Path(original_name).name)
-    return item_storage().save(name, ContentFile(data), max_length=field.max_length)
+    stored = item_storage().save(name, ContentFile(data), max_length=field.max_length)
+    for names in _watching.get():
+        names.append(stored)
+    return stored
+
+
+@contextmanager
+def item_files_kept_on_success() -> Iterator[None]:
+    """Delete every item file stored inside the block if the block raises (or is cancelled): for
+    an import whose files are stored inside its own transaction (the study import), so a failure
+    after them still leaves no object that no row names."""
+    names: list[str] = []
+    token = _watching.set((*_watching.get(), names))
+    try:
+        yield
+    except BaseException:
+        stored_files_delete(names)
+        raise
+    finally:
+        _watching.reset(token)
 
 
 def item_files_store(*, study: Study, files: Iterable[tuple[str, bytes]]) -> list[str]:

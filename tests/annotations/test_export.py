@@ -15,6 +15,7 @@ from annotations.services.annotation_writes import annotations_import
 from annotations.services.exports import export_csv, export_job_create, export_jsonl, export_to_file
 from annotations.services.item_import import items_import
 from annotations.services.study_import import study_import
+from common.errors import ImportRefused
 from tests.annotations.imagefiles import write_png
 from tests.helpers import streamed
 from tests.s3_server import FileStore, fetch_download
@@ -132,6 +133,25 @@ def test_zip_export_carries_the_image_files(file_store: FileStore, filled_study,
     assert comparable(rebuilt) == comparable(filled_study)
     assert Item.objects.get(study=rebuilt, external_id="a").images.get().width == 100
     assert len(file_store.names("items/")) == 4  # the rebuilt study stored its own copies
+
+
+def test_a_study_import_refused_after_its_files_leaves_none_behind(
+    file_store: FileStore, filled_study, owner, tmp_path
+) -> None:
+    out = tmp_path / "study.zip"
+    export_to_file(filled_study, "zip", out)
+    before = file_store.names()
+    broken = tmp_path / "broken.zip"
+    with zipfile.ZipFile(out) as source, zipfile.ZipFile(broken, "w") as target:
+        for member in source.namelist():
+            data = source.read(member)
+            if member == "study.jsonl":  # an answer to no question of the protocol, read after the items
+                data = data.replace(b'"question": "gender"', b'"question": "no-such-question"')
+                assert b"no-such-question" in data
+            target.writestr(member, data)
+    with pytest.raises(ImportRefused):
+        study_import(owner=owner, path=broken)
+    assert Study.objects.count() == 1 and file_store.names() == before
 
 
 def test_a_background_zip_export_is_stored_and_downloads(
