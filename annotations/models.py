@@ -247,6 +247,12 @@ class ItemImage(models.Model):
         "None: no file, or stored before the check existed and not readable since",
     )
     blank_colour = models.CharField(max_length=7, blank=True, help_text="#rrggbb of a blank image")
+    display_name = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="Storage name of the resized display version (annotations.services.stored_files), "
+        "set when it is first made; blank: not made yet, or the file is small enough to show as it is",
+    )
 
     class Meta:
         ordering = ["item_id", "position"]

@@ -28,6 +28,7 @@ from PIL import Image
 
 from annotations.models import Item
 from annotations.selectors.labels import labels_for
+from annotations.services.stored_files import item_file_open
 from common.chat_client import ChatClient, ChatError, image_data_url
 from generation.models import GenerationJob
 from generation.prompts.base import PromptSet, PromptSpec
@@ -210,7 +211,7 @@ def prompts_refine(
     ):
         images = []
         for image in item.images.all():
-            with image.file.open("rb") as handle:
+            with item_file_open(image) as handle:
                 images.append(Image.open(handle).convert("RGB"))
         try:
             answer = refine_prompt(

@@ -40,6 +40,7 @@ from annotations.protocols.answers import AnswerError, ItemContext, clean_answer
 from annotations.protocols.schema import Question
 from annotations.selectors.features import embeddings_by_item
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
+from annotations.services.stored_files import item_file_open
 from common.errors import ValidationFailed
 from common.jobs import (
     Heartbeat,
@@ -261,7 +262,7 @@ def _label_item(item: Item) -> tuple[LabelItem | None, str | None]:
     for image in item.images.all():
         if not image.file:
             continue
-        with image.file.open("rb") as handle:
+        with item_file_open(image) as handle:
             images.append(Image.open(handle).convert("RGB"))
         hashes.append(image.sha256)
     if item.kind != Item.Kind.TEXT and not images:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.s3_server import s3_bucket, s3_server  # noqa: F401 (fixtures: a real S3 API server)
+from tests.s3_server import file_store, s3_bucket, s3_server  # noqa: F401 (fixtures: a real S3 API server)
 
 if TYPE_CHECKING:
     from annotations.models import Study, User

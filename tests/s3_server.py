@@ -110,3 +110,54 @@ def s3_bucket(s3_server: S3Server, settings: Any, monkeypatch: pytest.MonkeyPatc
     settings.S3_REGION = REGION
     settings.S3_ADDRESSING_STYLE = "path"
     return bucket
+
+
+@dataclass(frozen=True)
+class FileStore:
+    """Where a test's stored files went: the media folder, or the test bucket (``file_store``)."""
+
+    kind: str  # "filesystem" or "s3"
+    media_root: Path
+    bucket: S3Bucket | None
+
+    def names(self, prefix: str = "") -> list[str]:
+        """Every stored file's name under ``prefix``, sorted: orphan checks list the store."""
+        if self.bucket is not None:
+            return sorted(self.bucket.keys(prefix))
+        return sorted(
+            name
+            for name in (path.relative_to(self.media_root).as_posix() for path in self.media_root.rglob("*"))
+            if name.startswith(prefix) and (self.media_root / name).is_file()
+        )
+
+    def read(self, name: str) -> bytes:
+        if self.bucket is not None:
+            body: bytes = self.bucket.client().get_object(Bucket=self.bucket.name, Key=name)["Body"].read()
+            return body
+        return (self.media_root / name).read_bytes()
+
+
+@pytest.fixture(params=["filesystem", "s3"])
+def file_store(request: pytest.FixtureRequest, settings: Any) -> FileStore:
+    """Runs a storage-touching test twice: files in the media folder, then in a fresh bucket on the
+    test S3 server (docs/deploy.md, "Object storage")."""
+    media_root = Path(settings.MEDIA_ROOT)
+    if request.param == "s3":
+        return FileStore(kind="s3", media_root=media_root, bucket=request.getfixturevalue("s3_bucket"))
+    settings.S3_BUCKET = ""
+    return FileStore(kind="filesystem", media_root=media_root, bucket=None)
+
+
+def fetch_download(response: Any, store: FileStore) -> bytes:
+    """The bytes a browser gets for a file answer: on S3, the app answers 302 to a presigned URL,
+    fetched here from the S3 server itself; on the filesystem, the app streams the file."""
+    if store.kind == "s3":
+        assert response.status_code == 302, response.status_code
+        location = response["Location"]
+        assert location.startswith(store.bucket.endpoint_url if store.bucket else "")
+        assert "X-Amz-Signature=" in location and "X-Amz-Expires=" in location
+        with urllib.request.urlopen(location, timeout=10) as answer:
+            body: bytes = answer.read()
+        return body
+    assert response.status_code == 200, response.status_code
+    return b"".join(response.streaming_content)

@@ -16,6 +16,7 @@ from django.urls import Resolver404, resolve
 
 from annotations.access import participant_study_id
 from common.errors import NotAllowed, NotFoundError
+from common.file_storage import bucket_origin
 from common.request_limits import Refusal, body_refusal, null_character_field
 
 PAGE_POLICY = (
@@ -33,7 +34,11 @@ class ContentSecurityPolicyMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         if "Content-Security-Policy" not in response:
-            response["Content-Security-Policy"] = PAGE_POLICY
+            origin = bucket_origin()
+            # Images redirected to presigned URLs load from the bucket (docs/deploy.md, "Object storage").
+            response["Content-Security-Policy"] = (
+                PAGE_POLICY.replace("img-src 'self'", f"img-src 'self' {origin}") if origin else PAGE_POLICY
+            )
         return response
 
 

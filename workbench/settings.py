@@ -13,6 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 import django_stubs_ext
+from django.core.exceptions import ImproperlyConfigured
 
 from workbench.env import env_bool, env_int, env_list, env_str
 
@@ -168,7 +169,9 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 MEDIA_ROOT = Path(env_str("WORKBENCH_MEDIA_ROOT", str(DATA_DIR / "media")))
 MEDIA_URL = "/media-not-served/"  # item files are served only through access-checked views
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # The filesystem (MEDIA_ROOT), or django-storages' S3 backend when WORKBENCH_S3_BUCKET is set:
+    # common/file_storage.py chooses when the storage is made, from the S3_* settings below.
+    "default": {"BACKEND": "common.file_storage.storage_from_settings"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Object storage (docs/deploy.md, "Object storage"): WORKBENCH_S3_BUCKET set = item files, display
@@ -178,6 +181,17 @@ S3_BUCKET = env_str("WORKBENCH_S3_BUCKET", "")
 S3_ENDPOINT_URL = env_str("WORKBENCH_S3_ENDPOINT_URL", "")
 S3_REGION = env_str("WORKBENCH_S3_REGION", "")
 S3_ADDRESSING_STYLE = env_str("WORKBENCH_S3_ADDRESSING_STYLE", "")  # "path" or "virtual"; "" = boto3's
+# Item images and export downloads: "redirect" (after the access check, a 302 to a presigned URL that
+# lives S3_URL_TTL_SECONDS, at most 300) or "proxy" (the bytes stream through Django).
+S3_SERVE = env_str("WORKBENCH_S3_SERVE", "redirect")
+if S3_SERVE not in ("redirect", "proxy"):
+    raise ImproperlyConfigured(f"WORKBENCH_S3_SERVE must be 'redirect' or 'proxy', not {S3_SERVE!r}")
+S3_URL_TTL_SECONDS = env_int("WORKBENCH_S3_URL_TTL_SECONDS", 300)
+if not 1 <= S3_URL_TTL_SECONDS <= 300:
+    raise ImproperlyConfigured(
+        f"WORKBENCH_S3_URL_TTL_SECONDS must be 1 to 300 (a presigned URL lives at most 5 minutes), "
+        f"not {S3_URL_TTL_SECONDS}"
+    )
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import mimetypes
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, QuerySet
-from django.http import FileResponse, HttpResponse
+from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
@@ -23,7 +25,7 @@ from annotations.access import request_user
 from annotations.api import serializers as s
 from annotations.api.filters import ScopedFilterSet
 from annotations.api.parsers import CheckedJSONParser
-from annotations.downloads import raw_requested, streaming_export
+from annotations.downloads import raw_requested, stored_file_response, streaming_export
 from annotations.interchange.coco_import import coco_import
 from annotations.interchange.exports import (
     FILE_FORMATS,
@@ -391,7 +393,7 @@ class ExportJobViewSet(viewsets.ReadOnlyModelViewSet[ExportJob]):
 
 class ExportDownloadView(APIView):
     @extend_schema(responses={200: OpenApiTypes.BINARY})
-    def get(self, request: Request, pk: int) -> FileResponse:
+    def get(self, request: Request, pk: int) -> HttpResponseBase:
         job = ExportJob.objects.filter(
             pk=pk,
             requested_by=request_user(request),
@@ -401,10 +403,14 @@ class ExportDownloadView(APIView):
             raise NotFoundError(f"export {pk} does not exist")
         if job.status != ExportJob.Status.DONE:
             raise ValidationFailed(f"export {pk} is {job.status}, not ready")
-        response = FileResponse(
-            job.file.open("rb"), as_attachment=True, filename=export_filename(job.study_id, job.format)
+        filename = export_filename(job.study_id, job.format)
+        return stored_file_response(
+            job.file.storage,
+            job.file.name or "",
+            content_type=mimetypes.guess_type(filename)[0] or "application/octet-stream",
+            filename=filename,
+            attachment=True,
         )
-        return response
 
 
 class ItemFilter(ScopedFilterSet):

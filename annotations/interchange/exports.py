@@ -28,8 +28,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
-from django.core.files import File
-from django.core.files.storage import default_storage
 from django.db import connection, transaction
 from django.db.models import F, Func, Prefetch, Q, TextField
 from django.utils import timezone
@@ -52,6 +50,7 @@ from annotations.models import (
 from annotations.presenters import labeller_summary
 from annotations.selectors.pools import attributes_in_study, pools_in_study
 from annotations.selectors.study_options import study_options
+from annotations.services.stored_files import export_file_store, item_file_open
 from common.errors import WorkbenchError
 from common.jobs import (
     Heartbeat,
@@ -510,7 +509,7 @@ def export_zip(study: Study, out: Path, *, tick: Callable[[], None] = lambda: No
                 continue
             written.add(path)
             tick()
-            with image.file.open("rb") as source, archive.open(path, "w") as target:
+            with item_file_open(image) as source, archive.open(path, "w") as target:
                 while chunk := source.read(1024 * 1024):
                     target.write(chunk)
 
@@ -776,10 +775,8 @@ def _export_job_run_claimed(job: ExportJob, token: str) -> ExportJob:
                     ExportJob, job.pk, status=ExportJob.Status.FAILED, error=message, token=token
                 )
             return job_finish(ExportJob, job.pk, status=ExportJob.Status.DONE, target=written, token=token)
-        name = export_job_file_name(job)
-        default_storage.delete(name)  # a lost run's file, if it stored one
-        with out.open("rb") as handle:
-            stored = default_storage.save(name, File(handle))
+        # A lost run's file under the same name, if it stored one, is replaced.
+        stored = export_file_store(name=export_job_file_name(job), path=out)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return job_finish(ExportJob, job.pk, status=ExportJob.Status.DONE, file=stored, token=token)

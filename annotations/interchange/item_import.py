@@ -32,8 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, JSONField
 from django.utils import timezone
@@ -42,6 +40,7 @@ from annotations.interchange.sources import Opened, source_open
 from annotations.models import Item, ItemImage, Study
 from annotations.protocols.schema import Protocol, slugify_option
 from annotations.selectors.item_counts import forget_eligible_count
+from annotations.services.stored_files import item_files_store, stored_files_delete
 from common.checked_input import InputRefused, MalformedJSON, json_loads, text_problem
 from common.errors import ImportRefused
 from common.files import (
@@ -457,8 +456,30 @@ def _import_records(
     source: FileSource | None,
     tick: Callable[[], None] = _no_tick,
 ) -> ImportReport:
-    """Check every record, then write them all in one transaction (nothing is written before every
-    row passed: SQLite's write lock is held only for the inserts).
+    """Check every record, store their files, then write the rows in one transaction (see
+    ``_records_stage``); on any failure the stored files are deleted."""
+    return _records_stage(study=study, records=records, where_of=where_of, source=source, tick=tick).commit()
+
+
+def items_import_stage(
+    *, study: Study, records: list[tuple[str, dict[str, Any]]], source: FileSource | None = None
+) -> StagedItems:
+    """Check already-parsed manifest records and store their files, outside any transaction; the
+    caller inserts the rows in its own transaction (``StagedItems.insert``) and discards the files
+    if that fails (the Label Studio import, whose answers are written with the items)."""
+    return _records_stage(study=study, records=records, where_of=str, source=source)
+
+
+def _records_stage(
+    *,
+    study: Study,
+    records: Iterable[tuple[Any, dict[str, Any]]],
+    where_of: Callable[[Any], str],
+    source: FileSource | None,
+    tick: Callable[[], None] = _no_tick,
+) -> StagedItems:
+    """Check every record, then store their files (nothing is stored before every row passed, and
+    no file is written inside a transaction: SQLite's write lock is held only for the inserts).
 
     The records are read once, as a stream, each turned into the values its insert needs; the
     refusal is the one the stages would give one after another on the whole file: a record that
@@ -586,53 +607,87 @@ def _import_records(
     _files_report(study, state.with_files, report)
     values, with_files = state.values, state.with_files
     state = _Checked()  # the seen ids are no longer needed
-    saved: list[str] = []
-    try:
-        with transaction.atomic():
+    # The files are stored before the transaction (on S3 each is a network round trip, which must
+    # not hold the transaction or SQLite's write lock) and deleted again if the rows are not written.
+    names = item_files_store(
+        study=study,
+        files=(
+            (name, _read(source, name, tick))
+            for _index, row, _images, _digest in with_files
+            for name in row.files
+        ),
+    )
+    return StagedItems(study=study, values=values, with_files=with_files, names=names, report=report)
+
+
+def _read(source: FileSource | None, name: str, tick: Callable[[], None] = _no_tick) -> bytes:
+    assert source is not None  # rows with files were refused without a source
+    tick()  # an import job's heartbeat: storing a file may take a network round trip
+    return source.read(name)
+
+
+@dataclass
+class StagedItems:
+    """An import whose rows passed every check and whose files are stored: ``insert`` writes its
+    rows (inside the caller's transaction), ``discard`` deletes its files (when the rows are not
+    written), ``commit`` does the one or, on any failure or cancellation, the other."""
+
+    study: Study
+    values: list[tuple[Any, ...]]
+    with_files: list[tuple[int, ItemRow, list[CheckedImage], str]]
+    names: list[str]  # the stored files, in the order of ``with_files`` and their rows' files
+    report: ImportReport
+
+    def insert(self) -> ImportReport:
+        study, report = self.study, self.report
+        try:
             # Items without the ORM's per-value work (``_items_insert``: COPY on PostgreSQL, multi-row
             # inserts elsewhere; a million reference items in under a minute, docs/benchmarks.md),
             # then their images in multi-row inserts.
-            item_ids = _items_insert(study=study, rows=values)
-            image_records: list[ItemImage] = []
-            for index, row, images, _digest in with_files:
-                item = Item(
-                    pk=item_ids[index], study=study
-                )  # the file name reads the item's study, not the database
-                for position, (name, image) in enumerate(zip(row.files, images, strict=True)):
-                    image_record = ItemImage(
-                        item=item,
-                        position=position,
-                        original_name=row.original_names[position][-255:],
-                        sha256=image.sha256,
-                        width=image.width,
-                        height=image.height,
-                        content_type=image.content_type,
-                        is_blank=bool(image.single_colour),
-                        blank_colour=image.single_colour,
-                    )
-                    assert source is not None
-                    tick()
-                    image_record.file.save(Path(name).name, ContentFile(source.read(name)), save=False)
-                    if image_record.file.name:
-                        saved.append(image_record.file.name)
-                    image_records.append(image_record)
-            ItemImage.objects.bulk_create(image_records, batch_size=INSERT_BATCH)
-    except BaseException as exc:
-        for name in saved:
-            default_storage.delete(name)
-        if isinstance(exc, IntegrityError):  # the ids were looked up before the transaction began
+            with transaction.atomic():
+                item_ids = _items_insert(study=study, rows=self.values)
+                stored = iter(self.names)
+                image_records: list[ItemImage] = []
+                for index, row, images, _digest in self.with_files:
+                    for position, image in enumerate(images):
+                        image_records.append(
+                            ItemImage(
+                                item_id=item_ids[index],
+                                position=position,
+                                file=next(stored),
+                                original_name=row.original_names[position][-255:],
+                                sha256=image.sha256,
+                                width=image.width,
+                                height=image.height,
+                                content_type=image.content_type,
+                                is_blank=bool(image.single_colour),
+                                blank_colour=image.single_colour,
+                            )
+                        )
+                ItemImage.objects.bulk_create(image_records, batch_size=INSERT_BATCH)
+        except IntegrityError as exc:  # the ids were looked up before the transaction began
             raise ImportRefused(
                 "items with some of these external ids were added to the study while the file was "
                 "checked (another import at the same time?); nothing was imported: import the file "
                 "again and the items now there are reported as duplicates"
             ) from exc
-        raise
-    report.created = len(item_ids)
-    report.references = sum(1 for item in values if item[_IS_REFERENCE])
-    report.item_ids = item_ids
-    statistics_refresh(Item, ItemImage, rows=report.created)  # claims on a fresh study need them at once
-    forget_eligible_count(study.pk)  # progress's "left" counts the new items at once
-    return report
+        report.created = len(item_ids)
+        report.references = sum(1 for item in self.values if item[_IS_REFERENCE])
+        report.item_ids = item_ids
+        statistics_refresh(Item, ItemImage, rows=report.created)  # claims on a fresh study need them at once
+        forget_eligible_count(study.pk)  # progress's "left" counts the new items at once
+        return report
+
+    def discard(self) -> None:
+        stored_files_delete(self.names)
+        self.names = []
+
+    def commit(self) -> ImportReport:
+        try:
+            return self.insert()
+        except BaseException:
+            self.discard()
+            raise
 
 
 def _files_report(

@@ -27,6 +27,7 @@ from annotations.protocols.labelstudio_config import (
     protocol_to_config,
 )
 from annotations.protocols.schema import Protocol
+from annotations.services.stored_files import item_file_open
 
 CHUNK = 1000
 TASKS_NAME = "tasks.json"
@@ -246,6 +247,6 @@ def export_labelstudio(study: Study, out: Path) -> None:
             if path in written:
                 continue
             written.add(path)
-            with image.file.open("rb") as source, archive.open(path, "w") as target:
+            with item_file_open(image) as source, archive.open(path, "w") as target:
                 while chunk := source.read(1024 * 1024):
                     target.write(chunk)

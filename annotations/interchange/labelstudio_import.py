@@ -30,7 +30,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from django.conf import settings
-from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
@@ -42,7 +41,7 @@ from annotations.interchange.answer_import import (
     Who,
     foreign_answers_save,
 )
-from annotations.interchange.item_import import ImportReport, items_import_records
+from annotations.interchange.item_import import ImportReport, StagedItems, items_import_stage
 from annotations.interchange.sources import address_name, archive_open, file_read
 from annotations.models import Annotator, Item, ItemImage, Study, User
 from annotations.protocols.labelstudio_config import (
@@ -916,23 +915,24 @@ def _import(
                 f"{seen_ids[record['external_id']]}"
             )
         seen_ids[record["external_id"]] = task.where
-    saved: list[str] = []
+    # The study (when new) and the item files are written first, each outside the transaction that
+    # then writes the items and their answers together; if anything fails, both are removed again.
+    created: Study | None = None
+    if study is None:
+        assert owner is not None and config is not None
+        try:
+            resolved = protocol_resolve(protocol=config.protocol.to_dict(), source="labeling config")
+        except ValidationFailed as exc:
+            raise ImportRefused(exc.message) from exc
+        study = created = study_create(owner=owner, name=name, protocol=resolved, imported_from=source_name)
+        report.created_study = True
+    staged: StagedItems | None = None
     try:
+        staged = items_import_stage(
+            study=study, records=item_records, source=_TaskFiles(media, files) if media is not None else None
+        )
         with transaction.atomic():
-            if study is None:
-                assert owner is not None and config is not None
-                try:
-                    resolved = protocol_resolve(protocol=config.protocol.to_dict(), source="labeling config")
-                except ValidationFailed as exc:
-                    raise ImportRefused(exc.message) from exc
-                study = study_create(owner=owner, name=name, protocol=resolved, imported_from=source_name)
-                report.created_study = True
-            items: ImportReport = items_import_records(
-                study=study,
-                records=item_records,
-                source=_TaskFiles(media, files) if media is not None else None,
-            )
-            saved = _stored_files(items.item_ids)
+            items: ImportReport = staged.insert()
             skipped = {
                 d["external_id"]: d["reason"]
                 for d in items.duplicates
@@ -961,24 +961,13 @@ def _import(
                     answers.extend(_answers(judgement, item, protocol, controls))
             answer_report: AnswersReport = foreign_answers_save(study=study, answers=answers, skips=skips)
     except BaseException:
-        for stored in saved:
-            default_storage.delete(stored)
+        if staged is not None:
+            staged.discard()
+        if created is not None:
+            Study.objects.filter(pk=created.pk).delete()
         raise
     report.study_id, report.study_name = study.pk, study.name
     report.tasks = len(tasks)
     report.items = {key: value for key, value in items.as_dict().items() if key != "item_ids"}
     report.answers = answer_report.as_dict()
     return report
-
-
-def _stored_files(item_ids: list[int]) -> list[str]:
-    names: list[str] = []
-    for start in range(0, len(item_ids), CHUNK):
-        names.extend(
-            name
-            for name in ItemImage.objects.filter(item_id__in=item_ids[start : start + CHUNK]).values_list(
-                "file", flat=True
-            )
-            if name
-        )
-    return names

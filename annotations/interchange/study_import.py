@@ -24,6 +24,7 @@ from annotations.models import (
 )
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.controls import control_answers_clean
+from annotations.services.stored_files import item_files_kept_on_success
 from annotations.services.studies import protocol_resolve, study_create
 from annotations.services.study_options import study_options_parse, study_options_restore
 from common.checked_input import InputRefused, json_loads
@@ -75,7 +76,8 @@ def study_import(*, owner: User, path: Path | str, name: str | None = None) -> S
     else:
         label, data = file_read(path)
     try:
-        return _study_import(owner=owner, records=_records(data, label), source=source, name=name)
+        with item_files_kept_on_success():  # the study's transaction rolled back: its files go too
+            return _study_import(owner=owner, records=_records(data, label), source=source, name=name)
     except (zipfile.BadZipFile, UnicodeDecodeError) as exc:
         raise ImportRefused(f"{label}: unreadable ({exc})") from exc
     finally:

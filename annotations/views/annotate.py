@@ -9,18 +9,20 @@ drafts, the Previous/Next keys and the lease ahead (``ahead``). docs/annotating.
 from __future__ import annotations
 
 import mimetypes
+from pathlib import PurePosixPath
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
+from annotations.downloads import stored_file_response
 from annotations.models import Annotation, Annotator, Assignment, RevealLog, Study
 from annotations.presenters import image_display_url, image_views
 from annotations.protocols.answers import SubmissionError
@@ -35,10 +37,10 @@ from annotations.services.assignment import (
     assignment_skip,
     assignment_submit,
 )
-from annotations.services.display_images import display_image_name
 from annotations.services.invitations import participant_complete
 from annotations.services.reveals import reveal_log_create, reveal_record_agreement
 from annotations.services.skip_undo import assignment_skip_undo
+from annotations.services.stored_files import display_image_name
 from annotations.services.studies import annotator_for_user
 from annotations.views.pages import IMAGE_CSP
 from annotations.views.task_form import answers_from_form
@@ -344,17 +346,23 @@ def reveal(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def item_image_display(request: HttpRequest, pk: int, position: int) -> FileResponse:
+def item_image_display(request: HttpRequest, pk: int, position: int) -> HttpResponseBase:
     """The resized display version of an item image (same access rule as the original)."""
     item = access.item_get_for_user(user=request_user(request), id=pk)
     image = item.images.filter(position=position).first()
     if image is None:
         raise NotFoundError("this item has no image there")
     name = display_image_name(image)
-    storage = image.file.storage if name == image.file.name else default_storage
     content_type = (image.content_type if name == image.file.name else None) or mimetypes.guess_type(name)[0]
-    response = FileResponse(storage.open(name, "rb"), content_type=content_type or "application/octet-stream")
-    response["Content-Security-Policy"] = IMAGE_CSP
-    # Item files never change, so the URL's content never does: cache for a year, privately.
-    response["Cache-Control"] = "private, max-age=31536000, immutable"
-    return response
+    return stored_file_response(
+        image.file.storage,
+        name,
+        content_type=content_type or "application/octet-stream",
+        filename=f"item-{item.pk}-{position}-display{PurePosixPath(name).suffix}",
+        attachment=False,
+        # Item files never change, so the URL's content never does: cache for a year, privately.
+        headers={
+            "Content-Security-Policy": IMAGE_CSP,
+            "Cache-Control": "private, max-age=31536000, immutable",
+        },
+    )

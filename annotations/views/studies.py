@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -24,7 +24,7 @@ from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.downloads import raw_requested, streaming_export
+from annotations.downloads import raw_requested, stored_file_response, streaming_export
 from annotations.interchange.coco_import import coco_import
 from annotations.interchange.exports import (
     FILE_FORMATS,
@@ -522,13 +522,18 @@ def study_export_bucket(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def export_download(request: HttpRequest, pk: int, job_id: int) -> FileResponse:
+def export_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponseBase:
     study = study_for_page(request, pk, researcher=True)
     job = study.export_jobs.filter(pk=job_id, requested_by=request_user(request), status="done").first()
     if job is None:
         raise Http404("no such finished export")
-    return FileResponse(
-        job.file.open("rb"), as_attachment=True, filename=export_filename(study.pk, job.format)
+    filename = export_filename(study.pk, job.format)
+    return stored_file_response(
+        job.file.storage,
+        job.file.name or "",
+        content_type=mimetypes.guess_type(filename)[0] or "application/octet-stream",
+        filename=filename,
+        attachment=True,
     )
 
 
@@ -648,21 +653,24 @@ def _item_details(item: Item) -> list[tuple[str, str]]:
 
 
 @login_required
-def item_image(request: HttpRequest, pk: int, position: int) -> FileResponse:
+def item_image(request: HttpRequest, pk: int, position: int) -> HttpResponseBase:
     """An item's image file, to users who may see the item; sandboxed and cached privately."""
     item = access.item_get_for_user(user=request_user(request), id=pk)
     image = item.images.filter(position=position).first()
     name = image.file.name if image is not None else None
     if image is None or not name:  # what ``not image.file`` tests
         raise Http404("this item has no image there")
-    response = FileResponse(
-        image.file.open("rb"),
+    return stored_file_response(
+        image.file.storage,
+        name,
         content_type=image.content_type or mimetypes.guess_type(name)[0] or "application/octet-stream",
+        filename=f"item-{item.pk}-{position}{_suffix(name)}",
+        attachment=False,
+        headers={
+            "Content-Security-Policy": IMAGE_CSP,
+            "Cache-Control": "private, max-age=31536000, immutable",
+        },
     )
-    response["Content-Disposition"] = f'inline; filename="item-{item.pk}-{position}{_suffix(name)}"'
-    response["Content-Security-Policy"] = IMAGE_CSP
-    response["Cache-Control"] = "private, max-age=31536000, immutable"
-    return response
 
 
 def _suffix(name: str) -> str:

@@ -17,6 +17,7 @@ from annotations.interchange.exports import export_coco
 from annotations.models import Annotation, Annotator
 from tests.annotations.builders import image_item, row_counts
 from tests.helpers import client_for
+from tests.s3_server import FileStore
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +70,7 @@ def write(tmp_path: Path, document: dict[str, Any]) -> Path:
     return path
 
 
-def test_coco_export_and_import_round_trip(boxed, tmp_path) -> None:
+def test_coco_export_and_import_round_trip(file_store: FileStore, boxed, tmp_path) -> None:
     expected = boxes_of(boxed)
     path = write(tmp_path, export_coco(boxed))
     Annotation.objects.filter(study=boxed, question_key="boxes").delete()
@@ -78,6 +79,7 @@ def test_coco_export_and_import_round_trip(boxed, tmp_path) -> None:
     assert boxes_of(boxed) == expected
     again = run(boxed, path, "--question", "boxes")
     assert again["created"] == 0 and again["unchanged"] == 3
+    assert len(file_store.names("items/")) == 2  # the boxed items' images, untouched
 
 
 def test_a_plain_coco_file_matches_by_file_name_and_category_name(study, tmp_path) -> None:

@@ -13,10 +13,12 @@ import pytest
 from annotations.interchange.exports import export_csv, export_job_create, export_jsonl, export_to_file
 from annotations.interchange.item_import import items_import
 from annotations.interchange.study_import import study_import
-from annotations.models import Annotation, AnnotationRevision, ExportJob, Item, Study
+from annotations.models import Annotation, AnnotationRevision, ExportJob, Item, ItemImage, Study
 from annotations.services.annotation_writes import annotations_import
+from common.errors import ImportRefused
 from tests.annotations.imagefiles import write_png
 from tests.helpers import streamed
+from tests.s3_server import FileStore, fetch_download
 
 pytestmark = pytest.mark.django_db
 
@@ -119,15 +121,50 @@ def test_jsonl_export_reimports_losslessly(filled_study, owner, tmp_path) -> Non
     assert AnnotationRevision.objects.filter(annotation__study=rebuilt).count() == 1
 
 
-def test_zip_export_carries_the_image_files(filled_study, owner, tmp_path) -> None:
+def test_zip_export_carries_the_image_files(file_store: FileStore, filled_study, owner, tmp_path) -> None:
     out = tmp_path / "study.zip"
     export_to_file(filled_study, "zip", out)
     with zipfile.ZipFile(out) as archive:
         names = archive.namelist()
+        stored = {image.sha256: file_store.read(image.file.name) for image in ItemImage.objects.all()}
+        assert sorted(archive.read(n) for n in names if n.startswith("files/")) == sorted(stored.values())
     assert "study.jsonl" in names and sum(name.startswith("files/") for name in names) == 2
     rebuilt = study_import(owner=owner, path=out)
     assert comparable(rebuilt) == comparable(filled_study)
     assert Item.objects.get(study=rebuilt, external_id="a").images.get().width == 100
+    assert len(file_store.names("items/")) == 4  # the rebuilt study stored its own copies
+
+
+def test_a_study_import_refused_after_its_files_leaves_none_behind(
+    file_store: FileStore, filled_study, owner, tmp_path
+) -> None:
+    out = tmp_path / "study.zip"
+    export_to_file(filled_study, "zip", out)
+    before = file_store.names()
+    broken = tmp_path / "broken.zip"
+    with zipfile.ZipFile(out) as source, zipfile.ZipFile(broken, "w") as target:
+        for member in source.namelist():
+            data = source.read(member)
+            if member == "study.jsonl":  # an answer to no question of the protocol, read after the items
+                data = data.replace(b'"question": "gender"', b'"question": "no-such-question"')
+                assert b"no-such-question" in data
+            target.writestr(member, data)
+    with pytest.raises(ImportRefused):
+        study_import(owner=owner, path=broken)
+    assert Study.objects.count() == 1 and file_store.names() == before
+
+
+def test_a_background_zip_export_is_stored_and_downloads(
+    file_store: FileStore, filled_study, owner, client, django_capture_on_commit_callbacks
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        job = export_job_create(study=filled_study, user=owner, fmt="zip")
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.DONE and file_store.names("exports/") == [job.file.name]
+    client.force_login(owner)
+    response = client.get(f"/studies/{filled_study.pk}/exports/{job.pk}/")
+    body = fetch_download(response, file_store)
+    assert body == file_store.read(job.file.name) and body[:2] == b"PK"
 
 
 def test_csv_has_one_row_per_annotation_with_provenance(filled_study) -> None:

@@ -18,6 +18,7 @@ from annotations.protocols.schema import load_preset
 from common.errors import ImportRefused
 from tests.annotations.imagefiles import drawn_png_bytes, png_bytes, write_png
 from tests.factories import StudyFactory
+from tests.s3_server import FileStore
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +27,9 @@ def stored_files(media: Path) -> list[Path]:
     return [path for path in media.rglob("*") if path.is_file()]
 
 
-def test_a_folder_of_images_becomes_items_with_hashes_and_sizes(study, tmp_path, _media_root) -> None:
+def test_a_folder_of_images_becomes_items_with_hashes_and_sizes(
+    study, tmp_path, file_store: FileStore
+) -> None:
     write_png(tmp_path / "imgs" / "a.png", (255, 0, 0))
     write_png(tmp_path / "imgs" / "sub" / "b.png", (0, 255, 0), size=(40, 30))
     report = items_import(study=study, path=tmp_path / "imgs")
@@ -37,7 +40,8 @@ def test_a_folder_of_images_becomes_items_with_hashes_and_sizes(study, tmp_path,
     assert item.sha256 == image.sha256 and len(item.sha256) == 64
     # stored under a generated name (a random hex could itself end in "b", so match the whole form)
     assert re.fullmatch(rf"items/{study.pk}/[0-9a-f]{{32}}\.png", image.file.name), image.file.name
-    assert len(stored_files(_media_root)) == 2
+    assert file_store.names() == sorted(i.file.name for i in ItemImage.objects.all())
+    assert file_store.read(image.file.name) == (tmp_path / "imgs" / "sub" / "b.png").read_bytes()
 
 
 def test_a_csv_manifest_keeps_provenance_and_extra_columns_as_metadata(study, tmp_path) -> None:
@@ -69,7 +73,7 @@ def test_fields_the_manifest_does_not_set_take_the_values_the_orm_would_store(st
     assert imported.note == ""
 
 
-def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:
+def test_a_zip_with_a_jsonl_manifest_builds_image_sets(file_store: FileStore, owner, tmp_path) -> None:
     study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
     archive = tmp_path / "sets.zip"
     with zipfile.ZipFile(archive, "w") as zf:
@@ -92,6 +96,9 @@ def test_a_zip_with_a_jsonl_manifest_builds_image_sets(owner, tmp_path) -> None:
     item = Item.objects.get(study=study, external_id="q1")
     assert report.created == 1 and item.kind == "image_set"
     assert list(item.images.values_list("position", flat=True)) == [0, 1, 2, 3]
+    stored = [image.file.name for image in item.images.all()]
+    assert file_store.names() == sorted(stored)
+    assert [file_store.read(name) for name in stored] == [png_bytes((i * 60, 10, 10)) for i in range(4)]
 
 
 def test_identical_files_are_kept_and_reported_and_repeated_ids_skipped(study, tmp_path, _media_root) -> None:
@@ -124,25 +131,26 @@ def test_text_items_and_reference_items(owner, tmp_path) -> None:
     assert Item.objects.get(study=image_study).is_reference
 
 
-def test_a_bad_row_stops_the_import_and_nothing_is_written(study, tmp_path, _media_root) -> None:
+def test_a_bad_row_stops_the_import_and_nothing_is_written(study, tmp_path, file_store: FileStore) -> None:
     write_png(tmp_path / "ok.png")
     (tmp_path / "items.csv").write_text("external_id,file,seed\ngood,ok.png,1\nbad,ok.png,not-a-number\n")
     with pytest.raises(ImportRefused, match=r"items.csv row 3: seed 'not-a-number' is not an integer"):
         items_import(study=study, path=tmp_path / "items.csv")
-    assert Item.objects.count() == 0 and stored_files(_media_root) == []
+    assert Item.objects.count() == 0 and file_store.names() == []
 
 
-@pytest.mark.parametrize("failing", ["second file", "image rows"])
+@pytest.mark.parametrize("failing", ["second file", "image rows", "cancelled"])
 def test_a_failure_while_writing_removes_the_files_already_stored(
-    study, tmp_path, _media_root, monkeypatch, failing: str
+    study, tmp_path, file_store: FileStore, monkeypatch, failing: str
 ) -> None:
-    from django.core.files.storage import FileSystemStorage
+    from django.core.files.storage import default_storage
     from django.db.models.query import QuerySet
 
     write_png(tmp_path / "a.png", (1, 1, 1))
     write_png(tmp_path / "b.png", (2, 2, 2))
     calls = {"n": 0}
-    original_save = FileSystemStorage._save  # type: ignore[attr-defined]  # private, left out of the stubs
+    storage_class = default_storage.__class__  # FileSystemStorage, or django-storages' S3Storage
+    original_save = storage_class._save  # type: ignore[attr-defined]  # private, left out of the stubs
     original_bulk_create = QuerySet.bulk_create
 
     def failing_save(self, *args, **kwargs):
@@ -156,14 +164,21 @@ def test_a_failure_while_writing_removes_the_files_already_stored(
             raise OSError("database went away")
         return original_bulk_create(self, objs, *args, **kwargs)
 
+    def cancelled_bulk_create(self, objs, *args, **kwargs):
+        if self.model is ItemImage:
+            raise KeyboardInterrupt  # a worker stopped mid-import (a cancel, a SIGINT)
+        return original_bulk_create(self, objs, *args, **kwargs)
+
     if failing == "second file":
-        monkeypatch.setattr(FileSystemStorage, "_save", failing_save)
-    else:
+        monkeypatch.setattr(storage_class, "_save", failing_save)
+    elif failing == "image rows":
         monkeypatch.setattr(QuerySet, "bulk_create", failing_bulk_create)
-    with pytest.raises(OSError):
+    else:
+        monkeypatch.setattr(QuerySet, "bulk_create", cancelled_bulk_create)
+    with pytest.raises((OSError, KeyboardInterrupt)):
         items_import(study=study, path=tmp_path)
     assert Item.objects.count() == 0 and ItemImage.objects.count() == 0
-    assert stored_files(_media_root) == []
+    assert file_store.names() == []
 
 
 @pytest.mark.parametrize("member", ["../evil.png", "/etc/evil.png", "a/../../evil.png", "C:/evil.png"])

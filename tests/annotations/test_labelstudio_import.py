@@ -17,12 +17,13 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from annotations.interchange.labelstudio_import import labelstudio_import
-from annotations.models import Annotation, Annotator, Assignment, Item, Study, User
+from annotations.models import Annotation, Annotator, Assignment, Item, ItemImage, Study, User
 from common.errors import ImportRefused
 from tests.annotations.builders import LABELSTUDIO_FIXTURES, row_counts
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import UserFactory
 from tests.helpers import client_for
+from tests.s3_server import FileStore
 
 pytestmark = pytest.mark.django_db
 
@@ -310,15 +311,25 @@ def test_bad_exports_are_refused_by_task_and_field_and_change_nothing(
     assert row_counts(_media_root) == before
 
 
-def test_a_bad_answer_after_stored_images_removes_the_files_too(owner, tmp_path, _media_root) -> None:
+def test_a_bad_answer_after_stored_images_removes_the_files_too(
+    owner, tmp_path, file_store: FileStore
+) -> None:
     tasks = project_tasks()
     tasks[2]["annotations"][0]["result"][0]["value"]["choices"] = ["Robot"]
-    before = row_counts(_media_root)
+    before = row_counts()
     with pytest.raises(ImportRefused, match="task 103"):
         labelstudio_import(
             path=write_export(tmp_path, tasks), owner=owner, name="x", config_path=CONFIG, media_root=MEDIA
         )
-    assert row_counts(_media_root) == before
+    # The images were stored before the items' transaction; the refusal removed them (and the study).
+    assert row_counts() == before and file_store.names() == []
+
+
+def test_the_images_of_a_label_studio_import_are_stored(owner, file_store: FileStore) -> None:
+    _report, study = create("project_export.json")
+    names = sorted(ItemImage.objects.filter(item__study=study).values_list("file", flat=True))
+    assert len(names) == 2 and file_store.names() == names  # the third item is a reference (no file)
+    assert all(name.startswith(f"items/{study.pk}/") for name in names)
 
 
 def test_media_are_checked_as_any_upload(owner, tmp_path, _media_root) -> None:

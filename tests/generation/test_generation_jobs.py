@@ -30,6 +30,7 @@ from generation.services import (
 )
 from tests.factories import StudyFactory
 from tests.fixtures.tiny_sd import save_tiny_sd
+from tests.s3_server import FileStore
 
 PROMPTS = PromptSet(
     name="cups",
@@ -89,7 +90,9 @@ def pixels(item: Item) -> bytes:
 
 @pytest.mark.slow
 @pytest.mark.django_db
-def test_a_job_makes_items_with_full_provenance(image_study, owner, tiny_model) -> None:
+def test_a_job_makes_items_with_full_provenance(
+    file_store: FileStore, image_study, owner, tiny_model
+) -> None:
     job = generation_job_create(
         study=image_study,
         prompt_set=PROMPTS,
@@ -109,6 +112,10 @@ def test_a_job_makes_items_with_full_provenance(image_study, owner, tiny_model) 
     assert provenance["settings"]["steps"] == 2 and provenance["versions"]["diffusers"]
     assert provenance["pipeline_class"] == "StableDiffusionPipeline" and provenance["job"] == job.pk
     assert (item.images.get().width, item.images.get().height) == (64, 64)
+    # The worker stored the PNGs through the item import, in the media folder or the bucket.
+    names = sorted(ItemImage.objects.filter(item__study=image_study).values_list("file", flat=True))
+    assert len(names) == 4 and file_store.names() == names
+    assert file_store.read(item.images.get().file.name) == pixels(item)
 
 
 class RecordsBatches:

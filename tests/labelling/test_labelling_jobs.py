@@ -20,6 +20,7 @@ from labelling.services import item_embeddings, labeller_register, labelling_job
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import StudyFactory
 from tests.fixtures.chat_server import ChatServer, json_reply, status_reply
+from tests.s3_server import FileStore
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +71,9 @@ def answers(study, annotator) -> dict:
     }
 
 
-def test_the_colour_rule_labels_drawn_images_into_the_vocabulary(cups) -> None:
+def test_the_colour_rule_labels_drawn_images_into_the_vocabulary(file_store: FileStore, cups) -> None:
+    # The images are read from the store (the media folder, or the bucket of the test S3 server).
+    assert len(file_store.names("items/")) == 2
     colour = labeller_register(name="colour-rule", kind="colour", config={})
     job = run(cups, colour)
     assert (job.status, job.answered, job.failed, job.total_items) == ("done", 4, 0, 2)
