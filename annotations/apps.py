@@ -10,3 +10,7 @@ class AnnotationsConfig(AppConfig):
         # Register this app's tasks in every process (web ones too), so ``common.jobs.job_enqueue``
         # finds them by name.
         from annotations import tasks  # noqa: F401
+
+        # The token cache's signals, in every process: a token revoked (or an account changed) by the
+        # admin, a command or a worker writes the shared cache's new generation too (docs/api.md).
+        from annotations.api import authentication  # noqa: F401

@@ -10,16 +10,28 @@ The lookup (token, account, its annotator, whether it is a participant) is kept 
 authenticate. What could make a cached answer wrong drops it at once in the process that made the
 change: deleting a token (revoking it), saving or deleting its account (deactivating it, a new
 role), a participant or annotator record made for it (``_forget_*`` below, connected to Django's
-``post_save``/``post_delete``; the only job of these signals). Other worker processes see such a
-change when their entry runs out, at most ``TOKEN_CACHE_SECONDS`` later.
+``post_save``/``post_delete``; the only job of these signals).
+
+Other processes: with a shared cache (``WORKBENCH_CACHE_URL``, Redis) the same signals also write a
+new *generation* (``GENERATION_KEY``) into it, once at once and again when the transaction commits;
+every API call reads that one key (one round trip, no query) and drops its entry when the
+generation differs from the one read before the entry was loaded, so a revoked token, a deactivated
+account or a new participant is refused at once on every web node. A sign-in's ``last_login`` stamp
+changes nothing the lookup uses and writes no generation. Without a shared cache, other processes
+see such a change when their entry runs out, at most ``TOKEN_CACHE_SECONDS`` later (the API token
+page says so: ``revocation_delay_seconds``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from rest_framework.authentication import TokenAuthentication
@@ -34,6 +46,7 @@ if TYPE_CHECKING:
 PARTICIPANT_REFUSED = "This account was made for one study's tasks; it cannot open this page."
 TOKEN_CACHE_SECONDS = 10.0
 TOKEN_CACHE_SIZE = 10_000
+GENERATION_KEY = "api-token-generation"
 
 _USER_FIELDS = [field.attname for field in User._meta.concrete_fields]
 _ANNOTATOR_FIELDS = [field.attname for field in Annotator._meta.concrete_fields]
@@ -43,7 +56,7 @@ class _Entry:
     """What one token authenticates: the rows as loaded (a fresh instance is built per request, so
     nothing a request sets on its user reaches the next) and when the entry runs out."""
 
-    __slots__ = ("annotator", "expires", "participant", "token_created", "user", "user_id")
+    __slots__ = ("annotator", "expires", "generation", "participant", "token_created", "user", "user_id")
 
     def __init__(
         self,
@@ -52,9 +65,11 @@ class _Entry:
         participant: bool,
         token_created: Any,
         expires: float,
+        generation: Any = None,
     ) -> None:
         self.user, self.annotator, self.participant = tuple(user), annotator, participant
         self.user_id, self.token_created, self.expires = user[0], token_created, expires
+        self.generation = generation
 
 
 _cache: dict[str, _Entry] = {}
@@ -67,10 +82,29 @@ def token_cache_clear() -> None:
         _cache.clear()
 
 
+def revocation_delay_seconds() -> float:
+    """How long another process may still accept a revoked token: 0 with a shared cache, else the
+    life of a process's entry (the API token page and docs/api.md say so)."""
+    return 0.0 if settings.WORKBENCH_SHARED_CACHE else TOKEN_CACHE_SECONDS
+
+
+def _new_generation() -> None:
+    cache.set(GENERATION_KEY, uuid.uuid4().hex, None)
+
+
+def _forget_everywhere() -> None:
+    """With a shared cache: a new generation now (a node that loads the token from here on reads it)
+    and again at commit (a node that loaded the still-uncommitted row in between drops it then)."""
+    if settings.WORKBENCH_SHARED_CACHE:
+        _new_generation()
+        transaction.on_commit(_new_generation)
+
+
 def _forget_user(user_id: Any) -> None:
     with _lock:
         for key in [key for key, entry in _cache.items() if entry.user_id == user_id]:
             del _cache[key]
+    _forget_everywhere()
 
 
 @receiver(post_delete, sender=Token, dispatch_uid="workbench-token-cache-token-deleted")
@@ -83,6 +117,12 @@ def _forget_token(sender: Any, instance: Token, **kwargs: Any) -> None:
 @receiver(post_save, sender=User, dispatch_uid="workbench-token-cache-user-saved")
 @receiver(post_delete, sender=User, dispatch_uid="workbench-token-cache-user-deleted")
 def _forget_account(sender: Any, instance: User, **kwargs: Any) -> None:
+    fields = kwargs.get("update_fields")
+    if fields is not None and set(fields) == {"last_login"}:
+        with _lock:  # a sign-in: nothing another process's entry uses changed
+            for key in [key for key, entry in _cache.items() if entry.user_id == instance.pk]:
+                del _cache[key]
+        return
     _forget_user(instance.pk)
 
 
@@ -94,7 +134,7 @@ def _forget_owner(sender: Any, instance: Participant | Annotator, **kwargs: Any)
         _forget_user(instance.user_id)
 
 
-def _load(key: str) -> _Entry | None:
+def _load(key: str, generation: Any) -> _Entry | None:
     token = (
         Token.objects.select_related("user", "user__participant", "user__annotator").filter(key=key).first()
     )
@@ -108,6 +148,7 @@ def _load(key: str) -> _Entry | None:
         participant=hasattr(user, "participant"),
         token_created=token.created,
         expires=time.monotonic() + TOKEN_CACHE_SECONDS,
+        generation=generation,
     )
 
 
@@ -115,9 +156,11 @@ class WorkbenchTokenAuthentication(TokenAuthentication):
     """DRF's ``TokenAuthentication`` (``Authorization: Token KEY``), participants refused with 403."""
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
+        # The shared generation is read before the rows are (docs at the top: no change is missed).
+        generation = cache.get(GENERATION_KEY) if settings.WORKBENCH_SHARED_CACHE else None
         entry = _cache.get(key)
-        if entry is None or entry.expires < time.monotonic():
-            entry = _load(key)
+        if entry is None or entry.expires < time.monotonic() or entry.generation != generation:
+            entry = _load(key, generation)
             if entry is None:
                 raise AuthenticationFailed("Invalid token.")
             with _lock:
