@@ -2,8 +2,8 @@ from django.urls import path
 
 from annotations.views import (
     agreement,
-    api_token,
     annotate,
+    api_token,
     compare,
     findings,
     invitations,

@@ -15,7 +15,7 @@ from rest_framework.authtoken.models import Token
 
 from annotations.services.api_tokens import api_token_revoke
 from tests.factories import UserFactory
-from tests.shared_cache import shared_cache, web_node  # noqa: F401 (fixture)
+from tests.shared_cache import web_node
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -104,4 +104,5 @@ def test_the_api_revokes_only_the_callers_own_token() -> None:
     response = Client().delete("/api/auth/token/", HTTP_AUTHORIZATION=f"Token {mine}")
     assert response.status_code == 204
     assert list(Token.objects.values_list("key", flat=True)) == [theirs]
-    assert json.loads(Client().get("/api/me/", HTTP_AUTHORIZATION=f"Token {theirs}").content)["username"] == "b"
+    me = Client().get("/api/me/", HTTP_AUTHORIZATION=f"Token {theirs}")
+    assert json.loads(me.content)["username"] == "b"

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import dj_database_url
 import django_stubs_ext
-
 from django.core.exceptions import ImproperlyConfigured
 
 from workbench.env import env_bool, env_int, env_list, env_str
@@ -50,7 +49,7 @@ def _secret_key() -> str:
     if PRODUCTION:
         raise ImproperlyConfigured(
             "WORKBENCH_ENV=production needs DJANGO_SECRET_KEY (the same long random value on every web "
-            "node and worker); docs/deploy.md, \"Production settings\""
+            'node and worker); docs/deploy.md, "Production settings"'
         )
     path = DATA_DIR / "secret_key"
     if not path.exists():
