@@ -350,6 +350,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # `manage.py resume_stale_jobs` from cron instead).
 WORKBENCH_JOB_STALE_SECONDS = env_int("WORKBENCH_JOB_STALE_SECONDS", 120)
 WORKBENCH_JOB_SWEEP_SECONDS = env_int("WORKBENCH_JOB_SWEEP_SECONDS", 60)
+# A worker that hangs (its keep-alive thread still beats, the run makes no step): a RUNNING job whose
+# last step (a batch, a file, a row: common/jobs.py) is older than this is taken over like a lost
+# worker's. It must exceed the longest single step, a model's first load included. 0: no deadline.
+WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS = env_int("WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS", 3600)
 # Redis gives an unacknowledged task (its worker died) to another worker after this many seconds;
 # a task given twice is harmless (claims are compare-and-set). The SQLite broker never gives a task
 # twice: the sweep above resumes those jobs.
