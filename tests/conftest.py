@@ -26,9 +26,14 @@ def _workbench_test_settings(
     if not request.config.pluginmanager.hasplugin("django"):
         yield None
         return
+    from django.core.cache import cache
+
     from workbench.celery import app as celery_app
 
     settings = request.getfixturevalue("settings")
+    # Each test starts with an empty cache: throttle counts, item counts and reports from another test
+    # (or, on a shared Redis cache, from an earlier run) never leak in.
+    cache.clear()
     media = tmp_path_factory.mktemp("media")
     settings.MEDIA_ROOT = str(media)
     # Models the tests build live in pytest's temporary folders: those are the allowed model folders

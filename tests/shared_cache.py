@@ -66,17 +66,18 @@ def free_port() -> int:
 def web_node(extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """A gunicorn process (one worker) on the test database; its base URL. ``extra_env`` adds settings
     (``WORKBENCH_CACHE_URL`` for the shared cache)."""
+    from tests import worker
     from tests.benchmarks.bench_vs_labelstudio import gunicorn_flags, start_server, stop_server
-    from tests.worker import test_database_url
 
     port = free_port()
     env = {
         **os.environ,
-        "DATABASE_URL": test_database_url(),
+        "DATABASE_URL": worker.test_database_url(),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         **(extra_env or {}),
     }
-    env.pop("WORKBENCH_CACHE_URL", None) if "WORKBENCH_CACHE_URL" not in (extra_env or {}) else None
+    if "WORKBENCH_CACHE_URL" not in (extra_env or {}):
+        env.pop("WORKBENCH_CACHE_URL", None)
     command = [sys.executable, "-m", "gunicorn", "workbench.wsgi", *gunicorn_flags(port, 1, 2)]
     server = start_server(command, env, ROOT, port, "/healthz/")
     try:

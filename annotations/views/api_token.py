@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from annotations.access import request_user
-from annotations.api.authentication import revocation_delay_seconds
 from annotations.selectors.api_tokens import api_token_of
 from annotations.services.api_tokens import api_token_get_or_create, api_token_revoke
+from annotations.token_cache import revocation_delay_seconds
 
 
 @login_required
@@ -37,7 +37,7 @@ def api_token(request: HttpRequest) -> HttpResponse:
         return redirect("api-token")
     return render(
         request,
-        "account/api_token.html",
+        "api_token/token.html",
         {
             "token": api_token_of(user=user),
             "revocation_delay": int(revocation_delay_seconds()),
