@@ -106,3 +106,36 @@ def test_the_api_revokes_only_the_callers_own_token() -> None:
     assert list(Token.objects.values_list("key", flat=True)) == [theirs]
     me = Client().get("/api/me/", HTTP_AUTHORIZATION=f"Token {theirs}")
     assert json.loads(me.content)["username"] == "b"
+
+
+def page(url: str, session: str) -> str:
+    request = urllib.request.Request(url, headers={"Cookie": f"sessionid={session}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return str(response.read().decode())
+
+
+def test_items_added_anywhere_are_counted_at_once_on_every_node(shared_cache: str, owner) -> None:
+    """The task pages' "left" (a study's item count, kept in the cache): items added by another
+    process show on the node at once, not when the node's own copy runs out 30 s later."""
+    import re
+
+    from annotations.services.studies import enrollment_add
+    from tests.factories import ItemFactory, StudyFactory
+
+    study = StudyFactory.create(owner=owner, status="active")
+    annotator = UserFactory.create(username="counter", role="annotator")
+    enrollment_add(study=study, user=annotator)
+    ItemFactory.create_batch(2, study=study)
+    client = Client()
+    client.force_login(annotator)
+    session = client.cookies["sessionid"].value
+
+    def left(node: str) -> int:
+        found = re.search(r"(\d+) left</span>", page(f"{node}/annotate/", session))
+        assert found is not None
+        return int(found.group(1))
+
+    with web_node({"WORKBENCH_CACHE_URL": shared_cache}) as node:
+        assert left(node) == 2  # the node counts and keeps the count in the shared cache
+        ItemFactory.create_batch(3, study=study)  # this process: the saves drop the shared count
+        assert left(node) == 5
