@@ -9,4 +9,9 @@ class AnnotationsConfig(AppConfig):
     def ready(self) -> None:
         # Register this app's tasks in every process (web ones too), so ``common.jobs.job_enqueue``
         # finds them by name.
-        from annotations import tasks  # noqa: F401
+        # The token cache's signals, in every process: a token revoked (or an account changed) by the
+        # admin, a command or a worker writes the shared cache's new generation too (docs/api.md).
+        from annotations import (
+            tasks,  # noqa: F401
+            token_cache,  # noqa: F401
+        )

@@ -3,6 +3,7 @@ from django.urls import path
 from annotations.views import (
     agreement,
     annotate,
+    api_token,
     compare,
     findings,
     invitations,
@@ -13,6 +14,7 @@ from annotations.views import (
 )
 
 urlpatterns = [
+    path("accounts/api-token/", api_token.api_token, name="api-token"),
     path("studies/<int:pk>/agreement/", agreement.study_agreement, name="study-agreement"),
     path("studies/<int:pk>/consensus/", agreement.study_consensus, name="study-consensus"),
     path("studies/<int:pk>/adjudicate/", agreement.adjudication_list, name="adjudication-queue"),

@@ -16,9 +16,13 @@ A job is a row of a model that extends :class:`BackgroundJob`. Its life, in plai
 - :func:`job_finish`: the worker sets the final status, the error and ``finished_at`` (only while
   it still holds the job).
 
-A worker that dies (SIGKILL, the out-of-memory killer, a lost machine) stops stamping. A RUNNING job whose
-``heartbeat_at`` is older than ``WORKBENCH_JOB_STALE_SECONDS`` is *stale*: :func:`job_claim` takes it
-over (a task the broker delivers again), and :func:`jobs_resume_stale` (the workers' sweeper and
+A worker that dies (SIGKILL, the out-of-memory killer, a lost machine) stops stamping. A worker that
+*hangs* (a deadlock, a stuck driver call, a network read that never returns) keeps stamping from its
+keep-alive thread but makes no progress: only the run's own steps (:func:`job_claim`,
+:func:`job_heartbeat` between batches, :class:`Heartbeat` inside them) stamp ``progress_at``. A RUNNING
+job whose ``heartbeat_at`` is older than ``WORKBENCH_JOB_STALE_SECONDS``, or whose ``progress_at`` is
+older than ``WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS`` (0: no deadline), is *stale*: :func:`job_claim`
+takes it over (a task the broker delivers again), and :func:`jobs_resume_stale` (the workers' sweeper and
 ``manage.py resume_stale_jobs``) puts it back to PENDING and sends its task again. Either way
 ``resumed_count`` goes up and the job shows "worker lost, resumed"; the run continues from what is
 stored (each job kind's run skips what exists). docs/deploy.md, "When a worker dies".
@@ -72,6 +76,9 @@ class BackgroundJob(models.Model):
         default=0, help_text="Times the job was taken over after its worker stopped beating"
     )
     resumed_at = models.DateTimeField(null=True, blank=True, help_text="The last takeover")
+    progress_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last step the run made (a hung worker beats but stops stepping)"
+    )
 
     class Meta:
         abstract = True
@@ -82,15 +89,29 @@ class BackgroundJob(models.Model):
         return self.status in (self.Status.PENDING, self.Status.RUNNING)
 
     @property
+    def is_hung(self) -> bool:
+        """RUNNING, beating, but no progress for longer than ``WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS``."""
+        deadline = progress_before()
+        return (
+            self.status == self.Status.RUNNING
+            and deadline is not None
+            and self.progress_at is not None
+            and self.progress_at < deadline
+        )
+
+    @property
     def is_stale(self) -> bool:
-        """RUNNING with no heartbeat for longer than ``WORKBENCH_JOB_STALE_SECONDS``: its worker is lost."""
+        """RUNNING with no heartbeat for longer than ``WORKBENCH_JOB_STALE_SECONDS`` (its worker is
+        lost) or no progress past the deadline (its worker hangs)."""
         return self.status == self.Status.RUNNING and (
-            self.heartbeat_at is None or self.heartbeat_at < stale_before()
+            self.heartbeat_at is None or self.heartbeat_at < stale_before() or self.is_hung
         )
 
     @property
     def worker_note(self) -> str:
         """What the job page and the API say about lost workers ("" when none was lost)."""
+        if self.is_hung and self.heartbeat_at is not None and self.heartbeat_at >= stale_before():
+            return "worker stuck (no progress), waiting to resume"
         if self.is_stale:
             return "worker lost, waiting to resume"
         if self.resumed_count == 1:
@@ -114,11 +135,23 @@ def stale_before(now: datetime | None = None) -> datetime:
     return (now or timezone.now()) - stale_after()
 
 
+def progress_before(now: datetime | None = None) -> datetime | None:
+    """Progress stamps before this moment are past the deadline (None: no deadline, the setting
+    ``WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS`` is 0). The deadline must exceed the longest step a run
+    makes without calling :func:`job_heartbeat` or a :class:`Heartbeat` (loading a model included)."""
+    seconds = int(settings.WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS)
+    return None if seconds <= 0 else (now or timezone.now()) - timedelta(seconds=seconds)
+
+
 def stale_jobs(now: datetime | None = None) -> Q:
-    """The filter of stale jobs: RUNNING, last heartbeat before :func:`stale_before` (or none)."""
-    return Q(status=BackgroundJob.Status.RUNNING) & (
-        Q(heartbeat_at__lt=stale_before(now)) | Q(heartbeat_at__isnull=True)
-    )
+    """The filter of stale jobs: RUNNING, and last heartbeat before :func:`stale_before` (or none),
+    or last progress before :func:`progress_before` (a hung worker)."""
+    now = now or timezone.now()
+    lost = Q(heartbeat_at__lt=stale_before(now)) | Q(heartbeat_at__isnull=True)
+    deadline = progress_before(now)
+    if deadline is not None:
+        lost |= Q(progress_at__lt=deadline)
+    return Q(status=BackgroundJob.Status.RUNNING) & lost
 
 
 def job_enqueue(*, task_name: str, job_id: int, queue: str | None = None) -> None:
@@ -160,30 +193,46 @@ def job_claim(model: type[BackgroundJob], job_id: int) -> JobClaim | None:
     token = uuid.uuid4().hex
     manager = model._default_manager
     claimed = manager.filter(pk=job_id, status=BackgroundJob.Status.PENDING).update(
-        status=BackgroundJob.Status.RUNNING, started_at=now, heartbeat_at=now, error="", claim_token=token
+        status=BackgroundJob.Status.RUNNING,
+        started_at=now,
+        heartbeat_at=now,
+        progress_at=now,
+        error="",
+        claim_token=token,
     )
     if claimed:
         return JobClaim(job_id=job_id, token=token, resumed=False)
     taken = manager.filter(stale_jobs(now), pk=job_id).update(
-        heartbeat_at=now, error="", claim_token=token, resumed_count=F("resumed_count") + 1, resumed_at=now
+        heartbeat_at=now,
+        progress_at=now,
+        error="",
+        claim_token=token,
+        resumed_count=F("resumed_count") + 1,
+        resumed_at=now,
     )
     if taken:
         logger.warning(
-            "%s %s: worker lost (no heartbeat for %s); taken over", model.__name__, job_id, stale_after()
+            "%s %s: worker lost (no heartbeat for %s) or stuck (no progress for %s s); taken over",
+            model.__name__,
+            job_id,
+            stale_after(),
+            settings.WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS,
         )
         return JobClaim(job_id=job_id, token=token, resumed=True)
     return None
 
 
 def job_heartbeat(model: type[BackgroundJob], job_id: int, token: str | None = None) -> bool:
-    """Stamp ``heartbeat_at`` and answer whether the run should stop: True when cancellation was
+    """Stamp ``heartbeat_at`` and ``progress_at`` (the run made a step) and answer whether the run
+    should stop: True when cancellation was
     requested, the job was taken over by another run (its ``claim_token`` is no longer ``token``),
     or the row is gone. One query: the stamp is written only while the run may go on, so an update
     of no row is the answer."""
     alive = model._default_manager.filter(pk=job_id, cancel_requested=False)
     if token is not None:
         alive = alive.filter(claim_token=token)
-    return alive.update(heartbeat_at=timezone.now()) == 0
+    now = timezone.now()
+    return alive.update(heartbeat_at=now, progress_at=now) == 0
 
 
 def job_finish(
@@ -310,7 +359,7 @@ def jobs_resume_stale(
             continue
         if job_requeue_stale(model, job.pk):
             logger.warning(
-                "%s %s: worker lost (no heartbeat for %s); queued again",
+                "%s %s: worker lost (no heartbeat for %s) or stuck (no progress); queued again",
                 model.__name__,
                 job.pk,
                 stale_after(),

@@ -160,8 +160,13 @@ def resolve_dtype(spec: ModelSpec, device: str) -> torch.dtype:
     return dtype
 
 
-def _looks_like_path(source: str) -> bool:
-    return source.startswith(("/", "./", "../", "~")) or Path(source).expanduser().exists()
+def _local_folder(source: str) -> Path | None:
+    """The folder ``source`` names by the one rule (``generation/model_source.py``), None for a hub
+    id. Which folders a job may load is decided before (``generation_job_run``)."""
+    from generation.model_source import model_source_resolve
+
+    resolved = model_source_resolve(source, any_folder=True)
+    return Path(resolved.location) if resolved.kind == "local" else None
 
 
 def _dtype_keyword() -> str:
@@ -191,8 +196,8 @@ def load_pipeline(spec: ModelSpec, device: str | None = None) -> Any:
         if key in _PIPELINES:
             return _PIPELINES[key]
         source = spec.source
-        if _looks_like_path(source):
-            folder = Path(source).expanduser()
+        folder = _local_folder(source)
+        if folder is not None:
             if not (folder / "model_index.json").is_file():
                 raise ValueError(f"{folder} is not a diffusers pipeline folder (no model_index.json)")
             if spec.revision is not None:
@@ -464,8 +469,8 @@ def model_provenance(spec: ModelSpec, pipe: Any | None = None, device: str | Non
     )
     record: dict[str, Any] = {"source": spec.source, "spec": asdict(spec)}
     index: dict[str, Any] = {}
-    if _looks_like_path(spec.source):
-        folder = Path(spec.source).expanduser()
+    folder = _local_folder(spec.source)
+    if folder is not None:
         fingerprint = folder_fingerprint(folder)
         record.update(
             kind="local",

@@ -19,14 +19,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from annotations.interchange.item_import import items_add_files
 from annotations.models import Item, ItemImage, Study, User
-from common.errors import ImportRefused, NotAllowed, ValidationFailed
+from common.errors import ImportRefused, ValidationFailed, WorkbenchError
 from common.files import CheckedImage, image_check
 from common.jobs import (
     job_claim,
@@ -38,6 +37,7 @@ from common.jobs import (
     jobs_resume_stale,
 )
 from common.planner_statistics import statistics_refresh
+from generation.model_source import model_source_resolve
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import (
     ImageRequest,
@@ -68,17 +68,11 @@ def model_spec_from_dict(data: dict[str, Any]) -> ModelSpec:
 
 
 def model_source_check(source: str) -> None:
-    """Pages and the API may load local models only from ``WORKBENCH_MODEL_DIRS`` (the command
-    line, run by whoever administers the machine, may load any folder)."""
-    path = Path(source).expanduser()
-    if not (source.startswith(("/", ".", "~")) or path.exists()):
-        return  # a hub id
-    resolved = path.resolve()
-    allowed = [Path(folder).resolve() for folder in settings.WORKBENCH_MODEL_DIRS]
-    if not any(resolved.is_relative_to(folder) for folder in allowed):
-        raise NotAllowed(
-            f"local models must be under {', '.join(map(str, allowed)) or 'WORKBENCH_MODEL_DIRS'}"
-        )
+    """Refuse, before a job is queued, a model name the worker would refuse: the one rule of
+    ``generation/model_source.py`` as far as it can be judged on this machine (which may hold no
+    models): the name's form, and a folder outside ``WORKBENCH_MODEL_DIRS``. The worker applies the
+    same rule again before it loads anything (``generation_job_run``)."""
+    model_source_resolve(source)
 
 
 def model_label_for(spec: ModelSpec) -> str:
@@ -97,7 +91,10 @@ def generation_job_create(
     model_label: str | None = None,
     enqueue: bool = True,
 ) -> GenerationJob:
-    """Create a job for ``prompt_set`` x ``spec`` and (``enqueue``) queue it on the gpu queue after commit."""
+    """Create a job for ``prompt_set`` x ``spec`` and (``enqueue``) queue it on the gpu queue after commit.
+    A queued job's model name must pass the workers' rule (``model_source_check``)."""
+    if enqueue:
+        model_source_check(spec.source)
     if study.protocol_obj.unit == "text":
         raise ValidationFailed("this study judges text items; generate images into an image study")
     if not prompt_set.prompts:
@@ -435,8 +432,12 @@ def generation_job_run(
     progress: Progress | None = None,
     device: str | None = None,
     encoder_threads: int | None = None,
+    any_folder: bool = False,
 ) -> GenerationJob:
-    """Run a pending job, or take over a stale one (the worker's side). Claims it with a
+    """Run a pending job, or take over a stale one (the worker's side). The model name is resolved
+    first by the one rule (``generation/model_source.py``): a folder outside ``WORKBENCH_MODEL_DIRS``
+    (unless ``any_folder``: the command line's own run) or one that is no diffusers pipeline fails
+    the job with the reason before anything loads. Claims it with a
     compare-and-set, so two workers never run one job; makes only the missing images (so a job
     resumed after its worker died goes on where it stopped); records each failure; stops between
     batches when cancelled or taken over. Terminal problems (bad settings, a model that cannot
@@ -451,7 +452,12 @@ def generation_job_run(
         return job
     with job_keepalive(GenerationJob, job.pk, claim.token):
         return _generation_job_run_claimed(
-            job, claim.token, progress=progress, device=device, encoder_threads=encoder_threads
+            job,
+            claim.token,
+            progress=progress,
+            device=device,
+            encoder_threads=encoder_threads,
+            any_folder=any_folder,
         )
 
 
@@ -462,11 +468,13 @@ def _generation_job_run_claimed(
     progress: Progress | None,
     device: str | None,
     encoder_threads: int | None,
+    any_folder: bool,
 ) -> GenerationJob:
     """The run of a claimed job (see ``generation_job_run``)."""
     try:
         spec = model_spec_from_dict(job.model_spec)
-    except ValidationFailed as exc:
+        model_source_resolve(spec.source, any_folder=any_folder, on_worker=True)
+    except WorkbenchError as exc:
         return job_finish(
             GenerationJob, job.pk, status=GenerationJob.Status.FAILED, error=exc.message, token=token
         )

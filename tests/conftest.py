@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.s3_server import file_store, s3_bucket, s3_server  # noqa: F401 (fixtures: a real S3 API server)
+from tests.shared_cache import shared_cache  # noqa: F401 (fixture: a real Redis as the shared cache)
 
 if TYPE_CHECKING:
     from annotations.models import Study, User
@@ -25,11 +26,19 @@ def _workbench_test_settings(
     if not request.config.pluginmanager.hasplugin("django"):
         yield None
         return
+    from django.core.cache import cache
+
     from workbench.celery import app as celery_app
 
     settings = request.getfixturevalue("settings")
+    # Each test starts with an empty cache: throttle counts, item counts and reports from another test
+    # (or, on a shared Redis cache, from an earlier run) never leak in.
+    cache.clear()
     media = tmp_path_factory.mktemp("media")
     settings.MEDIA_ROOT = str(media)
+    # Models the tests build live in pytest's temporary folders: those are the allowed model folders
+    # (a test of the refusal sets its own; generation/model_source.py).
+    settings.WORKBENCH_MODEL_DIRS = [str(tmp_path_factory.getbasetemp())]
     settings.CELERY_TASK_ALWAYS_EAGER = True
     celery_app.conf.task_always_eager = True  # Celery caches its config; a worker test turns this off
     # Hashing passwords properly costs ~0.3 s per account; tests create many accounts.

@@ -43,6 +43,7 @@ def celery_worker(
         "DATABASE_URL": test_database_url(),
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         "WORKBENCH_MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "WORKBENCH_MODEL_DIRS": ",".join(settings.WORKBENCH_MODEL_DIRS),
         "CELERY_TASK_ALWAYS_EAGER": "false",
         **(extra_env or {}),
     }

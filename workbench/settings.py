@@ -8,6 +8,7 @@ See ``.env.example`` for every variable.
 from __future__ import annotations
 
 import secrets
+import warnings
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,19 +22,38 @@ from workbench.env import env_bool, env_int, env_list, env_str
 django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The SQLite file, the embedded broker and (embedded default) the media live here. Importing the settings
+# creates no folder: whatever writes there first makes it (the SQLite backend's connection, the embedded
+# broker's set-up, a saved file, collectstatic); docs/deploy.md, "What each process needs".
 DATA_DIR = Path(env_str("WORKBENCH_DATA_DIR", str(BASE_DIR / "var"))).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)  # the SQLite file and the embedded broker live here
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
+# "production": several processes or machines share one database (docs/deploy.md, "Production
+# settings"): DJANGO_SECRET_KEY must be given (with DEBUG off), nothing is generated per node, mail
+# goes out by SMTP unless WORKBENCH_EMAIL_BACKEND says otherwise. Anything else (default "embedded"):
+# `make run` and `make test` on one machine.
+WORKBENCH_ENV = env_str("WORKBENCH_ENV", "embedded").strip().lower()
+if WORKBENCH_ENV not in ("embedded", "production"):
+    raise ImproperlyConfigured(f"WORKBENCH_ENV={WORKBENCH_ENV!r}: use embedded or production")
+PRODUCTION = WORKBENCH_ENV == "production" and not DEBUG
 
 
 def _secret_key() -> str:
-    """DJANGO_SECRET_KEY, or a random key generated once and kept in DATA_DIR (never in the code)."""
+    """DJANGO_SECRET_KEY; in production it must be given (every node signs sessions, password-reset
+    links and CSRF tokens with it, so a key made up per node would sign everyone out on the next
+    node). Embedded: a random key generated once and kept in DATA_DIR/secret_key (never in the code),
+    the one thing importing the settings may write."""
     given = env_str("DJANGO_SECRET_KEY", "")
     if given:
         return given
+    if PRODUCTION:
+        raise ImproperlyConfigured(
+            "WORKBENCH_ENV=production needs DJANGO_SECRET_KEY (the same long random value on every web "
+            'node and worker); docs/deploy.md, "Production settings"'
+        )
     path = DATA_DIR / "secret_key"
     if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
         path.write_text(secrets.token_urlsafe(50))
         path.chmod(0o600)
     return path.read_text().strip()
@@ -163,8 +183,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT = DATA_DIR / "staticfiles"  # made by collectstatic
+# WhiteNoise warns when STATIC_ROOT does not exist yet; the finders serve static files then.
+warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 MEDIA_ROOT = Path(env_str("WORKBENCH_MEDIA_ROOT", str(DATA_DIR / "media")))
 MEDIA_URL = "/media-not-served/"  # item files are served only through access-checked views
@@ -242,14 +263,47 @@ WORKBENCH_DEFAULT_LEASE_MINUTES = env_int("WORKBENCH_DEFAULT_LEASE_MINUTES", 30)
 # Embedded default: no mail server; each message is a file under DATA_DIR/mail and the admin's
 # "Send password-reset links" action shows the links it made. SMTP: WORKBENCH_EMAIL_BACKEND=
 # django.core.mail.backends.smtp.EmailBackend and the EMAIL_* variables (docs/deploy.md).
-EMAIL_BACKEND = env_str("WORKBENCH_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
-EMAIL_FILE_PATH = DATA_DIR / "mail"
+# In production (WORKBENCH_ENV=production) SMTP is the default: a file would land on whichever node sent it.
+EMAIL_BACKEND = env_str(
+    "WORKBENCH_EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if PRODUCTION
+    else "django.core.mail.backends.filebased.EmailBackend",
+)
+EMAIL_FILE_PATH = DATA_DIR / "mail"  # the file backend makes the folder at its first message
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)  # STARTTLS (usually port 587)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)  # TLS from the first byte (usually port 465)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL exclude each other: set one")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)  # seconds: a mail server that hangs never holds a request
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "workbench@localhost")
+
+# --- Cache ---------------------------------------------------------------------------------------
+# WORKBENCH_CACHE_URL (redis://HOST:6379/DB, rediss://...) = one cache shared by every web node and
+# worker: API throttles, the task page's item counts, findings and quality reports, and token
+# revocation (a revoked API token is refused at once on every node; docs/api.md, "Authentication").
+# Unset (the embedded default): each process keeps its own in memory (docs/deploy.md, "Shared cache").
+CACHE_URL = env_str("WORKBENCH_CACHE_URL", "").strip()
+if CACHE_URL and not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(f"WORKBENCH_CACHE_URL must be a redis:// or rediss:// URL, not {CACHE_URL!r}")
+CACHES: dict[str, dict[str, object]] = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "workbench",
+            # A Redis that stops answering fails a request within seconds instead of holding it.
+            "OPTIONS": {"socket_connect_timeout": 5, "socket_timeout": 5},
+        }
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "workbench"}
+    )
+}
+WORKBENCH_SHARED_CACHE = bool(CACHE_URL)
 
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -315,6 +369,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # `manage.py resume_stale_jobs` from cron instead).
 WORKBENCH_JOB_STALE_SECONDS = env_int("WORKBENCH_JOB_STALE_SECONDS", 120)
 WORKBENCH_JOB_SWEEP_SECONDS = env_int("WORKBENCH_JOB_SWEEP_SECONDS", 60)
+# A worker that hangs (its keep-alive thread still beats, the run makes no step): a RUNNING job whose
+# last step (a batch, a file, a row: common/jobs.py) is older than this is taken over like a lost
+# worker's. It must exceed the longest single step, a model's first load included. 0: no deadline.
+WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS = env_int("WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS", 3600)
 # Redis gives an unacknowledged task (its worker died) to another worker after this many seconds;
 # a task given twice is harmless (claims are compare-and-set). The SQLite broker never gives a task
 # twice: the sweep above resumes those jobs.

@@ -6,15 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotAuthenticated, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle
 
+from annotations.access import request_user
 from annotations.api.parsers import CheckedJSONParser
+from annotations.services.api_tokens import api_token_get_or_create, api_token_revoke
 from common.sign_in import lockout_response
 
 
@@ -34,5 +35,13 @@ class TokenView(ObtainAuthToken):
             if getattr(request, "axes_locked_out", False):
                 return lockout_response(request._request)
             raise ValidationError(serializer.errors)
-        token, _created = Token.objects.get_or_create(user=serializer.validated_data["user"])
+        token = api_token_get_or_create(user=serializer.validated_data["user"])
         return Response({"token": token.key})
+
+    def delete(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Revoke the caller's own token (signed in by that token or a session): 204, then the token
+        answers 401 everywhere (at once on every node with a shared cache; docs/api.md)."""
+        if not request.user.is_authenticated:
+            raise NotAuthenticated()
+        api_token_revoke(user=request_user(request))
+        return Response(status=204)

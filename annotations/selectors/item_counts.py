@@ -1,9 +1,10 @@
-"""Counts of a study's items that change only when items change, kept per process (the task page's
-"left", issue 17: flat with the study's size; docs/annotating.md, "Progress: done, skipped, left").
+"""Counts of a study's items that change only when items change, kept in Django's cache (the task
+page's "left", issue 17: flat with the study's size; docs/annotating.md, "Progress: done, skipped, left").
 
-A count is dropped at once in the process that changes items: saving an item or a study (``post_save``,
-the only job of these signals) and the item import (``forget_eligible_count``); other processes see
-the change when their entry runs out, at most ``ELIGIBLE_COUNT_SECONDS`` later.
+A count is dropped at once when items change: saving an item or a study (``post_save``, the only job
+of these signals) and the item import (``forget_eligible_count``). With a shared cache
+(``WORKBENCH_CACHE_URL``) that is at once on every node; with the embedded per-process cache, other
+processes see the change when their entry runs out, at most ``ELIGIBLE_COUNT_SECONDS`` later.
 """
 
 from __future__ import annotations

@@ -266,3 +266,46 @@ def test_an_export_whose_worker_was_lost_is_written_again_once_by_the_command(
     with job.file.open("rb") as handle:
         assert b'"external_id": "i1"' in handle.read()
     assert not export_job_workdir(job).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_whose_worker_beats_but_makes_no_progress_is_taken_over_and_finished(
+    study: Study, owner: User, settings: Any
+) -> None:
+    """A hung worker (issue 28, point 5): its keep-alive thread keeps ``heartbeat_at`` fresh, the run
+    makes no step; past ``WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS`` the sweep takes the job over as
+    it would a dead worker's, and the new run (eager here) finishes it. A job beating and stepping
+    within the deadline is left alone."""
+    import time
+
+    from common.jobs import job_keepalive
+    from workbench.stale_jobs import resume_stale_jobs
+
+    settings.WORKBENCH_JOB_STALE_SECONDS = 3  # the keep-alive thread beats every 0.6 s
+    settings.WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS = 2
+    hung = ExportJob.objects.create(study=study, requested_by=owner, format="jsonl")
+    claim = job_claim(ExportJob, hung.pk)
+    assert claim is not None
+    with job_keepalive(ExportJob, hung.pk, claim.token):  # the hung run: alive, never stepping
+        time.sleep(1)
+        hung.refresh_from_db()
+        assert not hung.is_stale and resume_stale_jobs()["export"] == []
+        time.sleep(2)
+        hung.refresh_from_db()
+        assert hung.heartbeat_at > hung.progress_at + timedelta(seconds=1)  # it beat after its last step
+        assert hung.heartbeat_at > timezone.now() - timedelta(seconds=3)  # not a lost worker by heartbeat
+        assert hung.worker_note == "worker stuck (no progress), waiting to resume"
+        assert resume_stale_jobs()["export"] == [hung.pk]  # queued again: run at once (eager)
+    hung.refresh_from_db()
+    assert (hung.status, hung.resumed_count, hung.worker_note) == ("done", 1, "worker lost, resumed")
+    assert hung.claim_token != claim.token  # the hung run can no longer touch it
+    assert job_heartbeat(ExportJob, hung.pk, claim.token) is True  # its next step would stop it
+
+
+def test_without_a_progress_deadline_only_the_heartbeat_counts(job: ExportJob, settings: Any) -> None:
+    settings.WORKBENCH_JOB_STALE_SECONDS = 60
+    settings.WORKBENCH_JOB_PROGRESS_DEADLINE_SECONDS = 0
+    assert job_claim(ExportJob, job.pk)
+    ExportJob.objects.filter(pk=job.pk).update(progress_at=timezone.now() - timedelta(days=2))
+    job.refresh_from_db()
+    assert not job.is_stale and jobs_resume_stale(ExportJob, task_name=PING) == []

@@ -12,6 +12,7 @@ SQLite's busy timeout) gets an ``OperationalError`` that says so.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.db.backends.sqlite3 import base as sqlite3_base
@@ -57,8 +58,11 @@ class DatabaseWrapper(sqlite3_base.DatabaseWrapper):
     write_lock_timeout = 5.0
 
     def get_new_connection(self, conn_params: Any) -> Any:
-        connection = super().get_new_connection(conn_params)
         name = str(self.settings_dict["NAME"])
+        if not (self.is_in_memory_db() or name.startswith("file:")):
+            # The settings create no folder when imported: the first connection makes the database's.
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
+        connection = super().get_new_connection(conn_params)
         if self.is_in_memory_db() or name.startswith("file:"):
             self.write_lock = None  # one process's memory: nobody else to queue with
         else:

@@ -116,7 +116,10 @@ class Command(BaseCommand):
                     time.sleep(1)
                     job.refresh_from_db()
             else:
-                job = generation_job_run(job_id=job.pk, progress=show, device=options["device"])
+                # The command's own run may load any folder; a job for the workers (--background) may not.
+                job = generation_job_run(
+                    job_id=job.pk, progress=show, device=options["device"], any_folder=True
+                )
             show(job)
         except KeyboardInterrupt:
             GenerationJob.objects.filter(pk=job.pk).update(cancel_requested=True)

@@ -199,7 +199,7 @@ class Command(BaseCommand):
             )
         else:
             assert step.generation_job_id is not None
-            generation_job_run(job_id=step.generation_job_id, device=options["device"])
+            generation_job_run(job_id=step.generation_job_id, device=options["device"], any_folder=True)
             step = mitigation_step_advance(step=step, user=user, enqueue=False)
             if step.labelling_job_id is not None and step.status == MitigationStep.Status.LABELLING:
                 labelling_job_run(job_id=step.labelling_job_id)
