@@ -32,6 +32,7 @@ import numpy as np
 import yaml
 from django.db import transaction
 from django.db.models import F
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 from PIL import Image
 
@@ -196,7 +197,8 @@ def labelling_job_create(
 ) -> LabellingJob:
     """Queue a labeller over every item of ``study`` or a seeded random sample of ``sample_size``;
     ``metadata_filter`` narrows to the items whose metadata holds those values (e.g. the items one
-    prompt set made: ``{"prompt_set": NAME}``)."""
+    prompt set made: ``{"prompt_set": NAME}``); each key is one literal metadata key, never a lookup
+    (``long__regex`` is the key named so: docs/security.md)."""
     if annotator.kind != Annotator.Kind.MACHINE:
         raise ValidationFailed(f"{annotator} is not a machine labeller")
     if annotator.disabled:
@@ -247,8 +249,11 @@ def job_items(job: LabellingJob) -> list[int]:
     """The job's item ids: all (or those its metadata filter keeps), or a sample drawn with
     ``random.Random(seed)`` from the sorted ids."""
     items = Item.objects.filter(study=job.study)
-    for key, value in (job.metadata_filter or {}).items():
-        items = items.filter(**{f"metadata__{key}": value})
+    for number, (key, value) in enumerate(sorted((job.metadata_filter or {}).items())):
+        # The key is one literal JSON key (``KeyTransform``), never split on ``__`` into lookups:
+        # ``{"long__regex": ...}`` matches items whose metadata has a key named "long__regex".
+        alias = f"metadata_filter_{number}"
+        items = items.alias(**{alias: KeyTransform(str(key), "metadata")}).filter(**{alias: value})
     ids = list(items.order_by("id").values_list("id", flat=True))
     if job.sample_size is not None and job.sample_size < len(ids):
         ids = sorted(random.Random(job.seed).sample(ids, job.sample_size))
