@@ -20,10 +20,11 @@ from annotations.models import Annotator, Study
 from annotations.presenters import labeller_summary
 from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import NotAllowed, WorkbenchError
-from common.redaction import redact, unredact
+from common.redaction import redact
 from labelling.labellers.registry import LABELLER_CLASSES
 from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import (
+    labeller_config_edited,
     labeller_config_from_text,
     labeller_register,
     labeller_set_disabled,
@@ -121,8 +122,9 @@ class LabellerForm(forms.Form):
 
 
 def _labeller_admin(request: HttpRequest) -> None:
-    user = request_user(request)
-    if not (user.is_admin or user.is_staff):
+    """App admins only (role admin or superuser): a labeller's configuration decides where the
+    worker sends a study's images and which key it sends; ``is_staff`` alone is not enough."""
+    if not request_user(request).is_admin:
         raise NotAllowed("only admins register and change labellers")
 
 
@@ -153,7 +155,7 @@ def _register(request: HttpRequest, form: LabellerForm, original: Annotator | No
     try:
         config = labeller_config_from_text(data["config"])
         if original is not None:
-            config = unredact(config, {k: v for k, v in original.config.items() if k != "kind"})
+            config = labeller_config_edited(original=original, kind=data["kind"], edited=config)
         annotator = labeller_register(
             name=data["name"], kind=data["kind"], config=config, version=data["version"].strip() or None
         )
