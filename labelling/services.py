@@ -121,7 +121,11 @@ def labeller_register(
     stored = {**config, "kind": kind}
     version = version or config_version(kind, config)
     annotator, created = Annotator.objects.get_or_create(
-        kind=Annotator.Kind.MACHINE, name=name, version=version, defaults={"config": stored}
+        kind=Annotator.Kind.MACHINE,
+        study=None,
+        name=name,
+        version=version,
+        defaults={"config": stored},
     )
     if not created and annotator.config != stored:
         raise ValidationFailed(

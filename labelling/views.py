@@ -47,9 +47,9 @@ class LabellingJobForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         annotator = cast("forms.ModelChoiceField[Annotator]", self.fields["annotator"])
-        annotator.queryset = Annotator.objects.filter(kind=Annotator.Kind.MACHINE, disabled=False).order_by(
-            "name", "-created_at"
-        )
+        annotator.queryset = Annotator.objects.filter(
+            kind=Annotator.Kind.MACHINE, study__isnull=True, disabled=False
+        ).order_by("name", "-created_at")
 
 
 @login_required
@@ -129,7 +129,7 @@ def _labeller_admin(request: HttpRequest) -> None:
 
 
 def _machine(pk: int) -> Annotator:
-    annotator = Annotator.objects.filter(pk=pk, kind=Annotator.Kind.MACHINE).first()
+    annotator = Annotator.objects.filter(pk=pk, kind=Annotator.Kind.MACHINE, study__isnull=True).first()
     if annotator is None:
         raise Http404("no such labeller")
     return annotator
@@ -173,7 +173,7 @@ def _register(request: HttpRequest, form: LabellerForm, original: Annotator | No
 
 def _labellers_page(request: HttpRequest, form: LabellerForm) -> HttpResponse:
     machines = (
-        Annotator.objects.filter(kind=Annotator.Kind.MACHINE)
+        Annotator.objects.filter(kind=Annotator.Kind.MACHINE, study__isnull=True)
         .annotate(jobs=Count("labelling_jobs", distinct=True))
         .order_by("disabled", "name", "-created_at")
     )
