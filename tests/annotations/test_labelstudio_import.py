@@ -539,3 +539,36 @@ def test_a_selection_without_its_boxes_is_refused_when_the_protocol_requires_the
     with pytest.raises(CommandError, match=r"task 101.*'boxes'.*no box: 'hat', 'glasses'"):
         run_import(write_export(tmp_path, tasks), "--study", str(study.pk), "--media-root", str(MEDIA))
     assert answers(study) == before
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"x": 150.0}, "lies outside the 1024x768 image"),
+        ({"y": 90.0, "height": 30.0}, "lies outside the 1024x768 image"),
+        ({"x": -20.0}, "lies outside the 1024x768 image"),
+        ({"width": 0.0}, "lies outside the 1024x768 image"),
+        ({"original_width": 10**9}, "must be at most 1000000 pixels"),
+    ],
+)
+def test_a_box_outside_a_reference_items_declared_size_is_refused(owner, change, message) -> None:
+    """Issue 24, L10: task 103 is a reference item (no file): its box is in the rectangle's declared
+    original_width x original_height, which nothing held it to, so a box at x 150% was stored."""
+    tasks = project_tasks()
+    result = tasks[2]["annotations"][0]["result"][2]
+    for key, value in change.items():
+        (result if key.startswith("original_") else result["value"])[key] = value
+    before = row_counts()
+    response = client_for(owner).post(
+        "/api/studies/labelstudio/",
+        {
+            "name": "x",
+            "file": SimpleUploadedFile("export.json", json.dumps(tasks).encode()),
+            "config": SimpleUploadedFile("config.xml", CONFIG.read_bytes()),
+        },
+        format="multipart",
+    )
+    assert response.status_code == 400, response.content
+    detail = response.json()["detail"]
+    assert "task 103, annotations[0].result[2]" in detail and message in detail
+    assert row_counts() == before
