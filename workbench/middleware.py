@@ -14,8 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve
 
-from annotations.access import participant_study_id
-from annotations.api.authentication import token_signs_in
+from annotations.access import participant_study_id, token_signs_in
 from common.errors import NotAllowed, NotFoundError
 from common.request_limits import Refusal, body_refusal, null_character_field
 
@@ -145,9 +144,9 @@ class RequestLimitsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         refusal = self._null_characters(request, read_form=False)
         if refusal is None:
-            # Under /api/ a valid token counts as signed in (checked from the header, through the token
-            # cache: any other Authorization header is anonymous); a page's CSRF check would parse the
-            # body, so there only a session does.
+            # Under /api/ a valid token counts as signed in (checked from the header: any other
+            # Authorization header is anonymous); a page's CSRF check would parse the body, so there
+            # only a session does.
             token = request.path_info.startswith("/api/") and "HTTP_AUTHORIZATION" in request.META
             session = request.user.is_authenticated
             refusal = body_refusal(

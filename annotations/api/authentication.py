@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 PARTICIPANT_REFUSED = "This account was made for one study's tasks; it cannot open this page."
 TOKEN_CACHE_SECONDS = 10.0
 TOKEN_CACHE_SIZE = 10_000
-TOKEN_KEY_LENGTH = 40  # rest_framework.authtoken.models.Token.key
 
 _USER_FIELDS = [field.attname for field in User._meta.concrete_fields]
 _ANNOTATOR_FIELDS = [field.attname for field in Annotator._meta.concrete_fields]
@@ -142,22 +141,3 @@ class WorkbenchTokenAuthentication(TokenAuthentication):
         token._state.adding, token._state.db = False, "default"
         token._state.fields_cache["user"] = user
         return user, token
-
-
-def token_signs_in(authorization: str) -> bool:
-    """Whether an ``Authorization`` header holds the token of an active account that may use the API
-    (not a participant's), as ``WorkbenchTokenAuthentication`` would find it (through the same
-    per-process cache, so no extra query once the token is known). Asked from the headers alone by
-    ``workbench.middleware.RequestLimitsMiddleware``: any other header (``Basic``, a made-up token)
-    leaves the client anonymous, and its body limit too (docs/security.md, "Request and upload size")."""
-    parts = authorization.split()
-    if len(parts) != 2 or parts[0].lower() != "token":
-        return False
-    key = parts[1]
-    if not (key.isascii() and key.isalnum() and len(key) <= TOKEN_KEY_LENGTH):
-        return False  # no such key can exist: no query
-    try:
-        WorkbenchTokenAuthentication().authenticate_credentials(key)
-    except (AuthenticationFailed, PermissionDenied):
-        return False
-    return True
