@@ -54,7 +54,7 @@ from common.jobs import (
     jobs_resume_stale,
 )
 from common.outbound import outbound_url_check
-from common.redaction import unredact
+from common.redaction import MASK, unredact
 from labelling.cache import CachedAnswer
 from labelling.labellers.base import LabelItem, Labeller, LabellerError, LabelOutcome
 from labelling.labellers.registry import LABELLER_CLASSES, get_labeller_class
@@ -167,6 +167,12 @@ def labeller_config_edited(*, original: Annotator, kind: str, edited: dict[str, 
                 f"{', '.join(kept)} (or remove them)",
                 {"config": "secret"},
             )
+    if MASK in json.dumps(restored, ensure_ascii=False, default=str):
+        raise ValidationFailed(
+            f"a value still holds the mask {MASK} (e.g. a password in base_url for a new host): "
+            "type it again",
+            {"config": "secret"},
+        )
     return dict(restored)
 
 

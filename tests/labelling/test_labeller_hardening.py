@@ -204,3 +204,23 @@ def test_the_chat_client_checks_the_host_before_each_request(settings) -> None:
             client.complete([{"role": "user", "content": "hi"}])
         client.close()
         assert len(server.requests) == 1
+
+
+def test_a_masked_url_password_is_not_stored_for_a_new_host(app_admin: User) -> None:
+    labeller_register(
+        name="vlm-url",
+        kind="vlm",
+        config={"base_url": "http://bot:hunter2-password@127.0.0.1:8001/v1", "model": "m"},
+        version="1",
+    )
+    first = Annotator.objects.get(name="vlm-url")
+    client = _client(app_admin)
+    edit = client.get(f"/labellers/{first.pk}/").content.decode()
+    shown = html.unescape(edit[edit.index("<textarea") : edit.index("</textarea>")].split(">", 1)[1])
+    assert "hunter2" not in shown
+    moved = shown.replace("127.0.0.1:8001", "127.0.0.1:9")
+    refused = client.post(
+        f"/labellers/{first.pk}/", {"name": "vlm-url", "kind": "vlm", "config": moved, "version": "2"}
+    )
+    assert "still holds the mask" in html.unescape(refused.content.decode())
+    assert not Annotator.objects.filter(name="vlm-url", version="2").exists()
