@@ -41,6 +41,9 @@ def request_user(request: _Request) -> User:
     return cast(User, request.user)
 
 
+TOKEN_KEY_LENGTH = 40  # rest_framework.authtoken.models.Token.key
+
+
 def studies_for_user(user: User) -> QuerySet[Study]:
     """Studies the user may read."""
     if not user.is_authenticated:
@@ -301,3 +304,21 @@ def enrollment_check(*, by: User, study: Study, user: User) -> None:
         raise NotAllowed("you may read this study but not change it")
     if not accounts_enrollable_by(by).filter(pk=user.pk).exists():
         raise ValidationFailed(NOT_ENROLLABLE.format(username=user.username), {"username": "not enrollable"})
+
+
+def token_signs_in(authorization: str) -> bool:
+    """Whether an ``Authorization`` header holds the token of an active account that may use the API
+    (``Token KEY``; not a participant's), as ``annotations.api.authentication`` would find it: one
+    indexed query, no body read. Asked from the headers alone by
+    ``workbench.middleware.RequestLimitsMiddleware`` for a body over the anonymous limit: any other
+    header (``Basic``, a made-up token) leaves the client anonymous, and its body limit too
+    (docs/security.md, "Request and upload size")."""
+    from rest_framework.authtoken.models import Token
+
+    parts = authorization.split()
+    if len(parts) != 2 or parts[0].lower() != "token":
+        return False
+    key = parts[1]
+    if not (key.isascii() and key.isalnum() and len(key) <= TOKEN_KEY_LENGTH):
+        return False  # no such key can exist: no query
+    return Token.objects.filter(key=key, user__is_active=True, user__participant__isnull=True).exists()

@@ -263,6 +263,26 @@ class AnnotatorAdmin(admin.ModelAdmin[models.Annotator]):
     def configuration(self, obj: models.Annotator) -> str:
         return json.dumps(redact(obj.config), indent=2, ensure_ascii=False, sort_keys=True)
 
+    def has_change_permission(self, request: HttpRequest, obj: models.Annotator | None = None) -> bool:
+        """A machine labeller is changed by app admins only (role admin or superuser), whatever model
+        permissions a staff account holds: its name and version are what its jobs run (docs/security.md)."""
+        if obj is not None and obj.is_machine and not _app_admin(request):
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: models.Annotator | None = None) -> bool:
+        if obj is not None and obj.is_machine and not _app_admin(request):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return _app_admin(request) and super().has_add_permission(request)
+
+
+def _app_admin(request: HttpRequest) -> bool:
+    user = request.user
+    return isinstance(user, models.User) and user.is_admin
+
 
 @admin.register(models.Annotation)
 class AnnotationAdmin(admin.ModelAdmin[models.Annotation]):

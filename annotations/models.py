@@ -271,9 +271,12 @@ class Annotator(models.Model):
     answers are per study, on their ``Enrollment``. Humans imported from a file without an account
     (e.g. a published dataset's anonymous raters) belong to one study, so their pool and
     attributes in it are kept here (``study_pool``, ``study_attributes``; constraints keep both at
-    their defaults for every other annotator). Machine labellers are global and identified by
-    (name, version); a change of prompt or model is a new version. Their ``config`` may hold
-    secrets: it is shown only through ``common.redaction`` (docs/security.md).
+    their defaults for every other annotator). Machine labellers registered by an admin are global
+    and identified by (name, version); a change of prompt or model is a new version. Their
+    ``config`` may hold secrets: it is shown only through ``common.redaction`` (docs/security.md).
+    Machine annotators named by an imported file (answers, predictions, embeddings) belong to the
+    importing study (``study`` set, no configuration), so one researcher's names never reach or
+    block another's (docs/security.md, "Imported people and labellers stay in their study").
     """
 
     class Kind(models.TextChoices):
@@ -294,7 +297,7 @@ class Annotator(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="external_annotators",
-        help_text="Set for imported human annotators that have no account",
+        help_text="Set for imported annotators (people without an account, machines named by a file)",
     )
     study_pool = models.CharField(
         max_length=8,
@@ -318,13 +321,17 @@ class Annotator(models.Model):
         ordering = ["kind", "name", "version"]
         constraints = [
             models.UniqueConstraint(
-                fields=["name", "version"], condition=Q(kind="machine"), name="machine_annotator_unique"
+                fields=["name", "version"],
+                condition=Q(kind="machine", study__isnull=True),
+                name="machine_annotator_unique",
             ),
             models.UniqueConstraint(
-                fields=["study", "name"], condition=Q(study__isnull=False), name="external_annotator_unique"
+                fields=["study", "kind", "name", "version"],
+                condition=Q(study__isnull=False),
+                name="external_annotator_unique",
             ),
             models.CheckConstraint(
-                condition=Q(kind="machine", user__isnull=True, study__isnull=True)
+                condition=Q(kind="machine", user__isnull=True)
                 | Q(kind="human", user__isnull=False, study__isnull=True)
                 | Q(kind="human", user__isnull=True, study__isnull=False),
                 name="annotator_kind_consistent",

@@ -15,7 +15,11 @@ Behaviour a long labelling run depends on:
   starts per minute, shared by every thread using the client (starts are spaced 60/rpm seconds
   apart, so a burst never exceeds the limit in any window);
 - the API key is read from the environment variable named in the settings when the client is
-  built (never at import time); a local server without a key uses ``api_key_env=None``.
+  built (never at import time); a local server without a key uses ``api_key_env=None``. The name
+  must start with one of ``WORKBENCH_LABELLER_KEY_ENV_PREFIXES`` (``api_key_env_check``), so a
+  configuration can never send the worker's other secrets (``DATABASE_URL``) anywhere;
+- every request's URL passes ``common.outbound.outbound_url_check`` right before it is sent (the
+  host resolved again: docs/security.md).
 
 The HTTP library is ``httpx``.
 """
@@ -27,6 +31,7 @@ import email.utils
 import io
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -35,11 +40,33 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+from django.conf import settings as django_settings
 from PIL import Image
 
+from common.errors import ValidationFailed
+from common.outbound import outbound_url_check
 from common.redaction import redact
 
 Message = Mapping[str, Any]
+KEY_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def api_key_env_check(name: str) -> str:
+    """``name`` if an API key may be read from that environment variable: letters, digits and ``_``,
+    starting with one of ``WORKBENCH_LABELLER_KEY_ENV_PREFIXES`` and longer than it; else
+    ``ValidationFailed`` (docs/security.md)."""
+    prefixes = [p for p in getattr(django_settings, "WORKBENCH_LABELLER_KEY_ENV_PREFIXES", []) if p]
+    if not (
+        isinstance(name, str)
+        and KEY_ENV_NAME.match(name)
+        and any(name.startswith(prefix) and len(name) > len(prefix) for prefix in prefixes)
+    ):
+        allowed = " or ".join(prefixes) or "(none: WORKBENCH_LABELLER_KEY_ENV_PREFIXES is empty)"
+        raise ValidationFailed(
+            f"api_key_env must name an environment variable starting with {allowed}, got {str(name)[:130]!r}",
+            {"config": "api_key_env"},
+        )
+    return name
 
 
 class ChatError(RuntimeError):
@@ -72,7 +99,7 @@ class ChatSettings:
 
     base_url: str
     model: str
-    api_key_env: str | None = "OPENAI_API_KEY"
+    api_key_env: str | None = "WORKBENCH_LABELLER_KEY_OPENAI"
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
     write_timeout_s: float = 30.0
@@ -203,6 +230,12 @@ class ChatClient:
         if settings.max_concurrency < 1 or settings.max_retries < 0:
             raise ChatConfigError("max_concurrency must be >= 1 and max_retries >= 0")
         headers = {"Content-Type": "application/json", **settings.extra_headers}
+        try:
+            outbound_url_check(settings.base_url)
+            if settings.api_key_env:
+                api_key_env_check(settings.api_key_env)
+        except ValidationFailed as exc:
+            raise ChatConfigError(exc.message) from exc
         if settings.api_key_env:
             key = os.environ.get(settings.api_key_env)
             if not key:
@@ -269,6 +302,10 @@ class ChatClient:
             retry_after: float | None = None
             with self._slots:
                 self._pacer.wait()
+                try:
+                    outbound_url_check(self.url)  # the host resolved again, right before sending
+                except ValidationFailed as exc:
+                    raise ChatError(f"refused: {exc.message}", attempts=attempts) from exc
                 try:
                     response = self._http.post(self.url, json=payload)
                 except httpx.TimeoutException as error:

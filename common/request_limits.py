@@ -6,8 +6,9 @@
 - ``body_refusal``: a body declared larger than the limit (``413``): a multipart upload may be
   ``WORKBENCH_MAX_UPLOAD_MB`` plus ``UPLOAD_FORM_OVERHEAD``; any other body
   ``DATA_UPLOAD_MAX_MEMORY_SIZE``. A client who is not signed in (no session; for the API, no
-  ``Authorization`` header) may send no body over ``WORKBENCH_MAX_ANONYMOUS_BODY_KB`` (the sign-in
-  and join forms are far smaller; no upload is): ``401``. Before this check, Django's CSRF check
+  valid token: a ``Basic`` or made-up ``Authorization`` header counts for nothing) may send no body
+  over ``WORKBENCH_MAX_ANONYMOUS_BODY_KB`` (the sign-in and join forms are far smaller; no upload
+  is): ``401``. Before this check, Django's CSRF check
   parsed an anonymous 1 GB upload to a temporary file before the view could redirect to sign-in.
 - ``null_character_field``: the path, a query parameter or a form field holding ``\\u0000`` (PostgreSQL
   cannot store it; a lookup with one fails): ``400`` naming the parameter.
@@ -15,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -57,11 +58,11 @@ def _megabytes(size: int) -> str:
     return f"{size / (1024 * 1024):.0f} MB" if size >= 1024 * 1024 else f"{size // 1024} KB"
 
 
-def body_refusal(request: HttpRequest, *, signed_in: bool) -> Refusal | None:
+def body_refusal(request: HttpRequest, *, signed_in: Callable[[], bool]) -> Refusal | None:
     """Why this request's body must not be read (see the module docstring), or None.
 
-    ``signed_in``: a session user, or for the API an ``Authorization`` header (the API checks a token
-    before it reads a body, so a made-up token is refused there without reading it either).
+    ``signed_in``: asked only for a body over the anonymous limit: a session user, or for the API a
+    valid token (checked from the header; any other ``Authorization`` header is anonymous).
     """
     length = declared_length(request)
     if length is None:
@@ -69,9 +70,9 @@ def body_refusal(request: HttpRequest, *, signed_in: bool) -> Refusal | None:
     if length == 0:  # no body, or a chunked one, which Django does not read (WSGI gives it no length)
         return None
     if (
-        not signed_in
-        and request.method in BODY_METHODS
+        request.method in BODY_METHODS
         and length > settings.WORKBENCH_MAX_ANONYMOUS_BODY_BYTES
+        and not signed_in()
     ):
         limit_text = _megabytes(settings.WORKBENCH_MAX_ANONYMOUS_BODY_BYTES)
         return Refusal(401, f"Sign in before uploading files or sending more than {limit_text}.")

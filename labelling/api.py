@@ -118,7 +118,9 @@ class LabellingJobViewSet(
         values = data.validated_data
         user = access.request_user(request)
         study = access.study_get_for_user(user=user, id=values["study"], write=True)
-        annotator = Annotator.objects.filter(pk=values["annotator"], kind=Annotator.Kind.MACHINE).first()
+        annotator = Annotator.objects.filter(
+            pk=values["annotator"], kind=Annotator.Kind.MACHINE, study__isnull=True
+        ).first()
         if annotator is None:
             raise ValidationFailed(f"no machine labeller {values['annotator']}")
         job = labelling_job_create(

@@ -32,6 +32,7 @@ import numpy as np
 import yaml
 from django.db import transaction
 from django.db.models import F
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 from PIL import Image
 
@@ -41,6 +42,7 @@ from annotations.protocols.schema import Question
 from annotations.selectors.features import embeddings_by_item
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from annotations.services.stored_files import item_file_open
+from common.chat_client import api_key_env_check
 from common.errors import ValidationFailed
 from common.jobs import (
     Heartbeat,
@@ -52,6 +54,8 @@ from common.jobs import (
     job_keepalive,
     jobs_resume_stale,
 )
+from common.outbound import outbound_url_check
+from common.redaction import MASK, unredact
 from labelling.cache import CachedAnswer
 from labelling.labellers.base import LabelItem, Labeller, LabellerError, LabelOutcome
 from labelling.labellers.registry import LABELLER_CLASSES, get_labeller_class
@@ -114,16 +118,84 @@ def labeller_register(
         get_labeller_class(kind)
     except LabellerError as exc:
         raise ValidationFailed(str(exc)) from exc
+    labeller_config_check(config)
     stored = {**config, "kind": kind}
     version = version or config_version(kind, config)
     annotator, created = Annotator.objects.get_or_create(
-        kind=Annotator.Kind.MACHINE, name=name, version=version, defaults={"config": stored}
+        kind=Annotator.Kind.MACHINE,
+        study=None,
+        name=name,
+        version=version,
+        defaults={"config": stored},
     )
     if not created and annotator.config != stored:
         raise ValidationFailed(
             f"labeller {name} {version} exists with another configuration; give a new version"
         )
     return annotator
+
+
+def labeller_config_check(config: dict[str, Any]) -> None:
+    """Where a labeller may send requests and which key it may read (docs/security.md): its
+    ``base_url`` passes the outbound policy (``common.outbound``) and its ``api_key_env`` names a
+    variable of the allowed prefix. Checked on every save; the chat client checks both again before
+    it sends anything."""
+    base_url = config.get("base_url")
+    if base_url is not None:
+        if not isinstance(base_url, str):
+            raise ValidationFailed("base_url must be a URL", {"config": "base_url"})
+        try:
+            outbound_url_check(base_url)
+        except ValidationFailed as exc:
+            raise ValidationFailed(f"base_url: {exc.message}", {"config": "base_url"}) from exc
+    if config.get("api_key_env") is not None:
+        api_key_env_check(config["api_key_env"])
+
+
+def labeller_config_edited(*, original: Annotator, kind: str, edited: dict[str, Any]) -> dict[str, Any]:
+    """A new configuration edited from ``original``'s masked one: values left masked get their
+    stored secret back (``common.redaction.unredact``), unless the edit changes where requests go
+    (``base_url``) or the labeller's kind: a secret is never re-attached to another target, so each
+    one still masked is refused by name and must be typed again (docs/security.md)."""
+    before = {key: value for key, value in original.config.items() if key != "kind"}
+    restored = unredact(edited, before)
+    retargeted = kind != original.config.get("kind") or restored.get("base_url") != before.get("base_url")
+    if retargeted:
+        kept = _restored_paths(edited, restored, "")
+        if kept:
+            raise ValidationFailed(
+                "the kind or base_url changed, so stored secrets are not kept: type again "
+                f"{', '.join(kept)} (or remove them)",
+                {"config": "secret"},
+            )
+    if MASK in json.dumps(restored, ensure_ascii=False, default=str):
+        raise ValidationFailed(
+            f"a value still holds the mask {MASK} (e.g. a password in base_url for a new host): "
+            "type it again",
+            {"config": "secret"},
+        )
+    return dict(restored)
+
+
+def _restored_paths(edited: Any, restored: Any, where: str) -> list[str]:
+    """The places where ``unredact`` gave a masked value its stored secret back."""
+    if edited is restored or edited == restored:
+        return []
+    if isinstance(edited, dict) and isinstance(restored, dict):
+        return [
+            path
+            for key in edited
+            for path in _restored_paths(
+                edited[key], restored.get(key), f"{where}.{key}" if where else str(key)
+            )
+        ]
+    if isinstance(edited, list) and isinstance(restored, list) and len(edited) == len(restored):
+        return [
+            path
+            for number, (e, r) in enumerate(zip(edited, restored, strict=True))
+            for path in _restored_paths(e, r, f"{where}[{number}]")
+        ]
+    return [where or "the configuration"]
 
 
 def labeller_config_from_text(text: str) -> dict[str, Any]:
@@ -161,6 +233,12 @@ def labeller_build(annotator: Annotator) -> Labeller:
     for key in ("max_attempts", "retry_backoff_s", "job_batch_size", "store_features"):
         config.pop(key, None)
     try:
+        labeller_config_check(
+            config
+        )  # again on the worker: a row saved before the rules, or the settings changed
+    except ValidationFailed as exc:
+        raise ValidationFailed(f"cannot run labeller {annotator}: {exc.message}") from exc
+    try:
         cls = get_labeller_class(kind)
         if kind == "vlm" or LABELLER_CLASSES.get("vlm") == kind:
             return cls(name=annotator.name, version=annotator.version, config=config, cache=DbLabelCache())  # type: ignore[call-arg]
@@ -197,7 +275,8 @@ def labelling_job_create(
 ) -> LabellingJob:
     """Queue a labeller over every item of ``study`` or a seeded random sample of ``sample_size``;
     ``metadata_filter`` narrows to the items whose metadata holds those values (e.g. the items one
-    prompt set made: ``{"prompt_set": NAME}``)."""
+    prompt set made: ``{"prompt_set": NAME}``); each key is one literal metadata key, never a lookup
+    (``long__regex`` is the key named so: docs/security.md)."""
     if annotator.kind != Annotator.Kind.MACHINE:
         raise ValidationFailed(f"{annotator} is not a machine labeller")
     if annotator.disabled:
@@ -248,8 +327,11 @@ def job_items(job: LabellingJob) -> list[int]:
     """The job's item ids: all (or those its metadata filter keeps), or a sample drawn with
     ``random.Random(seed)`` from the sorted ids."""
     items = Item.objects.filter(study=job.study)
-    for key, value in (job.metadata_filter or {}).items():
-        items = items.filter(**{f"metadata__{key}": value})
+    for number, (key, value) in enumerate(sorted((job.metadata_filter or {}).items())):
+        # The key is one literal JSON key (``KeyTransform``), never split on ``__`` into lookups:
+        # ``{"long__regex": ...}`` matches items whose metadata has a key named "long__regex".
+        alias = f"metadata_filter_{number}"
+        items = items.alias(**{alias: KeyTransform(str(key), "metadata")}).filter(**{alias: value})
     ids = list(items.order_by("id").values_list("id", flat=True))
     if job.sample_size is not None and job.sample_size < len(ids):
         ids = sorted(random.Random(job.seed).sample(ids, job.sample_size))

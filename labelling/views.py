@@ -20,10 +20,11 @@ from annotations.models import Annotator, Study
 from annotations.presenters import labeller_summary
 from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import NotAllowed, WorkbenchError
-from common.redaction import redact, unredact
+from common.redaction import redact
 from labelling.labellers.registry import LABELLER_CLASSES
 from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import (
+    labeller_config_edited,
     labeller_config_from_text,
     labeller_register,
     labeller_set_disabled,
@@ -46,9 +47,9 @@ class LabellingJobForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         annotator = cast("forms.ModelChoiceField[Annotator]", self.fields["annotator"])
-        annotator.queryset = Annotator.objects.filter(kind=Annotator.Kind.MACHINE, disabled=False).order_by(
-            "name", "-created_at"
-        )
+        annotator.queryset = Annotator.objects.filter(
+            kind=Annotator.Kind.MACHINE, study__isnull=True, disabled=False
+        ).order_by("name", "-created_at")
 
 
 @login_required
@@ -121,13 +122,14 @@ class LabellerForm(forms.Form):
 
 
 def _labeller_admin(request: HttpRequest) -> None:
-    user = request_user(request)
-    if not (user.is_admin or user.is_staff):
+    """App admins only (role admin or superuser): a labeller's configuration decides where the
+    worker sends a study's images and which key it sends; ``is_staff`` alone is not enough."""
+    if not request_user(request).is_admin:
         raise NotAllowed("only admins register and change labellers")
 
 
 def _machine(pk: int) -> Annotator:
-    annotator = Annotator.objects.filter(pk=pk, kind=Annotator.Kind.MACHINE).first()
+    annotator = Annotator.objects.filter(pk=pk, kind=Annotator.Kind.MACHINE, study__isnull=True).first()
     if annotator is None:
         raise Http404("no such labeller")
     return annotator
@@ -153,7 +155,7 @@ def _register(request: HttpRequest, form: LabellerForm, original: Annotator | No
     try:
         config = labeller_config_from_text(data["config"])
         if original is not None:
-            config = unredact(config, {k: v for k, v in original.config.items() if k != "kind"})
+            config = labeller_config_edited(original=original, kind=data["kind"], edited=config)
         annotator = labeller_register(
             name=data["name"], kind=data["kind"], config=config, version=data["version"].strip() or None
         )
@@ -171,7 +173,7 @@ def _register(request: HttpRequest, form: LabellerForm, original: Annotator | No
 
 def _labellers_page(request: HttpRequest, form: LabellerForm) -> HttpResponse:
     machines = (
-        Annotator.objects.filter(kind=Annotator.Kind.MACHINE)
+        Annotator.objects.filter(kind=Annotator.Kind.MACHINE, study__isnull=True)
         .annotate(jobs=Count("labelling_jobs", distinct=True))
         .order_by("disabled", "name", "-created_at")
     )

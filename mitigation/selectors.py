@@ -270,7 +270,7 @@ def labeller_by_name(value: str | None) -> Annotator | None:
     if not value:
         return None
     name, _, version = value.strip().partition("@")
-    machines = Annotator.objects.filter(kind=Annotator.Kind.MACHINE, name=name)
+    machines = Annotator.objects.filter(kind=Annotator.Kind.MACHINE, study__isnull=True, name=name)
     if version:
         machines = machines.filter(version=version)
     annotator = machines.order_by("-created_at", "-id").first()

@@ -79,7 +79,7 @@ class LoopForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["labeller"].queryset = Annotator.objects.filter(  # type: ignore[attr-defined]
-            kind=Annotator.Kind.MACHINE
+            kind=Annotator.Kind.MACHINE, study__isnull=True
         ).order_by("name", "-created_at")
 
 

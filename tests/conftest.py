@@ -43,6 +43,9 @@ def _workbench_test_settings(
     celery_app.conf.task_always_eager = True  # Celery caches its config; a worker test turns this off
     # Hashing passwords properly costs ~0.3 s per account; tests create many accounts.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # The test VLM servers listen on 127.0.0.1 (tests/fixtures/chat_server.py); only that loopback
+    # address is allowed, explicitly, as a deployment allows its own LLM host (docs/security.md).
+    settings.WORKBENCH_OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
     yield media
 
 

@@ -14,16 +14,19 @@ if TYPE_CHECKING:
 def client_for(user: User | None) -> APIClient:
     """An API client signed in as ``user`` (None: anonymous).
 
-    DRF takes the forced user and ignores credentials. The client still sends an ``Authorization``
-    header, as every real API client does: the request limits (``workbench.middleware``), which run
-    before DRF, refuse uploads from a client that sends neither a session nor credentials.
+    DRF takes the forced user and ignores credentials. The client still sends the user's real token,
+    as every real API client does: the request limits (``workbench.middleware``), which run before
+    DRF, refuse uploads from a client without a session or a valid token.
     """
     from rest_framework.test import APIClient
 
     client = APIClient()
     if user is not None:
+        from rest_framework.authtoken.models import Token
+
         client.force_authenticate(user)
-        client.credentials(HTTP_AUTHORIZATION="Token forced-by-the-test-client")
+        token, _created = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     return client
 
 

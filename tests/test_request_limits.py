@@ -84,14 +84,57 @@ def test_an_anonymous_gigabyte_upload_is_refused_before_it_is_read(live_server) 
         live_server.url, f"/api/studies/{study.pk}/items/import/", length=GIGABYTE, headers={}
     )
     assert status == 401 and "Sign in before uploading" in body
-    # a made-up token gets DRF's 401 the same way: the token is checked before the body is parsed
+    # a made-up token is no sign-in either: refused from the headers like no header at all
     status, _headers, body = _raw_post(
         live_server.url,
         f"/api/studies/{study.pk}/items/import/",
         length=10 * 1024 * 1024,
         headers={"Authorization": "Token made-up"},
     )
-    assert status == 401 and "Invalid token" in body
+    assert status == 401 and "Sign in before uploading" in body
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    ["Basic x", "Bearer abc", "Token made-up", "Token " + "f" * 40, "Token a%00b", "Digest", "Token"],
+)
+def test_an_authorization_header_that_signs_no_one_in_keeps_the_anonymous_limit(
+    live_server, authorization: str
+) -> None:
+    """Issue 24, M2: any ``Authorization`` header used to count as signed in under /api/, so a 150 MB
+    multipart to the token endpoint with ``Authorization: Basic x`` was read whole (then a 400). The
+    header is now checked against the tokens, from the headers alone: the refusal comes unread."""
+    status, _headers, body = _raw_post(
+        live_server.url,
+        "/api/auth/token/",
+        length=150 * 1024 * 1024,
+        headers={"Authorization": authorization},
+    )
+    assert status == 401 and "Sign in before uploading" in body
+
+
+def test_a_valid_token_still_signs_in_for_the_body_limit(live_server) -> None:
+    from rest_framework.authtoken.models import Token
+
+    owner = UserFactory.create(username="owner", role="researcher")
+    study = StudyFactory.create(owner=owner)
+    token = Token.objects.create(user=owner)
+    status, _headers, body = _raw_post(
+        live_server.url,
+        f"/api/studies/{study.pk}/items/import/",
+        length=GIGABYTE,
+        headers={"Authorization": f"Token {token.key}"},
+    )
+    assert status == 413 and "may be at most 201 MB" in body  # signed in: the upload limit, not 401
+    inactive = UserFactory.create(username="gone", role="researcher", is_active=False)
+    gone = Token.objects.create(user=inactive)
+    status, _headers, body = _raw_post(
+        live_server.url,
+        "/api/auth/token/",
+        length=150 * 1024 * 1024,
+        headers={"Authorization": f"Token {gone.key}"},
+    )
+    assert status == 401 and "Sign in before uploading" in body
 
 
 def test_a_signed_in_upload_over_the_limit_is_refused_with_413_before_it_is_read(live_server) -> None:

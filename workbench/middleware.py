@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve
 
-from annotations.access import participant_study_id
+from annotations.access import participant_study_id, token_signs_in
 from common.errors import NotAllowed, NotFoundError
 from common.file_storage import bucket_origin
 from common.request_limits import Refusal, body_refusal, null_character_field
@@ -149,12 +149,17 @@ class RequestLimitsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         refusal = self._null_characters(request, read_form=False)
         if refusal is None:
-            # The API checks a token before it parses a body (a made-up one is refused unread), so there
-            # credentials count as signed in; a page's CSRF check would parse the body, so there only a
-            # session does.
+            # Under /api/ a valid token counts as signed in (checked from the header: any other
+            # Authorization header is anonymous); a page's CSRF check would parse the body, so there
+            # only a session does.
             token = request.path_info.startswith("/api/") and "HTTP_AUTHORIZATION" in request.META
             session = request.user.is_authenticated
-            refusal = body_refusal(request, signed_in=session or token)
+            refusal = body_refusal(
+                request,
+                signed_in=lambda: (
+                    session or (token and token_signs_in(str(request.META["HTTP_AUTHORIZATION"])))
+                ),
+            )
             if refusal is None:
                 refusal = self._null_characters(request, read_form=session or not token)
         if refusal is None:

@@ -247,7 +247,15 @@ WORKBENCH_MAX_ANONYMOUS_BODY_BYTES = env_int("WORKBENCH_MAX_ANONYMOUS_BODY_KB", 
 WORKBENCH_MAX_IMAGE_BYTES = env_int("WORKBENCH_MAX_IMAGE_MB", 40) * 1024 * 1024
 WORKBENCH_MAX_IMAGE_PIXELS = env_int("WORKBENCH_MAX_IMAGE_PIXELS", 50_000_000)
 WORKBENCH_MAX_ARCHIVE_MEMBERS = env_int("WORKBENCH_MAX_ARCHIVE_MEMBERS", 100_000)
-WORKBENCH_ALLOW_URL_FETCH = env_bool("WORKBENCH_ALLOW_URL_FETCH", False)
+# Where the server may send requests a configuration points at (VLM labellers, prompt refinement):
+# public addresses, and the host names, addresses and networks listed here (loopback, private and
+# link-local ones only when listed; common/outbound.py, docs/security.md).
+WORKBENCH_OUTBOUND_SCHEMES = env_list("WORKBENCH_OUTBOUND_SCHEMES", ["https", "http"])
+WORKBENCH_OUTBOUND_ALLOWED_HOSTS = env_list("WORKBENCH_OUTBOUND_ALLOWED_HOSTS", [])
+# The environment variables a labeller's api_key_env may name start with one of these prefixes.
+WORKBENCH_LABELLER_KEY_ENV_PREFIXES = env_list(
+    "WORKBENCH_LABELLER_KEY_ENV_PREFIXES", ["WORKBENCH_LABELLER_KEY_"]
+)
 WORKBENCH_EXPORT_INLINE_LIMIT = env_int("WORKBENCH_EXPORT_INLINE_LIMIT", 20_000)
 # Uploads larger than this (all files of a request together) are stored and imported by a worker as
 # an import job; smaller ones finish within the request (docs/import-export.md, "Imports as jobs").

@@ -452,7 +452,7 @@ class AnnotationViewSet(viewsets.ReadOnlyModelViewSet[Annotation]):
 
 
 class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Annotator]):
-    """Annotators who answered in your studies, and machine labellers (researchers)."""
+    """Annotators who answered in your studies, and registered machine labellers (researchers)."""
 
     serializer_class = s.AnnotatorSerializer
     filterset_fields = ["kind"]
@@ -470,7 +470,11 @@ class AnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             (
                 Annotator.objects.filter(pk__in=answered)
                 | Annotator.objects.filter(pk__in=enrolled)
-                | Annotator.objects.filter(kind=Annotator.Kind.MACHINE)
+                # Registered labellers (global); a file's machine names belong to its study.
+                | Annotator.objects.filter(
+                    kind=Annotator.Kind.MACHINE, study__isnull=True, config__has_key="kind"
+                )
+                | Annotator.objects.filter(kind=Annotator.Kind.MACHINE, study__in=studies)
             )
             .distinct()
             .order_by("kind", "name")

@@ -7,10 +7,15 @@ stored with ``annotations_save``, the one annotation write.
 
 Annotators, by the rule documented in docs/import-export.md ("Who the annotators are"):
 
-- a machine (``Who(kind="machine")``) is the shared labeller of that name and version;
-- a person named by an email address is the account with that username or, failing that, the one
-  account with that email (case-insensitive); when none has it, an annotator account is created with
-  the email as its username and no usable password (an admin sets one, or the person resets it);
+- a machine (``Who(kind="machine")``) is this study's machine annotator of that name and version
+  (``annotation_writes.machine_annotator_for_import``), never a registered labeller or another
+  study's;
+- a person named by an email address is, among the people already working in studies the study's
+  owner may change (enrolled, or with answers there), the account with that username or, failing
+  that, the one with that email (case-insensitive); any other email (unknown, or an account of
+  someone else's studies) becomes an annotator of this study without an account, named
+  ``imported-person-<digest>`` (``stand_in_name``), so nothing tells whether the email has an
+  account elsewhere; the report gives counts only (``accounts_matched``, ``emails_not_matched``);
 - a person named without an email (a Label Studio user id, a COCO annotator name) is an annotator of
   this study without an account, like the raters of a JSONL import.
 
@@ -22,15 +27,18 @@ as ``derived``: drawing a box labelled "hat" says a hat is there.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from annotations.models import Annotation, Annotator, Assignment, Study, User
+from annotations.access import studies_writable_by
+from annotations.models import Annotation, Annotator, Assignment, Enrollment, Study, User
 from annotations.protocols.answers import (
     AnswerError,
     CleanAnswer,
@@ -40,12 +48,17 @@ from annotations.protocols.answers import (
     options_without_box,
 )
 from annotations.protocols.schema import Protocol, Question
-from annotations.services.annotation_writes import AnswerToSave, annotations_save
+from annotations.services.annotation_writes import (
+    AnswerToSave,
+    annotations_save,
+    machine_annotator_for_import,
+)
 from annotations.services.studies import annotator_for_user
 from common.errors import ImportRefused
 from common.planner_statistics import statistics_refresh
 
 CHUNK = 2000
+STAND_IN_PREFIX = "imported-person-"
 
 
 @dataclass(frozen=True)
@@ -101,8 +114,8 @@ class AnswersReport:
     derived: int = 0
     skips: int = 0
     annotators_created: list[str] = field(default_factory=list)
-    accounts_created: list[str] = field(default_factory=list)
-    accounts_matched: list[str] = field(default_factory=list)
+    accounts_matched: int = 0  # counts only: an import never names whose email matched
+    emails_not_matched: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -112,30 +125,65 @@ class AnswersReport:
             "derived": self.derived,
             "skips": self.skips,
             "annotators_created": self.annotators_created,
-            "accounts_created": self.accounts_created,
             "accounts_matched": self.accounts_matched,
+            "emails_not_matched": self.emails_not_matched,
         }
 
 
-def _account(email: str, report: AnswersReport) -> User:
-    user = User.objects.filter(username__iexact=email).order_by("id").first()
-    if user is None:
-        matches = list(User.objects.filter(email__iexact=email).order_by("id")[:2])
-        if len(matches) > 1:
-            raise ImportRefused(f"several accounts have the email {email!r}; give one of them that username")
-        user = matches[0] if matches else None
-    if user is None:
-        user = User.objects.create_user(username=email[:150], email=email, role=User.Role.ANNOTATOR)
-        report.accounts_created.append(user.username)
-    elif user.username not in report.accounts_matched:
-        report.accounts_matched.append(user.username)
-    return user
+def _own_accounts(study: Study, emails: Sequence[str]) -> dict[str, User]:
+    """The accounts among the people already working in studies ``study``'s owner may change
+    (enrolled there, or with answers there) whose username, else email, is one of ``emails``
+    (lower-case), by email. Nobody else is ever matched, so an import tells nothing of which emails
+    have accounts elsewhere (docs/security.md)."""
+    if not emails:
+        return {}
+    own_studies = studies_writable_by(study.owner).values("id")
+    people = User.objects.filter(
+        Exists(Enrollment.objects.filter(user=OuterRef("pk"), study__in=own_studies))
+        | Exists(Annotation.objects.filter(annotator__user=OuterRef("pk"), study__in=own_studies))
+    )
+    found: dict[str, User] = {}
+    candidates: list[User] = []
+    for start in range(0, len(emails), CHUNK):
+        wanted = Q()
+        for email in emails[start : start + CHUNK]:
+            wanted |= Q(username__iexact=email) | Q(email__iexact=email)
+        candidates.extend(people.filter(wanted).order_by("id"))
+    for email in emails:
+        by_name = [user for user in candidates if user.username.lower() == email]
+        by_email = [user for user in candidates if user.email.lower() == email]
+        if by_name:
+            found[email] = by_name[0]
+        elif len(by_email) > 1:
+            raise ImportRefused(
+                f"several of your studies' annotators have the email {email!r}; give one of them that "
+                "username"
+            )
+        elif by_email:
+            found[email] = by_email[0]
+    return found
+
+
+def stand_in_name(study: Study, email: str) -> str:
+    """The name of the annotator without an account that an unmatched email becomes in ``study``:
+    machine-made (a digest of the study and the email, so a re-import finds the same one), never the
+    email itself."""
+    digest = hashlib.sha256(f"{study.pk}\x00{email.lower()}".encode()).hexdigest()[:12]
+    return f"{STAND_IN_PREFIX}{digest}"
 
 
 def annotators_resolve(study: Study, people: set[Who], report: AnswersReport) -> dict[Who, Annotator]:
     """The annotator of each ``Who`` (found, or created by the module's rule); call inside a transaction."""
     found: dict[Who, Annotator] = {}
-    plain = sorted({who.name for who in people if who.kind == Annotator.Kind.HUMAN and not who.email})
+    emails = sorted({who.email for who in people if who.kind == Annotator.Kind.HUMAN and who.email})
+    accounts = _own_accounts(study, emails)
+    stand_ins = {email: stand_in_name(study, email) for email in emails if email not in accounts}
+    report.accounts_matched = len({user.pk for user in accounts.values()})
+    report.emails_not_matched = len(stand_ins)
+    plain = sorted(
+        {who.name for who in people if who.kind == Annotator.Kind.HUMAN and not who.email}
+        | set(stand_ins.values())
+    )
     known = {
         annotator.name: annotator
         for start in range(0, len(plain), CHUNK)
@@ -151,13 +199,13 @@ def annotators_resolve(study: Study, people: set[Who], report: AnswersReport) ->
         report.annotators_created.append(annotator.name)
     for who in sorted(people, key=lambda w: (w.kind, w.name, w.version, w.email)):
         if who.kind == Annotator.Kind.MACHINE:
-            annotator, created = Annotator.objects.get_or_create(
-                kind=Annotator.Kind.MACHINE, name=who.name, version=who.version, defaults={"config": {}}
-            )
+            annotator, created = machine_annotator_for_import(study=study, name=who.name, version=who.version)
             if created:
                 report.annotators_created.append(who.label())
+        elif who.email and who.email in accounts:
+            annotator = annotator_for_user(user=accounts[who.email])
         elif who.email:
-            annotator = annotator_for_user(user=_account(who.email, report))
+            annotator = known[stand_ins[who.email]]
         else:
             annotator = known[who.name]
         found[who] = annotator

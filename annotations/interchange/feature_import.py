@@ -10,7 +10,8 @@ Checks, each refusing the whole file with the line number: the item is in the st
 ``embedding`` / ``captions``; numbers are finite (and fit float32); one dimension per labeller version
 (across the file and what that version already stored); an embedding has as many rows as its item has
 images; sizes are bounded (``MAX_*``); no (item, labeller, version, kind) twice. The labeller is the
-machine annotator (name, version), created when new (as the annotation import does). A feature already
+study's own machine annotator (name, version), created when new (as the annotation import does:
+``machine_annotator_for_import``). A feature already
 stored for the same (item, labeller, version, kind) is replaced.
 """
 
@@ -30,6 +31,10 @@ from django.db.models import Count
 
 from annotations.interchange.sources import file_read
 from annotations.models import Annotator, Item, ItemFeature, Study
+from annotations.services.annotation_writes import (
+    machine_annotator_for_import,
+    machine_annotator_imported_find,
+)
 from common.errors import ImportRefused
 
 MAX_DIMENSION = 8192
@@ -139,11 +144,14 @@ def _labeller(record: dict[str, Any], number: int) -> tuple[str, str]:
     return name.strip(), str(version).strip()
 
 
-def _stored_dimensions(labellers: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, int]]:
-    """(name, version) -> (dimension, annotator id) of the embeddings those labellers already stored."""
+def _stored_dimensions(
+    study: Study, labellers: set[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[int, int]]:
+    """(name, version) -> (dimension, annotator id) of the embeddings those labellers (this study's
+    own, as the import finds them) already stored."""
     found: dict[tuple[str, str], tuple[int, int]] = {}
     for name, version in labellers:
-        annotator = Annotator.objects.filter(kind=Annotator.Kind.MACHINE, name=name, version=version).first()
+        annotator = machine_annotator_imported_find(study=study, name=name, version=version)
         if annotator is None:
             continue
         stored = ItemFeature.objects.filter(annotator=annotator, kind=ItemFeature.Kind.EMBEDDING).first()
@@ -206,24 +214,22 @@ def features_import_records(
             raise ImportRefused(f"line {number}: repeats the {kind} of line {seen[key]}")
         seen[key] = number
         features.append(_Feature(number, item_id, labeller, kind, matrix, captions))
-    for labeller, (width, _annotator) in _stored_dimensions(set(dimensions)).items():
+    for labeller, (width, _annotator) in _stored_dimensions(study, set(dimensions)).items():
         if dimensions[labeller][0] != width:
             raise ImportRefused(
                 f"line {dimensions[labeller][1]}: {labeller[0]} {labeller[1]} already stored embeddings of "
                 f"{width} dimensions; this file has {dimensions[labeller][0]} "
                 "(a new dimension is a new version)"
             )
-    return _write(features)
+    return _write(study, features)
 
 
 @transaction.atomic
-def _write(features: list[_Feature]) -> FeatureImportReport:
+def _write(study: Study, features: list[_Feature]) -> FeatureImportReport:
     report = FeatureImportReport()
     annotators: dict[tuple[str, str], Annotator] = {}
     for name, version in dict.fromkeys(f.labeller for f in features):
-        annotator, created = Annotator.objects.get_or_create(
-            kind=Annotator.Kind.MACHINE, name=name, version=version, defaults={"config": {}}
-        )
+        annotator, created = machine_annotator_for_import(study=study, name=name, version=version)
         if created:
             report.labellers_created.append(f"{name} {version}".strip())
         annotators[(name, version)] = annotator

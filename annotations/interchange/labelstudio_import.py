@@ -44,6 +44,7 @@ from annotations.interchange.answer_import import (
 from annotations.interchange.item_import import ImportReport, StagedItems, items_import_stage
 from annotations.interchange.sources import address_name, archive_open, file_read
 from annotations.models import Annotator, Item, ItemImage, Study, User
+from annotations.protocols.answers import MAX_PIXELS
 from annotations.protocols.labelstudio_config import (
     RESULT_KINDS,
     ConfigError,
@@ -486,9 +487,27 @@ def _box(result: _Result, label_keys: list[str], size: tuple[int, int] | None) -
             raise ImportRefused(
                 f"{result.where}: original_width and original_height are needed (the item has no image)"
             )
+        if width > MAX_PIXELS or height > MAX_PIXELS:
+            raise ImportRefused(
+                f"{result.where}: original_width and original_height must be at most {MAX_PIXELS} pixels"
+            )
         size = (int(width), int(height))
     x, y = (_number(value.get(k), k, result.where) for k in ("x", "y"))
     w, h = (_number(value.get(k), k, result.where) for k in ("width", "height"))
+    outside = any(
+        extent <= 0
+        or start / 100 * side < -BOX_TOLERANCE_PX
+        or (start + extent) / 100 * side > side + BOX_TOLERANCE_PX
+        for start, extent, side in ((x, w, size[0]), (y, h, size[1]))
+    )
+    if outside:
+        # Checked here for every item (within a pixel, as ``_edge`` puts on the edge): a reference item
+        # (no file) has no stored size that the answer check could hold the box to, only the size
+        # this result declares.
+        raise ImportRefused(
+            f"{result.where}: the box (x {x:g}%, y {y:g}%, width {w:g}%, height {h:g}%) lies outside the "
+            f"{size[0]}x{size[1]} image"
+        )
     left, box_w = _edge(x / 100 * size[0], w / 100 * size[0], size[0])
     top, box_h = _edge(y / 100 * size[1], h / 100 * size[1], size[1])
     return [{"option": key, "x": left, "y": top, "w": box_w, "h": box_h} for key in label_keys]

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils.dateparse import parse_datetime
 
-from annotations.access import studies_for_user
+from annotations.access import studies_for_user, studies_writable_by
 from annotations.interchange.item_import import items_import_records
 from annotations.interchange.sources import address_name, archive_open, file_read
 from annotations.models import (
@@ -18,6 +19,7 @@ from annotations.models import (
     Annotator,
     AnnotatorExclusion,
     ConsensusLabel,
+    Enrollment,
     Item,
     Study,
     User,
@@ -232,7 +234,7 @@ def _restore_consensus(study: Study, records: list[tuple[int, dict[str, Any]]]) 
             "id", "item_id", "question_key", "annotator__name", "annotator__kind", "annotator__version"
         )
     }
-    users = _users({record.get("adjudicated_by") for _n, record in records})
+    users = _users(study, {record.get("adjudicated_by") for _n, record in records})
     labels = []
     for number, record in records:
         item_id = items.get(str(record.get("item", "")))
@@ -278,7 +280,9 @@ def _restore_exclusions(study: Study, records: list[tuple[int, dict[str, Any]]])
     annotators = {
         (a.name, a.kind, a.version): a for a in Annotator.objects.filter(annotations__study=study).distinct()
     }
-    users = _users({record.get(key) for _n, record in records for key in ("excluded_by", "reinstated_by")})
+    users = _users(
+        study, {record.get(key) for _n, record in records for key in ("excluded_by", "reinstated_by")}
+    )
     for number, record in records:
         annotator = annotators.get(_annotator_key(record))
         if annotator is None:
@@ -306,9 +310,21 @@ def _restore_exclusions(study: Study, records: list[tuple[int, dict[str, Any]]])
             ) from exc
 
 
-def _users(names: set[Any]) -> dict[object, User]:
-    """Accounts by username (looked up with whatever a record holds, so not only by str)."""
-    return {user.username: user for user in User.objects.filter(username__in=[n for n in names if n])}
+def _users(study: Study, names: set[Any]) -> dict[object, User]:
+    """Accounts by username (looked up with whatever a record holds, so not only by str), among the
+    people of the studies the new study's owner may change (the owner, their collaborators, people
+    enrolled or answering there): an archive never links another researcher's people, nor tells
+    which usernames exist (docs/security.md, "Imported people and labellers stay in their study")."""
+    own = studies_writable_by(study.owner).values("id")
+    people = User.objects.filter(
+        Q(pk=study.owner_id)
+        | Exists(
+            Study.objects.filter(id__in=own).filter(Q(owner=OuterRef("pk")) | Q(shared_with=OuterRef("pk")))
+        )
+        | Exists(Enrollment.objects.filter(user=OuterRef("pk"), study__in=own))
+        | Exists(Annotation.objects.filter(annotator__user=OuterRef("pk"), study__in=own))
+    )
+    return {user.username: user for user in people.filter(username__in=[n for n in names if n])}
 
 
 def _when(text: Any, number: int) -> Any:

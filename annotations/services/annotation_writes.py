@@ -14,10 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from django.db import connections, models, router, transaction
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from annotations.interchange.sources import file_read
-from annotations.models import Annotation, AnnotationRevision, Annotator, Item, ItemImage, Study
+from annotations.models import (
+    Annotation,
+    AnnotationRevision,
+    Annotator,
+    Item,
+    ItemFeature,
+    ItemImage,
+    Study,
+)
 from annotations.protocols.answers import (
     AnswerError,
     CleanAnswer,
@@ -297,6 +306,34 @@ def _parse_lines(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
     return records
 
 
+def machine_annotator_imported_find(*, study: Study, name: str, version: str) -> Annotator | None:
+    """The machine annotator an imported file's (name, version) means in ``study``: the study's own,
+    else a shared labeller that already answered (or stored features) in this study (a file exported
+    from it and imported back); never one that only other studies know. None: none yet."""
+    in_study = Exists(Annotation.objects.filter(study=study, annotator=OuterRef("pk"))) | Exists(
+        ItemFeature.objects.filter(item__study=study, annotator=OuterRef("pk"))
+    )
+    return (
+        Annotator.objects.filter(kind=Annotator.Kind.MACHINE, name=name, version=version)
+        .filter(Q(study=study) | (Q(study__isnull=True) & in_study))
+        .order_by(F("study_id").asc(nulls_last=True), "id")
+        .first()
+    )
+
+
+def machine_annotator_for_import(*, study: Study, name: str, version: str) -> tuple[Annotator, bool]:
+    """``machine_annotator_imported_find``, or a new machine annotator of ``study`` (no
+    configuration), and whether it was made. One researcher's machine names neither show in
+    another's lists nor block their imports (docs/security.md, "Imported people and labellers stay in
+    their study")."""
+    found = machine_annotator_imported_find(study=study, name=name, version=version)
+    if found is not None:
+        return found, False
+    return Annotator.objects.get_or_create(
+        kind=Annotator.Kind.MACHINE, study=study, name=name, version=version, defaults={"config": {}}
+    )
+
+
 def annotations_import(*, study: Study, path: Path | str) -> AnnotationImportReport:
     """Import a JSONL file of annotations into ``study``; all or nothing.
 
@@ -307,7 +344,8 @@ def annotations_import(*, study: Study, path: Path | str) -> AnnotationImportRep
     misses an option, and selected options without a box where the boxes question says
     ``boxes_required: each_selected`` (checked per item and annotator, file and stored answers
     together: ``_check_boxes_cover_selections``). Human annotators named in the file become annotators of this
-    study (without accounts); machine annotators are shared by (name, version).
+    study (without accounts); so do machine annotators, by (name, version)
+    (``machine_annotator_for_import``).
     """
     name, data = file_read(path)
     return annotations_import_records(study=study, records=_parse_lines(data, name))
@@ -454,7 +492,7 @@ def _stored_answers(
     study: Study, question_key: str, groups: set[tuple[int, tuple[str, str, str]]]
 ) -> dict[tuple[int, tuple[str, str, str]], Any]:
     """The stored answers to ``question_key`` of the (item id, annotator key) ``groups``, in bulk
-    (humans by name within this study, machines by name and version, as the import finds them)."""
+    (by name, and machines by version, among this study's own annotators, as the import finds them)."""
     found: dict[tuple[int, tuple[str, str, str]], Any] = {}
     item_ids = sorted({item_id for item_id, _annotator in groups})
     for start in range(0, len(item_ids), BULK_BATCH):
@@ -469,7 +507,7 @@ def _stored_answers(
             "value",
         )
         for item_id, kind, name, version, annotator_study, value in rows:
-            if kind == Annotator.Kind.HUMAN and annotator_study != study.pk:
+            if annotator_study != study.pk and (kind == Annotator.Kind.HUMAN or annotator_study is not None):
                 continue  # an account's answers are never matched by an imported name
             key = (item_id, (kind, name, version if kind == Annotator.Kind.MACHINE else ""))
             if key in groups:
@@ -484,7 +522,7 @@ def _stored_selection(
     kind, name, version = annotator_key
     annotators = Annotator.objects.filter(kind=kind, name=name)
     annotators = (
-        annotators.filter(version=version)
+        annotators.filter(Q(study=study) | Q(study__isnull=True), version=version)
         if kind == Annotator.Kind.MACHINE
         else annotators.filter(study=study)
     )
@@ -527,9 +565,7 @@ def _write_imported(
     new_names = {annotator.name for annotator in new_humans}
     for kind, name, version in annotator_specs:
         if kind == Annotator.Kind.MACHINE:
-            annotator, created = Annotator.objects.get_or_create(
-                kind=kind, name=name, version=version, defaults={"config": {}}
-            )
+            annotator, created = machine_annotator_for_import(study=study, name=name, version=version)
         else:
             annotator, created = known[name], name in new_names
         if created:

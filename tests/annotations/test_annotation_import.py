@@ -76,7 +76,7 @@ def test_human_and_machine_annotations_import_into_one_table(items, tmp_path) ->
     report = annotations_import(study=items, path=path)
     assert report.created == 5 and sorted(report.annotators_created) == ["gpt-4o 2024-08", "rater-1"]
     machine = Annotator.objects.get(kind="machine", name="gpt-4o")
-    assert machine.version == "2024-08" and machine.study is None
+    assert machine.version == "2024-08" and machine.study == items  # a file's machine: this study's
     human = Annotator.objects.get(kind="human", name="rater-1")
     assert human.study == items and human.user is None
     multi = Annotation.objects.get(question_key="attributes")

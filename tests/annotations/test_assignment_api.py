@@ -133,7 +133,7 @@ def test_with_a_real_token_the_annotator_comes_with_the_token_lookup(
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
-    token = Token.objects.create(user=annotator_user)
+    token, _ = Token.objects.get_or_create(user=annotator_user)
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     with django_assert_max_num_queries(11):

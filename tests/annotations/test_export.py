@@ -378,3 +378,34 @@ def test_a_background_csv_export_keeps_the_raw_choice(
         with job.file.open("rb") as handle:
             rows = _rows(handle.read().decode())
         assert next(r for r in rows if r["question"] == "smiling")["reason"] == expected
+
+
+def test_an_archive_links_only_the_importers_own_people(
+    filled_study, owner, other_researcher, tmp_path
+) -> None:
+    """Issue 24, M3 (study archives): ``adjudicated_by``, ``excluded_by`` and ``reinstated_by`` are
+    usernames; imported by another researcher they linked the owner's account into their study. Now
+    only the people of the importer's own studies are linked; anyone else is left empty."""
+    from annotations.models import Annotator, AnnotatorExclusion, ConsensusLabel
+    from annotations.services.consensus import consensus_adjudicate, consensus_compute
+    from annotations.services.quality import annotator_exclude
+
+    study = filled_study
+    consensus_compute(study=study, question="gender")
+    item = Item.objects.get(study=study, external_id="a")
+    consensus_adjudicate(study=study, item=item, question_key="gender", value="female", user=owner, note="x")
+    annotator_exclude(
+        study=study, annotator=Annotator.objects.get(study=study, name="r2"), user=owner, reason="rushed"
+    )
+    out = tmp_path / "study.zip"
+    export_to_file(study, "zip", out)
+    theirs = study_import(owner=other_researcher, path=out)
+    label = ConsensusLabel.objects.get(study=theirs, item__external_id="a", question_key="gender")
+    exclusion = AnnotatorExclusion.objects.get(study=theirs)
+    assert (label.value, label.adjudicated_by, exclusion.excluded_by) == ("female", None, None)
+    mine = study_import(owner=owner, path=out)
+    assert (
+        ConsensusLabel.objects.get(study=mine, item__external_id="a", question_key="gender").adjudicated_by
+        == owner
+    )
+    assert AnnotatorExclusion.objects.get(study=mine).excluded_by == owner

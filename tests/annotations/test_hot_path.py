@@ -26,7 +26,7 @@ TRANSACTION = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
 
 def _token_client(user) -> tuple[APIClient, Token]:
-    token = Token.objects.create(user=user)
+    token, _ = Token.objects.get_or_create(user=user)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     return client, token

@@ -31,13 +31,18 @@ CONFIG = {
     "kind": "vlm",
     "base_url": f"http://bot:{URL_PASSWORD}@{INTERNAL}/v1",
     "model": "qwen2-vl-7b",
-    "api_key_env": "VLM_KEY",
+    "api_key_env": "WORKBENCH_LABELLER_KEY_VLM",
     "api_key": API_KEY,
     "extra_headers": {"X-Api-Key": HEADER_KEY, "X-Team": "audit"},
     "max_tokens": 512,
     "temperature": 0.0,
 }
 SECRETS = (HEADER_KEY, API_KEY, URL_PASSWORD)
+
+
+@pytest.fixture(autouse=True)
+def _internal_host_allowed(settings) -> None:
+    settings.WORKBENCH_OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1", INTERNAL.split(":")[0]]
 
 
 @pytest.fixture
@@ -63,7 +68,10 @@ def test_researchers_see_name_kind_version_and_model_only(labeller) -> None:
     for response in (listed, one):
         assert response.status_code == 200
         assert_no_secret(response.content)
-        assert INTERNAL not in response.content.decode() and "VLM_KEY" not in response.content.decode()
+        assert (
+            INTERNAL not in response.content.decode()
+            and "WORKBENCH_LABELLER_KEY_VLM" not in response.content.decode()
+        )
     body = one.json()
     assert "config" not in body
     assert {key: body[key] for key in ("name", "kind", "version", "labeller_kind", "model")} == {
@@ -83,7 +91,11 @@ def test_admins_see_the_configuration_with_secrets_masked(labeller, admin) -> No
     assert config["extra_headers"] == {"X-Api-Key": f"{MASK}WXYZ", "X-Team": MASK}
     assert config["base_url"] == f"http://bot:{MASK}@{INTERNAL}/v1"
     # What is not secret stays readable, including the name of the key's environment variable.
-    assert (config["api_key_env"], config["max_tokens"], config["model"]) == ("VLM_KEY", 512, "qwen2-vl-7b")
+    assert (config["api_key_env"], config["max_tokens"], config["model"]) == (
+        "WORKBENCH_LABELLER_KEY_VLM",
+        512,
+        "qwen2-vl-7b",
+    )
 
 
 def test_the_admin_site_masks_secrets(labeller, admin) -> None:

@@ -16,12 +16,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from annotations.interchange.answer_import import stand_in_name
 from annotations.interchange.labelstudio_import import labelstudio_import
-from annotations.models import Annotation, Annotator, Assignment, Item, ItemImage, Study, User
+from annotations.models import Annotation, Annotator, Assignment, Enrollment, Item, ItemImage, Study, User
 from common.errors import ImportRefused
 from tests.annotations.builders import LABELSTUDIO_FIXTURES, row_counts
 from tests.annotations.imagefiles import png_bytes
-from tests.factories import UserFactory
+from tests.factories import StudyFactory, UserFactory
 from tests.helpers import client_for
 from tests.s3_server import FileStore
 
@@ -132,12 +133,13 @@ def test_project_export_with_its_config_creates_the_study(owner) -> None:
 
 def test_snapshot_export_brings_accounts_predictions_scores_and_skips(owner) -> None:
     ada = UserFactory.create(username="ada", email="Ada@Example.org", role="annotator")
+    Enrollment.objects.create(study=StudyFactory.create(owner=owner), user=ada)  # one of owner's people
     report, study = create("snapshot_export.json")
     assert report["shape"] == "snapshot" and report["tasks"] == 4
-    assert report["answers"]["accounts_matched"] == ["ada"]
-    assert report["answers"]["accounts_created"] == ["bo@example.org"]
-    bo = User.objects.get(username="bo@example.org")
-    assert bo.role == "annotator" and not bo.has_usable_password() and bo.email == "bo@example.org"
+    assert report["answers"]["accounts_matched"] == 1 and report["answers"]["emails_not_matched"] == 1
+    assert not User.objects.filter(username="bo@example.org").exists()  # no account is made
+    bo = Annotator.objects.get(study=study, name=stand_in_name(study, "bo@example.org"))
+    assert bo.user is None and bo.name.startswith("imported-person-")
     got = answers(study)
     assert got[("101", "ada", "attributes")] == ["hat", "glasses"]
     assert Annotator.objects.get(name="ada").user == ada
@@ -150,9 +152,9 @@ def test_snapshot_export_brings_accounts_predictions_scores_and_skips(owner) -> 
     assert items["102"].metadata["labelstudio_scores"] == {"yolo-attrs@2024-05": 0.42}
     assert "104" in items and not items["104"].annotations.exists()
     skip = Assignment.objects.get(study=study)
-    assert (skip.item.external_id, skip.annotator.user, skip.status) == ("102", bo, "skipped")
+    assert (skip.item.external_id, skip.annotator, skip.status) == ("102", bo, "skipped")
     assert skip.time_spent_ms == 3200 and skip.skip_reason == "cancelled in Label Studio"
-    assert not Annotation.objects.filter(item=items["102"], annotator__user=bo).exists()
+    assert not Annotation.objects.filter(item=items["102"], annotator=bo).exists()
 
 
 def test_json_min_gives_the_same_human_answers_as_the_full_export(owner) -> None:
@@ -203,9 +205,10 @@ def test_import_into_an_existing_study_maps_from_names_and_keeps_items(owner, tm
         LABELSTUDIO_FIXTURES / "snapshot_export.json", "--study", str(study.pk), "--media-root", str(MEDIA)
     )
     assert report["items"]["created"] == 1 and len(report["items"]["duplicates"]) == 3  # task 104 is new
-    assert report["answers"]["annotators_created"] == ["yolo-attrs 2024-05"]
+    stand_ins = sorted(stand_in_name(study, email) for email in ("ada@example.org", "bo@example.org"))
+    assert report["answers"]["annotators_created"] == [*stand_ins, "yolo-attrs 2024-05"]
     assert Annotation.objects.filter(study=study).count() == before + report["answers"]["created"]
-    assert answers(study)[("101", "ada@example.org", "boxes")] == [
+    assert answers(study)[("101", stand_in_name(study, "ada@example.org"), "boxes")] == [
         {"option": "hat", "x": 160, "y": 48, "w": 80, "h": 96}
     ]
 
@@ -547,3 +550,36 @@ def test_a_selection_without_its_boxes_is_refused_when_the_protocol_requires_the
     with pytest.raises(CommandError, match=r"task 101.*'boxes'.*no box: 'hat', 'glasses'"):
         run_import(write_export(tmp_path, tasks), "--study", str(study.pk), "--media-root", str(MEDIA))
     assert answers(study) == before
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"x": 150.0}, "lies outside the 1024x768 image"),
+        ({"y": 90.0, "height": 30.0}, "lies outside the 1024x768 image"),
+        ({"x": -20.0}, "lies outside the 1024x768 image"),
+        ({"width": 0.0}, "lies outside the 1024x768 image"),
+        ({"original_width": 10**9}, "must be at most 1000000 pixels"),
+    ],
+)
+def test_a_box_outside_a_reference_items_declared_size_is_refused(owner, change, message) -> None:
+    """Issue 24, L10: task 103 is a reference item (no file): its box is in the rectangle's declared
+    original_width x original_height, which nothing held it to, so a box at x 150% was stored."""
+    tasks = project_tasks()
+    result = tasks[2]["annotations"][0]["result"][2]
+    for key, value in change.items():
+        (result if key.startswith("original_") else result["value"])[key] = value
+    before = row_counts()
+    response = client_for(owner).post(
+        "/api/studies/labelstudio/",
+        {
+            "name": "x",
+            "file": SimpleUploadedFile("export.json", json.dumps(tasks).encode()),
+            "config": SimpleUploadedFile("config.xml", CONFIG.read_bytes()),
+        },
+        format="multipart",
+    )
+    assert response.status_code == 400, response.content
+    detail = response.json()["detail"]
+    assert "task 103, annotations[0].result[2]" in detail and message in detail
+    assert row_counts() == before

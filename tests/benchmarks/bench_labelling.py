@@ -155,8 +155,13 @@ def main() -> None:
 
     if args.local_only:
         return
+    from django.conf import settings as django_settings
+
     from labelling.labellers.vlm import VlmLabeller
     from tests.fixtures.chat_server import ChatServer, json_reply
+
+    if not django_settings.configured:  # the chat client's outbound policy reads these settings
+        django_settings.configure(WORKBENCH_OUTBOUND_ALLOWED_HOSTS=["127.0.0.1"])
 
     with ChatServer() as server:
         server.responder = lambda body: json_reply({"gender": "female"}, delay_s=args.server_delay)

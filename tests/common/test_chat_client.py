@@ -43,9 +43,9 @@ def make_client(server: ChatServer, sleeps: list[float] | None = None, **overrid
 
 
 def test_answer_text_usage_and_key_header(server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TEST_VLM_KEY", "sk-test-123")
+    monkeypatch.setenv("WORKBENCH_LABELLER_KEY_TEST", "sk-test-123")
     server.queue([Reply(content="hello", usage={"prompt_tokens": 7, "completion_tokens": 3})])
-    with make_client(server, api_key_env="TEST_VLM_KEY") as client:
+    with make_client(server, api_key_env="WORKBENCH_LABELLER_KEY_TEST") as client:
         response = client.complete(
             [{"role": "user", "content": "hi"}], max_tokens=5, response_format={"type": "json_object"}
         )
@@ -63,9 +63,9 @@ def test_answer_text_usage_and_key_header(server: ChatServer, monkeypatch: pytes
 def test_missing_key_variable_is_refused_before_any_request(
     server: ChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
-    with pytest.raises(ChatConfigError, match="NO_SUCH_KEY_VAR"):
-        make_client(server, api_key_env="NO_SUCH_KEY_VAR")
+    monkeypatch.delenv("WORKBENCH_LABELLER_KEY_NO_SUCH", raising=False)
+    with pytest.raises(ChatConfigError, match="WORKBENCH_LABELLER_KEY_NO_SUCH"):
+        make_client(server, api_key_env="WORKBENCH_LABELLER_KEY_NO_SUCH")
     assert server.requests == []
 
 

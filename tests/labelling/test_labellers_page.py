@@ -66,7 +66,7 @@ def test_register_with_the_commands_checks(admin_user: User) -> None:
 
 def test_a_new_version_keeps_secrets_left_masked_and_never_shows_them(admin_user: User) -> None:
     client = _client(admin_user)
-    config = f"model: qwen2-vl\nbase_url: http://llm.internal/v1\napi_key: {SECRET}\ntemperature: 0\n"
+    config = f"model: qwen2-vl\nbase_url: http://127.0.0.1:8001/v1\napi_key: {SECRET}\ntemperature: 0\n"
     client.post("/labellers/", {"name": "vlm-audit", "kind": "vlm", "config": config, "version": "1"})
     first = Annotator.objects.get(name="vlm-audit", version="1")
     assert first.config["api_key"] == SECRET

@@ -358,3 +358,34 @@ def test_a_run_stamps_the_heartbeat_and_stops_when_cancelled(cups) -> None:
     job = labelling_job_run(job_id=job.pk)
     assert job.status == LabellingJob.Status.CANCELLED and job.heartbeat_at is not None
     assert job.done_items == 0
+
+
+def test_a_metadata_filter_key_is_a_literal_key_never_a_lookup(
+    cups, owner, django_capture_on_commit_callbacks
+) -> None:
+    """Issue 24, L5: ``{"long__regex": "^(a|aa)+$"}`` ran a regular expression (a catastrophic one
+    on the shared worker) over ``metadata.long``. The key now names the metadata key "long__regex"."""
+    from annotations.models import Item
+    from tests.helpers import client_for
+
+    Item.objects.filter(study=cups, external_id="red-on-white").update(metadata={"long": "a" * 12})
+    Item.objects.filter(study=cups, external_id="blue-on-beige").update(metadata={"long__regex": "^(a|aa)+$"})
+    colour = labeller_register(name="colour-rule", kind="colour", config={})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(owner).post(
+            "/api/labelling-jobs/",
+            {"study": cups.pk, "annotator": colour.pk, "metadata_filter": {"long__regex": "^(a|aa)+$"}},
+            format="json",
+        )
+    assert response.status_code == 201, response.content
+    job = LabellingJob.objects.get(pk=response.json()["id"])
+    assert job.status == "done" and job.total_items == 1
+    assert {item for item, _question in answers(cups, colour)} == {"blue-on-beige"}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(owner).post(
+            "/api/labelling-jobs/",
+            {"study": cups.pk, "annotator": colour.pk, "metadata_filter": {"long__isnull": "false"}},
+            format="json",
+        )
+    assert response.status_code == 201
+    assert LabellingJob.objects.get(pk=response.json()["id"]).total_items == 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import Q
 
 from annotations.command_args import dump, study_arg
 from annotations.models import Annotator
@@ -42,6 +43,7 @@ class Command(BaseCommand):
             raise CommandError("give --labeller and --size or --fraction")
         labeller = (
             Annotator.objects.filter(kind=Annotator.Kind.MACHINE, name=options["labeller"])
+            .filter(Q(study__isnull=True) | Q(study=study))
             .order_by("-created_at")
             .first()
         )

@@ -24,7 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1")
         parser.add_argument("--model", required=True)
         parser.add_argument(
-            "--api-key-env", default="OPENAI_API_KEY", help="Variable holding the key ('' for none)"
+            "--api-key-env",
+            default="WORKBENCH_LABELLER_KEY_OPENAI",
+            help="Variable holding the key, named WORKBENCH_LABELLER_KEY_... ('' for none)",
         )
         parser.add_argument(
             "--source", default="consensus", help="Where stereotype labels come from: consensus or a labeller"

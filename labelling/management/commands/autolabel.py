@@ -26,7 +26,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
-        labellers = Annotator.objects.filter(kind=Annotator.Kind.MACHINE, name=options["labeller"])
+        labellers = Annotator.objects.filter(
+            kind=Annotator.Kind.MACHINE, study__isnull=True, name=options["labeller"]
+        )
         if options["labeller_version"]:
             labellers = labellers.filter(version=options["labeller_version"])
         annotator = labellers.order_by("-created_at", "-id").first()
