@@ -21,7 +21,6 @@ answer, when none exists, is the categories drawn).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -37,6 +36,7 @@ from annotations.services.answer_import import (
     Who,
     foreign_answers_save,
 )
+from common.checked_input import InputRefused, json_loads
 from common.errors import ImportRefused
 
 DEFAULT_ANNOTATOR = "coco"
@@ -47,13 +47,11 @@ def _load(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ImportRefused(f"{path}: no such file")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+        data = json_loads(path.read_bytes().decode("utf-8-sig"), where=path.name)
     except UnicodeDecodeError as exc:
         raise ImportRefused(f"{path.name}: is not UTF-8 text") from exc
-    except json.JSONDecodeError as exc:
-        raise ImportRefused(f"{path.name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
-    except RecursionError as exc:
-        raise ImportRefused(f"{path.name}: nested too deeply to be a COCO file") from exc
+    except InputRefused as exc:  # not JSON, nested too deep, NaN, 1e400, a huge integer, \u0000
+        raise ImportRefused(exc.message) from exc
     if not isinstance(data, dict):
         raise ImportRefused(
             f"{path.name}: a COCO file is an object with images, categories and annotations "

@@ -29,6 +29,7 @@ from django.db import transaction
 from django.db.models import Count
 
 from annotations.models import Annotator, Item, ItemFeature, Study
+from common.checked_input import InputRefused, MalformedJSON, json_loads
 from common.errors import ImportRefused
 
 MAX_DIMENSION = 8192
@@ -82,9 +83,11 @@ def _parse(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
         if len(records) >= MAX_LINES:
             raise ImportRefused(f"{name}: more than {MAX_LINES} lines; split the file")
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportRefused(f"line {number}: not valid JSON ({exc.msg})") from exc
+            record = json_loads(line, where=f"line {number}")
+        except MalformedJSON as exc:
+            raise ImportRefused(exc.message) from exc
+        except InputRefused as exc:  # nesting, NaN, 1e400, a huge integer, \u0000, a lone surrogate
+            raise ImportRefused(exc.message) from exc
         if not isinstance(record, dict):
             raise ImportRefused(f"line {number}: each line must be a JSON object")
         records.append((number, record))
