@@ -207,7 +207,7 @@ class CheckedSafeLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_JSON_DEPTH:
-                mark = self.peek_event().start_mark
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
                 raise yaml.composer.ComposerError(
                     None, None, f"nested more than {MAX_JSON_DEPTH} levels deep", mark
                 )
