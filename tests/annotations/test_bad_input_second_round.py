@@ -277,3 +277,19 @@ def test_the_admin_account_csv_refuses_names_postgresql_cannot_store(admin_user)
     assert "the name contains a null character" in html and "1 created, 2 refused" in html
     assert "the username contains a null character" in html
     assert list(User.objects.exclude(pk=admin_user.pk).values_list("username", flat=True)) == ["bea"]
+
+
+def test_an_invitation_demographic_form_with_hostile_yaml_is_a_400(owner, study) -> None:
+    """The invitation form's YAML (like a protocol's): nesting, huge integers and null characters."""
+    client = Client(raise_request_exception=False)
+    client.force_login(owner)
+    data = {"platform": "none", "pool": "crowd", "valid_days": 7, "max_uses": 10}
+    for form, message in (
+        ("- " + "[" * 5_000, "nested more than 64"),
+        ("- {key: age, label: Age, kind: number, required: " + HUGE_INT[:5000] + "}", "4,301 digits"),
+        ('- {key: age, label: "A\\0ge", kind: number}', "0.label contains a null character"),
+    ):
+        response = client.post(f"/studies/{study.pk}/invitations/", {**data, "demographics": form})
+        assert response.status_code == 400, (form[:30], response.status_code)
+        assert message in response.content.decode(), form[:30]
+    assert not study.invitations.exists()
