@@ -13,6 +13,12 @@ problem is) so that the caller can prefix the file and line it was reading. Why 
   as UTF-8 for any database driver.
 - Ids must be plain ASCII digits up to ``MAX_ID`` (2**63 - 1, the largest ``BigAutoField``); larger
   numbers overflow the database's integer types.
+- A whole number written with more than ``MAX_INT_DIGITS`` digits is refused while parsing, naming its
+  place: no column holds it, and from 4,301 digits Python's ``int()`` raises ``ValueError`` ("Exceeds
+  the limit") and takes time that grows with the square of the length.
+- YAML (``yaml_loads``, ``CheckedSafeLoader``) gets the same rules, with the line: nesting deeper than
+  ``MAX_JSON_DEPTH`` (PyYAML's composer recurses) and integers longer than ``MAX_INT_DIGITS`` are
+  refused while parsing, then the value goes through ``json_value_check``.
 """
 
 from __future__ import annotations
@@ -20,12 +26,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
 from typing import Any
+
+import yaml
 
 from common.errors import ValidationFailed
 
 MAX_JSON_DEPTH = 64
+MAX_INT_DIGITS = 40  # 10**40 is past every integer column (2**63 ~ 9.2e18) and far below Python's limit
 MAX_ID = 2**63 - 1  # BigAutoField, BigIntegerField
 MIN_BIG_INT = -(2**63)
 MAX_POSITIVE_INT = 2**31 - 1  # PositiveIntegerField on every supported database
@@ -39,32 +47,37 @@ class MalformedJSON(InputRefused):
     """Text that is not JSON at all (a caller may then keep it as text, e.g. a CSV cell)."""
 
 
-def _refuse_constant(name: str) -> Any:
-    raise InputRefused(f"{name} is not a number JSON allows (NaN and Infinity are refused)")
+class _Refused:
+    """What the JSON parser put in place of a number no layer may take (NaN, Infinity, 1e400, an integer
+    of too many digits), so that ``json_value_check`` can refuse it naming its place in the JSON.
+    Never leaves this module: ``json_loads`` always checks what it parsed."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
-def _finite_float(text: str) -> float:
+def _refuse_constant(name: str) -> _Refused:
+    return _Refused(f"is {name}: not a number JSON allows (NaN and Infinity are refused)")
+
+
+def _finite_float(text: str) -> float | _Refused:
     value = float(text)
     if not math.isfinite(value):
-        raise InputRefused(f"{text[:40]} is not a finite number")
+        return _Refused(f"is {text[:40]}: not a finite number")
     return value
+
+
+def _bounded_int(text: str) -> int | _Refused:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        return _Refused(f"is a whole number of {digits:,} digits (at most {MAX_INT_DIGITS} are taken)")
+    return int(text)
 
 
 def _where(path: tuple[str, ...]) -> str:
     return ".".join(path) if path else "the JSON"
-
-
-def _walk(value: Any, path: tuple[str, ...], depth: int) -> Iterator[tuple[Any, tuple[str, ...], int]]:
-    """Every value inside ``value`` with its path and depth, without recursion (depth is unbounded here)."""
-    stack = [(value, path, depth)]
-    while stack:
-        current, where, level = stack.pop()
-        yield current, where, level
-        if isinstance(current, dict):
-            stack.extend((child, (*where, str(key)), level + 1) for key, child in current.items())
-            stack.extend((key, (*where, "(key)"), level + 1) for key in current if isinstance(key, str))
-        elif isinstance(current, list | tuple):
-            stack.extend((child, (*where, str(index)), level + 1) for index, child in enumerate(current))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -89,18 +102,44 @@ def text_check(text: str, field: str) -> str:
 
 def json_value_check(value: Any, *, where: str = "") -> Any:
     """``value`` (already parsed, e.g. from a form or YAML) unchanged when every database can store it
-    as JSON: nesting at most ``MAX_JSON_DEPTH``, finite numbers, text without null characters."""
+    as JSON: nesting at most ``MAX_JSON_DEPTH``, finite numbers, text without null characters.
+
+    Walked without recursion; numbers inside lists are checked in place (an import's embeddings hold
+    millions), and a place's path is built only for what is refused or holds more values."""
     root = (where,) if where else ()
-    for current, path, depth in _walk(value, root, 0):
-        if depth > MAX_JSON_DEPTH:
-            raise InputRefused(f"{_where(root)} is nested more than {MAX_JSON_DEPTH} levels deep")
-        if isinstance(current, float) and not math.isfinite(current):
-            raise InputRefused(f"{_where(path)} is not a finite number (NaN and Infinity are refused)")
-        if isinstance(current, str):
-            problem = text_problem(current)
-            if problem is not None:
-                raise InputRefused(f"{_where(path)} {problem}")
+    stack: list[tuple[Any, tuple[str, ...], int]] = [(value, root, 0)]
+    while stack:
+        current, path, depth = stack.pop()
+        if isinstance(current, dict | list | tuple):
+            if depth >= MAX_JSON_DEPTH and current:
+                raise InputRefused(f"{_where(root)} is nested more than {MAX_JSON_DEPTH} levels deep")
+            if isinstance(current, dict):
+                for key, child in current.items():
+                    if isinstance(key, str):
+                        _scalar_check(key, (*path, "(key)"))
+                    stack.append((child, (*path, str(key)), depth + 1))
+                continue
+            for index, child in enumerate(current):
+                kind = type(child)
+                if kind is int or kind is bool or child is None:
+                    continue
+                if kind is float and math.isfinite(child):
+                    continue
+                stack.append((child, (*path, str(index)), depth + 1))
+        else:
+            _scalar_check(current, path)
     return value
+
+
+def _scalar_check(current: Any, path: tuple[str, ...]) -> None:
+    if isinstance(current, _Refused):
+        raise InputRefused(f"{_where(path)} {current.reason}")
+    if isinstance(current, float) and not math.isfinite(current):
+        raise InputRefused(f"{_where(path)} is not a finite number (NaN and Infinity are refused)")
+    if isinstance(current, str):
+        problem = text_problem(current)
+        if problem is not None:
+            raise InputRefused(f"{_where(path)} {problem}")
 
 
 def json_loads(text: str | bytes, *, where: str = "") -> Any:
@@ -110,20 +149,28 @@ def json_loads(text: str | bytes, *, where: str = "") -> Any:
     Malformed JSON raises ``MalformedJSON`` (an InputRefused), with the parser's message and position.
     """
     prefix = f"{where}: " if where else ""
+    value = json_parse(text, where=where)
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        return json_value_check(value)
+    except InputRefused as exc:
+        raise InputRefused(f"{prefix}{exc.message}") from exc
+
+
+def json_parse(text: str | bytes, *, where: str = "") -> Any:
+    """JSON text parsed without its values checked: the caller must put what it returns through
+    ``json_value_check`` (with its own ``where``, e.g. per record of an export) before any other use.
+    Malformed JSON and nesting too deep for the parser are refused here."""
+    prefix = f"{where}: " if where else ""
+    try:
+        return json.loads(
+            text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int
+        )
     except RecursionError as exc:
         raise InputRefused(f"{prefix}the JSON is nested more than {MAX_JSON_DEPTH} levels deep") from exc
     except json.JSONDecodeError as exc:
         raise MalformedJSON(f"{prefix}not valid JSON ({exc.msg} at character {exc.pos})") from exc
     except UnicodeDecodeError as exc:
         raise MalformedJSON(f"{prefix}not UTF-8 text") from exc
-    except InputRefused as exc:
-        raise InputRefused(f"{prefix}{exc.message}") from exc
-    try:
-        return json_value_check(value)
-    except InputRefused as exc:
-        raise InputRefused(f"{prefix}{exc.message}") from exc
 
 
 def id_from_text(raw: Any) -> int | None:
@@ -146,3 +193,55 @@ def whole_number_from_text(raw: Any, *, low: int = 0, high: int = MAX_POSITIVE_I
         return None
     value = -int(digits) if negative else int(digits)
     return value if low <= value <= high else None
+
+
+class CheckedSafeLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader that refuses, with the line, nesting deeper than ``MAX_JSON_DEPTH`` (the
+    composer recurses: 100,000 ``[`` raised ``RecursionError``) and integers of more than
+    ``MAX_INT_DIGITS`` digits (``int()`` raises ``ValueError`` from 4,301). Both refusals are
+    ``yaml.MarkedYAMLError``, which callers already report as YAML that cannot be read."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_JSON_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested more than {MAX_JSON_DEPTH} levels deep", mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_bounded_int(self, node: yaml.ScalarNode) -> Any:
+        digits = sum(character.isalnum() for character in str(node.value))
+        if digits > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"a whole number of {digits:,} digits (at most {MAX_INT_DIGITS} are taken)",
+                node.start_mark,
+            )
+        return self.construct_yaml_int(node)
+
+
+CheckedSafeLoader.add_constructor("tag:yaml.org,2002:int", CheckedSafeLoader.construct_bounded_int)
+
+
+def yaml_loads(text: str, *, where: str = "") -> Any:
+    """YAML (or JSON) text through ``CheckedSafeLoader`` and ``json_value_check``: InputRefused naming
+    ``where`` and the line (YAML that cannot be read is a ``MalformedJSON``, its message from PyYAML)."""
+    prefix = f"{where}: " if where else ""
+    try:
+        value = yaml.load(text, Loader=CheckedSafeLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        line = f"line {exc.problem_mark.line + 1}: " if exc.problem_mark is not None else ""
+        raise MalformedJSON(f"{prefix}{line}not valid YAML: {exc.problem}") from exc
+    except yaml.YAMLError as exc:
+        raise MalformedJSON(f"{prefix}not valid YAML: {exc}") from exc
+    try:
+        return json_value_check(value)
+    except InputRefused as exc:
+        raise InputRefused(f"{prefix}{exc.message}") from exc

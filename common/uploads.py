@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
+from common.checked_input import text_problem
 from common.errors import ValidationFailed
 from common.files import IMAGE_SUFFIXES, safe_member_path
 
@@ -49,6 +50,25 @@ def upload_to_temp(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) ->
 
 
 MANIFEST_SUFFIXES = (".csv", ".jsonl", ".ndjson")
+MAX_PATH_CHARS = 255  # an image's original name (ItemImage.original_name) holds 255 characters
+MAX_NAME_BYTES = 255  # one file or folder name on Linux file systems (NAME_MAX)
+
+
+def _name_check(name: str) -> None:
+    """Refuse a path no folder can hold (``OSError: File name too long`` was a 500) or no column can
+    store, naming the file; null characters and lone surrogates too (``common.checked_input``)."""
+    shown = name if len(name) <= 80 else f"{name[:60]}…{name[-12:]}"
+    problem = text_problem(name)
+    if problem is not None:
+        raise ValidationFailed(f"{shown!r}: the file name {problem}", {"images": "bad name"})
+    if len(name) > MAX_PATH_CHARS or any(
+        len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES for part in name.split("/")
+    ):
+        raise ValidationFailed(
+            f"{shown!r}: a file name may have at most {MAX_PATH_CHARS} characters with its folders "
+            f"({len(name)} here); rename it",
+            {"images": "name too long"},
+        )
 
 
 @contextlib.contextmanager
@@ -83,6 +103,8 @@ def uploads_plan(
         names = [path.strip() or (upload.name or "") for path, upload in zip(paths, uploads, strict=True)]
     else:
         names = [upload.name or "" for upload in uploads]
+    for name in names:
+        _name_check(name)
     relative = [PurePosixPath(safe_member_path(name)) for name in names]
     tops = {path.parts[0] for path in relative}
     if len(tops) == 1 and all(len(path.parts) > 1 for path in relative):

@@ -29,7 +29,6 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
-import yaml
 from django.db import transaction
 from django.db.models import F
 from django.db.models.fields.json import KeyTransform
@@ -43,6 +42,7 @@ from annotations.selectors.features import embeddings_by_item
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from annotations.services.stored_files import item_file_open
 from common.chat_client import api_key_env_check
+from common.checked_input import InputRefused, MalformedJSON, json_value_check, text_check, yaml_loads
 from common.errors import ValidationFailed
 from common.jobs import (
     Heartbeat,
@@ -109,11 +109,17 @@ def labeller_register(
 ) -> Annotator:
     """Register (or find) the machine annotator ``name`` at ``version`` (default: a config digest).
     The same name and version with a different configuration is refused: that is a new version."""
-    name = name.strip()
+    name = text_check(name.strip(), "name")
     if not name or len(name) > 150:
         raise ValidationFailed("a labeller needs a name of 1 to 150 characters")
     if not isinstance(config, dict):
         raise ValidationFailed("the labeller configuration must be a JSON object")
+    if version is not None:
+        text_check(version, "version")
+    try:  # null characters, lone surrogates, NaN: what PostgreSQL's jsonb refuses (a 500 before)
+        json_value_check(config, where="config")
+    except InputRefused as exc:
+        raise ValidationFailed(exc.message, {"config": "invalid"}) from exc
     try:
         get_labeller_class(kind)
     except LabellerError as exc:
@@ -204,11 +210,13 @@ def labeller_config_from_text(text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        loaded = yaml_loads(text)  # nesting and integers bounded, values a database can store
+    except MalformedJSON as exc:
         raise ValidationFailed(
-            f"the configuration is not YAML or JSON: {exc}", {"config": "invalid"}
+            f"the configuration is not YAML or JSON: {exc.message}", {"config": "invalid"}
         ) from exc
+    except InputRefused as exc:
+        raise ValidationFailed(f"the configuration: {exc.message}", {"config": "invalid"}) from exc
     if not isinstance(loaded, dict):
         raise ValidationFailed("the configuration must hold a mapping of settings", {"config": "invalid"})
     return loaded

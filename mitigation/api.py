@@ -25,6 +25,8 @@ from mitigation.selectors import (
     mitigation_loop_report,
 )
 from mitigation.services import (
+    MAX_BASE_SEED,
+    MIN_BASE_SEED,
     mitigation_loop_create,
     mitigation_loop_label_initial,
     mitigation_step_advance,
@@ -44,7 +46,13 @@ class LoopCreateSerializer(serializers.Serializer[dict[str, Any]]):
     )
     model = serializers.DictField(help_text="ModelSpec fields: source, steps, guidance, width, height, ...")
     images_per_step = serializers.IntegerField(min_value=1, max_value=10_000, required=False, default=48)
-    base_seed = serializers.IntegerField(required=False, default=0)
+    base_seed = serializers.IntegerField(
+        required=False,
+        default=0,
+        min_value=MIN_BASE_SEED,
+        max_value=MAX_BASE_SEED,
+        help_text="A 64-bit integer",
+    )
 
 
 class StudyInterMitPlanView(APIView):

@@ -94,6 +94,9 @@ def prompt_groups(study: Study, items: dict[int, ItemInfo] | None = None) -> lis
     return sorted({group_of(info) for info in items.values() if "mitigation" not in info.metadata})
 
 
+MAX_WEIGHT = 1e6  # weights are relative priorities; bounded so that their sum stays finite
+
+
 def _number(value: Any, what: str) -> float:
     try:
         number = float(value)
@@ -150,6 +153,9 @@ def intermit_params_parse(
         )
     if any(v < 0 for v in values) or sum(values) <= 0:
         raise ValidationFailed("weights must be non-negative with a positive sum", {"weights": "invalid"})
+    if any(v > MAX_WEIGHT for v in values):
+        # [1e308, 1e308] summed to infinity and was stored as [0, 0]: the loop then failed on every read.
+        raise ValidationFailed(f"each weight must be at most {MAX_WEIGHT:g}", {"weights": "too large"})
     total = sum(values)
     eps = DEFAULT_EPSILON if epsilon in (None, "") else _number(epsilon, "epsilon")
     if not 0 <= eps <= 1:

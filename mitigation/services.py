@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations.models import Annotator, Study, User
+from common.checked_input import MAX_ID, MIN_BIG_INT
 from common.errors import Conflict, ValidationFailed
 from common.jobs import job_enqueue
 from generation.models import GenerationJob
@@ -34,6 +35,9 @@ from mitigation.models import MitigationLoop, MitigationStep
 from mitigation.selectors import InterMitParams, loop_state, mitigable_axes
 
 ADVANCE_TASK = "mitigation.tasks.advance_step_task"
+# Step i generates with base_seed + i, a 64-bit seed: room for far more steps than a loop has axes.
+MIN_BASE_SEED = MIN_BIG_INT
+MAX_BASE_SEED = MAX_ID - 10_000
 _SLUG = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -57,6 +61,12 @@ def mitigation_loop_create(
         raise ValidationFailed(f"{annotator} is not a machine labeller", {"labeller": "not a machine"})
     if not 1 <= images_per_step <= 10_000:
         raise ValidationFailed("images per step must be between 1 and 10000", {"images_per_step": "range"})
+    if not MIN_BASE_SEED <= base_seed <= MAX_BASE_SEED:
+        raise ValidationFailed(
+            f"base_seed must be a whole number from {MIN_BASE_SEED} to {MAX_BASE_SEED} (64-bit, with room "
+            "for one more per step)",
+            {"base_seed": "range"},
+        )
     return MitigationLoop.objects.create(
         study=study,
         group=params.group,

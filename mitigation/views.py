@@ -29,6 +29,8 @@ from mitigation.selectors import (
     prompt_groups,
 )
 from mitigation.services import (
+    MAX_BASE_SEED,
+    MIN_BASE_SEED,
     mitigation_loop_create,
     mitigation_loop_label_initial,
     mitigation_step_advance,
@@ -74,7 +76,7 @@ class LoopForm(forms.Form):
     height = forms.IntegerField(min_value=8, initial=512)
     batch_size = forms.IntegerField(min_value=1, max_value=256, initial=4)
     images_per_step = forms.IntegerField(min_value=1, max_value=10_000, initial=48)
-    base_seed = forms.IntegerField(initial=0)
+    base_seed = forms.IntegerField(initial=0, min_value=MIN_BASE_SEED, max_value=MAX_BASE_SEED)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

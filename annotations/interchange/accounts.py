@@ -30,6 +30,7 @@ from django.utils.http import urlsafe_base64_encode
 
 from annotations.models import Pool, Study, User
 from annotations.services.studies import enrollment_add
+from common.checked_input import text_problem
 from common.errors import WorkbenchError
 
 CSV_COLUMNS = ("username", "email", "name", "pool")
@@ -133,6 +134,10 @@ def _row_problem(
 ) -> str:
     if not username:
         return "no username"
+    for column, value in (("username", username), ("email", email), ("name", name), ("pool", pool)):
+        stored = text_problem(value)  # PostgreSQL cannot store these (a 500 before)
+        if stored is not None:
+            return f"the {column} {stored}"
     problem = _username_problem(username)
     if problem:
         return problem

@@ -21,7 +21,6 @@ answer, when none exists, is the categories drawn).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -38,6 +37,7 @@ from annotations.interchange.answer_import import (
 from annotations.interchange.sources import address_name, file_read
 from annotations.models import Annotator, Item, ItemImage, Study
 from annotations.protocols.schema import Question, slugify_option
+from common.checked_input import InputRefused, json_loads
 from common.errors import ImportRefused
 
 DEFAULT_ANNOTATOR = "coco"
@@ -47,13 +47,11 @@ MAX_ANNOTATIONS = 2_000_000
 def _load(path: Path | str) -> dict[str, Any]:
     name, raw = file_read(path)
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
+        data = json_loads(raw.decode("utf-8-sig"), where=name)
     except UnicodeDecodeError as exc:
         raise ImportRefused(f"{name}: is not UTF-8 text") from exc
-    except json.JSONDecodeError as exc:
-        raise ImportRefused(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
-    except RecursionError as exc:
-        raise ImportRefused(f"{name}: nested too deeply to be a COCO file") from exc
+    except InputRefused as exc:  # not JSON, nested too deep, NaN, 1e400, a huge integer, \u0000
+        raise ImportRefused(exc.message) from exc
     if not isinstance(data, dict):
         raise ImportRefused(
             f"{name}: a COCO file is an object with images, categories and annotations "

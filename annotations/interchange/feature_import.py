@@ -35,6 +35,7 @@ from annotations.services.annotation_writes import (
     machine_annotator_for_import,
     machine_annotator_imported_find,
 )
+from common.checked_input import InputRefused, MalformedJSON, json_loads
 from common.errors import ImportRefused
 
 MAX_DIMENSION = 8192
@@ -88,9 +89,11 @@ def _parse(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
         if len(records) >= MAX_LINES:
             raise ImportRefused(f"{name}: more than {MAX_LINES} lines; split the file")
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportRefused(f"line {number}: not valid JSON ({exc.msg})") from exc
+            record = json_loads(line, where=f"line {number}")
+        except MalformedJSON as exc:
+            raise ImportRefused(exc.message) from exc
+        except InputRefused as exc:  # nesting, NaN, 1e400, a huge integer, \u0000, a lone surrogate
+            raise ImportRefused(exc.message) from exc
         if not isinstance(record, dict):
             raise ImportRefused(f"line {number}: each line must be a JSON object")
         records.append((number, record))

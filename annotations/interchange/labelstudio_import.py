@@ -56,6 +56,7 @@ from annotations.protocols.labelstudio_config import (
 )
 from annotations.protocols.schema import Protocol, Question, slugify_option
 from annotations.services.studies import protocol_resolve, study_create
+from common.checked_input import InputRefused, MalformedJSON, json_parse, json_value_check
 from common.errors import ImportRefused, ValidationFailed
 from common.files import CheckedImage, FileSource, FolderSource, ZipSource, image_check, safe_member_path
 
@@ -181,10 +182,10 @@ def _decode(data: bytes, name: str) -> str:
 
 def _load(data: bytes, name: str) -> list[dict[str, Any]]:
     try:
-        records = json.loads(_decode(data, name))
-    except json.JSONDecodeError as exc:
-        raise ImportRefused(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
-    except RecursionError as exc:
+        records = json_parse(_decode(data, name), where=name)
+    except MalformedJSON as exc:
+        raise ImportRefused(exc.message) from exc
+    except InputRefused as exc:
         raise ImportRefused(f"{name}: nested too deeply to be a Label Studio export") from exc
     if not isinstance(records, list):
         raise ImportRefused(f"{name}: a Label Studio JSON export is a list of tasks")
@@ -195,6 +196,13 @@ def _load(data: bytes, name: str) -> list[dict[str, Any]]:
     for index, record in enumerate(records):
         if not isinstance(record, dict):
             raise ImportRefused(f"{name}: record {index} is not a JSON object")
+        task_id = record.get("id")
+        plain = type(task_id) in (int, str) and len(str(task_id)) <= 40
+        where = f"task {task_id}" if plain else f"record {index}"
+        try:  # NaN, 1e400, a huge integer, \u0000, a lone surrogate: named by task and field
+            json_value_check(record, where=f"{name}: {where}")
+        except InputRefused as exc:
+            raise ImportRefused(exc.message) from exc
         if "id" not in record or isinstance(record["id"], bool | dict | list) or record["id"] in (None, ""):
             raise ImportRefused(f"{name}: record {index} has no task id")
     return records

@@ -46,6 +46,7 @@ from annotations.protocols.schema import (
     protocol_from_dict,
     slugify_option,
 )
+from common.checked_input import MAX_JSON_DEPTH, InputRefused, json_loads
 
 CONTROL_TAGS = {
     "Choices": "choices",
@@ -66,6 +67,7 @@ RESULT_KINDS = {
 }
 COMMENT_RE = re.compile(r"<!--\s*workbench-protocol\s+(.*?)\s*-->", re.DOTALL)
 MAX_CONFIG_BYTES = 1024 * 1024
+MAX_CONFIG_DEPTH = MAX_JSON_DEPTH  # tags inside tags; deeper configs are refused (the walk recurses)
 MAX_RATING = 100
 BINARY_CHOICES = (("Yes", "1"), ("No", "0"))
 # A question kind read from the config -> the kinds a kept protocol may have there.
@@ -126,6 +128,8 @@ class _TreeHandler(xml.sax.handler.ContentHandler):
 
     def startElement(self, name: str, attrs: Any) -> None:  # noqa: N802 - SAX's name
         line = self.locator.getLineNumber() if self.locator is not None else 0
+        if len(self.stack) >= MAX_CONFIG_DEPTH:
+            raise ConfigError(f"tags are nested more than {MAX_CONFIG_DEPTH} levels deep", line=line)
         element = _Element(tag=name, attrs={key: attrs[key] for key in attrs.getNames()}, line=line)
         if self.stack:
             self.stack[-1].children.append(element)
@@ -362,8 +366,8 @@ def _restored(text: str, config: LabelStudioConfig) -> LabelStudioConfig | None:
     if match is None:
         return None
     try:
-        protocol = protocol_from_dict(json.loads(match.group(1)), source="workbench-protocol comment")
-    except (ValueError, ProtocolError):
+        protocol = protocol_from_dict(json_loads(match.group(1)), source="workbench-protocol comment")
+    except (InputRefused, ProtocolError):
         return None
     if protocol.unit != config.protocol.unit:
         return None

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from common.checked_input import CheckedSafeLoader, InputRefused, json_value_check
+
 PRESET_DIR = Path(__file__).resolve().parent / "presets"
 
 UNITS = ("image", "image_set", "text")
@@ -215,8 +217,8 @@ class _Located(dict[Any, Any]):
     key_lines: dict[str, int]
 
 
-class _LineLoader(yaml.SafeLoader):
-    pass
+class _LineLoader(CheckedSafeLoader):
+    """Refuses nesting and integers no layer may take, with the line (``common.checked_input``)."""
 
 
 def _construct_located(loader: _LineLoader, node: yaml.MappingNode) -> _Located:
@@ -274,7 +276,12 @@ def _protocol_fields(protocol: Protocol) -> dict[str, Any]:
 
 
 def protocol_from_dict(data: Any, *, source: str = "") -> Protocol:
-    """Validate a protocol given as a dict (from YAML, JSON or a stored study) and build it."""
+    """Validate a protocol given as a dict (from YAML, JSON or a stored study) and build it. Values no
+    database can store (null characters, lone surrogates, NaN, nesting too deep) are refused first."""
+    try:
+        json_value_check(data, where="protocol")
+    except InputRefused as exc:
+        raise ProtocolError(exc.message, source=source) from exc
     return _Validator(source).protocol(data)
 
 

@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-import yaml
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
@@ -32,6 +31,7 @@ from annotations.models import Annotator, Invitation, Participant, Study, User
 from annotations.selectors.invitations import InvitationRefused, invitation_check
 from annotations.selectors.payments import CompletionProgress, completion_progress
 from annotations.services.studies import enrollment_add
+from common.checked_input import InputRefused, MalformedJSON, yaml_loads
 from common.errors import NotAllowed, ValidationFailed, WorkbenchError
 
 MAX_USES = 100_000
@@ -95,12 +95,12 @@ def demographics_from_text(text: str) -> list[dict[str, Any]]:
         return []
     if len(text) > MAX_DEMOGRAPHICS_TEXT:
         raise ValidationFailed("the demographic form is too long", {"demographics": "too long"})
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValidationFailed(
-            f"the demographic form is not valid YAML: {exc}", {"demographics": "not YAML"}
-        ) from exc
+    try:  # nesting and integers bounded, text a database can store (common.checked_input)
+        value = yaml_loads(text)
+    except MalformedJSON as exc:
+        raise ValidationFailed(f"the demographic form: {exc.message}", {"demographics": "not YAML"}) from exc
+    except InputRefused as exc:
+        raise ValidationFailed(f"the demographic form: {exc.message}", {"demographics": "invalid"}) from exc
     return demographics_clean(value)
 
 

@@ -150,6 +150,8 @@ def hostile_bodies(study: Study, machine: Annotator) -> dict[str, str]:
         ' "answers": {"colour": {"value": "red\\u0000"}}, "protocol_yaml": "name: \\u0000"}',
         "lone surrogate": '{"name": "\\ud800", "reason": "\\udfff"}',
         "huge numbers": json.dumps(numbers),
+        # issue 24: int() of 4,301+ digits raises ValueError ("Exceeds the limit") inside the parser
+        "4,301-digit integer": '{"name": "x", "base_seed": ' + "9" * 4301 + ', "overlap": 1}',
     }
 
 

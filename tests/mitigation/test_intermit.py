@@ -472,3 +472,54 @@ def test_a_finished_labelling_task_advances_its_step(
     assert step.measured_is["gender"] == pytest.approx(1.0 - step.w_after["gender"])
     # Advancing a finished step again changes nothing.
     assert mitigation_step_advance(step=step).tau_after == step.tau_after
+
+
+def test_weights_and_seeds_that_would_break_a_loop_are_refused_and_stored_ones_repaired(
+    nurses, tiny_model
+) -> None:
+    """Issue 24, L1: ``weights: [1e308, 1e308]`` summed to infinity and was stored as zeros, so the
+    loop's page and API answered 500 for good; ``base_seed: 10**30`` (or one at the 64-bit limit, which a
+    step then overflows) reached the database. Refused with a 400 naming the field; loops already stored
+    that way are repaired by migration ``mitigation/0002_repair_unusable_loops``."""
+    import importlib
+
+    from django.apps import apps
+
+    item_add_files(
+        study=nurses,
+        record={
+            "external_id": "n0",
+            "file": "n.png",
+            "condition": "base",
+            "metadata": {"occupation": "nurse"},
+        },
+        files={"n.png": png_bytes((40, 0, 0))},
+    )
+    api = client_for(nurses.owner)
+    loops = f"/api/studies/{nurses.pk}/intermit/loops/"
+    model = {"source": str(tiny_model)}
+    for body, field in (
+        ({"axes": ["gender", "environment"], "weights": [1e308, 1e308], "model": model}, "weights"),
+        ({"axes": ["gender"], "base_seed": 10**30, "model": model}, "base_seed"),
+        ({"axes": ["gender"], "base_seed": 2**63 - 1, "model": model}, "base_seed"),
+    ):
+        response = api.post(loops, body, format="json")
+        assert response.status_code == 400 and field in json.dumps(response.json()), response.content
+    page = Client(raise_request_exception=False)
+    page.force_login(nurses.owner)
+    assert not MitigationLoop.objects.exists()
+    # A loop the old code stored: zero weights (1e308 / inf) and a seed at the 64-bit limit.
+    created = api.post(loops, {"axes": ["gender", "environment"], "model": model}, format="json").json()
+    MitigationLoop.objects.filter(pk=created["loop"]).update(
+        weights={"gender": 0.0, "environment": 0.0}, base_seed=2**63 - 1
+    )
+    url = f"/api/intermit/loops/{created['loop']}/"
+    broken = Client(raise_request_exception=False)
+    broken.force_login(nurses.owner)
+    assert broken.get(url).status_code == 500  # what every read answered before the repair
+    repair = importlib.import_module("mitigation.migrations.0002_repair_unusable_loops")
+    repair.repair_loops(apps, None)
+    loop = MitigationLoop.objects.get(pk=created["loop"])
+    assert loop.weights == {"gender": 0.5, "environment": 0.5} and loop.base_seed == 2**63 - 1 - 10_000
+    assert api.get(url).status_code == 200
+    assert page.get(f"/intermit/loops/{loop.pk}/").status_code == 200
