@@ -689,6 +689,11 @@ class Participant(models.Model):
     consented_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    resume_secret_hash = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="SHA-256 of the resume cookie of the browser that joined (docs/crowd.md, resuming)",
+    )
 
     class Meta:
         ordering = ["created_at", "id"]
