@@ -52,7 +52,8 @@ class WorkbenchUserManager(UserManager["User"]):
     def _create_user_object(
         self, username: str, email: str | None, password: str | None, **extra: Any
     ) -> User:
-        user = super()._create_user_object(username, email, password, **extra)
+        # Django's own step (not in django-stubs): the NFKC-normalised name, email and hashed password.
+        user: User = super()._create_user_object(username, email, password, **extra)  # type: ignore[misc]
         problem = username_problem(user.username)
         if problem:
             raise ValidationError({"username": f"The username {user.username!r} {problem}."})

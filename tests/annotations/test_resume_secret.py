@@ -5,17 +5,46 @@ platform's session id."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from annotations.models import Participant
+from annotations.models import Invitation, Participant, Study, User
+from annotations.services.invitations import invitation_create
 from annotations.views.join import RESUME_COOKIE
-from tests.annotations.test_join_pages import PID, invite, join
 from tests.factories import ItemFactory
 
 pytestmark = pytest.mark.django_db
 
 NEXT = "/annotate/studies/{pk}/next/"
+PID = "5f1a2b3c4d5e6f7a8b9c0d1e"
+PROLIFIC = f"?PROLIFIC_PID={PID}&STUDY_ID=60aa11&SESSION_ID=sess42"
+
+
+def invite(study: Study, owner: User, **overrides: Any) -> Invitation:
+    values: dict[str, Any] = {
+        "expires_at": timezone.now() + timedelta(days=7),
+        "max_uses": 5,
+        "platform": "prolific",
+        "completion_code": "C0DE42",
+        "consent_text": "Your answers will be published.",
+        "demographics": [{"key": "region", "label": "Where?", "kind": "choice", "choices": ["Asia", "EMEA"]}],
+        "items_per_participant": 2,
+    }
+    values.update(overrides)
+    return invitation_create(study=study, created_by=owner, **values)
+
+
+def join(client: Client, invitation: Invitation, query: str = PROLIFIC) -> Any:
+    """Consent and the demographic form, as a browser would post them; returns the last response."""
+    response = client.get(f"/join/{invitation.token}/{query}")
+    assert response.status_code == 302 and response["Location"].endswith("/consent/")
+    response = client.post(response["Location"], {"consent": "agree"})
+    assert response.status_code == 302 and response["Location"].endswith("/begin/")
+    return client.post(response["Location"], {"d-region": "EMEA"})
 
 
 @pytest.fixture

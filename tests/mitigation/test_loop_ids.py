@@ -48,11 +48,11 @@ def test_someone_else_s_loop_answers_as_a_missing_one(
         ].replace(f"loop {missing} ", "")
     page = _page(user)
     for verb in ("", "step/", "close/"):
-        method = page.get if not verb else page.post
-        found = method(f"/intermit/loops/{foreign_loop.pk}/{verb}")
-        absent = method(f"/intermit/loops/{missing}/{verb}")
-        assert found.status_code == absent.status_code == 404, verb
-        assert found.content.replace(f"/loops/{foreign_loop.pk}/".encode(), b"") == absent.content.replace(
+        visit = page.get if not verb else page.post
+        seen = visit(f"/intermit/loops/{foreign_loop.pk}/{verb}")
+        unseen = visit(f"/intermit/loops/{missing}/{verb}")
+        assert seen.status_code == unseen.status_code == 404, verb
+        assert seen.content.replace(f"/loops/{foreign_loop.pk}/".encode(), b"") == unseen.content.replace(
             f"/loops/{missing}/".encode(), b""
         )
     assert not foreign_loop.steps.exists()
