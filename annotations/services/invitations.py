@@ -30,7 +30,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotations.models import Annotator, Invitation, Participant, Study, User
+from annotations.models import Annotator, Invitation, Participant, Study, User, username_problem
 from annotations.selectors.payments import CompletionProgress, completion_progress
 from annotations.services.studies import enrollment_add
 from common.errors import NotAllowed, ValidationFailed, WorkbenchError
@@ -501,7 +501,12 @@ def participant_resume(
 
 def _username(study_id: int) -> str:
     # Random, not the platform id: usernames show up in pages and exports; platform ids are personal.
-    return f"p{study_id}-{secrets.token_hex(6)}"
+    # Plain ASCII, and never one that looks like an existing name (docs/security.md, "Usernames").
+    for _attempt in range(5):
+        name = f"p{study_id}-{secrets.token_hex(6)}"
+        if not username_problem(name):
+            return name
+    raise ValidationFailed("could not make a username for the participant; try again")
 
 
 @transaction.atomic
