@@ -49,6 +49,10 @@ def test_the_study_page_s_button_starts_the_export(study, owner, django_capture_
     with django_capture_on_commit_callbacks(execute=True):
         api = client_for(owner).post(f"/api/studies/{study.pk}/export/zip/")
     assert api.status_code == 202 and ExportJob.objects.count() == 2
+    # the CSV button of a small study streams the file at once, as its GET does
+    streamed = client.post(f"/studies/{study.pk}/export/csv/")
+    assert streamed.status_code == 200 and streamed["Content-Type"].startswith("text/csv")
+    assert ExportJob.objects.count() == 2
 
 
 def test_small_exports_still_stream_on_get(study, owner, page) -> None:
