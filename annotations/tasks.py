@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from annotations.interchange.accounts import password_reset_mail_send
 from annotations.interchange.exports import export_job_run
 from annotations.interchange.import_jobs import import_job_run
 
@@ -24,3 +25,9 @@ def run_import_job_task(job_id: int) -> str:
 def ping_task(value: str) -> str:
     """Round trip through the broker and a worker (used by the health check and the worker test)."""
     return f"pong:{value}"
+
+
+@shared_task(name="annotations.tasks.send_password_reset_mail_task")
+def send_password_reset_mail_task(email: str, base_url: str) -> int:
+    """Mail the reset links someone asked for on the sign-in page (after the page answered)."""
+    return password_reset_mail_send(email=email, base_url=base_url)

@@ -13,12 +13,14 @@ Passwords are hashed with Argon2id (``WorkbenchArgon2PasswordHasher``, first in 
 
 from __future__ import annotations
 
+import hashlib
 import math
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.hashers import Argon2PasswordHasher
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
@@ -78,3 +80,40 @@ def lockout_response(
         )
     response["Retry-After"] = str(cooloff_minutes() * 60)
     return response
+
+
+# --- Password reset: requests per client address and per email address -------------------------------
+
+
+def password_reset_over_limit(request: HttpRequest, email: str) -> bool:
+    """Count this password-reset request against the client's address (``client_ip``, as the sign-in
+    lockout reads it) and against the email address it names (hashed; any case), each in a fixed
+    window of ``WORKBENCH_PASSWORD_RESET_WINDOW_MINUTES``; True when either went over
+    ``WORKBENCH_PASSWORD_RESET_LIMIT`` (docs/security.md, "Password reset").
+
+    The counts live in Django's cache (``CACHES["default"]``): per process on the embedded default, so
+    with N web processes a client may get up to N times the limit; shared by every process with a shared
+    cache (Redis)."""
+    limit = settings.WORKBENCH_PASSWORD_RESET_LIMIT
+    if limit <= 0:
+        return False
+    window = max(1, settings.WORKBENCH_PASSWORD_RESET_WINDOW_MINUTES) * 60
+    digest = hashlib.sha256(email.strip().lower().encode()).hexdigest()
+    over = False
+    for key in (f"password-reset:ip:{client_ip(request)}", f"password-reset:email:{digest}"):
+        cache.add(key, 0, timeout=window)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, timeout=window)
+            count = 1
+        over = over or count > limit
+    return over
+
+
+def password_reset_limit_message() -> str:
+    minutes = max(1, settings.WORKBENCH_PASSWORD_RESET_WINDOW_MINUTES)
+    return (
+        "Too many password-reset requests for this address or from this network. Try again in "
+        f"{minutes} minute{'s' if minutes != 1 else ''}, or ask an admin for a link."
+    )

@@ -22,6 +22,7 @@ from mitigation.selectors import (
     intermit_params_parse,
     intermit_plan,
     labeller_by_name,
+    mitigation_loop_get_for_user,
     mitigation_loop_report,
 )
 from mitigation.services import (
@@ -124,11 +125,7 @@ class StudyInterMitLoopsView(APIView):
 
 
 def _loop(request: Request, pk: int, *, write: bool = False) -> MitigationLoop:
-    loop = MitigationLoop.objects.select_related("study", "annotator").filter(pk=pk).first()
-    if loop is None:
-        raise NotFoundError(f"loop {pk} does not exist")
-    access.study_get_for_user(user=request_user(request), id=loop.study_id, researcher=True, write=write)
-    return loop
+    return mitigation_loop_get_for_user(user=request_user(request), id=pk, write=write)
 
 
 class InterMitLoopView(APIView):

@@ -22,17 +22,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotations.models import Annotator, Study
+from annotations import access
+from annotations.models import Annotator, Study, User
 from annotations.selectors.findings.biasconnect import axis_images, bias_axes, group_of
 from annotations.selectors.findings.report import study_metric_kind
 from annotations.selectors.findings.tables import jsonable
 from annotations.selectors.labels import CONSENSUS, ItemInfo, LabelSource, items_info, source_parse
-from common.errors import ValidationFailed
+from common.errors import NotFoundError, ValidationFailed
 from generation.prompts.biasconnect import biasconnect_axes
 from metrics import biasconnect
 from mitigation.models import MitigationLoop, MitigationStep
 
 DEFAULT_EPSILON = 0.35
+
+
+def mitigation_loop_get_for_user(*, user: User, id: int, write: bool = False) -> MitigationLoop:
+    """A loop of a study whose data ``user`` may see (``write``: may change).
+
+    A loop of a study the user may not see, and a loop that does not exist, are the same NotFoundError
+    with the same message, on pages and in the API (docs/security.md, "InterMit loop ids")."""
+    loop = None
+    if user.is_authenticated and user.is_researcher:
+        loop = (
+            MitigationLoop.objects.select_related("study", "annotator", "created_by")
+            .filter(pk=id, study__in=access.studies_for_user(user))
+            .first()
+        )
+    if loop is None:
+        raise NotFoundError(f"loop {id} does not exist or is not yours")
+    if write:
+        access.study_get_for_user(user=user, id=loop.study_id, researcher=True, write=True)
+    return loop
 
 
 @dataclass(frozen=True)

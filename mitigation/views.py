@@ -25,6 +25,7 @@ from mitigation.selectors import (
     intermit_params_parse,
     intermit_plan,
     mitigable_axes,
+    mitigation_loop_get_for_user,
     mitigation_loop_report,
     prompt_groups,
 )
@@ -149,11 +150,7 @@ def study_intermit(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _loop(request: HttpRequest, pk: int, *, write: bool = False) -> MitigationLoop:
-    loop = MitigationLoop.objects.select_related("study", "annotator", "created_by").filter(pk=pk).first()
-    if loop is None:
-        raise Http404("no such loop")
-    _study(request, loop.study_id, write=write)
-    return loop
+    return mitigation_loop_get_for_user(user=request_user(request), id=pk, write=write)
 
 
 @login_required

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN=.venv/bin
+umask "${WORKBENCH_UMASK:-077}"  # logs and data the workbench's account only (docs/security.md, "File modes")
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" TRANSFORMERS_OFFLINE="${TRANSFORMERS_OFFLINE:-1}"
 PORT="${PORT:-8000}"
 LOG_DIR="${WORKBENCH_DATA_DIR:-var}/log"

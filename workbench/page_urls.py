@@ -11,7 +11,8 @@ urlpatterns = [
     path("docs/<slug:name>/", docs_pages.docs_page, name="docs-page"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Password reset (links sent from the admin's "Send password-reset links"; templates/registration/).
-    path("accounts/password_reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    # Throttled, with the mail sent by a task after the answer (docs/security.md, "Password reset").
+    path("accounts/password_reset/", views.ThrottledPasswordResetView.as_view(), name="password_reset"),
     path(
         "accounts/password_reset/done/",
         auth_views.PasswordResetDoneView.as_view(),

@@ -170,6 +170,11 @@ AXES_LOCKOUT_CALLABLE = "common.sign_in.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "common.sign_in.client_ip"
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_VERBOSE = False
+# Password reset ("Forgot your password?"): at most this many requests per client address, and per email
+# address, in each window (429 past it; 0: no limit); the mail is sent by a Celery task after the answer
+# (docs/security.md, "Password reset"). Counted in Django's cache.
+WORKBENCH_PASSWORD_RESET_LIMIT = env_int("WORKBENCH_PASSWORD_RESET_LIMIT", 15)
+WORKBENCH_PASSWORD_RESET_WINDOW_MINUTES = env_int("WORKBENCH_PASSWORD_RESET_WINDOW_MINUTES", 15)
 # Reverse proxies in front of the app that append to X-Forwarded-For (nginx: 1). 0: REMOTE_ADDR is the client.
 WORKBENCH_TRUSTED_PROXIES = env_int("WORKBENCH_TRUSTED_PROXIES", 0)
 
@@ -239,6 +244,9 @@ SILENCED_SYSTEM_CHECKS = env_list("DJANGO_SILENCED_SYSTEM_CHECKS", [])
 # FILE_UPLOAD_MAX_MEMORY_SIZE, then in a temporary file (docs/security.md, "Request and upload size").
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_MAX_BODY_MB", 10) * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_UPLOAD_MEMORY_MB", 5) * 1024 * 1024
+# Files the storage writes (item files, exports) and its folders: the workbench's account only.
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 
 # --- Workbench limits ---------------------------------------------------------------------------
 WORKBENCH_MAX_UPLOAD_BYTES = env_int("WORKBENCH_MAX_UPLOAD_MB", 200) * 1024 * 1024
@@ -348,6 +356,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Studies, items, annotations (human and machine), import and export.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema maps every endpoint and field: for signed-in accounts only (docs/security.md, "API schema").
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

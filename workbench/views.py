@@ -1,16 +1,28 @@
-"""The home page (each role's dashboard), the health check and ``/favicon.ico``."""
+"""The home page (each role's dashboard), the health check, ``/favicon.ico`` and the throttled
+password-reset request page."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import PasswordResetForm
+from django.contrib.auth.views import PasswordResetView
 from django.db import connection
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponsePermanentRedirect,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 
 from annotations.access import request_user, studies_for_user
+from annotations.interchange.accounts import password_reset_mail_request
 from annotations.selectors.studies import studies_completion
+from common.sign_in import LOCKED_OUT_STATUS, password_reset_limit_message, password_reset_over_limit
 
 
 @login_required
@@ -37,3 +49,20 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask for ``/favicon.ico`` whatever the page links: send them to the static SVG."""
     return HttpResponsePermanentRedirect(static("favicon.svg"))
+
+
+class ThrottledPasswordResetView(PasswordResetView):
+    """Django's "Forgot your password?" page, throttled per client address and per email address
+    (``common.sign_in.password_reset_over_limit``: past the limit the same page answers 429 with a
+    message), and answering the same, in the same time, whether or not an account has the address:
+    the mail is sent by a Celery task after the answer (docs/security.md, "Password reset")."""
+
+    def form_valid(self, form: PasswordResetForm) -> HttpResponse:
+        email = form.cleaned_data["email"]
+        if password_reset_over_limit(self.request, email):
+            form.add_error("email", password_reset_limit_message())
+            response = self.render_to_response(self.get_context_data(form=form), status=LOCKED_OUT_STATUS)
+            response["Retry-After"] = str(max(1, settings.WORKBENCH_PASSWORD_RESET_WINDOW_MINUTES) * 60)
+            return response
+        password_reset_mail_request(email=email, base_url=self.request.build_absolute_uri("/"))
+        return HttpResponseRedirect(self.get_success_url())

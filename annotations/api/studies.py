@@ -141,10 +141,7 @@ class StudyShareView(APIView):
         study = access.study_get_for_owner(user=request_user(request), id=pk)
         data = s.UsernameSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        other = User.objects.filter(username=data.validated_data["username"]).first()
-        if other is None:
-            raise ValidationFailed(f"no user named {data.validated_data['username']!r}")
-        study_services.study_share(study=study, user=other)
+        study_services.study_share(study=study, username=data.validated_data["username"])
         return Response(s.StudySerializer(study).data)
 
 
@@ -325,19 +322,29 @@ class LabelStudioCreateView(APIView):
 
 
 class StudyExportView(APIView):
-    """Small studies stream at once; large ones (or zip) become a background job (202). CSV text that a
-    spreadsheet would run as a formula gets a leading apostrophe unless ``raw=1``."""
+    """POST: a small study streams at once; a large one (or a zip, or ``background=1``) becomes a
+    background job (202). GET creates nothing (docs/security.md, "No writes on GET"): it streams what
+    POST would stream and answers 405 where POST would start a job. CSV text that a spreadsheet would
+    run as a formula gets a leading apostrophe unless ``raw=1``."""
+
+    _parameters = [
+        OpenApiParameter("background", bool, description="always write the file in the background (POST)"),
+        OpenApiParameter(
+            "raw", bool, description="CSV: text as stored, no apostrophe before formula-like cells"
+        ),
+    ]
+
+    @extend_schema(parameters=_parameters, responses={200: OpenApiTypes.BINARY})
+    def get(self, request: Request, pk: int, fmt: str) -> Any:
+        return self._export(request, pk, fmt, start=False)
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("background", bool, description="always write the file in the background"),
-            OpenApiParameter(
-                "raw", bool, description="CSV: text as stored, no apostrophe before formula-like cells"
-            ),
-        ],
-        responses={200: OpenApiTypes.BINARY, 202: s.ExportJobSerializer},
+        parameters=_parameters, request=None, responses={200: OpenApiTypes.BINARY, 202: s.ExportJobSerializer}
     )
-    def get(self, request: Request, pk: int, fmt: str) -> Any:
+    def post(self, request: Request, pk: int, fmt: str) -> Any:
+        return self._export(request, pk, fmt, start=True)
+
+    def _export(self, request: Request, pk: int, fmt: str, *, start: bool) -> Any:
         study = access.study_get_for_user(user=request_user(request), id=pk, researcher=True)
         refusal = export_refusal(study, fmt)
         if refusal is not None:
@@ -345,6 +352,15 @@ class StudyExportView(APIView):
         background = request.query_params.get("background") in ("1", "true")
         raw = raw_requested(request.query_params.get("raw"))
         if fmt in FILE_FORMATS or background or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
+            if not start:
+                return Response(
+                    {
+                        "detail": f"This {fmt} export is written in the background: start it with POST "
+                        f"/api/studies/{study.pk}/export/{fmt}/ (202 and the job). A GET never starts one."
+                    },
+                    status=status.HTTP_405_METHOD_NOT_ALLOWED,
+                    headers={"Allow": "POST, OPTIONS"},
+                )
             job = export_job_create(study=study, user=request_user(request), fmt=fmt, raw=raw)
             return Response(s.ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
         return streaming_export(study, fmt, raw=raw)

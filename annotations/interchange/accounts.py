@@ -18,6 +18,7 @@ import io
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from celery import current_app
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
@@ -28,10 +29,11 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from annotations.models import Pool, Study, User
+from annotations.models import Pool, Study, User, username_problem
 from annotations.services.studies import enrollment_add
 from common.checked_input import text_problem
 from common.errors import WorkbenchError
+from common.usernames import username_normalize, username_skeleton
 
 CSV_COLUMNS = ("username", "email", "name", "pool")
 MAX_ROWS = 5000
@@ -98,7 +100,7 @@ def accounts_import_csv(
         if None in row:
             report.refused.append((number, "", "more cells than columns"))
             continue
-        username = (row.get("username") or "").strip()
+        username = username_normalize((row.get("username") or "").strip())
         email = (row.get("email") or "").strip()
         name = " ".join((row.get("name") or "").split())
         pool = (row.get("pool") or "").strip().lower()
@@ -108,7 +110,7 @@ def accounts_import_csv(
         if reason:
             report.refused.append((number, username, reason))
             continue
-        seen[username.lower()] = number
+        seen[username_skeleton(username)] = number
         first, _, last = name.partition(" ")
         try:
             with transaction.atomic():
@@ -141,10 +143,13 @@ def _row_problem(
     problem = _username_problem(username)
     if problem:
         return problem
-    if username.lower() in seen:
-        return f"repeats the username of line {seen[username.lower()]}"
+    if username_skeleton(username) in seen:
+        return f"repeats the username of line {seen[username_skeleton(username)]}"
     if User.objects.filter(username__iexact=username).exists():
         return "an account with this username exists already"
+    problem = username_problem(username)
+    if problem:
+        return f"the username {problem}"
     if not email:
         return "no email (the reset link goes there)"
     try:
@@ -179,3 +184,28 @@ def password_reset_links(*, users: Iterable[User], base_url: str, mail: bool = T
             mailed = True
         links.append(ResetLink(username=user.username, email=user.email, link=link, mailed=mailed))
     return links
+
+
+PASSWORD_RESET_TASK = "annotations.tasks.send_password_reset_mail_task"
+
+
+def password_reset_mail_request(*, email: str, base_url: str) -> None:
+    """Someone asked for a reset link for ``email`` on the sign-in page's "Forgot your password?".
+
+    Only queues ``password_reset_mail_send`` (a Celery task, sent once the transaction commits): the
+    request does the same work whether or not an account has that address, so neither its answer nor
+    its time tells (docs/security.md, "Password reset")."""
+    task = current_app.tasks[PASSWORD_RESET_TASK]
+    transaction.on_commit(lambda: task.apply_async((email, base_url)))
+
+
+def password_reset_mail_send(*, email: str, base_url: str) -> int:
+    """Mail a reset link to each active account with this email address (any case) that has a usable
+    password, as Django's own password-reset form does (participants, who sign in only through their
+    link, have none); returns how many were mailed."""
+    users = [
+        user
+        for user in User.objects.filter(email__iexact=email.strip(), is_active=True).order_by("pk")
+        if user.has_usable_password()
+    ]
+    return sum(link.mailed for link in password_reset_links(users=users, base_url=base_url))

@@ -29,7 +29,7 @@ from django.utils import timezone
 from PIL import Image, ImageDraw, ImageFont
 
 from annotations.interchange.item_import import items_import_records
-from annotations.models import Annotation, Annotator, Assignment, Item, Study, User
+from annotations.models import Annotation, Annotator, Assignment, Item, Study, User, username_problem
 from annotations.protocols.answers import clean_submission
 from annotations.protocols.schema import load_preset
 from annotations.selectors.pools import is_expert_in
@@ -237,6 +237,9 @@ def demo_accounts_ensure() -> dict[str, str]:
             continue
         password = stored.get(username) or secrets.token_urlsafe(9)
         if user is None:
+            problem = username_problem(username)
+            if problem:  # an admin made a look-alike of a demo name first
+                raise ValueError(f"the demo account {username!r} cannot be made: the name {problem}")
             user = User(
                 username=username,
                 role=role,

@@ -13,6 +13,8 @@ on (study, platform, participant id) is the last guard against two accounts for 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 import secrets
 from collections.abc import Mapping
@@ -27,7 +29,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotations.models import Annotator, Invitation, Participant, Study, User
+from annotations.models import Annotator, Invitation, Participant, Study, User, username_problem
 from annotations.selectors.invitations import InvitationRefused, invitation_check
 from annotations.selectors.payments import CompletionProgress, completion_progress
 from annotations.services.studies import enrollment_add
@@ -66,6 +68,45 @@ PLATFORM_PARAMETERS: dict[str, dict[str, str]] = {
         "assignment_id": "assignmentId",
     },
 }
+
+
+RESUME_REFUSED = (
+    "This participant id has already started this study in another browser. Open the study again "
+    "from the platform (Prolific, MTurk) in the browser you started it in; if that is not possible, "
+    "write to the researcher."
+)
+
+
+class ResumeRefused(WorkbenchError):
+    """A participant id that already joined, opened without that participant's resume secret (the
+    cookie of the browser that joined) or the platform's session id: someone else's session."""
+
+    status_code = 403
+    reason = "resume_refused"
+
+
+def resume_secret_new() -> str:
+    """A browser's resume secret (the value of its resume cookie): 256 random bits."""
+    return secrets.token_urlsafe(32)
+
+
+def resume_secret_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest() if secret else ""
+
+
+def participant_may_resume(participant: Participant, *, ids: PlatformIds, resume_secret: str) -> bool:
+    """Whether a returning visit proves it is this participant: the resume cookie of the browser that
+    joined (its hash matches), or the platform's own per-session id where the platform sends one and
+    it was stored on joining (Prolific ``SESSION_ID``, MTurk ``assignmentId``). The public participant
+    id alone never does (docs/crowd.md, "One account per participant id, and resuming")."""
+    stored = participant.resume_secret_hash
+    if stored and resume_secret and hmac.compare_digest(stored, resume_secret_hash(resume_secret)):
+        return True
+    for field in ("session_id", "assignment_id"):
+        kept, given = getattr(participant, field), getattr(ids, field)
+        if kept and given and kept != MTURK_PREVIEW and hmac.compare_digest(kept, given):
+            return True
+    return False
 
 
 class PreviewOnly(WorkbenchError):
@@ -388,22 +429,41 @@ def participant_find(*, study_id: int, platform: str, participant_id: str) -> Pa
 
 
 def participant_resume(
-    *, invitation: Invitation, ids: PlatformIds, now: datetime | None = None
+    *,
+    invitation: Invitation,
+    ids: PlatformIds,
+    resume_secret: str | None = None,
+    now: datetime | None = None,
 ) -> Participant | None:
     """The participant who already joined the study with these platform ids, if any.
 
     A returning participant is let back in while the link is neither revoked nor expired, even
-    when it is used up (they used it already); no use is counted.
+    when it is used up (they used it already); no use is counted. ``resume_secret`` is what the
+    browser presents (its resume cookie, ``""`` when it has none): a visit that does not prove it is
+    that participant (``participant_may_resume``) raises ``ResumeRefused``. ``None`` is for callers
+    that are not a browser (commands, tests): no proof is asked.
     """
     invitation_check(invitation, now=now, joining=False)
-    return participant_find(
+    participant = participant_find(
         study_id=invitation.study_id, platform=invitation.platform, participant_id=ids.participant_id
     )
+    if (
+        participant is not None
+        and resume_secret is not None
+        and not participant_may_resume(participant, ids=ids, resume_secret=resume_secret)
+    ):
+        raise ResumeRefused(RESUME_REFUSED)
+    return participant
 
 
 def _username(study_id: int) -> str:
     # Random, not the platform id: usernames show up in pages and exports; platform ids are personal.
-    return f"p{study_id}-{secrets.token_hex(6)}"
+    # Plain ASCII, and never one that looks like an existing name (docs/security.md, "Usernames").
+    for _attempt in range(5):
+        name = f"p{study_id}-{secrets.token_hex(6)}"
+        if not username_problem(name):
+            return name
+    raise ValidationFailed("could not make a username for the participant; try again")
 
 
 @transaction.atomic
@@ -413,6 +473,7 @@ def participant_join(
     ids: PlatformIds,
     answers: Mapping[str, Any] | None = None,
     consented_at: datetime | None = None,
+    resume_secret: str | None = None,
     now: datetime | None = None,
 ) -> tuple[Participant, bool]:
     """Create the participant's scoped account (or find it again); returns ``(participant, created)``.
@@ -423,12 +484,15 @@ def participant_join(
     creates an annotator account with an unusable password, enrolled in this study only with the
     link's pool, the enrolment holding the demographic answers (they belong to this study); and the
     ``Participant`` row. Nothing is written when any check fails.
+
+    ``resume_secret`` (the browser's resume cookie) is stored hashed on a new participant and must
+    match to return an existing one (``participant_resume``; ``None``: not a browser, no check).
     """
     now = now or timezone.now()
     invitation = (
         Invitation.objects.select_for_update(of=("self",)).select_related("study").get(pk=invitation.pk)
     )
-    existing = participant_resume(invitation=invitation, ids=ids, now=now)
+    existing = participant_resume(invitation=invitation, ids=ids, resume_secret=resume_secret, now=now)
     if existing is not None:
         return existing, False
     invitation_check(invitation, now=now)
@@ -455,6 +519,7 @@ def participant_join(
                 user=user,
                 platform=invitation.platform,
                 consented_at=consented_at if invitation.consent_text else None,
+                resume_secret_hash=resume_secret_hash(resume_secret or ""),
                 **ids.as_dict(),
             )
     except IntegrityError:
@@ -463,6 +528,10 @@ def participant_join(
         )
         if again is None:
             raise
+        if resume_secret is not None and not participant_may_resume(
+            again, ids=ids, resume_secret=resume_secret
+        ):
+            raise ResumeRefused(RESUME_REFUSED) from None
         return again, False
     enrollment_add(study=invitation.study, user=user, pool=invitation.pool, attributes=cleaned)
     user.annotator = Annotator.objects.get(user=user)

@@ -139,14 +139,21 @@ def study_update(
     return study
 
 
+NOT_SHAREABLE = "no researcher named {username!r} with whom this study can be shared"
+
+
 @transaction.atomic
-def study_share(*, study: Study, user: User) -> None:
-    """Let another researcher see and change the study."""
-    if not user.is_researcher:
-        raise ValidationFailed(f"{user.username} is not a researcher")
-    if user.pk == study.owner_id:
-        raise ValidationFailed("the owner already has the study")
-    study.shared_with.add(user)
+def study_share(*, study: Study, username: str) -> User:
+    """Let the researcher named ``username`` see and change the study.
+
+    Every refusal (no such account, an account that is not a researcher's, the owner) is the same
+    ValidationFailed with the same message, so sharing tells no one which usernames exist or what
+    role they have (docs/security.md, "Sharing a study")."""
+    other = User.objects.filter(username=username).exclude(pk=study.owner_id).first()
+    if other is None or not other.is_researcher:
+        raise ValidationFailed(NOT_SHAREABLE.format(username=username), {"username": "not shareable"})
+    study.shared_with.add(other)
+    return other
 
 
 def annotator_for_user(*, user: User) -> Annotator:

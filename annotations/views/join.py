@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -34,16 +35,24 @@ from annotations.selectors.tasks import question_views, sample_item
 from annotations.services.invitations import (
     PlatformIds,
     PreviewOnly,
+    ResumeRefused,
     demographic_answers_clean,
     participant_join,
     participant_resume,
     platform_ids_from_query,
+    resume_secret_new,
 )
 from common.errors import ValidationFailed
 
 SESSION_JOIN = "join"
 # Set when a participant signs in through a link; the top bar then shows only their study.
 SESSION_PARTICIPANT_STUDY = "participant_study"
+# The browser's resume secret (docs/crowd.md, "resuming"): set when a participant joins, sent back only
+# to the join links; a participant id that already joined is let back in only with it (or with the
+# platform's session id).
+RESUME_COOKIE = "workbench_resume"
+RESUME_COOKIE_PATH = "/join/"
+RESUME_COOKIE_DAYS = 180
 REFUSAL_TITLES = {
     "revoked": "This link has been withdrawn",
     "expired": "This link has expired",
@@ -85,6 +94,36 @@ def _refused(request: HttpRequest, exc: InvitationRefused, invitation: Invitatio
         },
         status=exc.status_code,
     )
+
+
+def _resume_refused(request: HttpRequest, exc: ResumeRefused) -> HttpResponse:
+    return render(
+        request,
+        "join/refused.html",
+        {
+            "title": "This session belongs to another browser",
+            "message": exc.message,
+            "reason": exc.reason,
+        },
+        status=exc.status_code,
+    )
+
+
+def _resume_secret(request: HttpRequest) -> str:
+    return str(request.COOKIES.get(RESUME_COOKIE, ""))[:100]
+
+
+def _keep_resume_secret(response: HttpResponse, secret: str) -> HttpResponse:
+    response.set_cookie(
+        RESUME_COOKIE,
+        secret,
+        max_age=RESUME_COOKIE_DAYS * 24 * 3600,
+        path=RESUME_COOKIE_PATH,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+    return response
 
 
 def _bad_link(request: HttpRequest, message: str) -> HttpResponse:
@@ -144,12 +183,14 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
                 return render(request, "join/signed_in.html", {"invitation": invitation}, status=409)
             invitation_check(invitation, joining=False)
             return _enter(request, own)
-        existing = participant_resume(invitation=invitation, ids=ids)
+        existing = participant_resume(invitation=invitation, ids=ids, resume_secret=_resume_secret(request))
         if existing is not None:
             return _enter(request, existing)
         invitation_check(invitation)
     except InvitationRefused as exc:
         return _refused(request, exc, invitation)
+    except ResumeRefused as exc:
+        return _resume_refused(request, exc)
     request.session[SESSION_JOIN] = {"token": token, "ids": ids.as_dict(), "consented_at": None}
     return redirect("join-consent" if invitation.consent_text else "join-begin", token=token)
 
@@ -191,20 +232,25 @@ def join_begin(request: HttpRequest, token: str) -> HttpResponse:
     status = 200
     if request.method == "POST":
         answers = _posted_demographics(request, invitation)
+        secret = _resume_secret(request) or resume_secret_new()
         try:
             participant, _created = participant_join(
                 invitation=invitation,
                 ids=PlatformIds(**state["ids"]),
                 answers=answers,
                 consented_at=consented_at,
+                resume_secret=secret,
             )
         except InvitationRefused as exc:
             request.session.pop(SESSION_JOIN, None)
             return _refused(request, exc, invitation)
+        except ResumeRefused as exc:
+            request.session.pop(SESSION_JOIN, None)
+            return _resume_refused(request, exc)
         except ValidationFailed as exc:
             errors, status = exc.details or {"": exc.message}, 400
         else:
-            return _enter(request, participant)
+            return _keep_resume_secret(_enter(request, participant), secret)
     else:
         try:
             invitation_check(invitation)

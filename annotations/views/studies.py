@@ -15,7 +15,13 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    JsonResponse,
+)
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -41,7 +47,7 @@ from annotations.interchange.import_jobs import (
 )
 from annotations.interchange.item_import import items_import
 from annotations.interchange.labelstudio_import import LabelStudioImportReport, labelstudio_import
-from annotations.models import ImportJob, Item, Study, User
+from annotations.models import ImportJob, Item, Study
 from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.protocols.manifests import example_items, manifest_template
 from annotations.protocols.papers import paper_of, preset_label
@@ -482,17 +488,25 @@ def study_import_labelstudio(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
-    from django.conf import settings
-
+    """POST (the study page's export buttons, with the CSRF token) streams a small export or starts a
+    background export job. GET creates nothing (docs/security.md, "No writes on GET"): it streams a
+    small CSV, JSONL or COCO export, and for one that would be a background job it shows the button."""
     study = study_for_page(request, pk, researcher=True)
     if fmt not in FORMATS:
         raise Http404("unknown export format")
+    if request.method not in ("GET", "HEAD", "POST"):
+        return HttpResponseNotAllowed(["GET", "POST"])
     refusal = export_refusal(study, fmt)
     if refusal is not None:
         messages.error(request, f"Not exported: {refusal}.")
         return redirect("study-detail", pk=pk)
-    raw = raw_requested(request.GET.get("raw"))
-    if fmt in FILE_FORMATS or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
+    raw = raw_requested(request.POST.get("raw") or request.GET.get("raw"))
+    background = fmt in FILE_FORMATS or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT
+    if request.method != "POST":
+        if background:
+            return render(request, "studies/export_start.html", {"study": study, "fmt": fmt, "raw": raw})
+        return streaming_export(study, fmt, raw=raw)
+    if background:
         export_job_create(study=study, user=request_user(request), fmt=fmt, raw=raw)
         messages.info(request, "The export is being prepared in the background; its link appears below.")
         return redirect("study-detail", pk=pk)
@@ -567,12 +581,9 @@ def study_share(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     form = ShareForm(request.POST)
     if form.is_valid():
-        other = User.objects.filter(username=form.cleaned_data["username"]).first()
         try:
-            if other is None:
-                raise WorkbenchError(f"No account named “{form.cleaned_data['username']}”.")
             access.study_get_for_owner(user=request_user(request), id=study.pk)
-            study_services.study_share(study=study, user=other)
+            other = study_services.study_share(study=study, username=form.cleaned_data["username"])
         except WorkbenchError as exc:
             messages.error(request, exc.message)
         else:

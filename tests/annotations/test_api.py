@@ -195,7 +195,7 @@ def test_large_exports_become_background_jobs(
     settings.WORKBENCH_EXPORT_INLINE_LIMIT = 0
     ItemFactory.create(study=study, external_id="i1")
     with django_capture_on_commit_callbacks(execute=True):
-        response = clients["owner"].get(f"/api/studies/{study.pk}/export/csv/")
+        response = clients["owner"].post(f"/api/studies/{study.pk}/export/csv/")
     assert response.status_code == 202
     job_id = response.json()["id"]
     status = clients["owner"].get(f"/api/exports/{job_id}/").json()

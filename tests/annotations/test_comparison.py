@@ -294,8 +294,8 @@ def test_permissions(
     enrollment_add(study=a, user=annotator_user)
     enrollment_add(study=b, user=annotator_user)
     if role == "shared":
-        study_share(study=a, user=other_researcher)
-        study_share(study=b, user=other_researcher)
+        study_share(study=a, username=other_researcher.username)
+        study_share(study=b, username=other_researcher.username)
     user = {
         "owner": owner,
         "admin": admin_user,

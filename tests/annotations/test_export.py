@@ -372,7 +372,7 @@ def test_a_background_csv_export_keeps_the_raw_choice(
     api = client_for(owner)
     for query, expected in (("", "'" + FORMULA), ("&raw=1", FORMULA)):
         with django_capture_on_commit_callbacks(execute=True):
-            response = api.get(f"/api/studies/{formula_study.pk}/export/csv/?background=1{query}")
+            response = api.post(f"/api/studies/{formula_study.pk}/export/csv/?background=1{query}")
         assert response.status_code == 202 and response.json()["raw"] == bool(query)
         job = ExportJob.objects.get(pk=response.json()["id"])
         with job.file.open("rb") as handle:

@@ -267,7 +267,7 @@ def test_api_and_page_export_label_studio_in_the_background(
     rich_study, owner, django_capture_on_commit_callbacks
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
-        response = client_for(owner).get(f"/api/studies/{rich_study.pk}/export/labelstudio/")
+        response = client_for(owner).post(f"/api/studies/{rich_study.pk}/export/labelstudio/")
     assert response.status_code == 202
     job = ExportJob.objects.get(pk=response.json()["id"])
     assert job.status == "done" and job.format == "labelstudio"
@@ -276,7 +276,7 @@ def test_api_and_page_export_label_studio_in_the_background(
     client = Client()
     client.force_login(owner)
     with django_capture_on_commit_callbacks(execute=True):
-        page = client.get(f"/studies/{rich_study.pk}/export/labelstudio/", follow=True)
+        page = client.post(f"/studies/{rich_study.pk}/export/labelstudio/", follow=True)
     assert "being prepared in the background" in page.content.decode()
 
 
@@ -284,7 +284,7 @@ def test_protocols_a_label_studio_config_cannot_hold_are_refused_clearly(owner, 
     study = study_create(owner=owner, name="markers", protocol=load_preset("stereotype-markers"))
     with pytest.raises(CommandError, match="takes its options from each item's"):
         call_command("export", str(study.pk), "--format", "labelstudio", "--out", str(tmp_path / "x.zip"))
-    response = client_for(owner).get(f"/api/studies/{study.pk}/export/labelstudio/")
+    response = client_for(owner).post(f"/api/studies/{study.pk}/export/labelstudio/")
     assert (
         response.status_code == 400 and "Label Studio config lists its options" in response.json()["detail"]
     )

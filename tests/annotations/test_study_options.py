@@ -124,7 +124,7 @@ def test_import_by_someone_who_cannot_read_the_linked_study_drops_the_link(
     (tmp_path / "s.jsonl").write_text("".join(export_jsonl(configured["study"])))
     copy = study_import(owner=other_researcher, path=tmp_path / "s.jsonl")
     assert copy.visualness_study_id is None and copy.seed == 11
-    study_share(study=configured["visual"], user=other_researcher)
+    study_share(study=configured["visual"], username=other_researcher.username)
     again = study_import(owner=other_researcher, path=tmp_path / "s.jsonl")
     assert again.visualness_study_id == configured["visual"].pk
 
