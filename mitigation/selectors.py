@@ -205,7 +205,7 @@ def _settled(
         include_partial=False,
     )
     reason = None
-    if subset and not counted:
+    if subset and not counted and coverage.partial:
         reason = (
             f"insufficient data: none of the {coverage.n_items} images of the {name} set has its "
             f"{judged.needed} {'judgement' if judged.needed == 1 else 'judgements'} yet ({coverage.partial} "

@@ -45,6 +45,7 @@ from annotations.services.item_import import items_import
 from annotations.services.labelstudio_import import labelstudio_import
 from common.checked_input import id_from_text
 from common.errors import ImportRefused, NotFoundError, ValidationFailed
+from common.query_params import query_flag
 from common.uploads import (
     ANNOTATION_SUFFIXES,
     COCO_SUFFIXES,
@@ -490,6 +491,12 @@ class StudyMetricsView(APIView):
                 description="visage pull: whose stored image embeddings (LABELLER[@VERSION])",
             ),
             OpenApiParameter("captions", str, description="visage salience: whose stored captions"),
+            OpenApiParameter(
+                "partial",
+                bool,
+                description="1: count partial items too (fewer judgements than the overlap; provisional, "
+                "marked in coverage); default 0: settled items only",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -502,6 +509,7 @@ class StudyMetricsView(APIView):
                 source=params.get("source") or None,
                 embeddings=params.get("embeddings") or None,
                 captions=params.get("captions") or None,
+                include_partial=query_flag(params.get("partial"), "partial"),
             )
         )
 
@@ -527,6 +535,7 @@ class CompareView(APIView):
                 many=True,
                 description="narrow every study to column=value (e.g. group=nurse; several joined by ';')",
             ),
+            OpenApiParameter("partial", bool, description="1: count partial items too (provisional)"),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -542,4 +551,9 @@ class CompareView(APIView):
         studies = access.studies_get_for_user(
             user=request_user(request), ids=[q.study_id for q in queries], researcher=True
         )
-        return Response(comparison_report(sides=comparison_sides(studies=studies, queries=queries)))
+        return Response(
+            comparison_report(
+                sides=comparison_sides(studies=studies, queries=queries),
+                include_partial=query_flag(request.query_params.get("partial"), "partial"),
+            )
+        )

@@ -1,4 +1,5 @@
-"""How far a study's items are judged: settled, partial or none (docs/metrics.md, "Settled, partial, pending").
+"""How far a study's items are judged: settled, partial or none (docs/metrics.md, "Settled, partial,
+pending").
 
 An item is *settled* when as many distinct people gave it a counted judgement as the study's overlap asks
 for, *partial* when some did but fewer, *none* when nobody did. A consensus label needs a settled item

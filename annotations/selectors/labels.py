@@ -297,9 +297,7 @@ def _settle(study: Study, question_key: str, kind: str, labels: LabelSet, source
         if shown is not None:
             shown = {i: v for i, v in shown.items() if i in source.items}
     unresolved = sum(1 for i, v in values.items() if v is None and i not in pending)
-    return LabelSet(
-        labels.source, question_key, values, shown, len(values), unresolved, pending, partial
-    )
+    return LabelSet(labels.source, question_key, values, shown, len(values), unresolved, pending, partial)
 
 
 def labels_for(study: Study, question_key: str, source: LabelSource | str = CONSENSUS) -> LabelSet:

@@ -112,7 +112,9 @@ def full_overlap(answers: list[dict[str, Any]]) -> int:
 
 def make_study(owner: User, preset: str, items: list[dict[str, Any]], answers: list[dict[str, Any]]) -> Study:
     """A study whose judged items are fully rated (its overlap: the fewest people on one item)."""
-    study = study_create(owner=owner, name=preset, protocol=load_preset(preset), overlap=full_overlap(answers))
+    study = study_create(
+        owner=owner, name=preset, protocol=load_preset(preset), overlap=full_overlap(answers)
+    )
     items_import_records(study=study, records=[(f"row {i}", r) for i, r in enumerate(items)])
     annotations_import_records(study=study, records=list(enumerate(answers, start=1)))
     return study

@@ -197,7 +197,12 @@ def findings_coverage(
         judges = item_judges(study)
         needed, basis = study.overlap, f"human judgements (overlap {study.overlap})"
     coverage, counted, _partial = coverage_of(
-        study=study, item_ids=items, judges=judges, needed=needed, basis=basis, include_partial=include_partial
+        study=study,
+        item_ids=items,
+        judges=judges,
+        needed=needed,
+        basis=basis,
+        include_partial=include_partial,
     )
     short = short_items(study, judges) if not source.is_machine else frozenset()
     return coverage, replace(source, items=counted, short=short, provisional=include_partial)

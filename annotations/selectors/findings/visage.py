@@ -241,9 +241,9 @@ def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemI
             [[a, a in partial_terms] for a in sorted(visual)],
             n,
             [
-                "All-agree rule over every judgement (SPEC 5 all-agree-set); a term listed twice counts once. "
-                f"Only terms with every rating the overlap asks for ({study.overlap}) are listed unless "
-                "partial items are included (partial = True: fewer ratings, provisional)."
+                "All-agree rule over every judgement (SPEC 5 all-agree-set); a term listed twice counts "
+                f"once. Only terms with every rating the overlap asks for ({study.overlap}) are listed "
+                "unless partial items are included (partial = True: fewer ratings, provisional)."
             ],
         )
     )
