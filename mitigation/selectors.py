@@ -193,7 +193,7 @@ def _judged(study: Study, source: LabelSource) -> _Judged:
 
 
 def _settled(
-    study: Study, name: str, subset: dict[int, ItemInfo], judged: _Judged
+    study: Study, name: str, subset: dict[int, ItemInfo], judged: _Judged, axes: Sequence[str]
 ) -> tuple[frozenset[int], dict[str, Any], str | None]:
     """The settled items of one stage, its coverage and, when none is settled, why tau is insufficient."""
     coverage, counted, _partial = coverage_of(
@@ -211,6 +211,8 @@ def _settled(
             f"{judged.needed} {'judgement' if judged.needed == 1 else 'judgements'} yet ({coverage.partial} "
             "partial, their labels pending): tau waits for them"
         )
+    elif subset and not counted:
+        reason = f"the {name} set has no labelled base image with a person for {', '.join(axes)}"
     return counted, coverage.as_dict(), reason
 
 
@@ -288,10 +290,10 @@ def intermit_plan(study: Study, params: InterMitParams, source: str = CONSENSUS)
     to mitigate first with its gamma (every candidate's gamma too) and the negative-IS warnings."""
     parsed = source_parse(study, source)
     items = _initial_items(items_info(study), params.group)
-    counted, coverage, insufficient = _settled(study, "initial", items, _judged(study, parsed))
+    counted, coverage, insufficient = _settled(study, "initial", items, _judged(study, parsed), params.axes)
     images = axis_images(study, parsed, {i: info for i, info in items.items() if i in counted})
     stage = _stage("initial", list(images.values()), bias_axes(study), params)
-    stage.coverage = coverage
+    stage.coverage, stage.n_items = coverage, len(items)
     if insufficient and stage.tau is None:
         stage.reason = insufficient
     result: dict[str, Any] = jsonable(
@@ -375,7 +377,7 @@ def loop_state(loop: MitigationLoop) -> LoopState:
     judged = _judged(study, parsed) if parsed is not None else None
     settled: dict[str, tuple[frozenset[int], dict[str, Any], str | None]] = {}
     if judged is not None:
-        settled = {name: _settled(study, name, subset, judged) for name, subset in sets}
+        settled = {name: _settled(study, name, subset, judged, params.axes) for name, subset in sets}
     counted = frozenset().union(*(entry[0] for entry in settled.values()))
     images = (
         axis_images(study, parsed, {i: info for i, info in everything.items() if i in counted})
@@ -388,7 +390,7 @@ def loop_state(loop: MitigationLoop) -> LoopState:
         if parsed is None:
             stage.reason = problem
         elif name in settled:
-            stage.coverage = settled[name][1]
+            stage.coverage, stage.n_items = settled[name][1], len(subset)
             if stage.tau is None and settled[name][2]:
                 stage.reason = settled[name][2]
         stages.append(stage)

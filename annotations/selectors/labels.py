@@ -228,7 +228,7 @@ def _rule_labels(
     for item_id, rows in by_item.items():
         originals = {_hashable(j.value): j.value for j in rows}
         result = decide([(j.annotator_id, _hashable(j.value)) for j in rows])
-        values[item_id] = originals[result.value] if result.resolved else None
+        values[item_id] = originals.get(result.value, result.value) if result.resolved else None
         unresolved += not result.resolved
     return LabelSet(CONSENSUS, question_key, values, None, len(by_item), unresolved)
 

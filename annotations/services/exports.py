@@ -268,6 +268,7 @@ def _consensus_lines(study: Study) -> Iterator[str]:
             "n_votes",
             "adjudicated_by__username",
             "note",
+            "pending",
         )
     )
     last: tuple[int, str] = (0, "")
@@ -310,6 +311,7 @@ def _consensus_lines(study: Study) -> Iterator[str]:
             votes,
             by,
             note,
+            pending,
         ) in chunk:
             yield _json_line(
                 {
@@ -324,6 +326,7 @@ def _consensus_lines(study: Study) -> Iterator[str]:
                     "confidence": confidence,
                     "reason": reason,
                     "n_votes": votes,
+                    "pending": pending,
                     "adjudicated_by": by,
                     "note": note,
                 }

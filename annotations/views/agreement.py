@@ -116,7 +116,12 @@ def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         total = sum(row["labels"] for row in summary.values())
         unresolved = sum(row["unresolved"] for row in summary.values())
-        messages.success(request, f"Consensus computed: {total} labels, {unresolved} unresolved.")
+        pending = sum(row.get("pending", 0) for row in summary.values())
+        messages.success(
+            request,
+            f"Consensus computed: {total} labels, {unresolved} unresolved, {pending} pending (fewer "
+            f"judgements than the overlap of {study.overlap}).",
+        )
     return redirect("study-agreement", pk=pk)
 
 
