@@ -180,3 +180,26 @@ def test_biasconnect_and_intermit_say_insufficient_instead_of_a_number(owner: Us
     gender = next(r for r in table(report, "biasconnect_deviation")["rows"] if r[1] == "gender")
     assert gender[2] == pytest.approx(1.0) and gender[3] == 1
     assert table(report, "biasconnect_deviation")["coverage"]["include_partial"] is True
+
+
+def test_long_pages_have_a_table_of_contents_folding_sections_and_hide_empty_rows(owner: User) -> None:
+    """Issue 25, point 4 (without a browser): rows over 0 items hide behind ?empty=1."""
+    study = bias_axes_pilot(owner)
+    lines = [
+        {"item": "n1", "annotator": "r2", "question": k, "value": v}
+        for k, v in {"person": "yes", "gender": "male"}.items()
+    ]
+    annotations_import_records(study=study, records=list(enumerate(lines, start=1)))
+    text = page(owner, f"/studies/{study.pk}/agreement/")
+    assert '<nav class="toc" aria-label="On this page">' in text
+    assert '<details class="card fold" id="alpha" open>' in text
+    assert "undefined: the matrix is empty" not in text and ">Show empty<" in text
+    hidden = int(re.search(r"(\d+) rows? with 0 items hidden", text).group(1))
+    assert hidden >= 5  # ethnicity, body type, emotion, clothing, the disability parts
+    shown = page(owner, f"/studies/{study.pk}/agreement/?empty=1")
+    assert "undefined: the matrix is empty" in shown and ">Hide empty rows<" in shown
+    page(owner, f"/studies/{study.pk}/agreement/?empty=perhaps", status=404)
+    findings = page(owner, f"/studies/{study.pk}/findings/")
+    assert '<nav class="toc" aria-label="On this page">' in findings
+    assert 'href="#t-biasconnect_deviation"' in findings
+    assert '<details class="card fold" id="t-biasconnect_deviation" open>' in findings

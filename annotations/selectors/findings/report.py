@@ -269,7 +269,12 @@ def metrics_report(
             "them (filter 'blank')."
         )
     if not coverage.counted and kind is not None:
-        # Nothing counted: a headline number (0 visual attributes, 0 identities) would read as a finding.
+        # Nothing counted: a headline number (0 visual attributes, 0 identities) or a row of zero shares
+        # would read as a finding; the tables say "insufficient data" instead.
+        for table in report.tables:
+            if table.key not in FEATURE_TABLES:
+                table.rows = []
+        report.figures = [f for f in report.figures if f.table in FEATURE_TABLES]
         report.summary = {
             key: value if key in FEATURE_SUMMARIES else _insufficient(value)
             for key, value in report.summary.items()
