@@ -29,4 +29,4 @@ def query_flag(value: str | None, name: str) -> bool:
         return True
     if text in _NO:
         return False
-    raise ValidationFailed(f"{name} must be 1 or 0 (true or false), not {value[:20]!r}", {name: "not a flag"})
+    raise ValidationFailed(f"{name} must be 1 or 0 (true or false), not {text[:20]!r}", {name: "not a flag"})
