@@ -641,6 +641,10 @@ class ConsensusLabel(models.Model):
     confidence = models.FloatField(null=True, blank=True)
     reason = models.TextField(blank=True, help_text="Why it is unresolved (e.g. a tie)")
     n_votes = models.PositiveIntegerField(default=0)
+    pending = models.BooleanField(
+        default=False,
+        help_text="The item has fewer judgements than the study's overlap: no label yet (docs/agreement.md)",
+    )
     adjudicated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

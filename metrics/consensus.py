@@ -13,6 +13,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -293,6 +294,35 @@ def dawid_skene(
         )
     return DawidSkeneResult(
         labels=labels, items=items, posteriors=posteriors, annotators=annotators, priors=priors
+    )
+
+
+def rule_named(name: str, params: Mapping[str, Any]) -> Rule:
+    """The per-item rule a stored choice names (``majority``, ``unanimous``, ``at-least-k``,
+    ``all-agree-set``) with its parameters; ValueError for any other name (Dawid-Skene works on a whole
+    question, an adjudication on one expert's value)."""
+    if name == "majority":
+        return partial(majority, absolute=bool(params.get("absolute", False)))
+    if name == "unanimous":
+        return unanimous
+    if name == "at-least-k":
+        return partial(at_least_k, k=int(params["k"]))
+    if name == "all-agree-set":
+        return partial(all_agree_set, agree_values=list(params["agree_values"]))
+    raise ValueError(f"no per-item rule named {name!r}")
+
+
+def pending(n_votes: int, needed: int) -> ConsensusResult:
+    """No label yet: the item has ``n_votes`` judgements of the ``needed`` its study asks for.
+
+    A rule run on fewer judgements than the study's overlap would adopt a label the missing judgements
+    could still overturn (one rater's "agree" is not "every rater agreed"), so the label waits.
+    """
+    return _unresolved(
+        "pending",
+        n_votes,
+        f"pending: {n_votes} of {needed} judgement{'' if needed == 1 else 's'}",
+        {"needed": needed},
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from annotations import access
 from annotations.models import Annotator, Study, User
+from annotations.selectors.coverage import coverage_of, item_judges
 from annotations.selectors.findings.biasconnect import axis_images, bias_axes, group_of
 from annotations.selectors.findings.report import study_metric_kind
 from annotations.selectors.findings.tables import jsonable
@@ -79,11 +80,14 @@ class Stage:
     matrix: biasconnect.SensitivityMatrix | None
     reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # How many of the set's images are settled, partial and unjudged (only settled ones are counted).
+    coverage: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         matrix = self.matrix
         return {
             "name": self.name,
+            "coverage": self.coverage,
             "n_items": self.n_items,
             "n_base_images": self.n_base,
             "w_bar": self.w_bar,
@@ -199,6 +203,45 @@ def intermit_params_parse(
     return InterMitParams(group, chosen, {a: v / total for a, v in zip(chosen, values, strict=True)}, eps)
 
 
+@dataclass(frozen=True)
+class _Judged:
+    """Judgements per item for a loop's label source, and how many an item needs to count."""
+
+    judges: dict[int, int]
+    needed: int
+    basis: str
+
+
+def _judged(study: Study, source: LabelSource) -> _Judged:
+    if source.is_machine:
+        return _Judged(item_judges(study, source.annotator_ids), 1, f"answers of {source.name}")
+    return _Judged(item_judges(study), study.overlap, f"human judgements (overlap {study.overlap})")
+
+
+def _settled(
+    study: Study, name: str, subset: dict[int, ItemInfo], judged: _Judged, axes: Sequence[str]
+) -> tuple[frozenset[int], dict[str, Any], str | None]:
+    """The settled items of one stage, its coverage and, when none is settled, why tau is insufficient."""
+    coverage, counted, _partial = coverage_of(
+        study=study,
+        item_ids=subset,
+        judges=judged.judges,
+        needed=judged.needed,
+        basis=judged.basis,
+        include_partial=False,
+    )
+    reason = None
+    if subset and not counted and coverage.partial:
+        reason = (
+            f"insufficient data: none of the {coverage.n_items} images of the {name} set has its "
+            f"{judged.needed} {'judgement' if judged.needed == 1 else 'judgements'} yet ({coverage.partial} "
+            "partial, their labels pending): tau waits for them"
+        )
+    elif subset and not counted:
+        reason = f"the {name} set has no labelled base image with a person for {', '.join(axes)}"
+    return counted, coverage.as_dict(), reason
+
+
 def _stage(
     name: str, images: Sequence[biasconnect.AxisImage], axes: dict[str, list[str]], params: InterMitParams
 ) -> Stage:
@@ -273,8 +316,12 @@ def intermit_plan(study: Study, params: InterMitParams, source: str = CONSENSUS)
     to mitigate first with its gamma (every candidate's gamma too) and the negative-IS warnings."""
     parsed = source_parse(study, source)
     items = _initial_items(items_info(study), params.group)
-    images = axis_images(study, parsed, items)
+    counted, coverage, insufficient = _settled(study, "initial", items, _judged(study, parsed), params.axes)
+    images = axis_images(study, parsed, {i: info for i, info in items.items() if i in counted})
     stage = _stage("initial", list(images.values()), bias_axes(study), params)
+    stage.coverage, stage.n_items = coverage, len(items)
+    if insufficient and stage.tau is None:
+        stage.reason = insufficient
     result: dict[str, Any] = jsonable(
         {
             "study": study.pk,
@@ -353,12 +400,25 @@ def loop_state(loop: MitigationLoop) -> LoopState:
     parsed, problem = _parse_source(study, loop_source(loop))
     axes = bias_axes(study)
     everything = {i: info for _name, subset in sets for i, info in subset.items()}
-    images = axis_images(study, parsed, everything) if parsed is not None else {}
+    judged = _judged(study, parsed) if parsed is not None else None
+    settled: dict[str, tuple[frozenset[int], dict[str, Any], str | None]] = {}
+    if judged is not None:
+        settled = {name: _settled(study, name, subset, judged, params.axes) for name, subset in sets}
+    counted = frozenset().union(*(entry[0] for entry in settled.values()))
+    images = (
+        axis_images(study, parsed, {i: info for i, info in everything.items() if i in counted})
+        if parsed is not None
+        else {}
+    )
     stages = []
     for name, subset in sets:
         stage = _stage(name, [images[i] for i in subset if i in images], axes, params)
         if parsed is None:
             stage.reason = problem
+        elif name in settled:
+            stage.coverage, stage.n_items = settled[name][1], len(subset)
+            if stage.tau is None and settled[name][2]:
+                stage.reason = settled[name][2]
         stages.append(stage)
     done = [i for i, step in enumerate(steps) if step.status == MitigationStep.Status.DONE]
     current = stages[done[-1] + 1] if done else stages[0]

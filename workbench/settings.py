@@ -414,3 +414,9 @@ LOGGING = {
 
 # --- Published data (ViSAGe, SeeGULL) beside the repository, for the reproduction test and demos ----
 WORKBENCH_SHARED_DATA = Path(env_str("WORKBENCH_SHARED_DATA", str(BASE_DIR.parent / "shared" / "data")))
+
+# --- Findings: the fewest settled items (every judgement the overlap asks for) a study's findings may rest
+# on before its findings page, compare and API say "too few" at the top (docs/metrics.md, "Settled,
+# partial, pending"). 30: below it a share's 95% interval is wider than +/-0.18, larger than the
+# differences these papers report.
+WORKBENCH_FINDINGS_MIN_ITEMS = env_int("WORKBENCH_FINDINGS_MIN_ITEMS", 30)

@@ -58,6 +58,7 @@ class ConsensusLabelSerializer(serializers.ModelSerializer[ConsensusLabel]):
             "confidence",
             "reason",
             "n_votes",
+            "pending",
             "adjudicated_by",
             "note",
             "computed_at",

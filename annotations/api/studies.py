@@ -52,6 +52,7 @@ from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
 from common.checked_input import id_from_text
 from common.errors import ImportRefused, NotFoundError, ValidationFailed
+from common.query_params import query_flag
 from common.uploads import (
     ANNOTATION_SUFFIXES,
     COCO_SUFFIXES,
@@ -562,6 +563,12 @@ class StudyMetricsView(APIView):
                 description="visage pull: whose stored image embeddings (LABELLER[@VERSION])",
             ),
             OpenApiParameter("captions", str, description="visage salience: whose stored captions"),
+            OpenApiParameter(
+                "partial",
+                bool,
+                description="1: count partial items too (fewer judgements than the overlap; provisional, "
+                "marked in coverage); default 0: settled items only",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -574,6 +581,7 @@ class StudyMetricsView(APIView):
                 source=params.get("source") or None,
                 embeddings=params.get("embeddings") or None,
                 captions=params.get("captions") or None,
+                include_partial=query_flag(params.get("partial"), "partial"),
             )
         )
 
@@ -599,6 +607,7 @@ class CompareView(APIView):
                 many=True,
                 description="narrow every study to column=value (e.g. group=nurse; several joined by ';')",
             ),
+            OpenApiParameter("partial", bool, description="1: count partial items too (provisional)"),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -614,4 +623,9 @@ class CompareView(APIView):
         studies = access.studies_get_for_user(
             user=request_user(request), ids=[q.study_id for q in queries], researcher=True
         )
-        return Response(comparison_report(sides=comparison_sides(studies=studies, queries=queries)))
+        return Response(
+            comparison_report(
+                sides=comparison_sides(studies=studies, queries=queries),
+                include_partial=query_flag(request.query_params.get("partial"), "partial"),
+            )
+        )

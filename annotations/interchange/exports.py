@@ -271,6 +271,7 @@ def _consensus_lines(study: Study) -> Iterator[str]:
             "n_votes",
             "adjudicated_by__username",
             "note",
+            "pending",
         )
     )
     last: tuple[int, str] = (0, "")
@@ -313,6 +314,7 @@ def _consensus_lines(study: Study) -> Iterator[str]:
             votes,
             by,
             note,
+            pending,
         ) in chunk:
             yield _json_line(
                 {
@@ -327,6 +329,7 @@ def _consensus_lines(study: Study) -> Iterator[str]:
                     "confidence": confidence,
                     "reason": reason,
                     "n_votes": votes,
+                    "pending": pending,
                     "adjudicated_by": by,
                     "note": note,
                 }

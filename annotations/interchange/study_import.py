@@ -266,6 +266,7 @@ def _restore_consensus(study: Study, records: list[tuple[int, dict[str, Any]]]) 
                 confidence=confidence,
                 reason=str(record.get("reason") or ""),
                 n_votes=n_votes,
+                pending=bool(record.get("pending")),
                 adjudicated_by=users.get(record.get("adjudicated_by")),
                 note=str(record.get("note") or ""),
             )

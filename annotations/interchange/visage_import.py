@@ -439,6 +439,9 @@ def visage_import(
             "the images were not released) and " + seegull_path.name + "."
         ),
         imported_from=annotations_path.name,
+        # The released data shows each image to 1 to 33 people and visage counts every judgement on its
+        # own (L = k/n over showings), so an image one person judged is complete: overlap 1.
+        overlap=1,
     )
     report.studies["stereotype-markers"] = markers.pk
     report.items["stereotype-markers"] = items_import_records(study=markers, records=item_records).created

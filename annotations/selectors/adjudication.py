@@ -148,7 +148,7 @@ def adjudication_queue(*, study: Study) -> list[dict[str, Any]]:
     """Unresolved labels, and resolved ones a machine labeller answered differently."""
     queue: list[dict[str, Any]] = []
     labels = (
-        ConsensusLabel.objects.filter(study=study, item__control_kind="")
+        ConsensusLabel.objects.filter(study=study, item__control_kind="", pending=False)
         .exclude(rule="adjudicated")
         .select_related("item")
     )

@@ -409,8 +409,14 @@ def _align(key: str, spec: TableSpec, present: list[_Side], filters: dict[str, b
     }
 
 
-def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -> dict[str, Any]:
+def comparison_report(
+    *, sides: Sequence[ComparisonSide], cached: bool = True, include_partial: bool = False
+) -> dict[str, Any]:
     """The aligned comparison of ``sides`` (2 to MAX_SIDES, already checked for access by the caller).
+
+    Each side counts its settled items (``include_partial``: partial ones too, provisional); each side
+    says how many items are settled, partial and unjudged (``coverage``), and ``warnings`` name the sides
+    whose findings rest on fewer items than the minimum.
 
     Raises ValidationFailed for fewer than two or too many sides, a repeated side, a condition, model or
     where column given to some sides only, or a source a study does not have (the message names the side).
@@ -420,7 +426,7 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
     reports = []
     for i, side in enumerate(sides):
         try:
-            reports.append(compute(study=side.study, source=side.source))
+            reports.append(compute(study=side.study, source=side.source, include_partial=include_partial))
         except ValidationFailed as exc:
             raise ValidationFailed(
                 f"side {side_label(i)} ({side.study.name}): {exc.message}", exc.details
@@ -445,6 +451,7 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
                 "model": side.model,
                 "where": dict(side.where),
                 "n_items": report["n_items"],
+                "coverage": report["coverage"],
                 "description": _describe(side),
                 "sources": report["sources"],
             }
@@ -499,8 +506,15 @@ def comparison_report(*, sides: Sequence[ComparisonSide], cached: bool = True) -
             f"Each side is narrowed to its {', '.join(filters)}; the headline summary covers whole "
             "studies and is left out.",
         )
+    warnings = [
+        f"{d['label']} ({d['name']}): {d['coverage']['warning']}"
+        for d in described
+        if d["coverage"]["warning"]
+    ]
     return {
         "sides": described,
+        "include_partial": include_partial,
+        "warnings": warnings,
         "reference": side_label(0),
         "tables": aligned,
         "only_in": {label: only_in[label] for label in (d["label"] for d in described) if only_in.get(label)},

@@ -29,8 +29,9 @@ from django.db.models import QuerySet
 
 from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
 from annotations.selectors.counted import counted_annotations, counted_items
+from annotations.selectors.coverage import short_items
 from common.errors import ValidationFailed
-from metrics.consensus import majority, per_option
+from metrics.consensus import Rule, majority, per_option, rule_named
 
 CONSENSUS = "consensus"
 JUDGEMENTS = "judgements"
@@ -38,11 +39,20 @@ JUDGEMENTS = "judgements"
 
 @dataclass(frozen=True)
 class LabelSource:
-    """A parsed source: ``kind`` is consensus, judgements or labeller (then ``annotator_ids`` are set)."""
+    """A parsed source: ``kind`` is consensus, judgements or labeller (then ``annotator_ids`` are set).
+
+    ``items``: the items findings count (None: every item; ``findings.report`` sets the settled ones, or
+    settled and partial, ``annotations.selectors.coverage``); ``short``: items with fewer human judgements
+    than the overlap (None: computed when needed), whose consensus is pending unless ``provisional``, when
+    the rule is run on the judgements they have and the label is marked partial.
+    """
 
     name: str
     kind: str
     annotator_ids: tuple[int, ...] = ()
+    items: frozenset[int] | None = None
+    short: frozenset[int] | None = None
+    provisional: bool = False
 
     @property
     def is_machine(self) -> bool:
@@ -64,6 +74,10 @@ class LabelSet:
     shown: dict[int, list[str]] | None
     n_items: int
     n_unresolved: int
+    # Items whose consensus waits for more judgements (value None), and those given a provisional label
+    # from fewer judgements than the overlap (``LabelSource.provisional``).
+    pending: frozenset[int] = frozenset()
+    partial: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -139,10 +153,20 @@ def _annotations(study: Study, question_key: str) -> QuerySet[Annotation]:
 
 
 def judgements_for(
-    study: Study, question_key: str, *, annotator_ids: Iterable[int] | None = None
+    study: Study,
+    question_key: str,
+    *,
+    annotator_ids: Iterable[int] | None = None,
+    item_ids: Iterable[int] | None = None,
 ) -> list[Judgement]:
-    """Every human judgement of one question (or those of ``annotator_ids``), ordered by item."""
+    """Every human judgement of one question (or those of ``annotator_ids``; on ``item_ids`` only when
+    given), ordered by item."""
     qs = _annotations(study, question_key)
+    if item_ids is not None:
+        wanted = set(item_ids)
+        return [
+            j for j in judgements_for(study, question_key, annotator_ids=annotator_ids) if j.item_id in wanted
+        ]
     qs = (
         qs.filter(annotator_id__in=list(annotator_ids))
         if annotator_ids is not None
@@ -171,11 +195,18 @@ def _item_choice_keys(study: Study, question_key: str, item_ids: Iterable[int]) 
     return {item_id: question.choice_keys(metadata) for item_id, metadata in rows}
 
 
-def _majority_labels(study: Study, question_key: str, kind: str) -> LabelSet:
+def _rule_labels(
+    study: Study,
+    question_key: str,
+    kind: str,
+    decide: Rule = majority,
+    item_ids: Iterable[int] | None = None,
+) -> LabelSet:
+    """The labels ``decide`` (majority by default) gives each item from its judgements, now."""
     if kind == "boxes":
         raise ValidationFailed(f"'{question_key}' holds boxes: no consensus label is computed for boxes")
     by_item: dict[int, list[Judgement]] = defaultdict(list)
-    for judgement in judgements_for(study, question_key):
+    for judgement in judgements_for(study, question_key, item_ids=item_ids):
         by_item[judgement.item_id].append(judgement)
     values: dict[int, Any] = {}
     unresolved = 0
@@ -188,7 +219,7 @@ def _majority_labels(study: Study, question_key: str, kind: str) -> LabelSet:
             every = all_keys.get(item_id, [])
             shown_map = {j.annotator_id: j.shown if j.shown is not None else every for j in rows}
             options = list(dict.fromkeys(key for j in rows for key in shown_map[j.annotator_id]))
-            results = per_option(selections, options=options, rule=majority, shown=shown_map)
+            results = per_option(selections, options=options, rule=decide, shown=shown_map)
             decided = [option for option, result in results.items() if result.resolved]
             unresolved += len(options) - len(decided)
             shown[item_id] = [str(o) for o in decided]
@@ -196,8 +227,8 @@ def _majority_labels(study: Study, question_key: str, kind: str) -> LabelSet:
         return LabelSet(CONSENSUS, question_key, values, shown, len(by_item), unresolved)
     for item_id, rows in by_item.items():
         originals = {_hashable(j.value): j.value for j in rows}
-        result = majority([(j.annotator_id, _hashable(j.value)) for j in rows])
-        values[item_id] = originals[result.value] if result.resolved else None
+        result = decide([(j.annotator_id, _hashable(j.value)) for j in rows])
+        values[item_id] = originals.get(result.value, result.value) if result.resolved else None
         unresolved += not result.resolved
     return LabelSet(CONSENSUS, question_key, values, None, len(by_item), unresolved)
 
@@ -219,10 +250,63 @@ def _stored_labels(study: Study, question_key: str, kind: str) -> LabelSet | Non
     return LabelSet(CONSENSUS, question_key, values, shown, len(rows), unresolved)
 
 
+def _stored_rule(study: Study, question_key: str) -> Rule:
+    """The per-item rule the stored labels of a question were computed with (majority if none applies)."""
+    row = (
+        ConsensusLabel.objects.filter(study=study, question_key=question_key)
+        .exclude(rule__in=("adjudicated", "pending"))
+        .values_list("rule", "params")
+        .first()
+    )
+    if row is None:
+        return majority
+    try:
+        return rule_named(row[0], row[1] or {})
+    except (ValueError, KeyError, TypeError):  # dawid-skene, or params of an older shape
+        return majority
+
+
+def _settle(study: Study, question_key: str, kind: str, labels: LabelSet, source: LabelSource) -> LabelSet:
+    """Consensus of items with fewer judgements than the overlap made pending (None), or provisional."""
+    short = source.short if source.short is not None else short_items(study)
+    adjudicated = set(
+        ConsensusLabel.objects.filter(study=study, question_key=question_key, rule="adjudicated").values_list(
+            "item_id", flat=True
+        )
+    )
+    waiting = {i for i in short if i not in adjudicated}
+    if source.items is not None:
+        waiting &= source.items
+    values = dict(labels.values)
+    shown = dict(labels.shown) if labels.shown is not None else None
+    partial: frozenset[int] = frozenset()
+    if source.provisional and waiting:
+        rule = _stored_rule(study, question_key)
+        provisional = _rule_labels(study, question_key, kind, rule, item_ids=waiting)
+        partial = frozenset(provisional.values)
+        values.update(provisional.values)
+        if shown is not None and provisional.shown is not None:
+            shown.update(provisional.shown)
+    pending = frozenset(waiting - partial)
+    for item in pending:
+        values[item] = None
+        if shown is not None:
+            shown[item] = []
+    if source.items is not None:
+        values = {i: v for i, v in values.items() if i in source.items}
+        if shown is not None:
+            shown = {i: v for i, v in shown.items() if i in source.items}
+    unresolved = sum(1 for i, v in values.items() if v is None and i not in pending)
+    return LabelSet(labels.source, question_key, values, shown, len(values), unresolved, pending, partial)
+
+
 def labels_for(study: Study, question_key: str, source: LabelSource | str = CONSENSUS) -> LabelSet:
     """The adopted label of every answered item for one question, from ``source`` (not ``judgements``).
 
-    This is the single switch point for where consensus labels come from (see the module docstring).
+    This is the single switch point for where consensus labels come from (see the module docstring). An
+    item with fewer human judgements than the study's overlap has no consensus yet: its value is None and
+    it is listed in ``pending`` (or, with ``source.provisional``, the rule's label from the judgements it
+    has, listed in ``partial``), whatever the stored row says. ``source.items`` narrows the items.
     """
     parsed = source if isinstance(source, LabelSource) else source_parse(study, source)
     protocol = study.protocol_obj
@@ -233,8 +317,9 @@ def labels_for(study: Study, question_key: str, source: LabelSource | str = CONS
         raise ValidationFailed("labels_for gives one label per item; use judgements_for for every judgement")
     if parsed.kind == CONSENSUS:
         stored = _stored_labels(study, question_key, kind)
-        return stored if stored is not None else _majority_labels(study, question_key, kind)
-    rows = judgements_for(study, question_key, annotator_ids=parsed.annotator_ids)
+        labels = stored if stored is not None else _rule_labels(study, question_key, kind)
+        return _settle(study, question_key, kind, labels, parsed)
+    rows = judgements_for(study, question_key, annotator_ids=parsed.annotator_ids, item_ids=parsed.items)
     values = {j.item_id: j.value for j in rows}
     shown = None
     if kind == "multi":

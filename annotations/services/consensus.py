@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -30,6 +29,7 @@ from annotations.models import (
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Question
 from annotations.selectors.counted import counted_annotations
+from annotations.selectors.coverage import item_judges
 from annotations.services.annotation_writes import item_context
 from common.errors import ValidationFailed
 from common.planner_statistics import statistics_refresh
@@ -72,14 +72,7 @@ def rule_check(rule: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rule_function(rule: dict[str, Any]) -> rules.Rule:
-    name = rule["rule"]
-    if name == "majority":
-        return partial(rules.majority, absolute=bool(rule.get("absolute", False)))
-    if name == "unanimous":
-        return rules.unanimous
-    if name == "at-least-k":
-        return partial(rules.at_least_k, k=int(rule["k"]))
-    return partial(rules.all_agree_set, agree_values=list(rule["agree_values"]))
+    return rules.rule_named(rule["rule"], rule)
 
 
 def _key(value: Any) -> Any:
@@ -91,7 +84,11 @@ def consensus_compute(
     *, study: Study, question: str | None = None, rule: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Compute (again) the consensus of one question or all; ``rule`` also becomes the study's choice.
-    Returns counts per question: labels, resolved, unresolved, adjudicated (kept)."""
+    Returns counts per question: labels, resolved, unresolved, pending, adjudicated (kept).
+
+    An item with fewer human judgements than the study's overlap is stored *pending* (no value,
+    ``pending`` True, reason "pending: 1 of 3 judgements"): it is neither a label nor a disagreement for
+    adjudication, and becomes one when its last judgement arrives and the consensus is computed again."""
     protocol = study.protocol_obj
     keys = [question] if question else [q.key for q in protocol.questions if q.kind != "boxes"]
     for key in keys:
@@ -139,6 +136,8 @@ def _compute_question(study: Study, question: Question, rule: dict[str, Any]) ->
         )
     )
     params = {k: v for k, v in rule.items() if k != "rule"}
+    judges = item_judges(study)
+    short = {item_id for item_id in by_item if judges.get(item_id, 0) < study.overlap}
     results: dict[int, tuple[Any, bool, list[int], float | None, str, int]] = {}
     if rule["rule"] == "dawid-skene" and question.kind != "multi":
         outcome = rules.dawid_skene(
@@ -201,6 +200,11 @@ def _compute_question(study: Study, question: Question, rule: dict[str, Any]) ->
                 result.reason or "",
                 len(rows),
             )
+    # An item with fewer judgements than the overlap gets no label yet, whatever the rule says of the
+    # judgements it has: the missing ones could overturn it (metrics.consensus.pending).
+    for item_id in short & results.keys():
+        waiting = rules.pending(judges.get(item_id, 0), study.overlap)
+        results[item_id] = (None, False, [], None, waiting.reason or "", results[item_id][5])
     ConsensusLabel.objects.filter(study=study, question_key=question.key).exclude(rule="adjudicated").delete()
     ConsensusLabel.objects.bulk_create(
         [
@@ -216,18 +220,21 @@ def _compute_question(study: Study, question: Question, rule: dict[str, Any]) ->
                 confidence=confidence,
                 reason=reason,
                 n_votes=n_votes,
+                pending=item_id in short,
             )
             for item_id, (value, resolved, support, confidence, reason, n_votes) in results.items()
             if item_id not in adjudicated
         ],
         batch_size=2000,
     )
-    resolved_count = sum(1 for item_id, row in results.items() if row[1] and item_id not in adjudicated)
     computed = sum(1 for item_id in results if item_id not in adjudicated)
+    pending = sum(1 for item_id in results if item_id in short and item_id not in adjudicated)
+    resolved_count = sum(1 for item_id, row in results.items() if row[1] and item_id not in adjudicated)
     return {
         "labels": computed,
         "resolved": resolved_count,
-        "unresolved": computed - resolved_count,
+        "unresolved": computed - resolved_count - pending,
+        "pending": pending,
         "adjudicated": len(adjudicated),
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -20,7 +21,7 @@ from annotations.selectors.agreement import SMALL_SAMPLE_ITEMS, agreement_csv_ro
 from annotations.services.consensus import RULES, consensus_adjudicate, consensus_compute
 from annotations.views.pages import study_for_page
 from common.errors import ValidationFailed, WorkbenchError
-from common.query_params import bounded_int
+from common.query_params import bounded_int, query_flag
 from common.spreadsheet import csv_cell
 
 
@@ -33,6 +34,7 @@ def study_agreement(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     try:
         resamples = bounded_int(request.GET.get("resamples"), 1000, high=5000)
+        show_empty = query_flag(request.GET.get("empty"), "empty")
     except ValidationFailed as exc:
         raise Http404(exc.message) from exc
     report = agreement_report(
@@ -56,13 +58,31 @@ def study_agreement(request: HttpRequest, pk: int) -> HttpResponse:
                     "high": _percent(alpha["ci_high"]),
                 }
             )
+    # Rows over 0 items ("undefined: the matrix is empty") hide behind ?empty=1 (a link on the page).
+    empty_rows = [row for row in rows if not row.get("n_items")]
+    machine_sections = [
+        {
+            **question,
+            "machines_vs_consensus": [
+                m for m in question.get("machines_vs_consensus", []) if show_empty or m.get("n_items")
+            ],
+        }
+        for question in report["questions"]
+    ]
+    hidden_machines = sum(
+        1 for q in report["questions"] for m in q.get("machines_vs_consensus", []) if not m.get("n_items")
+    )
     return render(
         request,
         "agreement/report.html",
         {
             "study": study,
             "report": report,
-            "alpha_rows": rows,
+            "alpha_rows": rows if show_empty else [row for row in rows if row.get("n_items")],
+            "machine_sections": machine_sections,
+            "show_empty": show_empty,
+            "n_empty": len(empty_rows) + hidden_machines,
+            "empty_toggle": "?" + urlencode({**request.GET.dict(), "empty": "0" if show_empty else "1"}),
             "small_sample_items": SMALL_SAMPLE_ITEMS,
             "rules": RULES,
             "queue": adjudication_queue(study=study)[:200],
@@ -96,7 +116,12 @@ def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         total = sum(row["labels"] for row in summary.values())
         unresolved = sum(row["unresolved"] for row in summary.values())
-        messages.success(request, f"Consensus computed: {total} labels, {unresolved} unresolved.")
+        pending = sum(row.get("pending", 0) for row in summary.values())
+        messages.success(
+            request,
+            f"Consensus computed: {total} labels, {unresolved} unresolved, {pending} pending (fewer "
+            f"judgements than the overlap of {study.overlap}).",
+        )
     return redirect("study-agreement", pk=pk)
 
 

@@ -41,6 +41,7 @@ from annotations.views.figures import FORMATS, comparison_figure_render, compari
 from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN
 from common.display import cell_display
 from common.errors import NotAllowed, NotFoundError, ValidationFailed
+from common.query_params import query_flag
 from common.spreadsheet import csv_cell
 
 FORM_ROWS = 3
@@ -90,7 +91,8 @@ def _comparison(request: HttpRequest) -> tuple[list[SideQuery], dict[str, Any]]:
     """Parse, check access and compare; 404/403 as ``access`` says, ValidationFailed for bad input."""
     queries = _queries(request)
     sides = _sides(request, queries)
-    return queries, comparison_report(sides=sides)
+    include_partial = query_flag(request.GET.get("partial"), "partial")
+    return queries, comparison_report(sides=sides, include_partial=include_partial)
 
 
 def _table_context(table: dict[str, Any], sides: dict[str, dict[str, Any]], query: str) -> dict[str, Any]:
@@ -209,9 +211,15 @@ def compare(request: HttpRequest) -> HttpResponse:
         "max_rows": MAX_ROWS_SHOWN,
     }
     if comparison is not None:
-        query = query_string(queries)
+        base = query_string(queries)
+        query = base + ("&partial=1" if comparison["include_partial"] else "")
         sides = {d["label"]: d for d in comparison["sides"]}
         context |= {
+            "include_partial": comparison["include_partial"],
+            "partial_toggle": reverse("compare")
+            + "?"
+            + base
+            + ("" if comparison["include_partial"] else "&partial=1"),
             "tables": [_table_context(t, sides, query) for t in comparison["tables"]],
             "only_in": [(sides[label], tables) for label, tables in comparison["only_in"].items()],
             "csv": reverse("compare-csv") + f"?{query}",

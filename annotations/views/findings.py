@@ -6,6 +6,7 @@ Thin views: ``access`` decides who may look (the study's researchers), ``metrics
 ``?source=`` the report reads the protocol's default source (``findings.report.DEFAULT_SOURCES``); the page
 says which source it shows and links to every source that holds labels, and an empty table says why it is
 empty (its figure is then not drawn; asked for directly, it is an "empty" picture, never an error).
+Findings count settled items; ``?partial=1`` (a link at the top) counts partial ones too, marked so.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from annotations.views.forms import UploadForm
 from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN, form_problems, study_for_page
 from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed, WorkbenchError
+from common.query_params import query_flag
 from common.spreadsheet import csv_cell
 from common.uploads import ANNOTATION_SUFFIXES, upload_to_temp
 
@@ -46,6 +48,11 @@ def _features(request: HttpRequest) -> dict[str, str | None]:
     return {key: (request.GET.get(key) or "").strip()[:200] or None for key in ("embeddings", "captions")}
 
 
+def _partial(request: HttpRequest) -> bool:
+    """Whether the reader asked to count partial items too (``?partial=1``; ValidationFailed otherwise)."""
+    return query_flag(request.GET.get("partial"), "partial")
+
+
 def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
     study = study_for_page(request, pk, researcher=True)
     try:
@@ -55,6 +62,7 @@ def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
             source=_source(request),
             embeddings=features["embeddings"],
             captions=features["captions"],
+            include_partial=_partial(request),
         )
     except ValidationFailed as exc:
         raise Http404(exc.message) from exc
@@ -66,8 +74,13 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
     source = _source(request)
     try:
         features = _features(request)
+        include_partial = _partial(request)
         report = metrics_report_cached(
-            study=study, source=source, embeddings=features["embeddings"], captions=features["captions"]
+            study=study,
+            source=source,
+            embeddings=features["embeddings"],
+            captions=features["captions"],
+            include_partial=include_partial,
         )
     except ValidationFailed as exc:
         return render(
@@ -76,15 +89,21 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             {"study": study, "error": exc.message, "report": None, "source": source or ""},
             status=400,
         )
-    query = {"source": report["source"]} | {
-        key: report[key] for key in ("embeddings", "captions") if report.get(key)
-    }
+    query = (
+        {"source": report["source"]}
+        | {key: report[key] for key in ("embeddings", "captions") if report.get(key)}
+        | ({"partial": "1"} if include_partial else {})
+    )
     base_url = reverse("study-findings", args=[study.pk])
     switch = [
         {"name": name, "url": f"{base_url}?{urlencode({'source': name})}"}
         for name in report["sources_available"]
         if name != report["source"]
     ]
+    # The settled / settled-and-partial switch keeps every other choice of the page.
+    partial_toggle = f"{base_url}?" + urlencode(
+        {k: v for k, v in query.items() if k != "partial"} | ({} if include_partial else {"partial": "1"})
+    )
     tables = []
     for table in report["tables"]:
         figures = []
@@ -119,6 +138,8 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "summary_tables": summary_tables(report["summary"]),
             "source": report["source"],
             "switch": switch,
+            "include_partial": include_partial,
+            "partial_toggle": partial_toggle,
             "max_rows": MAX_ROWS_SHOWN,
             "can_write": access.study_can_write(request_user(request), study),
             "show_features": bool(
@@ -185,15 +206,20 @@ def study_findings_csv(request: HttpRequest, pk: int, key: str) -> HttpResponse:
     writer.writerows([csv_cell(v) for v in row] for row in table["rows"])
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = (
-        f'attachment; filename="study-{study.pk}-{key}-{report["source"][:40]}.csv"'
+        f'attachment; filename="study-{study.pk}-{key}-{report["source"][:40]}'
+        f'{"-with-partial" if report["include_partial"] else ""}.csv"'
     )
+    # What the rows rest on (settled, partial, none), for a script that keeps the file.
+    response["X-Findings-Coverage"] = report["coverage"]["summary"]
     return response
 
 
 @login_required
 def study_findings_figure(request: HttpRequest, pk: int, key: str, fmt: str) -> HttpResponse:
     study, report = _report(request, pk)
-    params = {k: str(v) for k, v in request.GET.items() if k not in ("source", "embeddings", "captions")}
+    params = {
+        k: str(v) for k, v in request.GET.items() if k not in ("source", "embeddings", "captions", "partial")
+    }
     data = figure_render(report, key, params, fmt)
     if data is None:
         raise Http404("no such figure for this study")

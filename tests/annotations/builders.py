@@ -101,8 +101,20 @@ def ratings(path: Path, rows: list[tuple[str, int, int, int]]) -> Path:
     return path
 
 
+def full_overlap(answers: list[dict[str, Any]]) -> int:
+    """The overlap under which every item a person answered is fully rated: the fewest people on one."""
+    people: dict[str, set[str]] = {}
+    for answer in answers:
+        if answer.get("annotator_kind", "human") == "human":
+            people.setdefault(str(answer["item"]), set()).add(str(answer["annotator"]))
+    return min((len(who) for who in people.values()), default=1)
+
+
 def make_study(owner: User, preset: str, items: list[dict[str, Any]], answers: list[dict[str, Any]]) -> Study:
-    study = study_create(owner=owner, name=preset, protocol=load_preset(preset))
+    """A study whose judged items are fully rated (its overlap: the fewest people on one item)."""
+    study = study_create(
+        owner=owner, name=preset, protocol=load_preset(preset), overlap=full_overlap(answers)
+    )
     items_import_records(study=study, records=[(f"row {i}", r) for i, r in enumerate(items)])
     annotations_import_records(study=study, records=list(enumerate(answers, start=1)))
     return study

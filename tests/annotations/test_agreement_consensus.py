@@ -55,6 +55,9 @@ def judged(study):
         line("i1", "r2", "boxes", [{"option": "hat", "x": 5, "y": 0, "w": 10, "h": 10}]),
     ]
     annotations_import_records(study=study, records=list(enumerate(records, start=1)))
+    # Fully rated: every item has the overlap's judgements (i3 has two), so no consensus is pending.
+    study.overlap = 2
+    study.save(update_fields=["overlap"])
     return study
 
 
@@ -125,7 +128,7 @@ def test_undefined_alpha_is_reported_with_its_reason(study) -> None:
 
 def test_consensus_rules_and_idempotent_recomputation(judged) -> None:
     summary = consensus_compute(study=judged, question="gender")
-    assert summary["gender"] == {"labels": 3, "resolved": 2, "unresolved": 1, "adjudicated": 0}
+    assert summary["gender"] == {"labels": 3, "resolved": 2, "unresolved": 1, "pending": 0, "adjudicated": 0}
     labels = {label.item.external_id: label for label in ConsensusLabel.objects.select_related("item")}
     assert labels["i1"].value == "male" and labels["i1"].confidence == pytest.approx(2 / 3)
     assert len(labels["i1"].support) == 2 and labels["i3"].value is None and "tie" in labels["i3"].reason

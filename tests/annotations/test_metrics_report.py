@@ -349,7 +349,8 @@ def ssi_manifest(folder: Any) -> tuple[Any, Any]:
 
 
 def test_ssi_pairs_refined_sets_with_their_initial_query_by_the_stored_link(owner, tmp_path) -> None:
-    study = study_create(owner=owner, name="ssi", protocol=load_preset("ssi-rubric"))
+    # One rater per set, overlap 1: fully rated.
+    study = study_create(owner=owner, name="ssi", protocol=load_preset("ssi-rubric"), overlap=1)
     manifest, answers = ssi_manifest(tmp_path)
     call_command("import_items", str(study.pk), str(manifest), stdout=io.StringIO())
     call_command("import_annotations", str(study.pk), str(answers), stdout=io.StringIO())

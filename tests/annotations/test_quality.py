@@ -500,8 +500,9 @@ class TestExclusion:
             annotator_reinstate(study=study, annotator=b, user=owner)
 
     def test_excluding_the_dissenter_flips_an_all_agree_label(self, owner) -> None:
+        # Overlap 2: the two raters left after the exclusion still settle the term (with 3 it is pending).
         study = study_create(
-            owner=owner, name="Visual", protocol=load_preset("visualness"), preset="visualness"
+            owner=owner, name="Visual", protocol=load_preset("visualness"), preset="visualness", overlap=2
         )
         term = Item.objects.create(study=study, external_id="hat", kind="text", text="hat")
         people = [person(study, name) for name in ("a", "b", "c")]
@@ -528,6 +529,8 @@ class TestExclusion:
         assert not AnnotatorExclusion.objects.exists()
 
     def test_agreement_and_metrics_ignore_excluded_people_and_controls(self, study, owner) -> None:
+        study.overlap = 2  # the two people left after the exclusion settle each item
+        study.save(update_fields=["overlap"])
         real = items(study, 2)
         (control,) = items(study, 1, prefix="gold")
         a, b, c = person(study, "a"), person(study, "b"), person(study, "c")

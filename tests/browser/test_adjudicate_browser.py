@@ -24,7 +24,8 @@ def judged(transactional_db: None) -> dict[str, Any]:
     from tests.factories import ItemFactory, StudyFactory, UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")
-    study = StudyFactory.create(owner=owner, name="Adjudicated <study>")
+    # Overlap 2: every item is fully rated (i3 has two judgements), so i3's tie is a tie, not pending.
+    study = StudyFactory.create(owner=owner, name="Adjudicated <study>", overlap=2)
     for name in ("i1", "i2", "i3"):
         ItemFactory.create(study=study, external_id=name)
     records = [

@@ -47,6 +47,7 @@ def test_compare_two_studies_from_the_study_page(browser, server, studies) -> No
     figure = page.get_by_role(
         "img", name="Mean SSI by category, model and condition: mean_ssi per group for each study"
     )
+    figure.scroll_into_view_if_needed()  # lazy: loads when near the viewport (below the warning and contents)
     expect(figure).to_have_js_property("complete", True)
     assert figure.evaluate("img => img.naturalWidth") > 100
     assert unlabelled_inputs(page) == []

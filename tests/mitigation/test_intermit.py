@@ -91,7 +91,10 @@ def _fresh_pipelines(settings, tiny_model) -> Any:
 @pytest.fixture
 def nurses(owner, tiny_model) -> Study:
     """A bias-axes study with the initial BiasConnect set of one occupation over two axes, generated."""
-    study = StudyFactory.create(owner=owner, name="nurses", protocol=load_protocol_text(PROTOCOL).to_dict())
+    # One person labels each image (label_by_people): overlap 1, so every labelled image is settled.
+    study = StudyFactory.create(
+        owner=owner, name="nurses", protocol=load_protocol_text(PROTOCOL).to_dict(), overlap=1
+    )
     return study
 
 

@@ -27,6 +27,11 @@ class Command(BaseCommand):
             help="consensus | judgements | LABELLER[@VERSION] (default: the protocol's default source)",
         )
         parser.add_argument(
+            "--partial",
+            action="store_true",
+            help="Count partial items too (fewer judgements than the overlap; provisional, marked so)",
+        )
+        parser.add_argument(
             "--embeddings",
             help="visage pull: whose stored image embeddings, LABELLER[@VERSION] (default: the only one)",
         )
@@ -43,6 +48,7 @@ class Command(BaseCommand):
                 source=options["source"],
                 embeddings=options["embeddings"],
                 captions=options["captions"],
+                include_partial=options["partial"],
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc
@@ -53,6 +59,9 @@ class Command(BaseCommand):
             f"{report['name']} ({report['protocol']}), source {report['source']}, {report['n_items']} items"
         )
         self.stdout.write(f"  {report['source_note']}")
+        self.stdout.write(f"  items: {report['coverage']['summary']}")
+        if report["warning"]:
+            self.stdout.write(f"  warning: {report['warning']}")
         for key, value in report["summary"].items():
             self.stdout.write(f"  {key}: {dump(value)}")
         for table in report["tables"]:

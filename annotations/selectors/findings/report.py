@@ -27,7 +27,7 @@ built in the module of its name beside this one (mirroring ``metrics/``); the sh
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.cache import cache
@@ -35,6 +35,7 @@ from django.db.models import Count, Max
 
 from annotations.models import Annotation, Annotator, ConsensusLabel, Item, StereotypeEntry, Study
 from annotations.selectors.counted import counted_annotations, counted_items
+from annotations.selectors.coverage import Coverage, coverage_of, findings_minimum, item_judges, short_items
 from annotations.selectors.features import (
     CAPTIONS,
     EMBEDDING,
@@ -54,7 +55,15 @@ from annotations.selectors.findings.visage import (
     visage_section,
     visualness_section,
 )
-from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, items_info, machine_labellers, source_parse
+from annotations.selectors.labels import (
+    CONSENSUS,
+    JUDGEMENTS,
+    ItemInfo,
+    LabelSource,
+    items_info,
+    machine_labellers,
+    source_parse,
+)
 from common.errors import ValidationFailed
 
 # The protocols whose metrics can read every judgement (source=judgements), not only one label per item.
@@ -120,6 +129,7 @@ def study_metric_kind(study: Study) -> str | None:
 
 # Tables read from stored embeddings and captions, not from labels: their notes say why they are empty.
 FEATURE_TABLES = ("visage_pull", "visage_salience")
+FEATURE_SUMMARIES = ("stereotypical_pull", "salience_captions")
 
 
 def default_source(study: Study) -> DefaultSource:
@@ -139,13 +149,63 @@ def sources_available(study: Study) -> list[str]:
     return [*people, *machine_labellers(study)]
 
 
-def _empty_reason(source: str, available: list[str]) -> str:
+def _insufficient(summary: Any) -> Any:
+    """A summary with every number replaced by None (undefined: no item counted yet)."""
+    if isinstance(summary, dict):
+        return {key: _insufficient(value) for key, value in summary.items()}
+    return None if isinstance(summary, int | float) and not isinstance(summary, bool) else summary
+
+
+def _counted_words(coverage: Coverage) -> str:
+    return (
+        f"{coverage.settled} settled + {coverage.partial} partial, provisional"
+        if coverage.include_partial and coverage.partial
+        else "settled"
+    )
+
+
+def _empty_reason(source: str, available: list[str], coverage: Coverage | None = None) -> str:
     """Why a table of a report from ``source`` has no rows (``sources_available`` offers the others)."""
+    if coverage is not None and source in available and not coverage.counted:
+        more = (
+            f"; {coverage.partial} partial items wait for their judgements (include them, provisional, with "
+            "?partial=1)"
+            if coverage.partial and not coverage.include_partial
+            else ""
+        )
+        return (
+            f"insufficient data: no item has its {coverage.needed} "
+            f"{'judgement' if coverage.needed == 1 else 'judgements'} from {source} yet{more}"
+        )
     if source not in available:
         who = "nobody has answered yet" if source in (CONSENSUS, JUDGEMENTS) else "it has no answers here"
         more = "" if available else "; no source has labels yet"
         return f"{source} has no labels in this study ({who}){more}"
     return f"the labels from {source} give this table nothing to count (see its notes)"
+
+
+def findings_coverage(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo], include_partial: bool
+) -> tuple[Coverage, LabelSource]:
+    """The coverage of ``study``'s items for ``source`` and the source narrowed to the items findings
+    count: people's labels (consensus, judgements) need the study's overlap of judgements per item, a
+    machine labeller its one answer (``annotations.selectors.coverage``)."""
+    if source.is_machine:
+        judges = item_judges(study, source.annotator_ids)
+        needed, basis = 1, f"answers of {source.name} (one per item)"
+    else:
+        judges = item_judges(study)
+        needed, basis = study.overlap, f"human judgements (overlap {study.overlap})"
+    coverage, counted, _partial = coverage_of(
+        study=study,
+        item_ids=items,
+        judges=judges,
+        needed=needed,
+        basis=basis,
+        include_partial=include_partial,
+    )
+    short = short_items(study, judges) if not source.is_machine else frozenset()
+    return coverage, replace(source, items=counted, short=short, provisional=include_partial)
 
 
 def metrics_report(
@@ -154,6 +214,7 @@ def metrics_report(
     source: str | None = None,
     embeddings: str | None = None,
     captions: str | None = None,
+    include_partial: bool = False,
 ) -> dict[str, Any]:
     """Every metric that applies to ``study``'s protocol from ``source`` (see the module docstring);
     ``source`` None or blank: the protocol's default (``DEFAULT_SOURCES``).
@@ -167,6 +228,11 @@ def metrics_report(
     embeddings and captions the visage stereotypical pull and salience read (default: the only one,
     else the first by name); they apply to stereotype-markers studies and to any study holding the
     visage pull sets (conditions default / stereotypical / non-stereotypical).
+
+    Findings count *settled* items (every judgement the overlap asks for; a machine labeller's one answer)
+    and, with ``include_partial``, partial ones too (provisional, marked: ``coverage``, each table's
+    ``partial``); ``coverage`` says how many items are settled, partial and unjudged, and ``warning`` why
+    the findings rest on too few items (``annotations.selectors.coverage``).
 
     Raises ValidationFailed for an unknown source, or ``judgements`` where metrics need one label per
     item (every protocol but stereotype-markers and visualness). Reads only; no locks.
@@ -183,12 +249,15 @@ def metrics_report(
             {"source": "not applicable"},
         )
     items = items_info(study)
+    coverage, parsed = findings_coverage(study, parsed, items, include_partial)
+    assert parsed.items is not None
+    counted = {i: info for i, info in items.items() if i in parsed.items}
     report = Report()
     features = visage_features_apply(kind, items)
     if kind is None and not features:
         report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
     elif kind is not None:
-        SECTIONS[kind](study, parsed, items, report)
+        SECTIONS[kind](study, parsed, counted, report)
     if features:
         visage_pull_section(study, items, report, embedding_source)
         visage_salience_section(study, items, report, caption_source)
@@ -199,14 +268,31 @@ def metrics_report(
             "safety filter's black frame, a failed render); they are counted here. The items page lists "
             "them (filter 'blank')."
         )
+    if not coverage.counted and kind is not None:
+        # Nothing counted: a headline number (0 visual attributes, 0 identities) or a row of zero shares
+        # would read as a finding; the tables say "insufficient data" instead.
+        for table in report.tables:
+            if table.key not in FEATURE_TABLES:
+                table.rows = []
+        report.figures = [f for f in report.figures if f.table in FEATURE_TABLES]
+        report.summary = {
+            key: value if key in FEATURE_SUMMARIES else _insufficient(value)
+            for key, value in report.summary.items()
+        }
     available = sources_available(study)
+    counts = coverage.as_dict()
     for table in report.tables:
+        if table.key not in FEATURE_TABLES:
+            table.coverage = counts
         if not table.rows:
             table.empty_reason = (
                 "the notes above say which labeller to run or what to import"
                 if table.key in FEATURE_TABLES
-                else _empty_reason(parsed.name, available)
+                else _empty_reason(parsed.name, available, coverage)
             )
+    for figure in report.figures:
+        if figure.table not in FEATURE_TABLES:
+            figure.title += f" ({coverage.counted} of {coverage.n_items} items: {_counted_words(coverage)})"
     used = (
         f"the default for {kind or 'this protocol'}: {default.why}"
         if parsed.name == default.source
@@ -234,6 +320,9 @@ def metrics_report(
             "embedding_sources": feature_sources(study, EMBEDDING),
             "caption_sources": feature_sources(study, CAPTIONS),
             "n_items": len(items),
+            "coverage": counts,
+            "include_partial": include_partial,
+            "warning": coverage.warning(),
             "summary": report.summary,
             "notes": report.notes,
             "tables": report.tables,
@@ -243,13 +332,16 @@ def metrics_report(
     return report_json
 
 
-def _fingerprint(study: Study, source: str, embeddings: str | None, captions: str | None) -> str:
+def _fingerprint(
+    study: Study, source: str, embeddings: str | None, captions: str | None, include_partial: bool = False
+) -> str:
     annotations = Annotation.objects.filter(study=study).aggregate(n=Count("id"), last=Max("updated_at"))
     entries = StereotypeEntry.objects.filter(study=study).count()
     consensus = ConsensusLabel.objects.filter(study=study).aggregate(n=Count("id"), last=Max("computed_at"))
     items = Item.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
     raw = (
-        f"{study.pk}|{source}|{embeddings}|{captions}|{study.updated_at.isoformat()}|{annotations['n']}|"
+        f"{study.pk}|{source}|{embeddings}|{captions}|{include_partial}|{findings_minimum()}|{study.overlap}|"
+        f"{study.updated_at.isoformat()}|{annotations['n']}|"
         f"{annotations['last']}|{entries}|{items['n']}|{items['last']}|{consensus['n']}|{consensus['last']}|"
         f"{features_fingerprint(study)}"
     )
@@ -262,15 +354,26 @@ def metrics_report_cached(
     source: str | None = None,
     embeddings: str | None = None,
     captions: str | None = None,
+    include_partial: bool = False,
     timeout: int = 3600,
 ) -> dict[str, Any]:
     """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table,
     a stored embedding or caption, or the study changes."""
     key = _fingerprint(
-        study, (source or "").strip() or default_source(study).source, embeddings or None, captions or None
+        study,
+        (source or "").strip() or default_source(study).source,
+        embeddings or None,
+        captions or None,
+        include_partial,
     )
     cached: dict[str, Any] | None = cache.get(key)
     if cached is None:
-        cached = metrics_report(study=study, source=source, embeddings=embeddings, captions=captions)
+        cached = metrics_report(
+            study=study,
+            source=source,
+            embeddings=embeddings,
+            captions=captions,
+            include_partial=include_partial,
+        )
         cache.set(key, cached, timeout)
     return cached

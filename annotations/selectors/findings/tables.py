@@ -31,6 +31,9 @@ class Table:
     n_items: int
     notes: list[str] = field(default_factory=list)
     empty_reason: str | None = None  # set by the report for a table with no rows: why, and where to look
+    # Set by the report: how many items are settled, partial and unjudged, and which it counts
+    # (annotations.selectors.coverage.Coverage.as_dict); None for tables read from machine features.
+    coverage: dict[str, Any] | None = None
 
 
 @dataclass

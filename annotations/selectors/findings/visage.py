@@ -57,7 +57,7 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
     showings: list[visage.Showing] = []
     images_by_identity: dict[str, set[int]] = defaultdict(set)
     if source.kind == JUDGEMENTS:
-        for j in judgements_for(study, "attributes"):
+        for j in judgements_for(study, "attributes", item_ids=source.items):
             names, identity = labels(j.item_id), _identity_of(items[j.item_id])
             chosen = set(j.value or [])
             for key in j.shown if j.shown is not None else names:
@@ -199,8 +199,10 @@ def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemI
     question = study.protocol_obj.question("visual")
     keys = [o.key for o in question.options] + ([question.unsure.key] if question.unsure else [])
     by_item: dict[int, list[str]] = defaultdict(list)
-    for j in judgements_for(study, "visual"):
+    for j in judgements_for(study, "visual", item_ids=source.items):
         by_item[j.item_id].append(j.value)
+    # Items with fewer ratings than the overlap, counted only when the reader includes partial items.
+    partial_terms = {items[i].text for i in by_item if i in (source.short or ())}
     if source.kind == JUDGEMENTS:
         shares = visage.likert_consensus_shares(list(by_item.values()), keys, min_agree=2)
         rows = [[s.label, s.count, s.n_attributes, s.share] for s in shares]
@@ -235,10 +237,14 @@ def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemI
         Table(
             "visual_attributes",
             "Visual attributes (every rating Agree or Strongly Agree)",
-            ["attribute"],
-            [[a] for a in sorted(visual)],
+            ["attribute", "partial"],
+            [[a, a in partial_terms] for a in sorted(visual)],
             n,
-            ["All-agree rule over every judgement (SPEC 5 all-agree-set); a term listed twice counts once."],
+            [
+                "All-agree rule over every judgement (SPEC 5 all-agree-set); a term listed twice counts "
+                f"once. Only terms with every rating the overlap asks for ({study.overlap}) are listed "
+                "unless partial items are included (partial = True: fewer ratings, provisional)."
+            ],
         )
     )
     report.summary["visual_attributes"] = len(visual)
