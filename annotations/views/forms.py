@@ -173,6 +173,14 @@ QUALITY_SETTING_TEXT = {
         "Flag a median time per item below this (seconds)",
     ),
     "max_straight_run": ("Longest run of one answer", "Flag this many identical answers in a row (0: never)"),
+    "straight_margin": (
+        "Straight-lining margin",
+        "… when the annotator gives that answer this much more often (share) than the others do",
+    ),
+    "straight_dominant_share": (
+        "Straight-lining off above this modal share",
+        "… and not on questions where one answer has this share of the others' answers",
+    ),
 }
 
 
