@@ -119,7 +119,9 @@ def axe_violations(page: Any) -> list[str]:
     found = page.evaluate(
         """async () => {
           const result = await axe.run(document, {resultTypes: ["violations"]});
-          return result.violations.map(v => [v.id, v.impact, v.nodes.slice(0, 3).map(n => n.target.join(" "))]);
+          return result.violations.map(
+            v => [v.id, v.impact, v.nodes.slice(0, 3).map(n => n.target.join(" "))]
+          );
         }"""
     )
     return [f"{rule} ({impact}): {', '.join(targets)}" for rule, impact, targets in found]
