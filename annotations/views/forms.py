@@ -93,6 +93,15 @@ class EnrollForm(forms.Form):
     pool = forms.ChoiceField(choices=Annotator.Pool.choices, initial=Annotator.Pool.CROWD)
 
 
+class BulkEnrollForm(forms.Form):
+    usernames = forms.CharField(max_length=50000, widget=forms.Textarea)
+    pool = forms.ChoiceField(choices=Annotator.Pool.choices, initial=Annotator.Pool.CROWD)
+
+
+class UnenrollForm(forms.Form):
+    username = forms.CharField(max_length=150)
+
+
 class ShareForm(forms.Form):
     username = forms.CharField(max_length=150)
 

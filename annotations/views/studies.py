@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import mimetypes
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,6 +19,7 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
@@ -47,6 +49,7 @@ from annotations.services.item_import import items_import
 from annotations.services.labelstudio_import import LabelStudioImportReport, labelstudio_import
 from annotations.views.forms import (
     AnnotationUploadForm,
+    BulkEnrollForm,
     EnrollForm,
     ItemUploadForm,
     LabelStudioCreateForm,
@@ -54,6 +57,7 @@ from annotations.views.forms import (
     ShareForm,
     StudyCreateForm,
     StudySettingsForm,
+    UnenrollForm,
     UploadForm,
 )
 from annotations.views.pages import IMAGE_CSP, form_problems, study_for_page
@@ -471,6 +475,52 @@ def study_enroll(request: HttpRequest, pk: int) -> HttpResponse:
                 )
     else:
         messages.error(request, f"No one was enrolled. {form_problems(form)}")
+    return _to_tab(pk, "people")
+
+
+@login_required
+@require_POST
+def study_enroll_bulk(request: HttpRequest, pk: int) -> HttpResponse:
+    """Enrol several accounts (one per line, or separated by commas or spaces), all or none."""
+    study = study_for_page(request, pk, researcher=True)
+    form = BulkEnrollForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"No one was enrolled. {form_problems(form)}")
+        return _to_tab(pk, "people")
+    names = re.split(r"[\s,;]+", form.cleaned_data["usernames"])
+    try:
+        enrolled = study_services.enrollments_add_many(
+            study=study, usernames=names, pool=form.cleaned_data["pool"], by=request_user(request)
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"{exc.message[:1].upper()}{exc.message[1:]}.")
+    else:
+        messages.success(
+            request,
+            f"{len(enrolled)} account{pluralize(len(enrolled))} enrolled in the "
+            f"{form.cleaned_data['pool']} pool: {', '.join(e.user.username for e in enrolled)}.",
+        )
+    return _to_tab(pk, "people")
+
+
+@login_required
+@require_POST
+def study_unenroll(request: HttpRequest, pk: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True)
+    form = UnenrollForm(request.POST)
+    user = User.objects.filter(username=form.data.get("username", "")).first() if form.is_valid() else None
+    try:
+        if user is None:
+            raise WorkbenchError("No such account is enrolled here.")
+        released = study_services.enrollment_remove(study=study, user=user, by=request_user(request))
+    except WorkbenchError as exc:
+        messages.error(request, f"Not unenrolled: {exc.message}.")
+    else:
+        back = f" {released} item{pluralize(released)} they held went back to the queue." if released else ""
+        messages.success(
+            request,
+            f"{user.username} is unenrolled: they get no more items of this study; their answers stay.{back}",
+        )
     return _to_tab(pk, "people")
 
 
