@@ -281,7 +281,7 @@ def _import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         problem = form_problems(form, "file", "Choose a file to import.")
         messages.error(request, f"Nothing was imported. {problem}")
-        return redirect("study-detail", pk=pk)
+        return _to_tab(pk, "items")
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
@@ -312,7 +312,7 @@ def _import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
                 )
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was imported. {exc.message}")
-    return redirect("study-detail", pk=pk)
+    return _to_tab(pk, "items")
 
 
 @login_required
@@ -324,7 +324,7 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
     items page (``next=items``) or the study page. Every refusal links the manifest template."""
     study = study_for_page(request, pk, researcher=True)
     wants_json = request.headers.get("Accept", "").startswith("application/json")
-    back = redirect("study-items" if request.POST.get("next") == "items" else "study-detail", pk=pk)
+    back = redirect("study-items", pk=pk) if request.POST.get("next") == "items" else _to_tab(pk, "items")
     templates = {fmt: reverse("study-import-template", args=[pk, fmt]) for fmt in MANIFEST_FORMATS}
     form = ItemUploadForm(request.POST, request.FILES)
     try:
@@ -406,7 +406,7 @@ def study_import_labelstudio(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         problem = form_problems(form, "file", "Choose a Label Studio export.")
         messages.error(request, f"Nothing was imported. {problem}")
-        return redirect("study-detail", pk=pk)
+        return _to_tab(pk, "items")
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
@@ -421,7 +421,7 @@ def study_import_labelstudio(request: HttpRequest, pk: int) -> HttpResponse:
             f"{answers.get('created', 0)} answers new, {answers.get('updated', 0)} changed, "
             f"{answers.get('skips', 0)} skips." + (f" {' '.join(report.notes)}." if report.notes else ""),
         )
-    return redirect("study-detail", pk=pk)
+    return _to_tab(pk, "items")
 
 
 @login_required
@@ -434,12 +434,15 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
     refusal = export_refusal(study, fmt)
     if refusal is not None:
         messages.error(request, f"Not exported: {refusal}.")
-        return redirect("study-detail", pk=pk)
+        return _to_tab(pk, "export")
     raw = raw_requested(request.GET.get("raw"))
     if fmt in FILE_FORMATS or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT:
         export_job_create(study=study, user=request_user(request), fmt=fmt, raw=raw)
-        messages.info(request, "The export is being prepared in the background; its link appears below.")
-        return redirect("study-detail", pk=pk)
+        messages.info(
+            request,
+            "The export is being prepared in the background: its status is below, and its link once done.",
+        )
+        return _to_tab(pk, "export")
     return streaming_export(study, fmt, raw=raw)
 
 
