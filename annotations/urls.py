@@ -55,6 +55,11 @@ urlpatterns = [
     path("studies/<int:pk>/findings/", findings.study_findings, name="study-findings"),
     path("studies/<int:pk>/findings/<slug:key>.csv", findings.study_findings_csv, name="study-findings-csv"),
     path(
+        "studies/<int:pk>/findings/stereotypes/",
+        findings.study_stereotypes_import,
+        name="study-stereotypes-import",
+    ),
+    path(
         "studies/<int:pk>/findings/figures/<slug:key>.<str:fmt>",
         findings.study_findings_figure,
         name="study-findings-figure",

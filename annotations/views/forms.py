@@ -71,6 +71,10 @@ class UploadForm(forms.Form):
     file = forms.FileField()
 
 
+class StereotypeTableForm(UploadForm):
+    visual_attributes = forms.FileField(required=False)
+
+
 class AnnotationUploadForm(UploadForm):
     format = forms.ChoiceField(
         choices=[("jsonl", "JSONL"), ("coco", "COCO boxes")], initial="jsonl", required=False
