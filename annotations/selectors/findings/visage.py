@@ -85,7 +85,8 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
     )
     if not entries:
         report.notes.append(
-            "No stereotype table: every attribute counts as random (upload one on this page, or import_seegull)."
+            "No stereotype table: every attribute counts as random "
+            "(upload one on this page, or import_seegull)."
         )
     stereotypes = {
         (i, a) for i, a, na, _o, vis in entries if na is not None and na >= MIN_NA_STEREO and vis is not False
