@@ -201,7 +201,7 @@ def answer_shares(values: Sequence[Any]) -> dict[Hashable, float]:
 
 
 def straight_line_judged(
-    values: Sequence[Any], others: Sequence[Mapping[Hashable, float]], thresholds: Mapping[str, float]
+    values: Sequence[Any], others: Sequence[Mapping[Any, float]], thresholds: Mapping[str, float]
 ) -> tuple[StraightLine, StraightJudgement]:
     """One annotator's answers to one question (submission order), judged against the question's own
     answer shares among the OTHER annotators (``others``: one ``answer_shares`` per other annotator).

@@ -54,7 +54,7 @@ def test_one_of_each_is_singular(owner: User, study: Study) -> None:
         )
     }
     for path, html in pages.items():
-        assert not WRONG.search(html), f"{path}: {WRONG.search(html)}"  # type: ignore[union-attr]
+        assert not WRONG.search(html), f"{path}: {WRONG.search(html)}"
     assert "1 item ·" in pages[f"/studies/{study.pk}/items/"]
     assert "1 item · 1 human annotator ·" in pages[f"/studies/{study.pk}/agreement/"]
     assert ">1 item</a>" in pages[f"/studies/{study.pk}/"]
