@@ -153,7 +153,7 @@ def check_the_plan(nurses: Study) -> None:
     call_command("intermit", str(nurses.pk), "--axes", "gender,environment", stdout=out)
     text = out.getvalue()
     assert "tau = 0.5000" in text and "next axis: environment (gamma 0.5000" in text
-    assert "gender: p = 0.500, w_bar = 1.0000 (n = 2)" in text
+    assert "gender: p = 0.500, w_bar = 1.0000 (n = 2; D* uniform)" in text
     page = Client()
     page.force_login(nurses.owner)
     html = page.get(
@@ -535,6 +535,9 @@ def test_a_target_distribution_other_than_uniform(two_male_nurses) -> None:
     ).content.decode()
     assert "Target D*: gender <strong>male 0.800, female 0.200</strong>" in html
     assert "τ = <strong>0.2500</strong>" in html
+    out = io.StringIO()
+    call_command("intermit", str(study.pk), "--axes", "gender", "--targets", "gender=0.8,0.2", stdout=out)
+    assert "gender: p = 1.000, w_bar = 0.2500 (n = 2; D* male 0.800, female 0.200)" in out.getvalue()
     # a loop keeps its D*: its stages are measured against it
     from mitigation.selectors import intermit_params_parse, loop_params
     from mitigation.services import mitigation_loop_create
