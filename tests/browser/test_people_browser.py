@@ -53,14 +53,14 @@ def test_bulk_enrol_all_or_none_and_unenrol(browser: Any, server: Any, studies: 
     people = page.locator("#people")
     people.get_by_text("Enrol several accounts at once").click()
     assert unlabelled_inputs(page) == []
-    page.get_by_label("Accounts: usernames").fill("ann1, ann2\nghost")
+    page.get_by_label("Usernames to enrol").fill("ann1, ann2\nghost")
     page.get_by_label("Pool", exact=True).last.select_option("expert")
     page.get_by_role("button", name="Enrol all").click()
     expect(page.locator(".messages")).to_contain_text("Nobody was enrolled")
     expect(page.locator(".messages")).to_contain_text("ghost")
     assert set(Enrollment.objects.filter(study=second).values_list("user__username", flat=True)) == {"keeper"}
     page.get_by_text("Enrol several accounts at once").click()
-    page.get_by_label("Accounts: usernames").fill("ann1\nann2, ann3")
+    page.get_by_label("Usernames to enrol").fill("ann1\nann2, ann3")
     page.get_by_role("button", name="Enrol all").click()
     expect(page.locator(".messages")).to_contain_text(
         "3 accounts enrolled in the crowd pool: ann1, ann2, ann3"
