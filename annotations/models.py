@@ -856,6 +856,8 @@ QUALITY_SETTINGS: dict[str, tuple[float, float, float, bool]] = {
     "loo_min_n": (DEFAULT_THRESHOLDS["loo_min_n"], 1, 100000, True),
     "min_median_seconds": (DEFAULT_THRESHOLDS["min_median_seconds"], 0.0, 3600.0, False),
     "max_straight_run": (DEFAULT_THRESHOLDS["max_straight_run"], 0, 100000, True),
+    "straight_margin": (DEFAULT_THRESHOLDS["straight_margin"], 0.0, 1.0, False),
+    "straight_dominant_share": (DEFAULT_THRESHOLDS["straight_dominant_share"], 0.0, 1.0, False),
 }
 
 
@@ -888,6 +890,8 @@ class StudyQualitySettings(models.Model):
     loo_min_n = _quality_field("loo_min_n")
     min_median_seconds = _quality_field("min_median_seconds")
     max_straight_run = _quality_field("max_straight_run")
+    straight_margin = _quality_field("straight_margin")
+    straight_dominant_share = _quality_field("straight_dominant_share")
 
     class Meta:
         verbose_name_plural = "study quality settings"

@@ -2,9 +2,12 @@
 
 ``model_folders`` lists the diffusers folders (those with a ``model_index.json``) under
 ``WORKBENCH_MODEL_DIRS``, one and two levels deep (``models/sd-turbo`` and ``models/org/sd-turbo``).
-``cuda_status`` says whether torch sees a CUDA device *in this process*: generation runs in the Celery
-workers on the ``gpu`` queue, which may sit on another machine, so the page says it is this server's
-view (docs/generation.md). torch is imported on first use only and the answer is kept.
+``cuda_status`` says whether torch sees a CUDA device *in this process*; it is called only in the
+Celery workers of the ``gpu`` queue (where generation runs, maybe on another machine): each such worker
+records what it sees (``worker_device_record``, a ``WorkerDevice`` row) when it starts and when it
+runs a job, and the generation page reads those rows (``worker_devices_seen``). The web process never
+imports torch for the page (importing it and probing CUDA took 3-5 s on a page's first hit; issue 25).
+torch is imported on first use only and the answer is kept.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
+
+from generation.models import WorkerDevice
 
 MAX_FOLDERS_LISTED = 50
 
@@ -83,3 +89,27 @@ def cuda_status() -> CudaStatus:
 def hub_offline() -> bool:
     """Whether hub ids can only come from the local cache (``HF_HUB_OFFLINE``, set by ``make run``)."""
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def worker_device_record(hostname: str) -> WorkerDevice:
+    """Record what this worker process sees of CUDA (called in a ``gpu`` worker; imports torch)."""
+    status = cuda_status()
+    row, _created = WorkerDevice.objects.update_or_create(
+        hostname=hostname[:255],
+        defaults={
+            "cuda_available": status.available,
+            "device": status.device[:200],
+            "torch_version": status.torch_version[:64],
+            "problem": status.problem[:1000],
+            "seen_at": timezone.now(),
+        },
+    )
+    return row
+
+
+MAX_WORKERS_SHOWN = 10
+
+
+def worker_devices_seen() -> list[WorkerDevice]:
+    """The ``gpu`` workers that recorded what they see of CUDA, the most recently seen first."""
+    return list(WorkerDevice.objects.order_by("-seen_at")[:MAX_WORKERS_SHOWN])

@@ -71,3 +71,22 @@ class GenerationFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.external_id}: {self.reason[:60]}"
+
+
+class WorkerDevice(models.Model):
+    """What a Celery worker of the ``gpu`` queue saw of CUDA, recorded by the worker itself when it
+    starts and when it runs a generation job (``generation/environment.py``), so that the generation
+    page says what the workers see without importing torch in the web process."""
+
+    hostname = models.CharField(max_length=255, unique=True, help_text="The worker's Celery node name")
+    cuda_available = models.BooleanField(default=False)
+    device = models.CharField(max_length=200, blank=True, help_text="The first CUDA device's name")
+    torch_version = models.CharField(max_length=64, blank=True)
+    problem = models.CharField(max_length=1000, blank=True, help_text="Why torch could not say")
+    seen_at = models.DateTimeField(help_text="When the worker last recorded this")
+
+    class Meta:
+        ordering = ["-seen_at"]
+
+    def __str__(self) -> str:
+        return f"{self.hostname}: CUDA {'available' if self.cuda_available else 'not available'}"

@@ -14,7 +14,7 @@ from annotations.access import request_user
 from annotations.models import Study
 from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import WorkbenchError
-from generation.environment import cuda_status, hub_offline, model_folders
+from generation.environment import hub_offline, model_folders, worker_devices_seen
 from generation.models import GenerationJob
 from generation.prompts.sets import PromptSetError, prompt_set_build
 from generation.services import (
@@ -110,7 +110,7 @@ def study_generation(request: HttpRequest, pk: int) -> HttpResponse:
             "jobs": jobs,
             "folders": folders,
             "models": models,
-            "cuda": cuda_status(),
+            "workers": worker_devices_seen(),
             "offline": hub_offline(),
             # No folder and no way to download: nothing could run; the form is shown disabled.
             "blocked": not models and hub_offline(),

@@ -8,7 +8,8 @@ The study side (``annotations/selectors/quality.py``) reads the rows; these func
   answer of the OTHER counted annotators; agreement rate = matches / comparable units
   (``leave_one_out_coded``: the same on integer codes with numpy, for large studies).
 - ``straight_lining``: the longest run of identical answers to one question in submission
-  order, and the share of the modal answer.
+  order, and the share of the modal answer; ``straight_line_judged``: is that run straight-lining,
+  judged against the question's own shares among the other annotators?
 - ``quality_flags``: which of those cross the study's thresholds.
 """
 
@@ -30,7 +31,9 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "loo_margin": 0.2,  # flag when LOO agreement < study median - margin ...
     "loo_min_n": 10,  # ... counting only annotators with at least this many comparisons
     "min_median_seconds": 3.0,  # flag when the median time per item < this
-    "max_straight_run": 10,  # flag when the longest run of one answer >= this
+    "max_straight_run": 10,  # flag when the longest run of one answer >= this ...
+    "straight_margin": 0.3,  # ... and its answer's share is this much above the others' share of it ...
+    "straight_dominant_share": 0.9,  # ... on a question whose modal share among the others is below this
 }
 
 
@@ -177,6 +180,74 @@ def straight_lining(values: Sequence[Any]) -> StraightLine:
     )
 
 
+@dataclass(frozen=True)
+class StraightJudgement:
+    """Whether one question's longest run is straight-lining, and why (``straight_line_judged``)."""
+
+    flagged: bool
+    own_share: float | None  # the run's answer's share among this annotator's answers to the question
+    others_share: float | None  # the same answer's share among the others' answers (None: no others)
+    others_modal_share: float | None  # the question's modal share among the others
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def answer_shares(values: Sequence[Any]) -> dict[Hashable, float]:
+    """Each answer's share of ``values`` (answers compared as ``answer_key``)."""
+    counts = Counter(answer_key(value) for value in values)
+    return {key: n / len(values) for key, n in counts.items()}
+
+
+def straight_line_judged(
+    values: Sequence[Any], others: Sequence[Mapping[Any, float]], thresholds: Mapping[str, float]
+) -> tuple[StraightLine, StraightJudgement]:
+    """One annotator's answers to one question (submission order), judged against the question's own
+    answer shares among the OTHER annotators (``others``: one ``answer_shares`` per other annotator).
+
+    The others' share of an answer is the median over them of each one's share (so that one other
+    straight-liner does not move it). A long run of one answer is natural where that answer is common
+    (a "no" to "is there text in the background?"), so a run is straight-lining only when all hold:
+
+    - it is at least ``max_straight_run`` long (0: never flag);
+    - the question is not dominated by one answer: no answer has an others' share of
+      ``straight_dominant_share`` or more (there, a run says nothing);
+    - the annotator gives the run's answer at least ``straight_margin`` more often (as a share of their
+      answers to the question) than the others do.
+
+    With no other annotator's answers to the question there is nothing to judge against, and the run
+    alone decides (a run of ``max_straight_run`` is flagged).
+    """
+    line = straight_lining(values)
+    run_at_least = thresholds["max_straight_run"]
+    if not values:
+        return line, StraightJudgement(False, None, None, None, "no answers")
+    own_share = answer_shares(values)[answer_key(line.run_value)]
+    if not others:
+        flagged = line.longest_run >= run_at_least > 0
+        return line, StraightJudgement(
+            flagged, own_share, None, None, "no other annotator answered this question: the run alone decides"
+        )
+    answers = {key for shares in others for key in shares}
+    reference = {key: statistics.median(shares.get(key, 0.0) for shares in others) for key in answers}
+    others_share = reference.get(answer_key(line.run_value), 0.0)
+    modal = max(reference.values())
+    if not line.longest_run >= run_at_least > 0:
+        reason = f"the longest run, {line.longest_run}, is below {run_at_least:g}"
+        flagged = False
+    elif modal >= thresholds["straight_dominant_share"]:
+        reason = f"one answer dominates this question (share {modal:.2f} among the others)"
+        flagged = False
+    elif own_share - others_share < thresholds["straight_margin"] - EPSILON:
+        reason = f"this answer's share, {own_share:.2f}, is close to the others' {others_share:.2f}"
+        flagged = False
+    else:
+        reason = f"this answer's share, {own_share:.2f}, is far above the others' {others_share:.2f}"
+        flagged = True
+    return line, StraightJudgement(flagged, own_share, others_share, modal, reason)
+
+
 def median_or_none(values: Sequence[float]) -> float | None:
     return float(statistics.median(values)) if values else None
 
@@ -212,7 +283,7 @@ def quality_flags(
     loo: Score,
     study_loo_median: float | None,
     median_seconds: float | None,
-    longest_run: int,
+    straight: tuple[str, StraightLine, StraightJudgement] | None,
     thresholds: Mapping[str, float],
 ) -> list[Flag]:
     """The flags one annotator earns against ``thresholds`` (see ``DEFAULT_THRESHOLDS``)."""
@@ -250,11 +321,18 @@ def quality_flags(
         flags.append(
             Flag("speed", f"median {median_seconds:.1f} s per item < {thresholds['min_median_seconds']:g} s")
         )
-    if longest_run >= thresholds["max_straight_run"] > 0:
+    if straight is not None and straight[2].flagged:
+        question, line, judged = straight
+        shares = (
+            ""
+            if judged.others_share is None
+            else f"; {judged.own_share:.2f} of their answers, {judged.others_share:.2f} of the others'"
+        )
         flags.append(
             Flag(
                 "straight_lining",
-                f"the same answer {longest_run} times in a row (>= {thresholds['max_straight_run']:g})",
+                f"{question}: the same answer {line.longest_run} times in a row "
+                f"(>= {thresholds['max_straight_run']:g}){shares}",
             )
         )
     return flags

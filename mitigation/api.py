@@ -41,6 +41,11 @@ class LoopCreateSerializer(serializers.Serializer[dict[str, Any]]):
         child=serializers.FloatField(), required=False, help_text="p, one per axis (default: equal)"
     )
     epsilon = serializers.FloatField(required=False, default=0.35)
+    targets = serializers.DictField(
+        child=serializers.ListField(child=serializers.FloatField()),
+        required=False,
+        help_text="D*: axis -> one share per option, in the axis's order (an axis left out: uniform)",
+    )
     group = serializers.CharField(max_length=200, required=False, help_text="The prompt group, e.g. nurse")
     labeller = serializers.CharField(
         max_length=220, required=False, help_text="A machine labeller NAME[@VERSION]; omit: people label"
@@ -65,6 +70,9 @@ class StudyInterMitPlanView(APIView):
             OpenApiParameter("weights", str, description="p, comma-separated (default: equal)"),
             OpenApiParameter("epsilon", float, description="default 0.35"),
             OpenApiParameter(
+                "targets", str, description="D*: AXIS=SHARE,SHARE,...;AXIS=... (an axis left out: uniform)"
+            ),
+            OpenApiParameter(
                 "group", str, description="the prompt group (needed when the study has several)"
             ),
             OpenApiParameter("source", str, description="consensus (default) or LABELLER[@VERSION]"),
@@ -80,6 +88,7 @@ class StudyInterMitPlanView(APIView):
             weights=q.get("weights"),
             epsilon=q.get("epsilon"),
             group=q.get("group"),
+            targets=q.get("targets"),
         )
         return Response(intermit_plan(study, params, q.get("source") or CONSENSUS))
 
@@ -109,6 +118,7 @@ class StudyInterMitLoopsView(APIView):
             weights=values.get("weights"),
             epsilon=values["epsilon"],
             group=values.get("group"),
+            targets=values.get("targets"),
         )
         spec = model_spec_from_dict(values["model"])
         model_source_check(spec.source)

@@ -24,6 +24,9 @@ class MitigationLoop(models.Model):
     axes = models.JSONField(help_text="B*: the axes to debias, in order")
     weights = models.JSONField(help_text="p: axis -> priority weight, summing to 1")
     epsilon = models.FloatField(default=0.35, help_text="Stop when tau <= epsilon")
+    targets = models.JSONField(
+        default=dict, blank=True, help_text="D*: axis -> shares per option (an axis left out: uniform)"
+    )
     annotator = models.ForeignKey(
         "annotations.Annotator",
         null=True,

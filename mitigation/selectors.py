@@ -18,7 +18,7 @@ derived disability axis the findings use) and the numbers come from ``metrics.bi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,12 +58,15 @@ def mitigation_loop_get_for_user(*, user: User, id: int, write: bool = False) ->
 
 @dataclass(frozen=True)
 class InterMitParams:
-    """A researcher's choice: the prompt group, B* (in order), p (normalised to sum 1) and epsilon."""
+    """A researcher's choice: the prompt group, B* (in order), p (normalised to sum 1), epsilon, and the
+    target distribution D* of the axes that do not aim at uniform (paper A.10: user-given), each a share
+    per option in the axis's option order, summing to 1."""
 
     group: str
     axes: list[str]
     weights: dict[str, float]
     epsilon: float
+    targets: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -147,6 +150,7 @@ def intermit_params_parse(
     weights: str | Sequence[Any] | None = None,
     epsilon: Any = None,
     group: str | None = None,
+    targets: str | Mapping[str, Any] | None = None,
 ) -> InterMitParams:
     """Validate a choice of B*, p, epsilon and prompt group for ``study``; ValidationFailed says what is
     wrong (a bias-axes study only; axes it labels and the mitigation prompts can write; one weight per
@@ -200,7 +204,57 @@ def intermit_params_parse(
             f"no prompt group {group!r} in this study; its groups: {', '.join(groups) or 'none'}",
             {"group": "unknown"},
         )
-    return InterMitParams(group, chosen, {a: v / total for a, v in zip(chosen, values, strict=True)}, eps)
+    return InterMitParams(
+        group,
+        chosen,
+        {a: v / total for a, v in zip(chosen, values, strict=True)},
+        eps,
+        targets_parse(study, targets),
+    )
+
+
+def targets_parse(study: Study, given: str | Mapping[str, Any] | None) -> dict[str, list[float]]:
+    """D* per axis from ``AXIS=SHARE,SHARE,...;AXIS=...`` (or a mapping axis -> shares): one share per
+    option of the axis, in the axis's option order (``bias_axes``), non-negative with a positive sum
+    (normalised to 1). An axis left out aims at uniform. ValidationFailed says what is wrong."""
+    if not given:
+        return {}
+    if isinstance(given, str):
+        pairs: list[tuple[str, Any]] = []
+        for part in (p.strip() for p in given.split(";")):
+            if not part:
+                continue
+            axis, sep, shares = part.partition("=")
+            if not sep:
+                raise ValidationFailed(
+                    f"write each target as AXIS=SHARE,SHARE,... (got {part[:40]!r})", {"targets": "format"}
+                )
+            pairs.append((axis.strip(), shares))
+    elif isinstance(given, Mapping):
+        pairs = list(given.items())
+    else:
+        raise ValidationFailed("targets must be AXIS=SHARE,... text or an object", {"targets": "format"})
+    options = bias_axes(study)
+    parsed: dict[str, list[float]] = {}
+    for axis, shares in pairs:
+        if axis not in options:
+            raise ValidationFailed(
+                f"no axis {axis!r} for a target; this study's axes are {', '.join(options)}",
+                {"targets": "unknown axis"},
+            )
+        values = [_number(v, "targets") for v in _split(shares)]
+        if len(values) != len(options[axis]):
+            raise ValidationFailed(
+                f"the target of {axis} needs one share per option ({len(options[axis])}: "
+                f"{', '.join(options[axis])}), not {len(values)}",
+                {"targets": "count"},
+            )
+        if any(v < 0 for v in values) or sum(values) <= 0:
+            raise ValidationFailed(
+                f"the target of {axis} must be non-negative with a positive sum", {"targets": "invalid"}
+            )
+        parsed[axis] = [v / sum(values) for v in values]
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -248,7 +302,7 @@ def _stage(
     base = [i for i in images if i.person and i.condition == biasconnect.BASE_CONDITION]
     n_axis = {a: biasconnect.distribution((i.labels.get(a) for i in base), axes[a]).n for a in axes}
     try:
-        matrix = biasconnect.intersectional_sensitivity(images, axes)
+        matrix = biasconnect.intersectional_sensitivity(images, axes, targets=params.targets)
     except ValueError as exc:
         return Stage(name, len(images), len(base), {}, n_axis, None, None, str(exc))
     w_bar = dict(matrix.w_initial)
@@ -329,6 +383,7 @@ def intermit_plan(study: Study, params: InterMitParams, source: str = CONSENSUS)
             "axes": params.axes,
             "weights": params.weights,
             "epsilon": params.epsilon,
+            "targets": targets_shown(study, params),
             "source": parsed.name,
             "stage": stage.as_dict(),
             "plan": _next(stage, params, ()),
@@ -336,6 +391,20 @@ def intermit_plan(study: Study, params: InterMitParams, source: str = CONSENSUS)
         }
     )
     return result
+
+
+def targets_shown(study: Study, params: InterMitParams) -> dict[str, dict[str, Any]]:
+    """D* of each axis: its options, their target shares, and whether it is the uniform default."""
+    shown = {}
+    for axis, options in bias_axes(study).items():
+        shares = params.targets.get(axis) or biasconnect.uniform_target(len(options))
+        shown[axis] = {
+            "options": options,
+            "shares": shares,
+            "pairs": [[option, share] for option, share in zip(options, shares, strict=True)],
+            "uniform": axis not in params.targets,
+        }
+    return shown
 
 
 def labeller_by_name(value: str | None) -> Annotator | None:
@@ -355,7 +424,13 @@ def labeller_by_name(value: str | None) -> Annotator | None:
 
 
 def loop_params(loop: MitigationLoop) -> InterMitParams:
-    return InterMitParams(loop.group, list(loop.axes), dict(loop.weights), loop.epsilon)
+    return InterMitParams(
+        loop.group,
+        list(loop.axes),
+        dict(loop.weights),
+        loop.epsilon,
+        {a: list(v) for a, v in loop.targets.items()},
+    )
 
 
 def loop_source(loop: MitigationLoop) -> str:

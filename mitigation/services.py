@@ -73,6 +73,7 @@ def mitigation_loop_create(
         axes=params.axes,
         weights=params.weights,
         epsilon=params.epsilon,
+        targets=params.targets,
         annotator=annotator,
         model_spec=model_spec_to_dict(spec),
         model_label=(model_label or model_label_for(spec))[:120],

@@ -52,6 +52,13 @@ class PlanForm(forms.Form):
     epsilon = forms.FloatField(
         initial=DEFAULT_EPSILON, min_value=0, max_value=1, help_text="Stop when tau <= epsilon"
     )
+    targets = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Target distribution D* (optional)",
+        help_text="AXIS=SHARE,SHARE,...; one share per option in the axis's order, axes separated by ';' "
+        "(e.g. gender=0.5,0.5); an axis left out aims at uniform",
+    )
     source = forms.ChoiceField(label="Labels from", required=False)
 
     def __init__(self, *args: Any, study: Study, **kwargs: Any) -> None:
@@ -103,6 +110,7 @@ def study_intermit(request: HttpRequest, pk: int) -> HttpResponse:
                 weights=form.cleaned_data["weights"],
                 epsilon=form.cleaned_data["epsilon"],
                 group=form.cleaned_data["group"],
+                targets=form.cleaned_data["targets"],
             )
             if request.method == "POST":
                 study = _study(request, pk, write=True)

@@ -9,8 +9,8 @@
   (boxes excepted), the plurality answer of the OTHER humans who count (not excluded); ties and
   items nobody else answered are not comparable;
 - median seconds per item (the time the task page measured, else lease to submit);
-- straight-lining: the longest run of one answer to the same question in submission order, and that
-  question's modal share;
+- straight-lining: the longest run of one answer to the same question in submission order, judged
+  against that question's own answer shares among the other annotators (``straight_line_judged``);
 - flags against the study's thresholds (``selectors.controls.quality_settings``).
 
 Excluding and reinstating (writes) are in ``services/quality.py``.
@@ -52,14 +52,17 @@ from annotations.selectors.pools import pools_in_study
 from metrics.quality import (
     Flag,
     Score,
+    StraightJudgement,
+    StraightLine,
     answer_key,
+    answer_shares,
     control_score,
     leave_one_out_agreement,
     leave_one_out_coded,
     loo_median,
     median_or_none,
     quality_flags,
-    straight_lining,
+    straight_line_judged,
 )
 
 
@@ -172,6 +175,12 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
         if not control:
             per_question[key].add(item_id, annotator_id, answer, annotator_id in voters)
     loo = _loo_scores(per_question)
+    # each counted human's answer shares per question: the reference a run is judged against
+    shares: dict[str, dict[int, dict[Any, float]]] = defaultdict(dict)
+    for annotator_id, answered in in_order.items():
+        if annotator_id in voters:
+            for key, values in answered.items():
+                shares[key][annotator_id] = answer_shares(values)
     median_loo = loo_median([score for a, score in loo.items() if a in voters], min_n=thresholds["loo_min_n"])
 
     times: dict[int, list[float]] = defaultdict(list)
@@ -195,16 +204,25 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
         failed = sum(1 for passed in attention if not passed)
         agreement = loo.get(annotator.pk, Score(0, 0, None))
         median_seconds = median_or_none(times.get(annotator.pk, []))
-        runs = {key: straight_lining(values) for key, values in in_order.get(annotator.pk, {}).items()}
-        worst_key = max(runs, key=lambda k: (runs[k].longest_run, runs[k].modal_share or 0, k), default=None)
-        worst = runs[worst_key] if worst_key is not None else None
+        runs = {
+            key: straight_line_judged(
+                values, [mine for a, mine in shares[key].items() if a != annotator.pk], thresholds
+            )
+            for key, values in in_order.get(annotator.pk, {}).items()
+        }
+        worst_key = max(
+            runs,
+            key=lambda k: (runs[k][1].flagged, runs[k][0].longest_run, runs[k][0].modal_share or 0, k),
+            default=None,
+        )
+        worst: tuple[StraightLine, StraightJudgement] | None = runs[worst_key] if worst_key else None
         flags = quality_flags(
             gold=gold,
             attention_failed=failed,
             loo=agreement,
             study_loo_median=median_loo,
             median_seconds=median_seconds,
-            longest_run=worst.longest_run if worst else 0,
+            straight=(worst_key, worst[0], worst[1]) if worst_key and worst else None,
             thresholds=thresholds,
         )
         qualification: Qualification | None = None
@@ -230,7 +248,9 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
                 "attention": {"passed": len(attention) - failed, "failed": failed},
                 "agreement": {"n": agreement.n, "agree": agreement.correct, "rate": agreement.rate},
                 "median_seconds": None if median_seconds is None else round(median_seconds, 1),
-                "straight_line": None if worst is None else {"question": worst_key, **worst.to_dict()},
+                "straight_line": None
+                if worst is None
+                else {"question": worst_key, **worst[0].to_dict(), "judged": worst[1].to_dict()},
                 "qualification": qualification.to_dict() if qualification else None,
                 "flags": [flag.to_dict() for flag in flags],
                 "excluded": exclusion is not None,
@@ -282,6 +302,11 @@ def claim_refusal(*, study: Study, annotator: Annotator) -> Refusal | None:
             False, "there are no qualification items left for you at the moment; please come back later"
         )
     return None
+
+
+def annotator_answer_count(*, study: Study, annotator: Annotator) -> int:
+    """How many answers one annotator gave in the study (what excluding them stops counting)."""
+    return Annotation.objects.filter(study=study, annotator=annotator).count()
 
 
 def exclusion_history(study: Study) -> list[AnnotatorExclusion]:

@@ -7,9 +7,16 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
-from annotations.access import accounts_enrollable_by, enrollment_check, studies_writable_by
-from annotations.models import Annotator, Enrollment, Participant, Pool, Study, User
+from annotations.access import (
+    accounts_enrollable_by,
+    enrollable_account_get,
+    enrollment_check,
+    studies_writable_by,
+    study_can_write,
+)
+from annotations.models import Annotator, Assignment, Enrollment, Participant, Pool, Study, User
 from annotations.protocols.schema import (
     Protocol,
     ProtocolError,
@@ -19,7 +26,7 @@ from annotations.protocols.schema import (
 )
 from annotations.selectors.studies import launch_refusal
 from annotations.services.study_options import study_options_replace
-from common.errors import NotAllowed, ValidationFailed
+from common.errors import Conflict, NotAllowed, NotFoundError, ValidationFailed, WorkbenchError
 
 MAX_OVERLAP = 100
 
@@ -215,6 +222,64 @@ def enrollment_add(
     if changed:
         enrollment.save(update_fields=changed)
     return enrollment
+
+
+MAX_ENROLLED_AT_ONCE = 500
+
+
+@transaction.atomic
+def enrollments_add_many(*, study: Study, usernames: list[str], pool: str, by: User) -> list[Enrollment]:
+    """Enrol several accounts at once in ``pool``, all or none: each name is held to the same rule as
+    one enrolment (``enrollable_account_get``, ``enrollment_add``); when any is refused nobody is
+    enrolled and the error names every refused account."""
+    names = list(dict.fromkeys(name.strip() for name in usernames if name.strip()))
+    if not names:
+        raise ValidationFailed("name at least one account", {"usernames": "empty"})
+    if len(names) > MAX_ENROLLED_AT_ONCE:
+        raise ValidationFailed(
+            f"at most {MAX_ENROLLED_AT_ONCE} accounts at once ({len(names)} given)", {"usernames": "too many"}
+        )
+    enrolled, problems = [], []
+    for name in names:
+        try:
+            user = enrollable_account_get(by=by, username=name)
+            with transaction.atomic():
+                enrolled.append(enrollment_add(study=study, user=user, pool=pool, by=by))
+        except WorkbenchError as exc:
+            problems.append(exc.message)
+    if problems:
+        raise ValidationFailed(
+            f"nobody was enrolled: {'; '.join(problems)}", {"usernames": "; ".join(problems)}
+        )
+    return enrolled
+
+
+@transaction.atomic
+def enrollment_remove(*, study: Study, user: User, by: User) -> int:
+    """Unenrol an account: it gets no more items of the study and its live leases go back (returns how
+    many). Its answers stay and keep counting (exclude it to stop that: ``services/quality.py``).
+    Refused for an account that joined through an invitation (it belongs to this study) and for an
+    enrolment holding demographic answers (removing it would lose them)."""
+    if not study_can_write(by, study):
+        raise NotAllowed("you may read this study but not change it")
+    enrollment = Enrollment.objects.select_for_update().filter(study=study, user=user).first()
+    if enrollment is None:
+        raise NotFoundError(f"{user.username} is not enrolled in this study")
+    if Participant.objects.filter(user=user, study=study).exists():
+        raise Conflict(
+            f"{user.username} joined through an invitation link and belongs to this study: exclude them "
+            "on the progress page instead"
+        )
+    if enrollment.attributes:
+        raise Conflict(
+            f"{user.username} gave demographic answers to this study; unenrolling would lose them: "
+            "exclude them on the progress page instead"
+        )
+    released = Assignment.objects.filter(
+        study=study, annotator__user=user, status=Assignment.Status.LEASED
+    ).update(status=Assignment.Status.EXPIRED, lease_expires_at=timezone.now())
+    enrollment.delete()
+    return released
 
 
 @transaction.atomic

@@ -8,6 +8,7 @@ no rows (or nothing to draw) gives a picture that says so and why, never an erro
 from __future__ import annotations
 
 import io
+import textwrap
 from typing import Any
 
 from matplotlib.figure import Figure
@@ -225,29 +226,54 @@ def comparison_numeric_values(table: dict[str, Any]) -> list[str]:
     ]
 
 
-def comparison_figure_render(
-    comparison: dict[str, Any], table_key: str, value: str | None, fmt: str
-) -> bytes | None:
-    """PNG or SVG bytes: per group, one horizontal bar per side for ``value`` (default: the first numeric
-    value column) of one aligned table of a comparison (``services.comparison``); None when there is none.
+def comparison_legend_names(
+    comparison: dict[str, Any], table: dict[str, Any], ns: dict[str, list[Any]]
+) -> dict[str, str]:
+    """Each side's legend entry: its letter, what it is (study, condition, model, the where filters and the
+    label source: ``description``) and the n behind its bars (the n per group drawn, and the items of the
+    table), wrapped so that no entry is wider than the figure."""
+    sides = {d["label"]: d for d in comparison["sides"]}
+    names = {}
+    for label in table["sides"]:
+        counts = sorted(n for n in ns.get(label, []) if isinstance(n, int))
+        per_group = (
+            ""
+            if not counts
+            else f"n = {counts[0]} per group"
+            if counts[0] == counts[-1]
+            else f"n = {counts[0]}-{counts[-1]} per group"
+        )
+        items = table["n_items"][label]
+        n = f"{per_group}; {items} items in all" if per_group else f"{items} items in all"
+        text = f"{label}: {sides[label]['description']} ({n})"
+        names[label] = plain_text(textwrap.fill(text, width=LEGEND_WIDTH, subsequent_indent="    "))
+    return names
 
-    At most MAX_BARS groups (the first ones, in the table's order); the title says how many are left out, each
-    bar is labelled with the n behind it, and the legend gives each side's items behind the table.
-    """
+
+LEGEND_WIDTH = 95  # characters per legend line at fontsize 7 in the 7.5-inch figure
+
+
+def comparison_figure(comparison: dict[str, Any], table_key: str, value: str | None) -> Figure | None:
+    """The comparison figure of ``comparison_figure_render``, undrawn (None when there is none)."""
     table = next((t for t in comparison["tables"] if t["key"] == table_key), None)
-    if table is None or fmt not in FORMATS:
+    if table is None:
         return None
     numeric = comparison_numeric_values(table)
     value = value if value in numeric else (numeric[0] if numeric else None)
     if value is None:
         return None
     index = {c: i for i, c in enumerate(table["columns"])}
-    sides = {d["label"]: d for d in comparison["sides"]}
     rows = table["rows"][:MAX_BARS]
     n_keys = len(table["key_columns"])
     groups = [plain_text(" / ".join(str(v) for v in row[:n_keys]) or "(all)") for row in rows]
+    ns = {label: [row[index[f"n [{label}]"]] for row in rows] for label in table["sides"]}
+    names = comparison_legend_names(comparison, table, ns)
+    legend_lines = sum(name.count("\n") + 1 for name in names.values())
     fig = Figure(
-        figsize=(7.5, max(3.5, 1.2 + 0.28 * len(rows) * max(1, len(table["sides"])) / 2)),
+        figsize=(
+            7.5,
+            max(3.5, 1.2 + 0.28 * len(rows) * max(1, len(table["sides"])) / 2 + 0.15 * legend_lines),
+        ),
         layout="constrained",
     )
     ax = fig.add_subplot()
@@ -258,13 +284,10 @@ def comparison_figure_render(
         xs = [
             float(x) if isinstance(x, int | float) and not isinstance(x, bool) else float("nan") for x in xs
         ]
-        side = sides[label]
-        name = plain_text(f"{label}: {side['name'][:40]} ({side['source']}), {table['n_items'][label]} items")
-        bars = ax.barh(ys, xs, height=height, label=name)
-        ns = [row[index[f"n [{label}]"]] for row in rows]
+        bars = ax.barh(ys, xs, height=height, label=names[label])
         ax.bar_label(
             bars,
-            labels=["" if n is None or x != x else f"n={n}" for n, x in zip(ns, xs, strict=True)],
+            labels=["" if n is None or x != x else f"n={n}" for n, x in zip(ns[label], xs, strict=True)],
             fontsize=6,
             padding=2,
         )
@@ -272,8 +295,26 @@ def comparison_figure_render(
     ax.invert_yaxis()
     ax.set_xlabel(plain_text(value))
     ax.axvline(0, color="grey", linewidth=0.6)
-    fig.legend(fontsize=7, loc="outside lower center", ncols=min(2, len(table["sides"])))
+    fig.legend(fontsize=7, loc="outside lower center", ncols=1)
     left_out = len(table["rows"]) - len(rows)
     more = f", first {len(rows)} of {len(table['rows'])} groups" if left_out else ""
     fig.suptitle(plain_text(f"{table['title']}: {value} per group{more}"), fontsize=10)
+    return fig
+
+
+def comparison_figure_render(
+    comparison: dict[str, Any], table_key: str, value: str | None, fmt: str
+) -> bytes | None:
+    """PNG or SVG bytes: per group, one horizontal bar per side for ``value`` (default: the first numeric
+    value column) of one aligned table of a comparison (``services.comparison``); None when there is none.
+
+    At most MAX_BARS groups (the first ones, in the table's order); the title says how many are left out, each
+    bar is labelled with the n behind it, and the legend names each side (study, condition, model, filters,
+    source) with the n per group and the table's items, one side a line, wrapped (never clipped).
+    """
+    if fmt not in FORMATS:
+        return None
+    fig = comparison_figure(comparison, table_key, value)
+    if fig is None:
+        return None
     return _bytes(fig, fmt)

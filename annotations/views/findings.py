@@ -11,6 +11,7 @@ Findings count settled items; ``?partial=1`` (a link at the top) counts partial 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 from typing import Any
@@ -20,16 +21,19 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
 from annotations.interchange.feature_import import features_import
+from annotations.interchange.visage_import import stereotype_table_import
 from annotations.selectors.features import features_export_lines
 from annotations.selectors.findings.report import metrics_report_cached
+from annotations.selectors.findings.visage import stereotype_table_size
 from annotations.views.figures import DRAW, FORMATS, figure_render
-from annotations.views.forms import UploadForm
+from annotations.views.forms import StereotypeTableForm, UploadForm
 from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN, form_problems, study_for_page
 from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed, WorkbenchError
@@ -142,6 +146,9 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "partial_toggle": partial_toggle,
             "max_rows": MAX_ROWS_SHOWN,
             "can_write": access.study_can_write(request_user(request), study),
+            "show_stereotypes": report["protocol"] == "stereotype-markers"
+            or any(t["key"] in ("visage_pull", "visage_salience") for t in report["tables"]),
+            "stereotype_rows": stereotype_table_size(study),
             "show_features": bool(
                 report["embedding_sources"]
                 or report["caption_sources"]
@@ -175,6 +182,34 @@ def study_features_import(request: HttpRequest, pk: int) -> HttpResponse:
             f"({report.replaced} replaced).",
         )
     return redirect("study-findings", pk=pk)
+
+
+@login_required
+@require_POST
+def study_stereotypes_import(request: HttpRequest, pk: int) -> HttpResponse:
+    """Replace the study's stereotype table with an uploaded SeeGULL-style CSV, optionally with the
+    visual-attribute ratings (.xlsx): the same service and checks as ``manage.py import_seegull``."""
+    study = study_for_page(request, pk, researcher=True)
+    form = StereotypeTableForm(request.POST, request.FILES)
+    if not form.is_valid():
+        problem = form_problems(form, "file", "Choose a stereotype table (CSV).")
+        messages.error(request, f"Nothing was replaced. {problem}")
+        return redirect(reverse("study-findings", args=[pk]) + "#stereotypes")
+    try:
+        if not access.study_can_write(request_user(request), study):
+            raise WorkbenchError("you may read this study but not change it")
+        ratings = form.cleaned_data.get("visual_attributes")
+        with (
+            upload_to_temp(form.cleaned_data["file"], suffixes=(".csv",)) as path,
+            upload_to_temp(ratings, suffixes=(".xlsx",)) if ratings else contextlib.nullcontext() as visual,
+        ):
+            rows = stereotype_table_import(study=study, path=path, visual_attributes_path=visual)
+    except WorkbenchError as exc:
+        messages.error(request, f"Nothing was replaced. {exc.message}")
+    else:
+        flags = " with visual flags from the ratings" if ratings else " (visual flags unknown: no ratings)"
+        messages.success(request, f"The stereotype table now holds {rows} row{pluralize(rows)}{flags}.")
+    return redirect(reverse("study-findings", args=[pk]) + "#stereotypes")
 
 
 @login_required

@@ -71,6 +71,10 @@ class UploadForm(forms.Form):
     file = forms.FileField()
 
 
+class StereotypeTableForm(UploadForm):
+    visual_attributes = forms.FileField(required=False)
+
+
 class AnnotationUploadForm(UploadForm):
     format = forms.ChoiceField(
         choices=[("jsonl", "JSONL"), ("coco", "COCO boxes")], initial="jsonl", required=False
@@ -91,6 +95,15 @@ class LabelStudioCreateForm(LabelStudioUploadForm):
 class EnrollForm(forms.Form):
     username = forms.CharField(max_length=150)
     pool = forms.ChoiceField(choices=Annotator.Pool.choices, initial=Annotator.Pool.CROWD)
+
+
+class BulkEnrollForm(forms.Form):
+    usernames = forms.CharField(max_length=50000, widget=forms.Textarea)
+    pool = forms.ChoiceField(choices=Annotator.Pool.choices, initial=Annotator.Pool.CROWD)
+
+
+class UnenrollForm(forms.Form):
+    username = forms.CharField(max_length=150)
 
 
 class ShareForm(forms.Form):
@@ -173,6 +186,14 @@ QUALITY_SETTING_TEXT = {
         "Flag a median time per item below this (seconds)",
     ),
     "max_straight_run": ("Longest run of one answer", "Flag this many identical answers in a row (0: never)"),
+    "straight_margin": (
+        "Straight-lining margin",
+        "… when the annotator gives that answer this much more often (share) than the others do",
+    ),
+    "straight_dominant_share": (
+        "Straight-lining off above this modal share",
+        "… and not on questions where one answer has this share of the others' answers",
+    ),
 }
 
 

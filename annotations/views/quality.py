@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations import access
 from annotations.access import request_user
@@ -175,14 +175,20 @@ def item_control_remove(request: HttpRequest, pk: int, item_id: int) -> HttpResp
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def annotator_exclude(request: HttpRequest, pk: int, annotator_id: int) -> HttpResponse:
+    """Excluding is a second step: GET asks for the reason and says what excluding does; POST excludes."""
     study = study_for_page(request, pk, researcher=True, write=True)
     annotator = access.annotator_get_in_study(study=study, id=annotator_id)
-    form = ExcludeForm(request.POST)
+    form = ExcludeForm(request.POST if request.method == "POST" else None)
     if not form.is_valid():
-        messages.error(request, "Not excluded: say why (a reason is required).")
-        return redirect("study-progress", pk=pk)
+        context = {
+            "study": study,
+            "annotator": annotator,
+            "answers": quality_selectors.annotator_answer_count(study=study, annotator=annotator),
+            "refused": "Not excluded: say why (a reason is required)." if request.method == "POST" else "",
+        }
+        return render(request, "quality/exclude.html", context, status=400 if form.is_bound else 200)
     try:
         quality_services.annotator_exclude(
             study=study, annotator=annotator, user=request_user(request), reason=form.cleaned_data["reason"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import mimetypes
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -24,6 +25,7 @@ from django.http import (
 )
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
@@ -47,7 +49,7 @@ from annotations.interchange.import_jobs import (
 )
 from annotations.interchange.item_import import items_import
 from annotations.interchange.labelstudio_import import LabelStudioImportReport, labelstudio_import
-from annotations.models import ImportJob, Item, Study
+from annotations.models import ImportJob, Item, Study, User
 from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.protocols.manifests import example_items, manifest_template
 from annotations.protocols.papers import paper_of, preset_label
@@ -58,6 +60,7 @@ from annotations.services import studies as study_services
 from annotations.services.annotation_writes import annotations_import
 from annotations.views.forms import (
     AnnotationUploadForm,
+    BulkEnrollForm,
     EnrollForm,
     ItemUploadForm,
     LabelStudioCreateForm,
@@ -65,6 +68,7 @@ from annotations.views.forms import (
     ShareForm,
     StudyCreateForm,
     StudySettingsForm,
+    UnenrollForm,
     UploadForm,
 )
 from annotations.views.pages import IMAGE_CSP, form_problems, study_for_page
@@ -288,7 +292,7 @@ def _import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         problem = form_problems(form, "file", "Choose a file to import.")
         messages.error(request, f"Nothing was imported. {problem}")
-        return redirect("study-detail", pk=pk)
+        return _to_tab(pk, "items")
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
@@ -319,7 +323,7 @@ def _import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
                 )
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was imported. {exc.message}")
-    return redirect("study-detail", pk=pk)
+    return _to_tab(pk, "items")
 
 
 @login_required
@@ -331,7 +335,7 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
     items page (``next=items``) or the study page. Every refusal links the manifest template."""
     study = study_for_page(request, pk, researcher=True)
     wants_json = request.headers.get("Accept", "").startswith("application/json")
-    back = redirect("study-items" if request.POST.get("next") == "items" else "study-detail", pk=pk)
+    back = redirect("study-items", pk=pk) if request.POST.get("next") == "items" else _to_tab(pk, "items")
     templates = {fmt: reverse("study-import-template", args=[pk, fmt]) for fmt in MANIFEST_FORMATS}
     form = ItemUploadForm(request.POST, request.FILES)
     address = request.POST.get("address", "").strip()
@@ -468,7 +472,7 @@ def study_import_labelstudio(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         problem = form_problems(form, "file", "Choose a Label Studio export.")
         messages.error(request, f"Nothing was imported. {problem}")
-        return redirect("study-detail", pk=pk)
+        return _to_tab(pk, "items")
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
@@ -483,7 +487,7 @@ def study_import_labelstudio(request: HttpRequest, pk: int) -> HttpResponse:
             f"{answers.get('created', 0)} answers new, {answers.get('updated', 0)} changed, "
             f"{answers.get('skips', 0)} skips." + (f" {' '.join(report.notes)}." if report.notes else ""),
         )
-    return redirect("study-detail", pk=pk)
+    return _to_tab(pk, "items")
 
 
 @login_required
@@ -499,7 +503,7 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
     refusal = export_refusal(study, fmt)
     if refusal is not None:
         messages.error(request, f"Not exported: {refusal}.")
-        return redirect("study-detail", pk=pk)
+        return _to_tab(pk, "export")
     raw = raw_requested(request.POST.get("raw") or request.GET.get("raw"))
     background = fmt in FILE_FORMATS or export_size(study) > settings.WORKBENCH_EXPORT_INLINE_LIMIT
     if request.method != "POST":
@@ -508,8 +512,11 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
         return streaming_export(study, fmt, raw=raw)
     if background:
         export_job_create(study=study, user=request_user(request), fmt=fmt, raw=raw)
-        messages.info(request, "The export is being prepared in the background; its link appears below.")
-        return redirect("study-detail", pk=pk)
+        messages.info(
+            request,
+            "The export is being prepared in the background: its status is below, and its link once done.",
+        )
+        return _to_tab(pk, "export")
     return streaming_export(study, fmt, raw=raw)
 
 
@@ -572,6 +579,54 @@ def study_enroll(request: HttpRequest, pk: int) -> HttpResponse:
                 )
     else:
         messages.error(request, f"No one was enrolled. {form_problems(form)}")
+    return _to_tab(pk, "people")
+
+
+@login_required
+@require_POST
+def study_enroll_bulk(request: HttpRequest, pk: int) -> HttpResponse:
+    """Enrol several accounts (one per line, or separated by commas or spaces), all or none."""
+    study = study_for_page(request, pk, researcher=True)
+    form = BulkEnrollForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"No one was enrolled. {form_problems(form)}")
+        return _to_tab(pk, "people")
+    names = re.split(r"[\s,;]+", form.cleaned_data["usernames"])
+    try:
+        enrolled = study_services.enrollments_add_many(
+            study=study, usernames=names, pool=form.cleaned_data["pool"], by=request_user(request)
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"{exc.message[:1].upper()}{exc.message[1:]}.")
+    else:
+        messages.success(
+            request,
+            f"{len(enrolled)} account{pluralize(len(enrolled))} enrolled in the "
+            f"{form.cleaned_data['pool']} pool: {', '.join(e.user.username for e in enrolled)}.",
+        )
+    return _to_tab(pk, "people")
+
+
+@login_required
+@require_POST
+def study_unenroll(request: HttpRequest, pk: int) -> HttpResponse:
+    study = study_for_page(request, pk, researcher=True)
+    form = UnenrollForm(request.POST)
+    # Looked up among this study's enrolments only: whether an account exists elsewhere stays unsaid.
+    username = form.cleaned_data["username"] if form.is_valid() else ""
+    user = User.objects.filter(username=username, enrollments__study=study).first() if username else None
+    try:
+        if user is None:
+            raise WorkbenchError("No such account is enrolled here.")
+        released = study_services.enrollment_remove(study=study, user=user, by=request_user(request))
+    except WorkbenchError as exc:
+        messages.error(request, f"Not unenrolled: {exc.message}.")
+    else:
+        back = f" {released} item{pluralize(released)} they held went back to the queue." if released else ""
+        messages.success(
+            request,
+            f"{user.username} is unenrolled: they get no more items of this study; their answers stay.{back}",
+        )
     return _to_tab(pk, "people")
 
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('generation', '0005_job_takeover'),
+        ("generation", "0005_job_takeover"),
     ]
 
     operations = [

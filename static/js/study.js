@@ -2,7 +2,8 @@
 // - tabs over the study page's sections (deep-linkable with #fragment; without JS they are sections);
 // - Copy buttons (invitation links, the completion code) with an aria-live "Copied";
 // - the People tab's account autocomplete (a <datalist> filled from a JSON endpoint);
-// - the invitation page's demographic form builder, which writes the JSON the YAML box holds.
+// - the invitation page's demographic form builder, which writes the JSON the YAML box holds;
+// - the Export tab's background exports, whose status is polled until each is done or failed.
 // Everything is built with DOM calls and textContent: no untrusted text is ever parsed as HTML.
 (function () {
   "use strict";
@@ -336,8 +337,42 @@
     if (load()) render();
   }
 
+  // --- Background exports: live status ----------------------------------------------------------
+  const EXPORT_POLL_MS = 2000;
+  const EXPORT_LABELS = { pending: "Pending", running: "Running", done: "Done", failed: "Failed", cancelled: "Cancelled" };
+  function setUpExportStatus() {
+    const rows = Array.from(document.querySelectorAll("li[data-export-job]"));
+    const open = () => rows.filter((row) => ["pending", "running"].includes(row.dataset.status));
+    if (!open().length) return;
+    async function poll() {
+      for (const row of open()) {
+        try {
+          const response = await fetch(row.dataset.statusUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+          if (!response.ok) continue;
+          const job = await response.json();
+          if (job.status === row.dataset.status) continue;
+          row.dataset.status = job.status;
+          row.querySelector(".export-status").textContent = EXPORT_LABELS[job.status] || job.status;
+          if (job.status === "done" && row.dataset.downloadUrl && !row.querySelector("a")) {
+            const link = document.createElement("a");
+            link.href = row.dataset.downloadUrl;
+            link.textContent = "download";
+            row.append(" · ", link);
+          } else if (job.error) {
+            row.append(" · " + job.error);
+          }
+        } catch (error) {
+          // the server is away for a moment: try again at the next tick
+        }
+      }
+      if (open().length) window.setTimeout(poll, EXPORT_POLL_MS);
+    }
+    window.setTimeout(poll, EXPORT_POLL_MS);
+  }
+
   setUpTabs();
   setUpCopyButtons();
   setUpEnrolAutocomplete();
   setUpBuilder();
+  setUpExportStatus();
 })();

@@ -515,3 +515,37 @@ def test_a_narrowing_that_matches_nothing_says_so(two_models) -> None:
     assert any(n.startswith("B: no row of") and "condition = refind" in n for n in comparison["notes"])
     (row,) = [r for r in rows_of(comparison, "ssi_cells") if r["model"] == "all"]
     assert row["mean_ssi [A]"] == pytest.approx(1 / 2) and row["mean_ssi [B]"] is None
+
+
+def test_figure_legend_names_each_side_with_its_n_and_is_never_clipped(owner) -> None:
+    """Issue 25 point 5: two sides of one study (model m1, model m2) had the same legend ("the study's
+    name, 4 items"), cut off at the figure's edge; each side is now named by what it is, with its n."""
+    from annotations.views.figures import comparison_figure
+
+    colours = {"a1": ("m1", "red"), "a2": ("m1", "red"), "b1": ("m2", "red"), "b2": ("m2", "blue")}
+    items = [
+        {"external_id": k, "model": m, "condition": "base", "metadata": {"object": "car"}}
+        for k, (m, _c) in colours.items()
+    ]
+    answers = [
+        {"item": k, "annotator": "h1", "question": "product_color", "value": c}
+        for k, (_m, c) in colours.items()
+    ]
+    study = make_study(owner, "object-attributes", items, answers)
+    study.name = "A study whose name is long enough to have been cut off at the edge of the figure before"
+    study.save()
+    comparison = compare(ComparisonSide(study=study, model="m1"), ComparisonSide(study=study, model="m2"))
+    fig = comparison_figure(comparison, "soda_vac", None)
+    assert fig is not None
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert len(texts) == 2 and texts[0] != texts[1]
+    assert "model m1" in texts[0] and "model m2" in texts[1]
+    assert all("n = 2 per group" in t and "consensus" in t for t in texts)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # laid out as it is saved
+    renderer = canvas.get_renderer()
+    box, frame = legend.get_window_extent(renderer), fig.bbox
+    assert box.x0 >= frame.x0 and box.x1 <= frame.x1 and box.y0 >= frame.y0  # inside the figure

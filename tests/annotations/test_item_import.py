@@ -455,7 +455,7 @@ def test_the_items_page_flags_and_filters_blank_images(owner, study, tmp_path, c
     only = client.get(f"/studies/{study.pk}/items/?blank=1").content.decode()
     assert "4 items ·" in only and "<strong>m2</strong>" not in only and "<strong>w2</strong>" in only
     without = client.get(f"/studies/{study.pk}/items/?blank=0&condition=gender:men").content.decode()
-    assert "1 items ·" in without and "<strong>m2</strong>" in without
+    assert "1 item ·" in without and "<strong>m2</strong>" in without
 
 
 def test_generated_black_images_are_kept_and_flagged(study) -> None:

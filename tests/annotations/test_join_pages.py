@@ -157,7 +157,10 @@ def test_a_participant_who_skips_every_item_gets_no_completion_code(study, owner
     researcher = Client()
     researcher.force_login(owner)
     progress = researcher.get(f"/studies/{study.pk}/progress/").content.decode()
-    assert '<span class="payment-answered">0 of 1</span> <small class="muted">no code</small>' in progress
+    assert (
+        '<span class="payment-answered">0 answered, 1 needed</span> <small class="muted">no code</small>'
+        in progress
+    )
 
 
 def test_the_study_sets_how_many_answers_the_code_needs_and_failed_checks_do_not_count(study, owner) -> None:

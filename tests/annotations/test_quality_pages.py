@@ -89,14 +89,20 @@ class TestPages:
         assert page.status_code == 200
         assert f'id="quality-{world["c"].pk}" class="flagged"' in html
         assert "failed 1 attention check" in html
-        assert "Reason for excluding c" in html and "Exclude c" in html
+        # excluding is a secondary action, a second step: the page that asks for the reason
+        exclude = f"/studies/{study.pk}/annotators/{world['c'].pk}/exclude/"
+        assert f'<a class="button secondary" href="{exclude}">Exclude c…</a>' in html
+        confirm = login(study.owner).get(exclude).content.decode()
+        assert "Reason for excluding c" in confirm and "stop counting" in confirm
+        assert not AnnotatorExclusion.objects.exists()
 
     def test_exclude_and_reinstate_through_the_page(self, world) -> None:
         study, c = world["study"], world["c"]
         client = login(study.owner)
         item = world["real"][0]
         assert ConsensusLabel.objects.get(item=item, question_key="gender").value == "female"
-        refused = client.post(f"/studies/{study.pk}/annotators/{c.pk}/exclude/", {"reason": ""}, follow=True)
+        refused = client.post(f"/studies/{study.pk}/annotators/{c.pk}/exclude/", {"reason": ""})
+        assert refused.status_code == 400
         assert "a reason is required" in refused.content.decode() and not AnnotatorExclusion.objects.exists()
         response = client.post(
             f"/studies/{study.pk}/annotators/{c.pk}/exclude/", {"reason": "failed the check"}, follow=True
@@ -174,6 +180,8 @@ class TestPages:
             "loo_min_n": "10",
             "min_median_seconds": "3",
             "max_straight_run": "10",
+            "straight_margin": "0.3",
+            "straight_dominant_share": "0.9",
         }
         client.post(f"/studies/{study.pk}/quality/", data)
         study.refresh_from_db()

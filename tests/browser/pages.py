@@ -105,3 +105,23 @@ def unlabelled_inputs(page: Any) -> list[str]:
                       && !el.getAttribute('aria-labelledby')
                       && !(el.tagName === 'BUTTON' && el.textContent.trim()))
         .map(el => el.outerHTML.slice(0, 80))""")
+
+
+AXE = Path(__file__).resolve().parents[2] / "var" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def axe_violations(page: Any) -> list[str]:
+    """axe-core's violations on the page as it is now (every rule axe runs by default, WCAG 2.x A and
+    AA and best practice), one line each: rule, impact, the first few elements. ``AXE`` is installed by
+    ``scripts/browser-deps.sh`` (npm, pinned); the caller skips when it is missing."""
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.evaluate(AXE.read_text() + "\n;undefined")  # through the debugger: no CSP applies
+    found = page.evaluate(
+        """async () => {
+          const result = await axe.run(document, {resultTypes: ["violations"]});
+          return result.violations.map(
+            v => [v.id, v.impact, v.nodes.slice(0, 3).map(n => n.target.join(" "))]
+          );
+        }"""
+    )
+    return [f"{rule} ({impact}): {', '.join(targets)}" for rule, impact, targets in found]

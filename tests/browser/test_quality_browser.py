@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.pages import open_page, shot, sign_in, unlabelled_inputs
+from tests.browser.pages import PASSWORD, open_page, shot, sign_in, unlabelled_inputs
 
 PROTOCOL = """
 name: Stance on terms
@@ -103,6 +103,11 @@ def test_gold_and_attention_check_then_flag_and_exclusion(
     researcher.wait_for_url("**/progress/?fresh=1#quality")
     expect(row.locator('.badge.flag[data-flag="attention"]')).to_have_text("failed 1 attention check")
     assert unlabelled_inputs(researcher) == []
+    # Exclude is a secondary action and a second step: a page says what it does and asks for the reason
+    exclude = researcher.get_by_role("link", name="Exclude ann…")
+    expect(exclude).to_have_class("button secondary")
+    exclude.click()
+    expect(researcher.locator("main")).to_contain_text("Nothing is deleted")
     researcher.get_by_label("Reason for excluding ann").fill("failed the attention check")
     researcher.get_by_role("button", name="Exclude ann").click()
     expect(researcher.get_by_text("ann is excluded")).to_be_visible()
@@ -126,3 +131,63 @@ def test_gold_and_attention_check_then_flag_and_exclusion(
     assert unlabelled_inputs(researcher) == []
     shot(researcher, "quality-06-control-item-1280")
     assert researcher.js_errors == []
+
+
+@pytest.fixture
+def demo_with_a_straight_liner(transactional_db: None, settings: Any, tmp_path: Any) -> dict[str, Any]:
+    """The demo study (three honest annotators, ``setup_demo``) and a fourth annotator who answers the
+    first option of every question on the items left open, through the assignments API."""
+    from annotations.models import Item, User
+    from annotations.services.demo import demo_accounts_ensure, demo_study_ensure
+    from annotations.services.studies import enrollment_add
+    from tests.helpers import client_for
+
+    settings.DATA_DIR = tmp_path
+    demo_accounts_ensure()
+    study, _ = demo_study_ensure()
+    researcher = User.objects.get(username="researcher")
+    researcher.set_password(PASSWORD)
+    researcher.save()
+    lazy = User.objects.create_user(username="lazy", password=PASSWORD, role="annotator")
+    enrollment_add(study=study, user=lazy)
+    api = client_for(lazy)
+    protocol = study.protocol_obj
+    answered = 0
+    while (claimed := api.post(f"/api/studies/{study.pk}/assignments/next/")).status_code == 200:
+        task = claimed.json()
+        item = Item.objects.get(pk=task["item"])
+        answers = {  # the first option of each question; the same colour word every time
+            q.key: {"value": q.choice_keys(item.metadata)[0] if q.kind == "single" else "red"}
+            for q in protocol.questions_for(item.metadata)
+        }
+        done = api.post(f"/api/assignments/{task['id']}/submit/", {"answers": answers}, format="json")
+        assert done.status_code == 200, done.content
+        answered += 1
+    assert answered >= 12
+    return {"study": study}
+
+
+def test_straight_lining_is_judged_against_each_questions_own_shares(
+    browser: Any, server: Any, demo_with_a_straight_liner: dict[str, Any]
+) -> None:
+    """Issue 25 point 6: the demo's honest annotators answer "no" to "text in the background?" dozens of
+    times in a row, as the drawings ask, and are not flagged; an annotator who always picks the first
+    option is. The thresholds are stated beside the table."""
+    from playwright.sync_api import expect
+
+    study = demo_with_a_straight_liner["study"]
+    page = open_page(browser, server)
+    sign_in(page, "researcher")
+    page.goto(f"/studies/{study.pk}/progress/")
+    for honest in ("annotator1", "annotator2", "annotator3"):
+        row = page.locator("tr", has=page.get_by_role("rowheader", name=honest))
+        expect(row.locator('.badge.flag[data-flag="straight_lining"]')).to_have_count(0, timeout=1)
+    row = page.locator("tr", has=page.get_by_role("rowheader", name="lazy"))
+    expect(row.locator('.badge.flag[data-flag="straight_lining"]')).to_contain_text("times in a row")
+    thresholds = page.locator("#quality-thresholds")
+    expect(thresholds).to_contain_text("a run of at least 10 of one answer")
+    expect(thresholds).to_contain_text("0.30 more often")
+    expect(thresholds).to_contain_text("0.90 or more of the others' answers")
+    expect(page.get_by_role("link", name="Exclude lazy…")).to_have_class("button secondary")
+    shot(page, "quality-06-straight-lining-1280")
+    assert page.js_errors == []

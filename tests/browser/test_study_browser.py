@@ -110,7 +110,7 @@ def test_enrol_by_autocomplete_then_launch(browser: Any, server: Any, lab: dict[
     assert options == [["rater_ada", "rater_ada (Ada)"], ["rater_bob", "rater_bob (Bob)"]]
     assert "2 accounts found" in page.locator("#enroll-status").inner_text()
     field.fill("rater_bob")
-    page.get_by_role("button", name="Enrol").click()
+    page.get_by_role("button", name="Enrol", exact=True).click()
     page.wait_for_selector("text=rater_bob is enrolled in the crowd pool.")
     assert page.url.endswith("#people") and visible_panels(page) == ["people"]
     page.get_by_role("tab", name="Overview").click()

@@ -7,12 +7,14 @@ from typing import Any
 from metrics.quality import (
     DEFAULT_THRESHOLDS,
     Score,
+    answer_shares,
     answers_match,
     control_score,
     leave_one_out_agreement,
     leave_one_out_coded,
     loo_median,
     quality_flags,
+    straight_line_judged,
     straight_lining,
     thresholds_with_defaults,
 )
@@ -88,7 +90,7 @@ def test_flags_at_and_around_each_threshold() -> None:
         "loo": Score(10, 6, 0.6),
         "study_loo_median": 0.8,
         "median_seconds": 3.0,
-        "longest_run": 9,
+        "straight": ("q", *straight_line_judged(["a"] * 9, [], thresholds)),
     }
     assert quality_flags(**clean, thresholds=thresholds) == []
     flagged = quality_flags(
@@ -97,7 +99,7 @@ def test_flags_at_and_around_each_threshold() -> None:
         loo=Score(10, 5, 0.5),
         study_loo_median=0.8,
         median_seconds=2.0,
-        longest_run=10,
+        straight=("q", *straight_line_judged(["a"] * 10, [], thresholds)),
         thresholds=thresholds,
     )
     assert [f.code for f in flagged] == [
@@ -155,3 +157,30 @@ def test_leave_one_out_coded_matches_the_plain_function_on_random_answers() -> N
     for voters in (None, {"p0", "p1", "p3"}):
         plain = leave_one_out_agreement(rows, voters=voters)
         assert _coded(rows, voters) == {a: (score.n, score.correct) for a, score in plain.items()}
+
+
+def test_straight_lining_judged_against_the_questions_own_shares() -> None:
+    """Issue 25 point 6: a run is straight-lining only where the answer is not that common."""
+    thresholds = dict(DEFAULT_THRESHOLDS)  # run >= 10, margin 0.3, off at a modal share >= 0.9
+    honest = [{"no": 0.8, "yes": 0.2}, {"no": 0.75, "yes": 0.25}]
+    # 12 "no" in a row of 14 answers (share 0.857): the others say "no" 0.775 of the time -> not flagged
+    line, judged = straight_line_judged(["no"] * 12 + ["yes", "yes"], honest, thresholds)
+    assert line.longest_run == 12 and not judged.flagged
+    assert judged.others_share == 0.775 and "close to the others' 0.78" in judged.reason
+    # always "yes" (share 1.0 against the others' 0.225): flagged
+    line, judged = straight_line_judged(["yes"] * 12, honest, thresholds)
+    assert judged.flagged and judged.own_share - judged.others_share == 0.775
+    # at the margin exactly (0.3 above the others' 0.7): flagged; just under: not
+    assert straight_line_judged(["x"] * 10, [{"x": 0.7, "y": 0.3}], thresholds)[1].flagged
+    assert not straight_line_judged(["x"] * 10, [{"x": 0.71, "y": 0.29}], thresholds)[1].flagged
+    # a dominated question (the others give "no" 0.9 of the time): never flagged, even for "yes" runs
+    dominated = straight_line_judged(["yes"] * 20, [{"no": 0.9, "yes": 0.1}], thresholds)[1]
+    assert not dominated.flagged and "dominates" in dominated.reason
+    # the others' share is the median over them: one other straight-liner does not move it
+    others = [{"a": 0.2, "b": 0.8}, {"a": 0.3, "b": 0.7}, {"a": 1.0}]
+    assert straight_line_judged(["a"] * 10, others, thresholds)[1].others_share == 0.3
+    # short runs never; max_straight_run 0 never; no others: the run alone decides
+    assert not straight_line_judged(["yes"] * 9, honest, thresholds)[1].flagged
+    assert not straight_line_judged(["yes"] * 30, honest, {**thresholds, "max_straight_run": 0})[1].flagged
+    assert straight_line_judged(["a"] * 10, [], thresholds)[1].flagged
+    assert answer_shares([["x", "y"], ["y", "x"], "z", "z"]) == {'["x", "y"]': 0.5, "z": 0.5}

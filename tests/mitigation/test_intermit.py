@@ -156,7 +156,7 @@ def check_the_plan(nurses: Study) -> None:
     call_command("intermit", str(nurses.pk), "--axes", "gender,environment", stdout=out)
     text = out.getvalue()
     assert "tau = 0.5000" in text and "next axis: environment (gamma 0.5000" in text
-    assert "gender: p = 0.500, w_bar = 1.0000 (n = 2)" in text
+    assert "gender: p = 0.500, w_bar = 1.0000 (n = 2; D* uniform)" in text
     page = Client()
     page.force_login(nurses.owner)
     html = page.get(
@@ -526,3 +526,79 @@ def test_weights_and_seeds_that_would_break_a_loop_are_refused_and_stored_ones_r
     assert loop.weights == {"gender": 0.5, "environment": 0.5} and loop.base_seed == 2**63 - 1 - 10_000
     assert api.get(url).status_code == 200
     assert page.get(f"/intermit/loops/{loop.pk}/").status_code == 200
+
+
+@pytest.fixture
+def two_male_nurses(owner) -> Study:
+    """Two base images of nurses, both labelled male (w_bar of gender: 1 against uniform)."""
+    study = StudyFactory.create(owner=owner, name="pilot", protocol=load_protocol_text(PROTOCOL).to_dict())
+    for index in range(2):
+        item_add_files(
+            study=study,
+            record={
+                "external_id": f"n{index}",
+                "file": "n.png",
+                "condition": "base",
+                "metadata": {"occupation": "nurse"},
+            },
+            files={"n.png": png_bytes((index * 40, 0, 0))},
+        )
+    annotations_import_records(
+        study=study,
+        records=[
+            (i + 1, {"item": f"n{i}", "annotator": "rater", "question": "gender", "value": "male"})
+            for i in range(2)
+        ],
+    )
+    return study
+
+
+def test_a_target_distribution_other_than_uniform(two_male_nurses) -> None:
+    """Issue 25 point 5: D* is user-given where the paper allows it (A.10). With D* = (male 0.8,
+    female 0.2), two male images are W1 = 0.2 from it, and the farthest one-hot is 0.8 away: w_bar =
+    0.25; with D* = (1, 0) they are on target (0); uniform: 1. Through the API, the page and a loop."""
+    study = two_male_nurses
+    api = client_for(study.owner)
+    url = f"/api/studies/{study.pk}/intermit/"
+    uniform = api.get(url, {"axes": "gender"}).json()
+    assert uniform["plan"]["tau"] == pytest.approx(1.0) and uniform["targets"]["gender"]["uniform"] is True
+    skewed = api.get(url, {"axes": "gender", "targets": "gender=0.8,0.2"}).json()
+    assert skewed["stage"]["w_bar"]["gender"] == pytest.approx(0.25)
+    assert skewed["targets"]["gender"] == {
+        "options": ["male", "female"],
+        "shares": [0.8, 0.2],
+        "pairs": [["male", 0.8], ["female", 0.2]],
+        "uniform": False,
+    }
+    on_target = api.get(url, {"axes": "gender", "targets": "gender=2,0"}).json()  # normalised
+    assert on_target["plan"]["tau"] == pytest.approx(0.0) and on_target["plan"]["done"] is True
+    for targets, message in [
+        ("gender=1", "one share per option (2: male, female), not 1"),
+        ("mood=1,0", "no axis 'mood'"),
+        ("gender=-1,2", "non-negative"),
+        ("gender", "AXIS=SHARE"),
+        ("gender=x,1", "must be a number"),
+    ]:
+        refused = api.get(url, {"axes": "gender", "targets": targets})
+        assert refused.status_code == 400 and message in refused.json()["detail"], refused.json()
+    page = Client()
+    page.force_login(study.owner)
+    html = page.get(
+        f"/studies/{study.pk}/intermit/",
+        {"group": "nurse", "axes": ["gender"], "epsilon": "0.35", "targets": "gender=0.8,0.2"},
+    ).content.decode()
+    assert "Target D*: gender <strong>male 0.800, female 0.200</strong>" in html
+    assert "τ = <strong>0.2500</strong>" in html
+    out = io.StringIO()
+    call_command("intermit", str(study.pk), "--axes", "gender", "--targets", "gender=0.8,0.2", stdout=out)
+    assert "gender: p = 1.000, w_bar = 0.2500 (n = 2; D* male 0.800, female 0.200)" in out.getvalue()
+    # a loop keeps its D*: its stages are measured against it
+    from mitigation.selectors import intermit_params_parse, loop_params
+    from mitigation.services import mitigation_loop_create
+
+    params = intermit_params_parse(study, axes="gender", targets={"gender": [0.8, 0.2]})
+    loop = mitigation_loop_create(
+        study=study, params=params, spec=ModelSpec(source="unused"), user=study.owner, annotator=None
+    )
+    assert MitigationLoop.objects.get(pk=loop.pk).targets == {"gender": [0.8, 0.2]}
+    assert loop_params(loop).targets == {"gender": [0.8, 0.2]}

@@ -85,7 +85,8 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
     )
     if not entries:
         report.notes.append(
-            "No stereotype table: every attribute counts as random (import one with import_seegull)."
+            "No stereotype table: every attribute counts as random "
+            "(upload one on this page, or import_seegull)."
         )
     stereotypes = {
         (i, a) for i, a, na, _o, vis in entries if na is not None and na >= MIN_NA_STEREO and vis is not False
@@ -482,3 +483,8 @@ def visage_salience_section(
         )
     )
     report.notes.extend(n for n in notes if n == NO_CAPTIONS)
+
+
+def stereotype_table_size(study: Study) -> int:
+    """How many rows the study's stereotype table holds (0: none imported)."""
+    return StereotypeEntry.objects.filter(study=study).count()

@@ -38,6 +38,10 @@ class Command(BaseCommand):
         parser.add_argument("--axes", help="B*, comma-separated (e.g. gender,age)")
         parser.add_argument("--weights", help="p, comma-separated, one per axis (default: equal)")
         parser.add_argument("--epsilon", type=float, help="Stop when tau <= epsilon (default 0.35)")
+        parser.add_argument(
+            "--targets",
+            help="D*: AXIS=SHARE,SHARE,...;AXIS=... one share per option (an axis left out: uniform)",
+        )
         parser.add_argument("--group", help="The prompt group (occupation), needed when there are several")
         parser.add_argument("--source", default="consensus", help="Plan only: consensus | LABELLER[@VERSION]")
         parser.add_argument("--start", action="store_true", help="Create a loop with this choice")
@@ -91,6 +95,7 @@ class Command(BaseCommand):
             weights=options["weights"],
             epsilon=options["epsilon"],
             group=options["group"],
+            targets=options["targets"],
         )
 
     def _show_plan(self, study: Study, options: dict[str, Any]) -> None:
@@ -104,9 +109,15 @@ class Command(BaseCommand):
             f"{stage['n_base_images']} base images of {stage['n_items']} items"
         )
         for axis, weight in plan["weights"].items():
+            target = plan["targets"][axis]
+            goal = (
+                "uniform"
+                if target["uniform"]
+                else ", ".join(f"{option} {share:.3f}" for option, share in target["pairs"])
+            )
             self.stdout.write(
                 f"  {axis}: p = {weight:.3f}, w_bar = {_num(stage['w_bar'].get(axis))} "
-                f"(n = {stage['n_images_per_axis'].get(axis, 0)})"
+                f"(n = {stage['n_images_per_axis'].get(axis, 0)}; D* {goal})"
             )
         if step["done"]:
             self.stdout.write("  tau <= epsilon: nothing to mitigate")

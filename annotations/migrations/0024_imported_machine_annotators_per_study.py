@@ -28,7 +28,7 @@ def imported_machines_to_their_study(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0020_labeller_disabled'),
+        ("annotations", "0023_job_progress_at"),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0020_labeller_disabled'),
+        ("annotations", "0024_imported_machine_annotators_per_study"),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0021_participant_resume_secret'),
+        ("annotations", "0025_participant_resume_secret"),
     ]
 
     operations = [
