@@ -49,6 +49,7 @@ from annotations.interchange.import_jobs import (
 )
 from annotations.interchange.item_import import items_import
 from annotations.interchange.labelstudio_import import LabelStudioImportReport, labelstudio_import
+from annotations.interchange.sources import allowed_buckets
 from annotations.models import ImportJob, Item, Study, User
 from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.protocols.manifests import example_items, manifest_template
@@ -219,6 +220,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "is_owner": request_user(request).is_admin or study.owner_id == request_user(request).pk,
         "enrollments": study.enrollments.select_related("user").order_by("user__username"),
         "export_jobs": study.export_jobs.filter(requested_by=request_user(request))[:5],
+        "buckets": allowed_buckets(),  # the bucket export form only where a bucket is allowed
         # Invitation links are secrets: only those who may change the study see them (as on their page).
         "invitations": study.invitations.order_by("-created_at", "-id")[:20] if can_write else [],
         "upload_form": UploadForm(),
@@ -688,6 +690,7 @@ def study_items(request: HttpRequest, pk: int) -> HttpResponse:
             "conditions": conditions,
             "models": models,
             "problems": problems,
+            "buckets": allowed_buckets(),  # the bucket import form only where a bucket is allowed
             "n_blank": selectors.blank_items_count(study),
             "filters": ("&" + urlencode(chosen)) if chosen else "",
             "without_blank": urlencode({k: v for k, v in chosen.items() if k != "blank"}),

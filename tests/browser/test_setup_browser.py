@@ -89,7 +89,7 @@ def test_uploads_show_progress_and_a_summary_per_file(
 
     # Six plain images for ViSAGe: refused, naming the missing field, with the template's links.
     page.get_by_label("Or several images").set_input_files(images)
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     refused = page.locator("#upload-results li.refused")
     refused.wait_for()
     assert "metadata field 'attributes' is missing" in refused.inner_text()
@@ -108,7 +108,7 @@ def test_uploads_show_progress_and_a_summary_per_file(
         archive.writestr("manifest.csv", manifest)
     (tmp_path / "batch.zip").write_bytes(buffer.getvalue())
     page.get_by_label("A zip, or a CSV/JSONL manifest").set_input_files(str(tmp_path / "batch.zip"))
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     page.get_by_text("Done: 6 items imported.").wait_for()
     assert page.locator("#upload-bar").evaluate("bar => bar.value") == 100
     assert "batch.zip: imported 6 items" in page.locator("#upload-results li.ok").first.inner_text()

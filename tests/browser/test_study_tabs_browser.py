@@ -69,7 +69,7 @@ def test_one_import_chooser_back_to_items_and_exports_stay_on_their_tab(
     )
 
     page.goto(f"/studies/{study.pk}/#export")
-    page.locator("#export").get_by_role("link", name="ZIP").click()
+    page.locator("#export").get_by_role("button", name="ZIP", exact=True).click()
     page.wait_for_url(f"**/studies/{study.pk}/#export")
     expect(page.locator(".messages")).to_contain_text("its status is below")
     expect(page.locator("#export")).to_be_visible()

@@ -133,7 +133,7 @@ QUERIES = PromptSet(
 def ssi_job(owner, tmp_path):
     pipelines.clear_pipeline_cache()
     model = save_tiny_sd(tmp_path / "tiny-sd")
-    study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
+    study = StudyFactory.create(owner=owner, overlap=2, protocol=load_preset("ssi-rubric").to_dict())
     spec = ModelSpec(source=str(model), steps=2, width=64, height=64, batch_size=2, guidance=1.0)
     job = generation_job_run(
         job_id=generation_job_create(
@@ -245,7 +245,7 @@ def test_the_refined_sets_generate_makes_are_paired_with_their_initial_sets(owne
     pairs each refined set with its initial query through metadata initial_prompt (issue 14 point 4)."""
     pipelines.clear_pipeline_cache()
     model = save_tiny_sd(tmp_path / "tiny-sd")
-    study = StudyFactory.create(owner=owner, protocol=load_preset("ssi-rubric").to_dict())
+    study = StudyFactory.create(owner=owner, overlap=1, protocol=load_preset("ssi-rubric").to_dict())
     queries = PromptSet(
         name="ssi-occupations",
         paper="ssi",

@@ -530,8 +530,11 @@ def test_weights_and_seeds_that_would_break_a_loop_are_refused_and_stored_ones_r
 
 @pytest.fixture
 def two_male_nurses(owner) -> Study:
-    """Two base images of nurses, both labelled male (w_bar of gender: 1 against uniform)."""
-    study = StudyFactory.create(owner=owner, name="pilot", protocol=load_protocol_text(PROTOCOL).to_dict())
+    """Two base images of nurses, both labelled male by one rater, the
+    study's overlap (w_bar of gender: 1 against uniform)."""
+    study = StudyFactory.create(
+        owner=owner, name="pilot", overlap=1, protocol=load_protocol_text(PROTOCOL).to_dict()
+    )
     for index in range(2):
         item_add_files(
             study=study,
