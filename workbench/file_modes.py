@@ -4,9 +4,10 @@ links), exports, item files and the data folder.
 
 ``private_file_modes`` sets the process's umask (``WORKBENCH_UMASK``, default ``077``: files 0600,
 folders 0700); ``workbench/__init__.py`` calls it, so it holds in every entry point (``manage.py``, the
-WSGI app, the Celery worker), before the settings create the data folder or anything opens the
-database. ``private_folder`` makes a folder 0700 even when it existed before (an older install made
-it 0755), so what an older install left inside is out of others' reach too. Django's storage sets
+WSGI app, the Celery worker), before anything creates the data folder or opens the database.
+``private_folder`` makes a folder 0700 even when it existed before (an older install made it 0755),
+so what an older install left inside is out of others' reach too; ``workbench/apps.py`` applies it to
+the data folder at start-up (importing the settings creates no folder). Django's storage sets
 its own file modes: ``FILE_UPLOAD_PERMISSIONS`` (0600) and ``FILE_UPLOAD_DIRECTORY_PERMISSIONS``
 (0700) in the settings.
 """
