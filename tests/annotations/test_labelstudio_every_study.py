@@ -22,7 +22,6 @@ from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.studies import study_create
 from common.files import MemorySource
 from tests.annotations.imagefiles import png_bytes
-from tests.annotations.test_labelstudio_export import _answers, _items, export_zip
 from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
@@ -50,6 +49,35 @@ questions:
     none_option: {key: none_of_the_above, label: None of the above}
   - {key: attribute_boxes, kind: boxes, prompt: Box them, linked_question: attributes, required: false}
 """
+
+
+def export_zip(study: Study, tmp_path: Path) -> Path:
+    out = tmp_path / f"study-{study.pk}.labelstudio.zip"
+    call_command("export", str(study.pk), "--format", "labelstudio", "--out", str(out), stderr=io.StringIO())
+    return out
+
+
+def _items(study: Study) -> dict[str, tuple[Any, ...]]:
+    """Each item as the import must give it back: provenance, metadata, its images in order (bytes)."""
+    found = {}
+    for item in Item.objects.filter(study=study).prefetch_related("images"):
+        images = [(i.position, i.width, i.height, i.file.read()) for i in item.images.order_by("position")]
+        found[item.external_id] = (item.kind, item.prompt, item.condition, item.metadata, images)
+    return found
+
+
+def _answers(study: Study) -> set[tuple[Any, ...]]:
+    return {
+        (
+            a.item.external_id,
+            a.annotator.name,
+            a.annotator.kind,
+            a.annotator.version,
+            a.question_key,
+            json.dumps(a.value, sort_keys=True),
+        )
+        for a in Annotation.objects.filter(study=study).select_related("item", "annotator")
+    }
 
 
 def _import(zip_path: Path, name: str) -> dict[str, Any]:
