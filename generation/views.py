@@ -131,7 +131,8 @@ def study_generation_pull(request: HttpRequest, pk: int) -> HttpResponse:
     form = PullSetForm(request.POST, prefix=PULL_PREFIX)
     if not form.is_valid():
         problems = "; ".join(
-            f"{form.fields[name].label or name}: {' '.join(errors)}" for name, errors in form.errors.items()
+            f"{form.fields[name].label or name}: {' '.join(str(e) for e in errors)}"
+            for name, errors in form.errors.items()
         )
         messages.error(request, f"No prompt set was made. {problems}")
         return redirect(back)

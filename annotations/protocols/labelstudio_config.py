@@ -296,7 +296,7 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
     unit = "image_set" if "valueList" in obj.attrs else OBJECT_TAGS[obj.tag]
     used: set[str] = set()
     questions: list[Question] = []
-    boxes: list[tuple[_Element, str, str, tuple[Option, ...], dict[str, str]]] = []
+    boxes: list[tuple[_Element, str, str, tuple[Option, ...], dict[str, str], str | None]] = []
     mapped: dict[str, Control] = {}
     for element, prompt in controls:
         control_name = element.attrs.get("name", "").strip()

@@ -4,6 +4,8 @@ exists outside the study."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from annotations.models import Assignment, Enrollment, Study, User
@@ -14,7 +16,7 @@ from tests.helpers import client_for
 pytestmark = pytest.mark.django_db
 
 
-def _unenrol(user: User | None, study: Study, username: str):  # type: ignore[no-untyped-def]
+def _unenrol(user: User | None, study: Study, username: str) -> Any:
     return client_for(user).post(
         f"/api/studies/{study.pk}/enrollments/unenroll/", {"username": username}, format="json"
     )

@@ -105,7 +105,7 @@ def set_study(owner) -> Study:
         ],
         source=MemorySource(files),
     )
-    records = [
+    records: list[dict[str, Any]] = [
         {"item": "set-a", "annotator": "rater-1", "question": "gender", "value": "female"},
         {"item": "set-a", "annotator": "rater-1", "question": "props", "value": ["hat", "cup"]},
         {
@@ -167,7 +167,7 @@ def from_item_study(owner) -> Study:
             {"a.png": png_bytes(size=(300, 200)), "b.png": png_bytes((0, 90, 0), size=(50, 40))}
         ),
     )
-    records = [
+    records: list[dict[str, Any]] = [
         {"item": "img-a", "annotator": "rater-1", "question": "occupation", "value": "surgeon"},
         {"item": "img-a", "annotator": "rater-1", "question": "attributes", "value": ["caring", "tall_hat"]},
         {

@@ -6,6 +6,7 @@ each refusal said on the page."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -62,7 +63,7 @@ def _labeller(name: str, kind: str, **config: object) -> Annotator:
     )
 
 
-def _text(response) -> str:  # type: ignore[no-untyped-def]
+def _text(response: Any) -> str:
     return re.sub(r"\s+", " ", response.content.decode())
 
 
