@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from annotations.interchange.item_import import items_add_files
 from annotations.models import Item, ItemImage, Study, User
+from annotations.selectors.findings.visage import stereotype_table_rows
 from common.errors import ImportRefused, ValidationFailed, WorkbenchError
 from common.files import CheckedImage, image_check
 from common.jobs import (
@@ -48,7 +49,7 @@ from generation.pipelines import (
     model_provenance,
 )
 from generation.prompts.base import PromptSet
-from generation.prompts.sets import prompt_set_to_json
+from generation.prompts.sets import PromptSetError, prompt_set_to_json, visage_pull_from_table
 
 Progress = Callable[[GenerationJob], None]
 GENERATION_TASK = "generation.tasks.generate_images_task"
@@ -114,6 +115,28 @@ def generation_job_create(
     if enqueue:
         job_enqueue(task_name=GENERATION_TASK, job_id=job.pk)  # CELERY_TASK_ROUTES: the gpu queue
     return job
+
+
+def visage_pull_job_create(
+    *,
+    study: Study,
+    spec: ModelSpec,
+    user: User | None,
+    seed: int = 0,
+    images_per_prompt: int | None = None,
+    limit: int | None = None,
+) -> GenerationJob:
+    """Queue the visage stereotypical-pull prompt set (default / stereotypical / non-stereotypical, made
+    from the study's stereotype table, non-stereotypes drawn with ``seed``) as a generation job into
+    the study: the findings page's button, the same sets as ``manage.py generate STUDY --prompt-set
+    visage-pull --prompts SEEGULL.csv``."""
+    try:
+        prompt_set = visage_pull_from_table(
+            stereotype_table_rows(study), seed=seed, images_per_prompt=images_per_prompt, limit=limit
+        )
+    except PromptSetError as exc:
+        raise ValidationFailed(str(exc), {"prompt_set": "invalid"}) from exc
+    return generation_job_create(study=study, prompt_set=prompt_set, spec=spec, user=user, base_seed=seed)
 
 
 def generation_job_cancel(*, job: GenerationJob) -> GenerationJob:

@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations import access
@@ -15,6 +16,7 @@ from annotations.models import Study
 from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import WorkbenchError
 from generation.environment import hub_offline, model_folders, worker_devices_seen
+from generation.forms import PULL_PREFIX, PullSetForm
 from generation.models import GenerationJob
 from generation.prompts.sets import PromptSetError, prompt_set_build
 from generation.services import (
@@ -23,6 +25,7 @@ from generation.services import (
     generation_job_rerun,
     model_source_check,
     model_spec_from_dict,
+    visage_pull_job_create,
 )
 
 
@@ -116,6 +119,43 @@ def study_generation(request: HttpRequest, pk: int) -> HttpResponse:
             "blocked": not models and hub_offline(),
         },
     )
+
+
+@login_required
+@require_POST
+def study_generation_pull(request: HttpRequest, pk: int) -> HttpResponse:
+    """Make the visage pull prompt set from the study's stereotype table and queue its images (the
+    findings page's button); a refusal goes back to the findings page with the reason."""
+    study = _study(request, pk, write=True)
+    back = reverse("study-findings", args=[pk]) + "#pull-set"
+    form = PullSetForm(request.POST, prefix=PULL_PREFIX)
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{form.fields[name].label or name}: {' '.join(str(e) for e in errors)}"
+            for name, errors in form.errors.items()
+        )
+        messages.error(request, f"No prompt set was made. {problems}")
+        return redirect(back)
+    data = form.cleaned_data
+    try:
+        spec = model_spec_from_dict({"source": data["source"].strip()})
+        job = visage_pull_job_create(
+            study=study,
+            spec=spec,
+            user=request_user(request),
+            seed=data["seed"],
+            images_per_prompt=data["images_per_prompt"],
+            limit=data["limit"],
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"No prompt set was made: {exc.message}")
+        return redirect(back)
+    messages.success(
+        request,
+        f"The visage pull prompt set is queued as generation job {job.pk}: {job.total_images} images "
+        "(default, stereotypical, non-stereotypical); they join the study as they are made.",
+    )
+    return redirect("generation-job", pk=job.pk)
 
 
 def _job(request: HttpRequest, pk: int) -> GenerationJob:

@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations import access
@@ -19,8 +20,9 @@ from annotations.access import request_user
 from annotations.models import Annotator, Study
 from annotations.presenters import labeller_summary
 from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
-from common.errors import NotAllowed, WorkbenchError
+from common.errors import NotAllowed, ValidationFailed, WorkbenchError
 from common.redaction import redact
+from labelling.feature_labellers import FEATURE_KINDS, WHAT, feature_labelling_job_create
 from labelling.labellers.registry import LABELLER_CLASSES
 from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import (
@@ -83,6 +85,33 @@ def study_labelling(request: HttpRequest, pk: int) -> HttpResponse:
         "labelling/study.html",
         {"study": study, "form": form, "jobs": jobs, "active": active, "attempts": attempts},
     )
+
+
+@login_required
+@require_POST
+def study_feature_labelling(request: HttpRequest, pk: int) -> HttpResponse:
+    """Start a registered embedding labeller or captioner over the study (the findings page's buttons);
+    its progress shows on the study's machine labels page, a refusal on the findings page."""
+    study = _study(request, pk, write=True)
+    kind = request.POST.get("kind", "")
+    raw = request.POST.get("annotator", "")
+    try:
+        if kind not in FEATURE_KINDS:
+            raise ValidationFailed(f"unknown feature kind {kind[:40]!r}; use {' or '.join(FEATURE_KINDS)}")
+        if not raw.isdigit() or int(raw) > MAX_ID:
+            raise ValidationFailed("choose a labeller")
+        job = feature_labelling_job_create(
+            study=study, annotator_id=int(raw), kind=kind, user=request_user(request)
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"No labeller was started: {exc.message}.")
+        return redirect(reverse("study-findings", args=[pk]) + "#features")
+    messages.success(
+        request,
+        f"Labelling job {job.pk} queued: {job.annotator.name} stores {WHAT[kind]} for every item of the "
+        "study; the findings use them once it is done.",
+    )
+    return redirect("study-labelling", pk=pk)
 
 
 @login_required

@@ -144,6 +144,35 @@ class EnrollmentCreateSerializer(serializers.Serializer[Any]):
     )
 
 
+class PoolEnrollSerializer(serializers.Serializer[Any]):
+    pool = serializers.ChoiceField(
+        choices=Pool.choices,
+        help_text="Enrol every account you may enrol that is of this pool in another study you may change",
+    )
+
+
+class BulkEnrollSerializer(serializers.Serializer[Any]):
+    usernames = serializers.ListField(
+        child=serializers.CharField(max_length=150),
+        min_length=1,
+        max_length=500,
+        help_text="Accounts to enrol, all or none: if one cannot be enrolled, nobody is",
+    )
+    pool = serializers.ChoiceField(choices=Pool.choices, help_text="Their pool in this study")
+
+
+class PoolEnrollResultSerializer(serializers.Serializer[Any]):
+    count = serializers.IntegerField(help_text="How many accounts were enrolled now")
+    enrolled = EnrollmentSerializer(many=True)
+
+
+class UnenrollResultSerializer(serializers.Serializer[Any]):
+    username = serializers.CharField()
+    released = serializers.IntegerField(
+        help_text="Items the account held (live leases) that went back to the queue"
+    )
+
+
 class UploadSerializer(serializers.Serializer[Any]):
     file = serializers.FileField()
 

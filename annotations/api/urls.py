@@ -21,6 +21,21 @@ urlpatterns = [
     path(
         "studies/<int:pk>/enrollments/", studies.StudyEnrollmentView.as_view(), name="api-study-enrollments"
     ),
+    path(
+        "studies/<int:pk>/enrollments/unenroll/",
+        studies.StudyUnenrollView.as_view(),
+        name="api-study-unenroll",
+    ),
+    path(
+        "studies/<int:pk>/enrollments/pool/",
+        studies.StudyPoolEnrollView.as_view(),
+        name="api-study-enroll-pool",
+    ),
+    path(
+        "studies/<int:pk>/enrollments/bulk/",
+        studies.StudyBulkEnrollView.as_view(),
+        name="api-study-enroll-bulk",
+    ),
     path("studies/<int:pk>/items/import/", studies.ItemImportView.as_view(), name="api-item-import"),
     path(
         "studies/<int:pk>/annotations/import/",

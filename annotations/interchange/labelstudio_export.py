@@ -1,7 +1,9 @@
 """Exporting a study for Label Studio 1.x: a zip with ``tasks.json`` (tasks with ``annotations`` by
 people and ``predictions`` by machine labellers, in the JSON Label Studio imports), ``labeling-config.xml``
 (generated from the protocol by ``annotations/protocols/labelstudio_config.py``) and the images under
-``files/`` (serve them to Label Studio as local files: ``/data/local-files/?d=files/...``).
+``files/`` (serve them to Label Studio as local files: ``/data/local-files/?d=files/...``). An image set's
+images are the list ``data.images`` (``<Image valueList>``; a rectangle's ``item_index`` is its image);
+a question whose options come from the item lists them in ``data.options_KEY`` (dynamic choices).
 
 ``import_labelstudio ZIP --create NAME`` reads the same zip back into the same items, annotations and
 boxes (see docs/import-export.md "Label Studio": what travels and what does not).
@@ -21,10 +23,13 @@ from django.db.models import Prefetch
 from annotations.interchange.labelstudio_import import PLACEHOLDER_DOMAIN, SCORES_FIELD
 from annotations.models import Annotation, Annotator, Assignment, Item, ItemImage, Study
 from annotations.protocols.labelstudio_config import (
+    IMAGES_FIELD,
     ConfigError,
     config_refusal,
     likert_as_rating,
+    options_field,
     protocol_to_config,
+    task_options,
 )
 from annotations.protocols.schema import Protocol
 from annotations.services.stored_files import item_file_open
@@ -61,7 +66,7 @@ def _person(annotator: Annotator) -> dict[str, Any]:
 
 
 def _results(
-    protocol: Protocol, answers: list[Annotation], obj: str, size: tuple[int, int] | None
+    protocol: Protocol, answers: list[Annotation], obj: str, sizes: list[tuple[int, int] | None]
 ) -> tuple[list[dict[str, Any]], int]:
     """Label Studio results for one annotator's answers on one item, and boxes left out (no image size)."""
     results: list[dict[str, Any]] = []
@@ -74,10 +79,13 @@ def _results(
         value = annotation.value
         if question.kind == "boxes":
             for index, box in enumerate(value if isinstance(value, list) else []):
-                if size is None or int(box.get("image", 0)) != 0:
+                position = int(box.get("image", 0))
+                size = sizes[position] if position < len(sizes) else None
+                if size is None or (position and protocol.unit != "image_set"):
                     left_out += 1
                     continue
                 width, height = size
+                where = {"item_index": position} if protocol.unit == "image_set" else {}
                 results.append(
                     {
                         "id": f"{question.key}-{annotation.pk}-{index}",
@@ -93,6 +101,7 @@ def _results(
                             "rotation": 0,
                             "rectanglelabels": [box["option"]],
                         },
+                        **where,
                         **head,
                     }
                 )
@@ -123,6 +132,8 @@ def _task(
     data: dict[str, Any] = {}
     if obj == "text":
         data["text"] = item.text
+    elif protocol.unit == "image_set":
+        data[IMAGES_FIELD] = [f"/data/local-files/?d={_file_path(image)}" for image in images if image.file]
     elif first is not None and first.file:
         data[obj] = f"/data/local-files/?d={_file_path(first)}"
     else:
@@ -138,7 +149,10 @@ def _task(
     if item.expert_only:
         data["expert_only"] = True
     data["metadata"] = metadata
-    size = (first.width, first.height) if first is not None and first.width and first.height else None
+    for question in protocol.questions:
+        if question.options_from is not None and question.applies_to(metadata):
+            data[options_field(question)] = task_options(question, metadata)
+    sizes = [(image.width, image.height) if image.width and image.height else None for image in images]
     by_annotator: dict[int, list[Annotation]] = {}
     for annotation in answers:
         by_annotator.setdefault(annotation.annotator_id, []).append(annotation)
@@ -147,7 +161,7 @@ def _task(
     left_out = 0
     for group in by_annotator.values():
         annotator = group[0].annotator
-        results, lost = _results(protocol, group, obj, size)
+        results, lost = _results(protocol, group, obj, sizes)
         left_out += lost
         created = min(a.created_at for a in group)
         updated = max(a.updated_at for a in group)
@@ -241,7 +255,8 @@ def export_labelstudio(study: Study, out: Path) -> None:
                 handle.write(json.dumps(task, ensure_ascii=False).encode("utf-8"))
             handle.write(b"\n]\n")
         written: set[str] = set()
-        images = ItemImage.objects.filter(item__study=study, position=0).exclude(file="").order_by("id")
+        positions = {} if study.protocol_obj.unit == "image_set" else {"position": 0}
+        images = ItemImage.objects.filter(item__study=study, **positions).exclude(file="").order_by("id")
         for image in images.iterator(chunk_size=CHUNK):
             path = _file_path(image)
             if path in written:

@@ -93,6 +93,7 @@ class _Result:
     original_width: Any = None
     original_height: Any = None
     image_rotation: Any = 0
+    item_index: Any = None  # an image set's image (``<Image valueList>``)
 
 
 @dataclass
@@ -298,6 +299,7 @@ def _results(raw: Any, where: str) -> list[_Result]:
                 original_width=entry.get("original_width"),
                 original_height=entry.get("original_height"),
                 image_rotation=entry.get("image_rotation", 0),
+                item_index=entry.get("item_index"),
             )
         )
     return results
@@ -402,7 +404,11 @@ def _min_results(raw: Any, control: Control, question: Question, where: str) -> 
         for index, region in enumerate(raw):
             if not isinstance(region, dict):
                 raise ImportRefused(f"{spot}[{index}]: must be an object")
-            value = {k: v for k, v in region.items() if k not in ("original_width", "original_height")}
+            value = {
+                k: v
+                for k, v in region.items()
+                if k not in ("original_width", "original_height", "item_index")
+            }
             results.append(
                 _Result(
                     f"{spot}[{index}]",
@@ -412,6 +418,7 @@ def _min_results(raw: Any, control: Control, question: Question, where: str) -> 
                     region.get("original_width"),
                     region.get("original_height"),
                     0,
+                    region.get("item_index"),
                 )
             )
         return results
@@ -475,6 +482,20 @@ def _edge(start: float, extent: float, size: int) -> tuple[int, int]:
     if first + length > size >= length and first <= size:
         first = size - length
     return first, length
+
+
+def _image_index(result: _Result, facts: ItemFacts, unit: str) -> int:
+    """The image of an item a rectangle is drawn on: ``item_index`` (an image set), else the first."""
+    raw = result.item_index
+    if raw is None:
+        return 0
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise ImportRefused(f"{result.where}: item_index must be an image's index (0, 1, ...), got {raw!r}")
+    if raw and unit != "image_set":
+        raise ImportRefused(f"{result.where}: item_index {raw}: the study shows one image per item")
+    if facts.image_sizes and raw >= len(facts.image_sizes):
+        raise ImportRefused(f"{result.where}: item_index {raw}: the item has {len(facts.image_sizes)} images")
+    return raw
 
 
 def _box(result: _Result, label_keys: list[str], size: tuple[int, int] | None) -> list[dict[str, Any]]:
@@ -553,8 +574,9 @@ def _value(
         linked = protocol.question(question.linked_question)
         lookup = option_lookup(linked, control, facts.metadata)
         boxes: list[dict[str, Any]] = []
-        size = facts.image_sizes[0] if facts.image_sizes else None
         for result in results:
+            position = _image_index(result, facts, protocol.unit)
+            size = facts.image_sizes[position] if facts.image_sizes else None
             labels = result.value.get("rectanglelabels")
             if not isinstance(labels, list) or not labels:
                 raise ImportRefused(f"{result.where}: value.rectanglelabels must name a label")
@@ -567,7 +589,10 @@ def _value(
                         f"{question.linked_question!r}"
                     )
                 keys.append(key)
-            boxes.extend(_box(result, keys, size))
+            drawn = _box(result, keys, size)
+            if protocol.unit == "image_set":
+                drawn = [{**box, "image": position} for box in drawn]
+            boxes.extend(drawn)
         return boxes
     if question.kind == "text":
         texts: list[str] = []
@@ -715,7 +740,12 @@ def _member(value: str, where: str, source: FileSource) -> str | None:
 
 
 def _item_record(
-    task: _Task, field_name: str, unit: str, source: FileSource | None, files: dict[str, str]
+    task: _Task,
+    field_name: str,
+    protocol: Protocol,
+    source: FileSource | None,
+    files: dict[str, str],
+    options_fields: set[str],
 ) -> dict[str, Any]:
     data = task.data
     external = data.get("external_id")
@@ -727,15 +757,35 @@ def _item_record(
     for name in PROVENANCE:
         if data.get(name) not in (None, ""):
             record[name] = data[name]
-    skip = {"external_id", "metadata", field_name, *PROVENANCE}
+    unit = protocol.unit
+    skip = {"external_id", "metadata", field_name, *PROVENANCE, *options_fields}
     metadata = {key: value for key, value in data.items() if key not in skip}
     if isinstance(data.get("metadata"), dict):
         metadata.update(data["metadata"])
     elif "metadata" in data:
         metadata["metadata"] = data["metadata"]
+    read_from = {q.options_from for q in protocol.questions if q.options_from is not None}
+    for name in sorted(options_fields & read_from):
+        # A config without the workbench comment: the question reads its options from this field.
+        metadata[name] = _dynamic_labels(data.get(name), f"{task.where}, data.{name}")
     shown = data.get(field_name)
     where = f"{task.where}, data.{field_name}"
-    if unit == "text":
+    if unit == "image_set" and isinstance(shown, list):
+        members: list[str] = []
+        for index, entry in enumerate(shown):
+            spot = f"{where}[{index}]"
+            if not isinstance(entry, str) or not entry.strip():
+                raise ImportRefused(f"{spot}: must be the image's URL or path")
+            member = _member(entry.strip(), spot, source) if source is not None else None
+            if member is None:
+                metadata[field_name] = shown
+                members = []
+                break
+            members.append(member)
+            files.setdefault(member, spot)
+        if members:
+            record["files"] = members
+    elif unit == "text":
         if not isinstance(shown, str) or not shown.strip():
             raise ImportRefused(f"{where}: the text to judge is missing")
         record["text"] = shown
@@ -754,10 +804,23 @@ def _item_record(
     return record
 
 
+def _dynamic_labels(raw: Any, where: str) -> list[str]:
+    """The labels of a task's dynamic choices (a list of ``{"value": ...}`` or of texts)."""
+    if not isinstance(raw, list) or not raw:
+        raise ImportRefused(f"{where}: the task's choices must be a non-empty list")
+    labels = []
+    for index, entry in enumerate(raw):
+        value = entry.get("value") if isinstance(entry, dict) else entry
+        if not isinstance(value, str) or not value.strip():
+            raise ImportRefused(f'{where}[{index}]: a choice is {{"value": TEXT}} or a text')
+        labels.append(value)
+    return labels
+
+
 def _data_field(tasks: list[_Task], unit: str) -> str:
     """Without a config: the data field that holds the image (or text) — ``image``/``text`` when
     present, else the one field whose values look like URLs or paths."""
-    preferred = "image" if unit != "text" else "text"
+    preferred = {"text": "text", "image_set": "images"}.get(unit, "image")
     if any(preferred in task.data for task in tasks):
         return preferred
     candidates = {
@@ -931,8 +994,9 @@ def _import(
             )
     field_name = config.data_field if config is not None else _data_field(tasks, protocol.unit)
     files: dict[str, str] = {}
+    options_fields = config.options_fields if config is not None else set()
     item_records = [
-        (task.where, _item_record(task, field_name, protocol.unit, media, files)) for task in tasks
+        (task.where, _item_record(task, field_name, protocol, media, files, options_fields)) for task in tasks
     ]
     seen_ids: dict[str, str] = {}
     for task, (_where, record) in zip(tasks, item_records, strict=True):

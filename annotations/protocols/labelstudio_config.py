@@ -9,19 +9,26 @@ DTDs, entities and external references) into a protocol and a map from each cont
   its alias (when it is a valid key) or the slug of its value, and whose label is its value;
 - ``<Rating maxRating="n">`` -> likert with the points ``1`` .. ``n``;
 - ``<TextArea>`` -> text;
+- a ``<Choices>`` (or ``<RectangleLabels>``) with ``value="$field"`` and no children takes its choices from
+  each task (Label Studio's dynamic choices: ``data.field`` is a list of ``{"value": ..., "alias": ...}``)
+  -> a question whose options come from the item's metadata (``options_from``);
 - ``<RectangleLabels>`` on the ``<Image>`` -> boxes linked to a multi question with its labels: a
   ``Choices multiple`` with the same options (or the one whose options include them all) when the
   config has one, otherwise a question
   ``<name>_labels`` whose answer is the labels drawn (see docs/import-export.md);
 - ``<View>``, ``<Header>`` (its text becomes the next control's prompt) and ``<Style>`` shape the page;
-  the ``<Image>`` (an image study) or ``<Text>`` (a text study) the controls point to is the object
+  the ``<Image>`` (an image study; with ``valueList="$field"``, several images per task: an image-set
+  study, whose rectangles say their image in ``item_index``) or ``<Text>`` (a text study) the controls
+  point to is the object
   (other ``<Text>`` tags, such as a caption, are only shown); every other tag is refused by name
   with its line.
 
 ``protocol_to_config`` writes the config of a study's protocol for the Label Studio export, and keeps
 the whole protocol in a comment (``<!-- workbench-protocol {...} -->``) so that an import of that config
 restores it exactly (binary and likert questions, option labels, conditions); the comment is used only
-while every control of the config still matches a question of it.
+while every control of the config still matches a question of it. An image-set study is written as one
+``<Image valueList="$images">``, and a question whose options come from each item's metadata as a
+dynamic ``<Choices value="$options_KEY">`` (``options_field``), the export writing each task's options.
 """
 
 from __future__ import annotations
@@ -65,6 +72,9 @@ RESULT_KINDS = {
     "textarea": ("text",),
     "rectanglelabels": ("boxes",),
 }
+IMAGES_FIELD = "images"  # the task data field of an image set's images (``<Image valueList="$images">``)
+FIELD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+OPTIONS_PREFIX = "options_"  # the task data field of a question's options from the item (``$options_KEY``)
 COMMENT_RE = re.compile(r"<!--\s*workbench-protocol\s+(.*?)\s*-->", re.DOTALL)
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_CONFIG_DEPTH = MAX_JSON_DEPTH  # tags inside tags; deeper configs are refused (the walk recurses)
@@ -97,6 +107,7 @@ class Control:
     result_type: str  # choices | rating | textarea | rectanglelabels
     values: dict[str, str] = field(default_factory=dict)  # a choice or label as written -> option key
     derived_multi: str | None = None  # boxes: the multi question that holds the labels drawn
+    options_field: str | None = None  # dynamic choices: the task data field that lists them
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,11 @@ class LabelStudioConfig:
     data_field: str  # the task data field the object shows (``$image`` -> ``image``)
     controls: dict[str, Control]
     restored: bool = False  # the protocol came back from the workbench comment
+
+    @property
+    def options_fields(self) -> set[str]:
+        """The task data fields that list dynamic choices (not item metadata as such)."""
+        return {c.options_field for c in self.controls.values() if c.options_field is not None}
 
 
 @dataclass
@@ -209,6 +225,23 @@ def _options(element: _Element, child_tag: str) -> tuple[tuple[Option, ...], dic
     return tuple(options), values
 
 
+def _dynamic(element: _Element) -> str | None:
+    """The task data field a control takes its choices from (``value="$field"``, no children), or None."""
+    raw = element.attrs.get("value", "").strip()
+    if not raw:
+        return None
+    if element.children:
+        raise ConfigError(
+            f"<{element.tag} value={raw!r}> takes its choices from the task; it cannot also list them",
+            line=element.line,
+        )
+    if not raw.startswith("$") or not FIELD_RE.match(raw[1:]):
+        raise ConfigError(
+            f'<{element.tag} value={raw!r}> must name a task field ("$field")', line=element.line
+        )
+    return raw[1:]
+
+
 def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
     """The protocol a labeling config describes (see the module docstring); refusals name the line."""
     root = _parse(text)
@@ -226,9 +259,10 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
                 prompt = header
             continue
         if element.tag in OBJECT_TAGS:
-            if "valueList" in element.attrs:
+            if "valueList" in element.attrs and (element.tag != "Image" or "value" in element.attrs):
                 raise ConfigError(
-                    "<Image valueList> (several images per task) is not supported", line=element.line
+                    f"<{element.tag}> takes value or, on an <Image>, valueList (several images per task)",
+                    line=element.line,
                 )
             objects.append(element)
             continue
@@ -256,13 +290,13 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
         )
     obj = named[0]  # other <Text> objects (a caption shown beside the image) are display only
     object_name = obj.attrs.get("name", "").strip()
-    value = obj.attrs.get("value", "").strip()
+    value = obj.attrs.get("value", obj.attrs.get("valueList", "")).strip()
     if not object_name or not value.startswith("$") or len(value) < 2:
         raise ConfigError(f'<{obj.tag}> needs a name and a value="$field"', line=obj.line)
-    unit = OBJECT_TAGS[obj.tag]
+    unit = "image_set" if "valueList" in obj.attrs else OBJECT_TAGS[obj.tag]
     used: set[str] = set()
     questions: list[Question] = []
-    boxes: list[tuple[_Element, str, str, tuple[Option, ...], dict[str, str]]] = []
+    boxes: list[tuple[_Element, str, str, tuple[Option, ...], dict[str, str], str | None]] = []
     mapped: dict[str, Control] = {}
     for element, prompt in controls:
         control_name = element.attrs.get("name", "").strip()
@@ -280,19 +314,20 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
         required = element.attrs.get("required", "false").strip().lower() == "true"
         common: dict[str, Any] = {"key": key, "prompt": prompt or control_name, "required": required}
         if element.tag == "Choices":
-            options, values = _options(element, "Choice")
+            dynamic = _dynamic(element)
+            options, values = ((), {}) if dynamic else _options(element, "Choice")
             mode = element.attrs.get("choice", "single").strip()
             if mode not in ("single", "single-radio", "multiple"):
                 raise ConfigError(
                     f"choice={mode!r} is not single, single-radio or multiple", line=element.line
                 )
             kind = "multi" if mode == "multiple" else "single"
-            if kind == "single" and len(options) < 2:
+            if kind == "single" and not dynamic and len(options) < 2:
                 raise ConfigError(
                     f"<Choices name={control_name!r}> needs at least two choices", line=element.line
                 )
-            questions.append(Question(kind=kind, options=options, **common))
-            mapped[control_name] = Control(control_name, key, "choices", values)
+            questions.append(Question(kind=kind, options=options, options_from=dynamic, **common))
+            mapped[control_name] = Control(control_name, key, "choices", values, options_field=dynamic)
         elif element.tag == "Rating":
             if element.children:
                 raise ConfigError(
@@ -314,14 +349,27 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
             questions.append(Question(kind="text", **common))
             mapped[control_name] = Control(control_name, key, "textarea")
         else:
-            if unit != "image":
+            if unit == "text":
                 raise ConfigError("<RectangleLabels> needs an <Image>", line=element.line)
-            options, values = _options(element, "Label")
-            boxes.append((element, key, prompt or control_name, options, values))
-    for element, key, prompt, options, values in boxes:
+            dynamic = _dynamic(element)
+            options, values = ((), {}) if dynamic else _options(element, "Label")
+            boxes.append((element, key, prompt or control_name, options, values, dynamic))
+    for element, key, prompt, options, values, dynamic in boxes:
         keys = {option.key for option in options}
-        same = [q for q in questions if q.kind == "multi" and {o.key for o in q.options} == keys]
-        wider = [q for q in questions if q.kind == "multi" and {o.key for o in q.options} >= keys]
+        if dynamic:
+            same = [q for q in questions if q.kind == "multi" and q.options_from == dynamic]
+            wider = []
+        else:
+            same = [
+                q
+                for q in questions
+                if q.kind == "multi" and not q.options_from and {o.key for o in q.options} == keys
+            ]
+            wider = [
+                q
+                for q in questions
+                if q.kind == "multi" and not q.options_from and {o.key for o in q.options} >= keys
+            ]
         derived = None
         if len(same) == 1 or (not same and len(wider) == 1):
             linked = (same or wider)[0].key
@@ -340,13 +388,14 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
                     prompt=f"Which of these are marked in the image? ({key})",
                     required=False,
                     options=options,
+                    options_from=dynamic,
                 )
             )
         questions.append(
             Question(key=key, kind="boxes", prompt=prompt, required=False, linked_question=linked)
         )
         name_attr = element.attrs["name"].strip()
-        mapped[name_attr] = Control(name_attr, key, "rectanglelabels", values, derived)
+        mapped[name_attr] = Control(name_attr, key, "rectanglelabels", values, derived, dynamic)
     protocol_dict = {
         "name": name[:200] or "Label Studio project",
         "unit": unit,
@@ -377,7 +426,14 @@ def _restored(text: str, config: LabelStudioConfig) -> LabelStudioConfig | None:
             return None
         question = protocol.question(name)
         derived = config.protocol.question(control.question_key)
-        if question.kind not in _COMPATIBLE[derived.kind] or question.options_from is not None:
+        if question.kind not in _COMPATIBLE[derived.kind]:
+            return None
+        from_item = (
+            protocol.question(question.linked_question).options_from
+            if control.result_type == "rectanglelabels" and question.linked_question
+            else question.options_from
+        )
+        if (from_item is not None) != (control.options_field is not None):
             return None
         if control.result_type == "rectanglelabels":
             assert question.linked_question is not None
@@ -390,7 +446,9 @@ def _restored(text: str, config: LabelStudioConfig) -> LabelStudioConfig | None:
             return None
         if control.result_type == "rating" and len(question.options) != len(derived.options):
             return None
-        controls[name] = Control(name, name, control.result_type, control.values)
+        controls[name] = Control(
+            name, name, control.result_type, control.values, options_field=control.options_field
+        )
     if not controls:
         return None
     return LabelStudioConfig(protocol, config.object_name, config.data_field, controls, restored=True)
@@ -452,16 +510,23 @@ def likert_as_rating(question: Question) -> bool:
 
 
 def config_refusal(protocol: Protocol) -> str | None:
-    """Why this protocol has no Label Studio config, or None."""
-    if protocol.unit == "image_set":
-        return "image-set studies cannot be exported to Label Studio (it shows one image per task)"
-    for question in protocol.questions:
-        if question.options_from is not None:
-            return (
-                f"question {question.key!r} takes its options from each item's {question.options_from!r}; "
-                "a Label Studio config lists its options"
-            )
+    """Why this protocol has no Label Studio config, or None: every protocol has one now (image sets
+    through ``valueList``, options from the item through dynamic choices)."""
+    del protocol
     return None
+
+
+def options_field(question: Question) -> str:
+    """The task data field that lists a question's options from the item (``value="$options_KEY"``)."""
+    return f"{OPTIONS_PREFIX}{question.key}"
+
+
+def task_options(question: Question, metadata: dict[str, Any]) -> list[dict[str, str]]:
+    """Dynamic choices of one task for a question whose options come from the item: Unsure or None of
+    the above after the item's options, each ``{"value": label, "alias": key}``."""
+    options = list(question.options_for(metadata))
+    options += [o for o in (question.unsure, question.none_option) if o is not None]
+    return [{"value": option.label, "alias": option.key} for option in options]
 
 
 def protocol_to_config(protocol: Protocol) -> str:
@@ -469,9 +534,12 @@ def protocol_to_config(protocol: Protocol) -> str:
     refusal = config_refusal(protocol)
     if refusal is not None:
         raise ConfigError(refusal)
-    obj = "image" if protocol.unit == "image" else "text"
+    obj = "text" if protocol.unit == "text" else "image"
     lines = ["<View>", "  " + _comment(protocol)]
-    lines.append(f'  <{"Image" if obj == "image" else "Text"} name="{obj}" value="${obj}"/>')
+    if protocol.unit == "image_set":
+        lines.append(f'  <Image name="{obj}" valueList="${IMAGES_FIELD}"/>')
+    else:
+        lines.append(f'  <{"Image" if obj == "image" else "Text"} name="{obj}" value="${obj}"/>')
     for question in protocol.questions:
         lines.append(f"  <Header value={quoteattr(question.prompt)}/>")
         head = f'name={quoteattr(question.key)} toName="{obj}"'
@@ -484,7 +552,11 @@ def protocol_to_config(protocol: Protocol) -> str:
             continue
         if question.kind == "boxes":
             assert question.linked_question is not None
-            options = protocol.question(question.linked_question).options
+            linked = protocol.question(question.linked_question)
+            if linked.options_from is not None:
+                lines.append(f'  <RectangleLabels {head} value="${options_field(linked)}"/>')
+                continue
+            options = linked.options
             lines.append(f"  <RectangleLabels {head}>")
             lines.extend(f"    <Label value={quoteattr(o.label)} alias={quoteattr(o.key)}/>" for o in options)
             lines.append("  </RectangleLabels>")
@@ -496,6 +568,9 @@ def protocol_to_config(protocol: Protocol) -> str:
             choices = list(question.options)
             choices += [o for o in (question.unsure, question.none_option) if o is not None]
             mode = {"single": "single", "likert": "single-radio", "multi": "multiple"}[question.kind]
+        if question.options_from is not None:
+            lines.append(f'  <Choices {head} choice="{mode}" value="${options_field(question)}"{required}/>')
+            continue
         lines.append(f'  <Choices {head} choice="{mode}"{required}>')
         lines.extend(f"    <Choice value={quoteattr(o.label)} alias={quoteattr(o.key)}/>" for o in choices)
         lines.append("  </Choices>")

@@ -11,7 +11,7 @@ from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch,
 from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 
-from annotations.models import Annotation, Assignment, Item, ItemImage, Study
+from annotations.models import Annotation, Assignment, Item, ItemImage, Study, User
 
 
 def study_summary(study: Study) -> dict[str, Any]:
@@ -31,6 +31,14 @@ def study_summary(study: Study) -> dict[str, Any]:
         ),
         "annotators": annotations.values("annotator_id").distinct().count(),
     }
+
+
+def enrolled_account(study: Study, username: str) -> User | None:
+    """The account ``username`` if it is enrolled in ``study``, else None. Looked up among the study's
+    enrolments only, so a caller answers the same whether or not the account exists elsewhere."""
+    if not username:
+        return None
+    return User.objects.filter(username=username, enrollments__study=study).first()
 
 
 def items_page(study: Study, *, blank: bool | None = None) -> QuerySet[Item]:

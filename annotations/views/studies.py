@@ -50,7 +50,7 @@ from annotations.interchange.import_jobs import (
 from annotations.interchange.item_import import items_import
 from annotations.interchange.labelstudio_import import LabelStudioImportReport, labelstudio_import
 from annotations.interchange.sources import allowed_buckets
-from annotations.models import ImportJob, Item, Study, User
+from annotations.models import ImportJob, Item, Study
 from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.protocols.manifests import example_items, manifest_template
 from annotations.protocols.papers import paper_of, preset_label
@@ -615,8 +615,7 @@ def study_unenroll(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     form = UnenrollForm(request.POST)
     # Looked up among this study's enrolments only: whether an account exists elsewhere stays unsaid.
-    username = form.cleaned_data["username"] if form.is_valid() else ""
-    user = User.objects.filter(username=username, enrollments__study=study).first() if username else None
+    user = selectors.enrolled_account(study, form.cleaned_data["username"] if form.is_valid() else "")
     try:
         if user is None:
             raise WorkbenchError("No such account is enrolled here.")

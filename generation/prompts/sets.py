@@ -21,6 +21,7 @@ from generation.prompts.ssi import ssi_prompt_set
 from generation.prompts.visage import (
     sample_non_stereotypes,
     seegull_stereotypes,
+    stereotypes_from_table,
     visage_prompt_set,
     visage_pull_prompt_set,
 )
@@ -30,6 +31,44 @@ DESIGNS = ("ssi", "visage", "visage-pull", "biasconnect", "biasconnect-mitigatio
 
 class PromptSetError(ValueError):
     """A prompt set that cannot be built; the message says why."""
+
+
+def visage_pull_from_table(
+    rows: list[tuple[str, str, int | None, bool | None]],
+    *,
+    seed: int = 0,
+    images_per_prompt: int | None = None,
+    limit: int | None = None,
+) -> PromptSet:
+    """visage's stereotypical-pull sets from a study's stereotype table (the findings page's button):
+    the same sets as ``visage-pull`` with a SeeGULL CSV, its non-stereotypes drawn with ``seed``."""
+    if not rows:
+        raise PromptSetError(
+            "the study has no stereotype table: upload one (SeeGULL CSV) on the findings page first"
+        )
+    stereotypes, pool = stereotypes_from_table(rows)
+    if not stereotypes:
+        raise PromptSetError(
+            "the stereotype table has no pair with NA_stereo >= 2 and a visual attribute: no stereotype "
+            "to prompt with"
+        )
+    try:
+        non_stereotypes = sample_non_stereotypes(stereotypes, pool, seed=seed)
+    except ValueError as exc:
+        raise PromptSetError(f"the stereotype table has too few attributes: {exc}") from exc
+    try:
+        built = visage_pull_prompt_set(stereotypes, non_stereotypes, images_per_prompt=images_per_prompt)
+    except (ValueError, KeyError) as exc:
+        raise PromptSetError(str(exc)) from exc
+    if limit is not None:
+        built = PromptSet(
+            name=built.name,
+            paper=built.paper,
+            prompts=built.prompts[:limit],
+            description=built.description,
+            parent=built.parent,
+        )
+    return built
 
 
 def prompt_set_build(

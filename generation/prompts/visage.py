@@ -119,6 +119,29 @@ def seegull_stereotypes(
     return result
 
 
+def stereotypes_from_table(
+    rows: Iterable[tuple[str, str, int | None, bool | None]], *, min_na_stereo: int = 2
+) -> tuple[dict[str, list[str]], list[str]]:
+    """identity -> its stereotypical attributes, and every attribute (the pool the non-stereotypes are
+    drawn from), from a study's stereotype table rows (identity, attribute, NA_stereo, visual): the
+    rule of ``seegull_stereotypes`` (``NA_stereo >= min_na_stereo``), an attribute rated not visual
+    left out (not rated counts as visual, as the visage metrics read it)."""
+    stereotypes: dict[str, list[str]] = {}
+    pool: list[str] = []
+    for identity, attribute, na_stereo, visual in rows:
+        identity, attribute = identity.strip(), attribute.strip()
+        if not identity or not attribute:
+            continue
+        if attribute not in pool:
+            pool.append(attribute)
+        if (na_stereo or 0) < min_na_stereo or visual is False:
+            continue
+        attrs = stereotypes.setdefault(identity, [])
+        if attribute not in attrs:
+            attrs.append(attribute)
+    return stereotypes, pool
+
+
 def sample_non_stereotypes(
     stereotypes: Mapping[str, Sequence[str]],
     pool: Sequence[str],

@@ -377,7 +377,11 @@ def test_media_are_checked_as_any_upload(owner, tmp_path, _media_root) -> None:
             "point to 'other', which is no <Image> or <Text>",
         ),
         ('<View><Image name="i" value="$image"/>', "not well-formed XML"),
-        ('<View><Image name="i" valueList="$images"/><TextArea name="t" toName="i"/></View>', "valueList"),
+        (
+            '<View><Image name="i" value="$image" valueList="$images"/>'
+            '<TextArea name="t" toName="i"/></View>',
+            "takes value or, on an <Image>, valueList",
+        ),
     ],
 )
 def test_labeling_configs_outside_the_mapping_are_refused_with_their_line(

@@ -260,19 +260,22 @@ PULL_CONDITIONS = {"default": "d", "stereotypical": "s", "non-stereotypical": "n
 # captions are left out of salience.
 ATTRIBUTE_PROMPTED = ("stereotypical", "non-stereotypical")
 NO_PULL_ITEMS = (
-    "No items with the conditions default, stereotypical and non-stereotypical: generate the visage pull "
-    "prompt set (manage.py generate STUDY --prompt-set visage-pull --prompts SEEGULL.csv) or import "
+    "No items with the conditions default, stereotypical and non-stereotypical: make the visage pull "
+    "prompt set from the study's stereotype table (the button under 'Image embeddings and captions' on the "
+    "findings page; manage.py generate STUDY --prompt-set visage-pull --prompts SEEGULL.csv) or import "
     "such items."
 )
 NO_EMBEDDINGS = (
-    "No image embeddings stored for this study: run an embedding labeller (kind clip) over it (the labelling "
-    "page, or manage.py autolabel STUDY --labeller NAME), or import embeddings made elsewhere (the upload on "
-    "the findings page, manage.py import_features STUDY FILE.jsonl, POST /api/studies/{id}/features/import/)."
+    "No image embeddings stored for this study: run an embedding labeller (kind clip) over it (the "
+    "findings page's button, the labelling page, or manage.py autolabel STUDY --labeller NAME), or "
+    "import embeddings made elsewhere (the upload on the findings page, manage.py import_features STUDY "
+    "FILE.jsonl, POST /api/studies/{id}/features/import/)."
 )
 NO_CAPTIONS = (
-    "No captions stored for this study: run a captioner (kind captioner) over it (the labelling page, or "
-    "manage.py autolabel STUDY --labeller NAME), or import captions made elsewhere (the upload on the "
-    "findings page, manage.py import_features STUDY FILE.jsonl, POST /api/studies/{id}/features/import/)."
+    "No captions stored for this study: run a captioner (kind captioner) over it (the findings page's "
+    "button, the labelling page, or manage.py autolabel STUDY --labeller NAME), or import captions made "
+    "elsewhere (the upload on the findings page, manage.py import_features STUDY FILE.jsonl, "
+    "POST /api/studies/{id}/features/import/)."
 )
 
 
@@ -483,6 +486,16 @@ def visage_salience_section(
         )
     )
     report.notes.extend(n for n in notes if n == NO_CAPTIONS)
+
+
+def stereotype_table_rows(study: Study) -> list[tuple[str, str, int | None, bool | None]]:
+    """The study's stereotype table as (identity, attribute, na_stereo, visual), in table order: what
+    the visage pull prompt set is made of (``generation.prompts.visage.stereotypes_from_table``)."""
+    return list(
+        StereotypeEntry.objects.filter(study=study)
+        .order_by("identity", "attribute")
+        .values_list("identity", "attribute", "na_stereo", "visual")
+    )
 
 
 def stereotype_table_size(study: Study) -> int:
