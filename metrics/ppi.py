@@ -109,6 +109,8 @@ class PpiDifference:
 
 
 NONE = Interval(None, None, None, None)
+# Labels or probabilities: a list or a numpy array of numbers.
+Numbers = Sequence[float] | np.ndarray
 
 
 def z_value(confidence: float = 0.95) -> float:
@@ -118,7 +120,7 @@ def z_value(confidence: float = 0.95) -> float:
     return float(norm.ppf(1.0 - (1.0 - confidence) / 2.0))
 
 
-def hajek_weights(pi: Sequence[float]) -> np.ndarray:
+def hajek_weights(pi: Numbers) -> np.ndarray:
     """w_i = (1/pi_i) / mean(1/pi_j); every pi_i must lie in (0, 1]."""
     p = np.asarray(pi, dtype=float)
     if p.size and (not np.all(np.isfinite(p)) or np.any(p <= 0.0) or np.any(p > 1.0)):
@@ -128,11 +130,11 @@ def hajek_weights(pi: Sequence[float]) -> np.ndarray:
 
 
 def ppi_mean(
-    y: Sequence[float],
-    f_labelled: Sequence[float],
-    f_all: Sequence[float],
+    y: Numbers,
+    f_labelled: Numbers,
+    f_all: Numbers,
     *,
-    pi: Sequence[float] | None = None,
+    pi: Numbers | None = None,
     lam: float | None = None,
     confidence: float = 0.95,
     proportion: bool = False,

@@ -225,3 +225,114 @@ def test_findings_page_offers_the_ppi_source(study, owner) -> None:
     assert 'name="width"' in text
     bad = client.get(f"/studies/{study.pk}/findings/", {"source": "ppi:vlm@1", "width": "-1"})
     assert bad.status_code == 400 and "width must be" in bad.content.decode()
+
+
+PROTOCOL = """
+name: ppi kinds
+unit: image
+questions:
+  - key: visual
+    kind: likert
+    prompt: How visual?
+    options:
+      - {key: agree, label: Agree}
+      - {key: neutral, label: Neutral}
+      - {key: disagree, label: Disagree}
+    unsure: {key: unsure, label: Unsure}
+  - key: attributes
+    kind: multi
+    prompt: Which are present?
+    options_from: attributes
+  - key: note
+    kind: text
+    required: false
+    prompt: Anything else?
+"""
+
+
+def test_likert_means_and_multi_options_from_item_metadata(owner) -> None:
+    from annotations.protocols.schema import load_protocol_text
+    from annotations.services.annotation_writes import annotations_import_records
+    from annotations.interchange.item_import import items_import_records
+    from annotations.services.studies import study_create
+
+    study = study_create(owner=owner, name="kinds", protocol=load_protocol_text(PROTOCOL), overlap=1)
+    attrs = {n: ["hat", "scarf"] if n % 2 else ["hat"] for n in range(12)}
+    items_import_records(
+        study=study,
+        records=[
+            (f"row {n}", {"external_id": f"i{n}", "metadata": {"attributes": attrs[n], "identity": "X"}})
+            for n in range(12)
+        ],
+    )
+    scale = ["agree", "neutral", "disagree"]
+    human = {n: scale[n % 3] for n in range(12)}
+    bot = {n: scale[(n + (n % 4 == 0)) % 3] for n in range(12)}  # wrong on every fourth item
+    hats = {n: n % 3 == 0 for n in range(12)}
+    records: list[dict[str, Any]] = []
+    for n in range(12):
+        keys = ["hat", "scarf"] if n % 2 else ["hat"]
+        for who, kind, visual, hat in (
+            ("h", "human", human[n], hats[n]),
+            ("bot", "machine", bot[n], n % 2 == 0),
+        ):
+            records.append(
+                {
+                    "item": f"i{n}",
+                    "annotator": who,
+                    "annotator_kind": kind,
+                    "question": "visual",
+                    "value": visual,
+                }
+            )
+            chosen = ["hat"] if hat else []
+            if n % 2 and who == "bot":
+                chosen.append("scarf")
+            records.append(
+                {
+                    "item": f"i{n}",
+                    "annotator": who,
+                    "annotator_kind": kind,
+                    "question": "attributes",
+                    "value": chosen,
+                    "shown": keys,
+                }
+            )
+    annotations_import_records(study=study, records=list(enumerate(records, start=1)))
+    run(
+        "sample_for_validation",
+        str(study.pk),
+        "--labeller",
+        "bot",
+        "--design",
+        "uniform",
+        "--size",
+        "6",
+        "--seed",
+        "2",
+    )
+    chances = sampled(study)
+    report = run("metrics", str(study.pk), "--source", "ppi:bot", "--json")
+    found = {(r["question"], r["option"], r["group"]): r for r in rows(report, "ppi_estimates")}
+    # likert: mean scale position, 1 = agree
+    pos = {n: float(scale.index(v) + 1) for n, v in human.items()}
+    fpos = {n: float(scale.index(v) + 1) for n, v in bot.items()}
+    want = ppi_mean(
+        [pos[n] for n in sorted(chances)], [fpos[n] for n in sorted(chances)], [fpos[n] for n in range(12)]
+    )
+    row = found[("visual", "mean position (1 = agree)", "all")]
+    assert row["estimate"] == pytest.approx(want.ppi.estimate) and row["high"] == pytest.approx(want.ppi.high)
+    # multi, options from item metadata: scarf applies to the odd items only
+    scarf = found[("attributes", "scarf", "all")]
+    odd = [n for n in range(12) if n % 2]
+    want_scarf = ppi_mean(
+        [0.0 for n in sorted(chances) if n % 2],
+        [1.0 for n in sorted(chances) if n % 2],
+        [1.0] * len(odd),
+        proportion=True,
+    )
+    assert scarf["n_machine"] == 6 and scarf["n_people"] == sum(1 for n in chances if n % 2)
+    assert scarf["estimate"] == pytest.approx(want_scarf.ppi.estimate)
+    hat = found[("attributes", "hat", "all")]
+    assert hat["n_machine"] == 12 and hat["machine_only"] == pytest.approx(0.5)
+    assert any("note (text)" in note for note in report["notes"])

@@ -90,20 +90,35 @@ def _key(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+Encoder = Callable[[Any, list[str] | None], float | None]
+
+
 def _encoders(
-    study: Study, key: str, kind: str
-) -> list[tuple[str, Callable[[Any, list[str] | None], float | None]]]:
-    """(option, value -> Y or None) for each number a question gives per item."""
+    study: Study, key: str, kind: str, items: dict[int, ItemInfo]
+) -> list[tuple[str, Encoder, set[int] | None]]:
+    """(option, value -> Y or None, the items it applies to or None for all) for each number a question
+    gives per item; a question whose options come from item metadata gives one per option listed on any
+    item, applying to the items that list it."""
     question = study.protocol_obj.question(key)
+    scope: dict[str, set[int]] | None = None
+    if question.options_from is not None:
+        scope = defaultdict(set)
+        for item_id, info in items.items():
+            for option in question.options_for(info.metadata or {}):
+                scope[option.key].add(item_id)
+            if question.none_option is not None:
+                scope[question.none_option.key].add(item_id)
     if kind == "likert":
         scale = [option.key for option in question.options]
 
         def position(value: Any, _shown: list[str] | None) -> float | None:
             return float(scale.index(value) + 1) if value in scale else None
 
-        return [("mean position (1 = " + (scale[0] if scale else "?") + ")", position)]
+        return [("mean position (1 = " + (scale[0] if scale else "?") + ")", position, None)]
     if kind == "binary":
         options = ["1"]
+    elif scope is not None:
+        options = sorted(scope)
     else:
         options = [option.key for option in question.options]
         if question.none_option is not None:
@@ -121,7 +136,7 @@ def _encoders(
 
         return share
 
-    return [(option, encoder(option)) for option in options]
+    return [(option, encoder(option), scope[option] if scope is not None else None) for option in options]
 
 
 def _agrees(machine: LabelSet, human: LabelSet, item_id: int) -> float | None:
@@ -254,8 +269,8 @@ def ppi_section(
         if question.kind not in MEAN_KINDS:
             skipped.append(f"{question.key} ({question.kind})")
             continue
-        if question.options_from is not None:
-            skipped.append(f"{question.key} (options from item metadata)")
+        if question.options_from is not None and question.kind == "likert":
+            skipped.append(f"{question.key} (a scale from item metadata)")
             continue
         machine_labels = labels_for(study, question.key, machine)
         if not any(v is not None for v in machine_labels.values.values()):
@@ -269,10 +284,13 @@ def ppi_section(
         machine_items |= {i for i, v in machine_labels.values.items() if v is not None}
         people |= set(human_labels.values) & set(machine_labels.values)
         proportion = question.kind != "likert"
-        for option, encode in _encoders(study, question.key, question.kind):
+        for option, encode, applies in _encoders(study, question.key, question.kind, items):
             found: dict[tuple[str, str], PpiEstimate] = {}
             for (group_by, group), ids in groups.items():
-                result = _estimate(ids, encode, machine_labels, human_labels, chances, proportion)
+                scoped = ids if applies is None else applies & ids
+                result = _estimate(scoped, encode, machine_labels, human_labels, chances, proportion)
+                if not result.n_machine:
+                    continue  # the labeller answered no item of this group on this option
                 found[(group_by, group)] = result
                 estimates.rows.append([question.key, option, group_by, group, *_row(result, width)])
             for group_by in ("condition", "model"):

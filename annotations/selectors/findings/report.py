@@ -277,12 +277,12 @@ def metrics_report(
     counted = {i: info for i, info in items.items() if i in parsed.items}
     report = Report()
     features = visage_features_apply(kind, items)
-    if kind is None and not features:
-        report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
-    elif ppi:
+    if ppi:
         _coverage, people = findings_coverage(study, human_source(), items, include_partial)
         ppi_section(study, parsed, counted, report, human=people, width=width or DEFAULT_WIDTH)
         parsed = replace(parsed, name=PREFIX + parsed.name)
+    elif kind is None and not features:
+        report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
     elif kind is not None:
         SECTIONS[kind](study, parsed, counted, report)
     if features and not ppi:
