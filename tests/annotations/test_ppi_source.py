@@ -12,7 +12,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from annotations.interchange.item_import import items_import_records
 from annotations.models import Annotator, ValidationSample, ValidationSampleItem
+from annotations.protocols.schema import load_protocol_text
+from annotations.services.annotation_writes import annotations_import_records
+from annotations.services.studies import study_create
 from annotations.services.validation_sample import validation_sample_store
 from metrics.ppi import labels_needed, ppi_difference, ppi_mean
 from tests.annotations.builders import make_study
@@ -251,11 +255,6 @@ questions:
 
 
 def test_likert_means_and_multi_options_from_item_metadata(owner) -> None:
-    from annotations.protocols.schema import load_protocol_text
-    from annotations.services.annotation_writes import annotations_import_records
-    from annotations.interchange.item_import import items_import_records
-    from annotations.services.studies import study_create
-
     study = study_create(owner=owner, name="kinds", protocol=load_protocol_text(PROTOCOL), overlap=1)
     attrs = {n: ["hat", "scarf"] if n % 2 else ["hat"] for n in range(12)}
     items_import_records(
