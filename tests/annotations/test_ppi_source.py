@@ -284,6 +284,16 @@ def test_likert_means_and_multi_options_from_item_metadata(owner) -> None:
                     "value": visual,
                 }
             )
+            colour = "red" if who == "h" or n % 3 else "blue"
+            records.append(
+                {
+                    "item": f"i{n}",
+                    "annotator": who,
+                    "annotator_kind": kind,
+                    "question": "note",
+                    "value": colour,
+                }
+            )
             chosen = ["hat"] if hat else []
             if n % 2 and who == "bot":
                 chosen.append("scarf")
@@ -332,6 +342,9 @@ def test_likert_means_and_multi_options_from_item_metadata(owner) -> None:
     )
     assert scarf["n_machine"] == 6 and scarf["n_people"] == sum(1 for n in chances if n % 2)
     assert scarf["estimate"] == pytest.approx(want_scarf.ppi.estimate)
-    hat = found[("attributes", "hat", "all")]
-    assert hat["n_machine"] == 12 and hat["machine_only"] == pytest.approx(0.5)
-    assert any("note (text)" in note for note in report["notes"])
+    hat_row = found[("attributes", "hat", "all")]
+    assert hat_row["n_machine"] == 12 and hat_row["machine_only"] == pytest.approx(0.5)
+    # text: the share of each answer (an observed colour, say)
+    red = found[("note", "red", "all")]
+    assert red["n_machine"] == 12 and red["machine_only"] == pytest.approx(8 / 12)
+    assert red["estimate"] == pytest.approx(1.0) and red["n_people"] == 6

@@ -32,7 +32,11 @@ from metrics.ppi import PpiEstimate, labels_needed, ppi_difference, ppi_mean
 
 PREFIX = "ppi:"
 DEFAULT_WIDTH = 0.1
-MEAN_KINDS = ("single", "binary", "multi", "likert")
+MEAN_KINDS = ("single", "binary", "multi", "likert", "text")
+# A text question (an observed colour) gives the share of each of its most frequent machine answers.
+MAX_TEXT_VALUES = 30
+# Item metadata fields the estimates are also grouped by (when they take more than one value).
+GROUP_FIELDS = ("identity", "pair", "object", "occupation", "category")
 NOT_MEANS = (
     "Only means and proportions have a PPI estimate here. The paper metrics that are not means (SODA's "
     "Jensen-Shannon BDS and CDS, VAC, BiasConnect's Wasserstein w_bar and IS, visage's theta ratio, SSI "
@@ -94,7 +98,7 @@ Encoder = Callable[[Any, list[str] | None], float | None]
 
 
 def _encoders(
-    study: Study, key: str, kind: str, items: dict[int, ItemInfo]
+    study: Study, key: str, kind: str, items: dict[int, ItemInfo], machine: LabelSet | None = None
 ) -> list[tuple[str, Encoder, set[int] | None]]:
     """(option, value -> Y or None, the items it applies to or None for all) for each number a question
     gives per item; a question whose options come from item metadata gives one per option listed on any
@@ -117,6 +121,12 @@ def _encoders(
         return [("mean position (1 = " + (scale[0] if scale else "?") + ")", position, None)]
     if kind == "binary":
         options = ["1"]
+    elif kind == "text":
+        counts: dict[str, int] = defaultdict(int)
+        for value in (machine.values if machine is not None else {}).values():
+            if isinstance(value, str) and value.strip():
+                counts[value] += 1
+        options = sorted(counts, key=lambda v: (-counts[v], v))[:MAX_TEXT_VALUES]
     elif scope is not None:
         options = sorted(scope)
     else:
@@ -153,9 +163,10 @@ def _groups(items: dict[int, ItemInfo]) -> dict[tuple[str, str], set[int]]:
         groups[("all", "all")].add(item_id)
         groups[("condition", info.condition or "(none)")].add(item_id)
         groups[("model", info.model_name or "(none)")].add(item_id)
-        identity = (info.metadata or {}).get("identity")
-        if identity:
-            groups[("identity", str(identity))].add(item_id)
+        for field in GROUP_FIELDS:
+            value = (info.metadata or {}).get(field)
+            if value not in (None, "") and not isinstance(value, list | dict):
+                groups[(field, str(value))].add(item_id)
     by_field: dict[str, int] = defaultdict(int)
     for field, _value in groups:
         by_field[field] += 1
@@ -284,7 +295,14 @@ def ppi_section(
         machine_items |= {i for i, v in machine_labels.values.items() if v is not None}
         people |= set(human_labels.values) & set(machine_labels.values)
         proportion = question.kind != "likert"
-        for option, encode, applies in _encoders(study, question.key, question.kind, items):
+        if question.kind == "text":
+            distinct = {v for v in machine_labels.values.values() if isinstance(v, str) and v.strip()}
+            if len(distinct) > MAX_TEXT_VALUES:
+                report.notes.append(
+                    f"{question.key}: the shares of {machine.name}'s {MAX_TEXT_VALUES} most frequent answers "
+                    f"of {len(distinct)} (exact text; a normaliser declared on the question applies first)."
+                )
+        for option, encode, applies in _encoders(study, question.key, question.kind, items, machine_labels):
             found: dict[tuple[str, str], PpiEstimate] = {}
             for (group_by, group), ids in groups.items():
                 scoped = ids if applies is None else applies & ids
@@ -321,7 +339,7 @@ def ppi_section(
                     )
 
         for (group_by, group), ids in groups.items():
-            if group_by == "identity":
+            if group_by in GROUP_FIELDS:
                 continue
             pairs = [
                 (_agrees(machine_labels, human_labels, i), chances[i]) for i in sorted(ids) if i in chances
