@@ -29,7 +29,9 @@ import csv
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Hashable
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -83,23 +85,25 @@ def draw(
         chosen = np.sort(rng.choice(n_all, size=n, replace=False))
         return chosen, np.full(chosen.size, n / n_all)
     if design == "stratified":
-        population = {int(k): int(c) for k, c in zip(*np.unique(ident, return_counts=True), strict=True)}
+        population: dict[Hashable, int] = {
+            int(k): int(c) for k, c in zip(*np.unique(ident, return_counts=True), strict=True)
+        }
         allocation = allocate_proportional(population, n)
         parts, chances = [], []
         for k, a in allocation.items():
             if a:
-                members = np.flatnonzero(ident == k)
+                members = np.flatnonzero(ident == cast("int", k))
                 parts.append(rng.choice(members, size=a, replace=False))
                 chances.append(np.full(a, a / population[k]))
         return np.concatenate(parts), np.concatenate(chances)
-    scores = dict(enumerate((f != g).astype(float)))
+    scores: dict[Hashable, float] = {i: float(v) for i, v in enumerate(f != g)}
     pi_map = active_probabilities(scores, n, mix=0.5)
     pi = np.array([pi_map[i] for i in range(n_all)])
     chosen = np.flatnonzero(rng.random(n_all) < pi)
     return chosen, pi[chosen]
 
 
-def run(y: np.ndarray, ident: np.ndarray, names: list[str], reps: int) -> list[dict[str, float | str | int]]:
+def run(y: np.ndarray, ident: np.ndarray, names: list[str], reps: int) -> list[dict[str, Any]]:
     rng = np.random.default_rng(20260127)
     first = labeller(rng, len(names))
     second = labeller(rng, len(names))
