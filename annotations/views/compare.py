@@ -154,6 +154,7 @@ def _source_choices(studies: list[Study]) -> list[tuple[str, str]]:
         (CONSENSUS, "People: consensus"),
         *([(JUDGEMENTS, "People: every judgement")] if judgements else []),
         *((name, f"Machine labeller: {name}") for name in machine_labellers_of(studies)),
+        *((f"ppi:{name}", f"Machine + human sample: {name}") for name in machine_labellers_of(studies)),
     ]
 
 

@@ -348,3 +348,17 @@ def test_likert_means_and_multi_options_from_item_metadata(owner) -> None:
     red = found[("note", "red", "all")]
     assert red["n_machine"] == 12 and red["machine_only"] == pytest.approx(8 / 12)
     assert red["estimate"] == pytest.approx(1.0) and red["n_people"] == 6
+
+
+def test_compare_lines_up_two_labellers_through_the_same_sample(study, owner) -> None:
+    run("sample_for_validation", str(study.pk), "--labeller", "vlm", "--design", "uniform", "--size", "10")
+    client = client_for(owner)
+    query = {"study": [study.pk, study.pk], "source": ["ppi:vlm@1", "ppi:other@1"]}
+    response = client.get("/api/compare/", query)
+    assert response.status_code == 200, response.content
+    keys = [t["key"] for t in response.json()["tables"]]
+    assert "ppi_estimates" in keys and "ppi_accuracy" in keys
+    page = Client()
+    page.force_login(owner)
+    html = page.get("/compare/", query)
+    assert html.status_code == 200 and "Machine + human sample: vlm@1" in html.content.decode()
