@@ -26,7 +26,14 @@ from typing import Any
 
 from annotations.models import Study, ValidationSample
 from annotations.selectors.findings.tables import Report, Table
-from annotations.selectors.labels import CONSENSUS, ItemInfo, LabelSet, LabelSource, labels_for
+from annotations.selectors.labels import (
+    CONSENSUS,
+    ItemInfo,
+    LabelSet,
+    LabelSource,
+    labels_for,
+    machine_labellers_of,
+)
 from common.errors import ValidationFailed
 from metrics.ppi import PpiEstimate, labels_needed, ppi_difference, ppi_mean
 
@@ -446,6 +453,18 @@ def ppi_sources(study: Study, machines: list[str]) -> list[str]:
     except ValidationFailed:
         return []
     return [PREFIX + name for name in machines]
+
+
+def ppi_sources_of(studies: Iterable[Study]) -> list[str]:
+    """``ppi:LABELLER`` for the labellers of those of ``studies`` whose validation sample has a design
+    (stored inclusion probabilities); two queries."""
+    ids = [s.pk for s in studies]
+    with_design = list(
+        Study.objects.filter(pk__in=ids, validation_sample__isnull=False).exclude(
+            validation_sample__design=""
+        )
+    )
+    return [PREFIX + name for name in machine_labellers_of(with_design)] if with_design else []
 
 
 def human_source() -> LabelSource:
