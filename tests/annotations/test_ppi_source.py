@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from annotations.interchange.item_import import items_import_records
-from annotations.models import Annotator, ValidationSample, ValidationSampleItem
+from annotations.models import Annotation, Annotator, ValidationSample, ValidationSampleItem
 from annotations.protocols.schema import load_protocol_text
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.studies import study_create
@@ -362,3 +362,15 @@ def test_compare_lines_up_two_labellers_through_the_same_sample(study, owner) ->
     page.force_login(owner)
     html = page.get("/compare/", query)
     assert html.status_code == 200 and "Machine + human sample: vlm@1" in html.content.decode()
+
+
+def test_active_design_without_another_labeller_oversamples_unsure_answers(study) -> None:
+    # the labeller could not tell on items 0..3
+    Annotation.objects.filter(
+        annotator__name="vlm", item__external_id__in=["i0", "i1", "i2", "i3"], question_key="gender"
+    ).update(value="none")
+    run("sample_for_validation", str(study.pk), "--labeller", "vlm", "--design", "active", "--size", "8")
+    chances = sampled(study)
+    # u = 1 on 4 items: pi = 8 (0.5/40 + 0.5/4) = 1.1 -> capped at 1; the other 36 share 4: 4/36
+    assert all(chances[n] == 1.0 for n in range(4))
+    assert all(p == pytest.approx(4 / 36) for n, p in chances.items() if n >= 4)
