@@ -169,7 +169,17 @@ class ValidationSampleInline(admin.StackedInline[models.ValidationSample, models
     """Read-only: drawn and cleared with ``manage.py sample_for_validation``."""
 
     model = models.ValidationSample
-    fields = ("labeller", "labeller_name", "seed", "stratify_by", "size", "created_at")
+    fields = (
+        "labeller",
+        "labeller_name",
+        "design",
+        "design_params",
+        "frame_size",
+        "seed",
+        "stratify_by",
+        "size",
+        "created_at",
+    )
     readonly_fields = fields
     can_delete = False
     extra = 0

@@ -932,6 +932,16 @@ class ValidationSample(models.Model):
     labeller_name = models.CharField(max_length=150, blank=True)
     seed = models.BigIntegerField(default=0)
     stratify_by = models.CharField(max_length=200, blank=True)
+    design = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="uniform, stratified or active; blank: drawn without stored inclusion probabilities "
+        "(before designs, or restored from an export), which PPI refuses",
+    )
+    design_params = models.JSONField(default=dict, blank=True, help_text="e.g. active: against, mix")
+    frame_size = models.PositiveIntegerField(
+        null=True, blank=True, help_text="How many items the sample was drawn from (the labeller's items)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -943,6 +953,11 @@ class ValidationSampleItem(models.Model):
 
     sample = models.ForeignKey(ValidationSample, on_delete=models.CASCADE, related_name="items")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    inclusion_probability = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The chance the design gave this item of being drawn (PPI weights by 1/pi); blank: unknown",
+    )
 
     class Meta:
         ordering = ["item_id"]

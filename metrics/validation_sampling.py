@@ -189,3 +189,81 @@ def _sorted(values: Any) -> list[Hashable]:
         return sorted(items)
     except TypeError:
         return sorted(items, key=lambda v: (type(v).__name__, repr(v)))
+
+
+@dataclass(frozen=True)
+class DesignSample:
+    """A sample drawn under a design with known inclusion probabilities: ``probabilities[id]`` = pi_i for
+    every drawn id (the chance that item was drawn, what PPI weights by, ``metrics/ppi.py``)."""
+
+    design: str
+    ids: list[Hashable]
+    probabilities: dict[Hashable, float]
+    frame: int
+    seed: int
+
+
+def uniform_sample(ids: Sequence[Hashable], *, size: int, seed: int = 0) -> DesignSample:
+    """A simple random sample without replacement of ``size`` of ``ids``: pi_i = size / N for every item.
+    The ids are sorted first, so the same ids, size and seed always give the same sample."""
+    frame = _sorted(ids)
+    if len(set(frame)) != len(frame):
+        raise ValueError("an item appears twice")
+    if not 0 <= size <= len(frame):
+        raise ValueError(f"cannot draw {size} items from {len(frame)}")
+    picks = np.sort(np.random.default_rng(seed).choice(len(frame), size=size, replace=False))
+    chosen = [frame[int(i)] for i in picks]
+    return DesignSample("uniform", chosen, {i: size / len(frame) for i in chosen}, len(frame), seed)
+
+
+def stratified_design(sample: StratifiedSample, strata: Sequence[tuple[Hashable, Hashable]]) -> DesignSample:
+    """The inclusion probabilities of a ``stratified_sample``: pi_i = a_s / N_s for an item of stratum s
+    (a_s drawn of the N_s items of s, without replacement)."""
+    stratum_of = dict(strata)
+    probabilities = {
+        i: sample.allocation[stratum_of[i]] / sample.population[stratum_of[i]] for i in sample.ids
+    }
+    return DesignSample("stratified", list(sample.ids), probabilities, len(stratum_of), sample.seed)
+
+
+def active_probabilities(
+    scores: Mapping[Hashable, float], size: float, *, mix: float = 0.5
+) -> dict[Hashable, float]:
+    """Inclusion probabilities that oversample uncertain items (Zrnic and Candes 2024, "Active statistical
+    inference"): pi_i = min(1, c * ((1 - mix) / N + mix * u_i / sum u)), scores u_i >= 0, with c chosen so
+    that sum pi_i = ``size`` (the expected sample size; capped items keep pi = 1 and the rest is
+    re-scaled). ``mix`` < 1 keeps every pi_i > 0, which the estimator needs; all scores 0 gives the
+    uniform design."""
+    if not 0.0 <= mix < 1.0:
+        raise ValueError("mix must lie in [0, 1)")
+    ids = _sorted(scores)
+    n_all = len(ids)
+    if not 0 < size <= n_all:
+        raise ValueError(f"cannot draw {size} items from {n_all}")
+    u = np.array([float(scores[i]) for i in ids])
+    if not np.all(np.isfinite(u)) or np.any(u < 0):
+        raise ValueError("uncertainty scores must be finite and not negative")
+    share = np.full(n_all, 1.0 / n_all) if u.sum() == 0 else (1 - mix) / n_all + mix * u / u.sum()
+    pi = np.zeros(n_all)
+    capped = np.zeros(n_all, dtype=bool)
+    for _ in range(n_all + 1):
+        free = ~capped
+        left = size - capped.sum()
+        pi[free] = left * share[free] / share[free].sum()
+        pi[capped] = 1.0
+        over = free & (pi > 1.0)
+        if not over.any():
+            break
+        capped |= over
+    return {i: float(min(1.0, p)) for i, p in zip(ids, pi, strict=True)}
+
+
+def poisson_sample(
+    probabilities: Mapping[Hashable, float], *, seed: int = 0, design: str = "active"
+) -> DesignSample:
+    """Poisson sampling: each item drawn independently with its own pi_i (the size is random, its
+    expectation sum pi_i); one uniform draw per item in sorted id order, so the sample is reproducible."""
+    ids = _sorted(probabilities)
+    draws = np.random.default_rng(seed).random(len(ids))
+    chosen = [i for i, u in zip(ids, draws, strict=True) if u < probabilities[i]]
+    return DesignSample(design, chosen, {i: float(probabilities[i]) for i in chosen}, len(ids), seed)

@@ -46,6 +46,7 @@ from annotations.models import Annotation, Annotator, ExportJob, ImportJob, Item
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
 from annotations.selectors.features import features_export_lines
+from annotations.selectors.findings.ppi import width_parse
 from annotations.selectors.findings.report import metrics_report_cached
 from annotations.selectors.studies import enrolled_account
 from annotations.selectors.study_options import with_study_options
@@ -610,7 +611,8 @@ class StudyMetricsView(APIView):
             OpenApiParameter(
                 "source",
                 str,
-                description="consensus, judgements or LABELLER[@VERSION]; default: the protocol's default "
+                description="consensus, judgements, LABELLER[@VERSION] or ppi:LABELLER[@VERSION] (machine + "
+                "human sample, docs/metrics.md); default: the protocol's default "
                 "source (judgements for stereotype-markers, consensus otherwise; see source_default)",
             ),
             OpenApiParameter(
@@ -625,6 +627,12 @@ class StudyMetricsView(APIView):
                 description="1: count partial items too (fewer judgements than the overlap; provisional, "
                 "marked in coverage); default 0: settled items only",
             ),
+            OpenApiParameter(
+                "width",
+                float,
+                description="source ppi:LABELLER: the 95% interval width the report says how many more human "
+                "labels would reach (default 0.1)",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -638,6 +646,7 @@ class StudyMetricsView(APIView):
                 embeddings=params.get("embeddings") or None,
                 captions=params.get("captions") or None,
                 include_partial=query_flag(params.get("partial"), "partial"),
+                width=width_parse(params.get("width")),
             )
         )
 

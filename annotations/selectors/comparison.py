@@ -103,6 +103,15 @@ TABLE_SPECS: dict[str, TableSpec] = {
         (MODEL, "object", CONDITION, "attribute"),
         ("base_value", "base_share", "group_value", "group_share", "changed"),
     ),
+    "ppi_estimates": TableSpec(
+        ("question", "option", "group_by", "group"),
+        ("estimate", "low", "high", "human_only", "machine_only"),
+        "n_people",
+    ),
+    "ppi_differences": TableSpec(
+        ("question", "option", "group_by", "group", "reference"), ("difference", "low", "high", "human_only")
+    ),
+    "ppi_accuracy": TableSpec(("question", "group_by", "group"), ("accuracy", "low", "high"), "n_people"),
     SUMMARY_KEY: TableSpec(("metric",), ("value",)),
 }
 

@@ -35,6 +35,7 @@ from annotations.selectors.comparison import (
     comparison_sides,
     side_label,
 )
+from annotations.selectors.findings.ppi import ppi_sources_of
 from annotations.selectors.findings.report import JUDGEMENT_PROTOCOLS, study_metric_kind
 from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, machine_labellers_of
 from annotations.views.figures import FORMATS, comparison_figure_render, comparison_numeric_values
@@ -148,12 +149,14 @@ def _form_rows(queries: list[SideQuery]) -> list[dict[str, Any]]:
 
 def _source_choices(studies: list[Study]) -> list[tuple[str, str]]:
     """The label sources of the studies a researcher may see, as (value, label) for the select: the
-    people's consensus, every judgement where a study's protocol reads them, each machine labeller."""
+    people's consensus, every judgement where a study's protocol reads them, each machine labeller, and
+    each labeller with a validation sample of known probabilities (``ppi:``)."""
     judgements = any(study_metric_kind(s) in JUDGEMENT_PROTOCOLS for s in studies)
     return [
         (CONSENSUS, "People: consensus"),
         *([(JUDGEMENTS, "People: every judgement")] if judgements else []),
         *((name, f"Machine labeller: {name}") for name in machine_labellers_of(studies)),
+        *((name, f"Machine + human sample: {name[4:]}") for name in ppi_sources_of(studies)),
     ]
 
 

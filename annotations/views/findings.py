@@ -30,6 +30,7 @@ from annotations.access import request_user
 from annotations.interchange.feature_import import features_import
 from annotations.interchange.visage_import import stereotype_table_import
 from annotations.selectors.features import features_export_lines
+from annotations.selectors.findings.ppi import width_parse
 from annotations.selectors.findings.report import metrics_report_cached
 from annotations.selectors.findings.visage import stereotype_table_size
 from annotations.views.figures import DRAW, FORMATS, figure_render
@@ -67,6 +68,7 @@ def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
             embeddings=features["embeddings"],
             captions=features["captions"],
             include_partial=_partial(request),
+            width=width_parse(request.GET.get("width")),
         )
     except ValidationFailed as exc:
         raise Http404(exc.message) from exc
@@ -85,6 +87,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             embeddings=features["embeddings"],
             captions=features["captions"],
             include_partial=include_partial,
+            width=width_parse(request.GET.get("width")),
         )
     except ValidationFailed as exc:
         return render(
@@ -97,6 +100,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
         {"source": report["source"]}
         | {key: report[key] for key in ("embeddings", "captions") if report.get(key)}
         | ({"partial": "1"} if include_partial else {})
+        | ({"width": str(report["width"])} if report.get("width") else {})
     )
     base_url = reverse("study-findings", args=[study.pk])
     switch = [

@@ -24,7 +24,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--source",
             default=None,
-            help="consensus | judgements | LABELLER[@VERSION] (default: the protocol's default source)",
+            help="consensus | judgements | LABELLER[@VERSION] | ppi:LABELLER[@VERSION] (the labeller on each "
+            "item + the human consensus on the validation sample; default: the protocol's default source)",
+        )
+        parser.add_argument(
+            "--width",
+            type=float,
+            help="ppi: the 95%% interval width to say how many more human labels would reach (default 0.1)",
         )
         parser.add_argument(
             "--partial",
@@ -49,6 +55,7 @@ class Command(BaseCommand):
                 embeddings=options["embeddings"],
                 captions=options["captions"],
                 include_partial=options["partial"],
+                width=options["width"],
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc

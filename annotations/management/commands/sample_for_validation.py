@@ -11,10 +11,23 @@ from annotations.services.validation_sample import validation_sample_clear, vali
 from common.errors import WorkbenchError
 
 
+def _labeller(name: str, study: Any) -> Annotator:
+    labeller = (
+        Annotator.objects.filter(kind=Annotator.Kind.MACHINE, name=name)
+        .filter(Q(study__isnull=True) | Q(study=study))
+        .order_by("-created_at")
+        .first()
+    )
+    if labeller is None:
+        raise CommandError(f"no labeller {name!r}")
+    return labeller
+
+
 class Command(BaseCommand):
     help = (
-        "Draw a seeded, stratified sample of a labeller's items for human validation (humans are then "
-        "assigned only those), and say how wide the interval on its accuracy will be."
+        "Draw a seeded sample of a labeller's items for human validation (humans are then assigned only "
+        "those) under a design whose inclusion probabilities are stored (uniform, stratified, active), and "
+        "say how wide the interval on its accuracy will be."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -25,6 +38,19 @@ class Command(BaseCommand):
         size.add_argument("--fraction", type=float, help="e.g. 0.1 for the agent paper's 10%%")
         parser.add_argument(
             "--stratify-by", default="condition", help="condition, model, kind or a metadata field"
+        )
+        parser.add_argument(
+            "--design",
+            default="stratified",
+            help="stratified (default, by --stratify-by) | uniform | active (oversample where the labeller "
+            "is unsure or disagrees with --against)",
+        )
+        parser.add_argument("--against", help="active design: another machine labeller to disagree with")
+        parser.add_argument(
+            "--mix",
+            type=float,
+            default=0.5,
+            help="active design: weight of uncertainty vs uniform, in [0, 1)",
         )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--expected-accuracy", type=float, default=0.9)
@@ -41,14 +67,8 @@ class Command(BaseCommand):
             return
         if not options["labeller"] or (options["size"] is None and options["fraction"] is None):
             raise CommandError("give --labeller and --size or --fraction")
-        labeller = (
-            Annotator.objects.filter(kind=Annotator.Kind.MACHINE, name=options["labeller"])
-            .filter(Q(study__isnull=True) | Q(study=study))
-            .order_by("-created_at")
-            .first()
-        )
-        if labeller is None:
-            raise CommandError(f"no labeller {options['labeller']!r}")
+        labeller = _labeller(options["labeller"], study)
+        against = _labeller(options["against"], study) if options["against"] else None
         try:
             report = validation_sample_create(
                 study=study,
@@ -59,6 +79,9 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 expected_accuracy=options["expected_accuracy"],
                 width=options["width"],
+                design=options["design"],
+                against=against,
+                mix=options["mix"],
             )
         except WorkbenchError as exc:
             raise CommandError(exc.message) from exc

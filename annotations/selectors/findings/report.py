@@ -45,6 +45,14 @@ from annotations.selectors.features import (
 )
 from annotations.selectors.findings.agent import agent_section
 from annotations.selectors.findings.biasconnect import biasconnect_section
+from annotations.selectors.findings.ppi import (
+    DEFAULT_WIDTH,
+    PREFIX,
+    human_source,
+    is_ppi_source,
+    ppi_section,
+    ppi_sources,
+)
 from annotations.selectors.findings.soda import soda_section
 from annotations.selectors.findings.ssi import ssi_section
 from annotations.selectors.findings.tables import Report, Section, jsonable
@@ -146,7 +154,8 @@ def sources_available(study: Study) -> list[str]:
         or ConsensusLabel.objects.filter(study=study).exists()
     )
     people = [CONSENSUS, *([JUDGEMENTS] if kind in JUDGEMENT_PROTOCOLS else [])] if human else []
-    return [*people, *machine_labellers(study)]
+    machines = machine_labellers(study)
+    return [*people, *machines, *(ppi_sources(study, machines) if human else [])]
 
 
 def _insufficient(summary: Any) -> Any:
@@ -215,9 +224,14 @@ def metrics_report(
     embeddings: str | None = None,
     captions: str | None = None,
     include_partial: bool = False,
+    width: float | None = None,
 ) -> dict[str, Any]:
     """Every metric that applies to ``study``'s protocol from ``source`` (see the module docstring);
     ``source`` None or blank: the protocol's default (``DEFAULT_SOURCES``).
+
+    ``source`` ``ppi:LABELLER``: the machine + human sample estimates of the means and proportions
+    (``annotations/selectors/findings/ppi.py``) instead of the paper's metrics; ``width`` the target width
+    of a 95% interval the report says how many more human labels would reach (default 0.1).
 
     ``embeddings`` and ``captions`` name the machine source (``name[@version]``) whose stored image
     embeddings and captions the visage stereotypical pull and salience read (default: the only one,
@@ -238,7 +252,16 @@ def metrics_report(
     item (every protocol but stereotype-markers and visualness). Reads only; no locks.
     """
     default = default_source(study)
-    parsed = source_parse(study, (source or "").strip() or default.source)
+    ppi = is_ppi_source(source)
+    if width is not None and not 0 < width <= 100:
+        raise ValidationFailed("width must be a number above 0 (at most 100)", {"width": "out of range"})
+    parsed = source_parse(
+        study, (source or "").strip()[len(PREFIX) :] if ppi else (source or "").strip() or default.source
+    )
+    if ppi and not parsed.is_machine:
+        raise ValidationFailed(
+            "ppi:LABELLER needs a machine labeller's name after 'ppi:'", {"source": "not a machine labeller"}
+        )
     embedding_source = feature_source_parse(study, EMBEDDING, embeddings)
     caption_source = feature_source_parse(study, CAPTIONS, captions)
     kind = study_metric_kind(study)
@@ -254,11 +277,15 @@ def metrics_report(
     counted = {i: info for i, info in items.items() if i in parsed.items}
     report = Report()
     features = visage_features_apply(kind, items)
-    if kind is None and not features:
+    if ppi:
+        _coverage, people = findings_coverage(study, human_source(), items, include_partial)
+        ppi_section(study, parsed, counted, report, human=people, width=width or DEFAULT_WIDTH)
+        parsed = replace(parsed, name=PREFIX + parsed.name)
+    elif kind is None and not features:
         report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
     elif kind is not None:
         SECTIONS[kind](study, parsed, counted, report)
-    if features:
+    if features and not ppi:
         visage_pull_section(study, items, report, embedding_source)
         visage_salience_section(study, items, report, caption_source)
     blank = counted_items(study).filter(images__is_blank=True).distinct().count()
@@ -313,6 +340,7 @@ def metrics_report(
                 CONSENSUS,
                 *([JUDGEMENTS] if kind in JUDGEMENT_PROTOCOLS else []),
                 *machine_labellers(study),
+                *ppi_sources(study, machine_labellers(study)),
             ],
             "sources_available": available,
             "embeddings": embedding_source.name if embedding_source else None,
@@ -322,6 +350,7 @@ def metrics_report(
             "n_items": len(items),
             "coverage": counts,
             "include_partial": include_partial,
+            "width": (width or DEFAULT_WIDTH) if ppi else None,
             "warning": coverage.warning(),
             "summary": report.summary,
             "notes": report.notes,
@@ -333,14 +362,19 @@ def metrics_report(
 
 
 def _fingerprint(
-    study: Study, source: str, embeddings: str | None, captions: str | None, include_partial: bool = False
+    study: Study,
+    source: str,
+    embeddings: str | None,
+    captions: str | None,
+    include_partial: bool = False,
+    width: float | None = None,
 ) -> str:
     annotations = Annotation.objects.filter(study=study).aggregate(n=Count("id"), last=Max("updated_at"))
     entries = StereotypeEntry.objects.filter(study=study).count()
     consensus = ConsensusLabel.objects.filter(study=study).aggregate(n=Count("id"), last=Max("computed_at"))
     items = Item.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
     raw = (
-        f"{study.pk}|{source}|{embeddings}|{captions}|{include_partial}|{findings_minimum()}|{study.overlap}|"
+        f"{study.pk}|{source}|{embeddings}|{captions}|{include_partial}|{width}|{findings_minimum()}|{study.overlap}|"
         f"{study.updated_at.isoformat()}|{annotations['n']}|"
         f"{annotations['last']}|{entries}|{items['n']}|{items['last']}|{consensus['n']}|{consensus['last']}|"
         f"{features_fingerprint(study)}"
@@ -355,6 +389,7 @@ def metrics_report_cached(
     embeddings: str | None = None,
     captions: str | None = None,
     include_partial: bool = False,
+    width: float | None = None,
     timeout: int = 3600,
 ) -> dict[str, Any]:
     """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table,
@@ -365,6 +400,7 @@ def metrics_report_cached(
         embeddings or None,
         captions or None,
         include_partial,
+        width,
     )
     cached: dict[str, Any] | None = cache.get(key)
     if cached is None:
@@ -374,6 +410,7 @@ def metrics_report_cached(
             embeddings=embeddings,
             captions=captions,
             include_partial=include_partial,
+            width=width,
         )
         cache.set(key, cached, timeout)
     return cached
