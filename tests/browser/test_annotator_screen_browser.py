@@ -128,7 +128,7 @@ def test_the_whole_image_is_in_the_window_at_load_at_each_size(
         page = open_page(browser, server, width, height)
         sign_in(page)
         _open_next(page, study)
-        expect(page.locator("#instructions")).to_have_attribute("open", "")
+        expect(page.locator("details.instructions")).to_have_attribute("open", "")
         first = _visible_fraction(page)
         box = page.locator(".box-canvas img").bounding_box()
         shot(page, f"screen-fit-{width}x{height}")
@@ -162,7 +162,7 @@ def test_instructions_fold_after_the_first_item_and_the_choice_is_remembered(
     page = open_page(browser, server, 1280, 720)
     sign_in(page)
     _open_next(page, study)
-    instructions = page.locator("#instructions")
+    instructions = page.locator("details.instructions")
     expect(instructions).to_have_attribute("open", "")
     # Beside the image, not above it.
     image = page.locator(".box-canvas img").bounding_box()
@@ -172,17 +172,17 @@ def test_instructions_fold_after_the_first_item_and_the_choice_is_remembered(
         status=Assignment.Status.SUBMITTED, completed_at="2026-01-01T00:00Z"
     )
     _open_next(page, study)
-    expect(page.locator("#instructions")).not_to_have_attribute("open", "")
+    expect(page.locator("details.instructions")).not_to_have_attribute("open", "")
     assert _visible_fraction(page) == pytest.approx(1.0, abs=1e-6)
-    page.locator("#instructions summary").click()
-    expect(page.locator("#instructions")).to_have_attribute("open", "")
+    page.locator("details.instructions summary").click()
+    expect(page.locator("details.instructions")).to_have_attribute("open", "")
     page.reload()
     page.wait_for_selector("#task-form")
-    expect(page.locator("#instructions")).to_have_attribute("open", "")  # remembered for this study
-    page.locator("#instructions summary").click()
+    expect(page.locator("details.instructions")).to_have_attribute("open", "")  # remembered for this study
+    page.locator("details.instructions summary").click()
     page.reload()
     page.wait_for_selector("#task-form")
-    expect(page.locator("#instructions")).not_to_have_attribute("open", "")
+    expect(page.locator("details.instructions")).not_to_have_attribute("open", "")
     assert page.js_errors == []
 
 
@@ -196,7 +196,7 @@ def test_instructions_and_help_keep_their_structure_and_stay_inert(
     page = open_page(browser, server, 1366, 860)
     sign_in(page)
     _open_next(page, world["visual"])
-    items = page.locator("#instructions-text ul > li")
+    items = page.locator("details.instructions ul > li")
     expect(items).to_have_count(5)
     assert (
         items.nth(3).inner_text().startswith("Strongly Disagree: the attribute cannot be inferred visually")
@@ -204,7 +204,7 @@ def test_instructions_and_help_keep_their_structure_and_stay_inert(
     assert "\n" not in items.nth(0).inner_text()  # hard-wrapped YAML lines joined
 
     _open_next(page, world["hostile"])
-    text = page.locator("#instructions-text")
+    text = page.locator("details.instructions")
     assert "<script>window.pwned = 1</script>" in text.inner_text()
     expect(text.locator("em")).to_have_text("carefully")
     expect(text.locator("li")).to_have_count(2)
@@ -225,7 +225,7 @@ def test_instructions_and_help_keep_their_structure_and_stay_inert(
     study, invitation = world["hostile"], world["invitation"]
     researcher.goto(f"/studies/{study.pk}/invitations/{invitation.pk}/preview/task/")
     researcher.wait_for_selector("#task-form")
-    assert researcher.locator("#instructions-text").inner_html() == task_html  # the one renderer
+    assert researcher.locator("details.instructions").inner_html() == task_html  # the one renderer
     assert researcher.evaluate("() => window.pwned") is None
     researcher.goto(f"/studies/{study.pk}/")
     assert researcher.locator(".rendered-text li").count() >= 2
@@ -264,9 +264,8 @@ def test_the_preview_pages_options_like_the_task(browser: Any, server: Any, worl
     page.keyboard.press("ArrowRight")
     assert _option_hints(page) == task_second
     assert page.locator(".canvas-viewport").count() == 1  # the same canvas
-    assert (
-        page.locator("#instructions-text p").first.evaluate("p => getComputedStyle(p).whiteSpace") == "normal"
-    )
+    first_paragraph = page.locator("details.instructions p").first
+    assert first_paragraph.evaluate("p => getComputedStyle(p).whiteSpace") == "normal"  # not hard-wrapped
     # Enter runs the task's checks; nothing is sent, the page stays.
     url = page.url
     page.keyboard.press("Enter")
