@@ -49,7 +49,7 @@ def _link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
 def _parser() -> MarkdownIt:
     parser = MarkdownIt("zero", {"html": False, "linkify": False, "typographer": False})
     parser.enable(RULES)
-    parser.validateLink = link_is_safe
+    parser.validateLink = link_is_safe  # type: ignore[method-assign]  # markdown-it-py's documented hook
     parser.add_render_rule("link_open", _link_open)
     return parser
 
@@ -58,7 +58,8 @@ def markdown_html(text: str | None) -> SafeString:
     """``text`` (a safe Markdown subset) as HTML for a page; empty text gives an empty string."""
     if not text or not text.strip():
         return mark_safe("")
-    return mark_safe(_parser().render(text).strip())  # noqa: S308 - html is off: every tag is escaped
+    html = str(_parser().render(text)).strip()
+    return mark_safe(html)  # noqa: S308 - html is off: every tag is escaped
 
 
 def first_paragraph_text(text: str | None) -> str:
