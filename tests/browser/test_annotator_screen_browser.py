@@ -398,3 +398,19 @@ def test_no_axe_violation_on_these_states(browser: Any, server: Any, world: dict
     researcher.wait_for_selector("#task-form")
     found["preview task"] = axe_violations(researcher)
     assert {where: v for where, v in found.items() if v} == {}
+
+
+def test_a_phone_shows_the_task_without_a_sideways_scroll(
+    browser: Any, server: Any, world: dict[str, Any]
+) -> None:
+    page = open_page(browser, server, 390, 844)
+    sign_in(page)
+    for study in (world["markers"], world["hostile"]):
+        _open_next(page, study)
+        assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
+        image = page.locator(".box-canvas img").bounding_box()
+        assert image["x"] >= 0 and image["x"] + image["width"] <= 390
+        legend = page.locator("fieldset.question legend").last.bounding_box()
+        assert legend["x"] + legend["width"] <= 390
+    shot(page, "screen-phone-390")
+    assert page.js_errors == []
