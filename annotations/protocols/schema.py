@@ -183,15 +183,6 @@ class Protocol:
     def question(self, key: str) -> Question:
         return self._index[key]
 
-    @property
-    def instruction_paragraphs(self) -> list[str]:
-        """The instructions as paragraphs for a page: a blank line starts a new paragraph, the
-        lines of one paragraph are joined with a space (YAML block text keeps its hard line
-        breaks, which look ragged on a phone). Plain text: templates escape it."""
-        blocks = re.split(r"\n\s*\n", self.instructions.strip())
-        paragraphs = [" ".join(block.split()) for block in blocks]
-        return [paragraph for paragraph in paragraphs if paragraph]
-
     def has_question(self, key: str) -> bool:
         return key in self._index
 

@@ -57,6 +57,9 @@ class AnswerRow:
     thumbnail_position: int | None = None  # the first image's position (the page makes its URL)
     text: str = ""
     answers: list[tuple[str, str]] = field(default_factory=list)  # (question prompt, readable answer)
+    # A leased item's place: "current" (the one a claim resumes: their oldest live lease), "ahead"
+    # (another live lease, leased ahead while the current one is shown), "lapsed" (its time ran out).
+    lease: str = ""
 
 
 def _labels(question: Question, metadata: dict[str, Any]) -> dict[str, str]:
@@ -96,12 +99,20 @@ def readable_answer(
     return str(value)
 
 
+def _lease_place(assignment: Assignment, current: int | None, now: Any) -> str:
+    if assignment.status != Assignment.Status.LEASED:
+        return ""
+    if assignment.lease_expires_at is None or assignment.lease_expires_at <= now:
+        return "lapsed"
+    return "current" if assignment.pk == current else "ahead"
+
+
 def answer_rows(
     *, study: Study, annotator: Annotator, page_number: Any
 ) -> tuple[Page[Assignment], list[AnswerRow]]:
     """One page of the annotator's own items in ``study`` (not expired leases), newest first (items not
     yet finished on top), with a thumbnail (first image) or the item's text, and readable answers.
-    Three queries per page whatever its length."""
+    Three queries per page whatever its length (four when it shows a lease: which one is current)."""
     images = ItemImage.objects.exclude(file="").order_by("position")
     assignments = (
         Assignment.objects.filter(study=study, annotator=annotator)
@@ -118,6 +129,17 @@ def answer_rows(
     ).only("item_id", "question_key", "value"):
         stored.setdefault(annotation.item_id, {})[annotation.question_key] = annotation.value
     protocol = study.protocol_obj
+    now = timezone.now()
+    current = None
+    if any(a.status == Assignment.Status.LEASED for a in shown):
+        current = (
+            Assignment.objects.filter(
+                study=study, annotator=annotator, status=Assignment.Status.LEASED, lease_expires_at__gt=now
+            )
+            .order_by("created_at", "id")
+            .values_list("id", flat=True)
+            .first()
+        )
     rows = []
     for assignment in shown:
         item = assignment.item
@@ -126,6 +148,7 @@ def answer_rows(
             assignment=assignment,
             thumbnail_position=first.position if first is not None else None,
             text=item.text or "",
+            lease=_lease_place(assignment, current, now),
         )
         values = stored.get(item.pk, {})
         by_key = {q.key: q for q in protocol.questions}

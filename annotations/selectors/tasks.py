@@ -35,6 +35,7 @@ from annotations.protocols.colours import BASIC_COLOURS
 from annotations.protocols.schema import Option, Question
 from annotations.selectors.item_counts import eligible_count
 from common.prepared_query import PreparedQuery
+from common.safe_markdown import first_paragraph_text
 
 
 @dataclass
@@ -247,11 +248,10 @@ class FlowProgress:
 
     @property
     def what_to_do(self) -> str:
-        """One line for the annotator: the protocol's description, else the first line of its
-        instructions (shortened by the page), else nothing."""
+        """One line for the annotator: the first paragraph of the protocol's description, else of its
+        instructions, its lines joined (the page shortens it at a word with an ellipsis), else nothing."""
         protocol = self.study.protocol_obj
-        lines = [line.strip() for line in (protocol.description or protocol.instructions).splitlines()]
-        return next((line for line in lines if line), "")
+        return first_paragraph_text(protocol.description or protocol.instructions)
 
 
 def duration_text(ms: int) -> str:

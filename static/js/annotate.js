@@ -7,6 +7,7 @@
   const started = Date.now();
   const questions = Array.from(form.querySelectorAll("fieldset.question"));
   const check = document.getElementById("submit-check");
+  const preview = form.dataset.preview === "1"; // join/preview_task.html: the same page, nothing sent
   let current = 0;
 
   // --- show_if: a question appears only when its parent's answer is one of the listed options ---
@@ -301,6 +302,7 @@
       focusQuestion(visibleQuestions().indexOf(problems[0].fieldset));
       return;
     }
+    if (preview) { event.preventDefault(); return; } // the researcher's preview: checked, never sent
     sent = true;
     document.getElementById("time-spent").value = String(Date.now() - started);
     const button = document.getElementById("submit-button");
@@ -308,7 +310,7 @@
     button.setAttribute("aria-busy", "true");
   });
   // Coming back through the browser's history must not leave the button disabled.
-  window.addEventListener("pageshow", () => { sent = false; document.getElementById("submit-button").disabled = false; });
+  window.addEventListener("pageshow", () => { sent = false; document.getElementById("submit-button").disabled = preview; });
 
   form.addEventListener("change", applyShowIf);
   form.addEventListener("change", refreshCheck);

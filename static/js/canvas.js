@@ -68,12 +68,26 @@
       height: Number(canvas.dataset.height) || img.naturalHeight || 0,
     };
   }
+  // The fit's height: all of the image shows in the window with the page scrolled to the top, from
+  // the images' top to the window's bottom (rows of an image set share it); measured from the task
+  // grid, which never sticks, so a scrolled page measures the same. Never under half the window.
+  function fitHeight() {
+    if (narrow.matches) return window.innerHeight * 0.6;
+    const images = task.querySelector(".images");
+    const view = task.querySelector(".item-view");
+    if (!images || !view) return window.innerHeight * 0.78;
+    const top = task.getBoundingClientRect().top + window.scrollY +
+      (images.getBoundingClientRect().top - view.getBoundingClientRect().top);
+    const rows = multiImage ? Math.ceil(canvases.length / 2) : 1;
+    const below = 20 + (multiImage ? 26 * rows : 0); // the panel's padding and border; captions and gaps
+    return Math.max(window.innerHeight * 0.5, window.innerHeight - top - below) / rows;
+  }
   // Sizes the image at fit x zoom; `anchor` (viewport pixels) stays over the same image point.
   function layout(canvas, anchor) {
     const { viewport, stage, img } = partsOf(canvas);
     const { width, height } = naturalOf(canvas);
     if (!viewport || !width || !height) return;
-    const maxHeight = window.innerHeight * (narrow.matches ? 0.6 : 0.78);
+    const maxHeight = fitHeight();
     const fit = Math.min(canvas.clientWidth / width, maxHeight / height);
     const before = canvas.scale || fit * zoom;
     const scale = fit * zoom;
@@ -400,6 +414,8 @@
   if (optionSelect) optionSelect.addEventListener("change", () => optionSelect.classList.remove("attention"));
   form.addEventListener("change", refreshBoxOptions);
   window.addEventListener("resize", fitAll);
+  // The legend above the image showing or growing fits again, so the image's bottom stays in view.
+  if (legend && window.ResizeObserver) new ResizeObserver(() => { if (canvases.length) fitAll(); }).observe(legend);
 
   // --- before submit: every selected option needs a box when the protocol says so ---
   function problems() {

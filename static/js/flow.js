@@ -80,7 +80,8 @@
     note.id = "draft-note";
     note.setAttribute("role", "status");
     note.textContent = "Your answers not yet submitted were restored.";
-    head.append(note);
+    // Beside Submit (the sticky bar), where it is seen after a reload; else under the heading.
+    (document.getElementById("draft-note-slot") || head).append(note);
   }
   // What the page came with once annotate.js has set it up (it fills hidden fields), to tell a real
   // change from none; after a restore every save keeps the draft.

@@ -143,18 +143,6 @@ def test_a_missing_file_is_a_clear_error(tmp_path) -> None:
         load_protocol_file(tmp_path / "nope.yaml")
 
 
-def test_instructions_become_paragraphs_with_single_line_breaks_joined() -> None:
-    protocol = load_protocol_text(
-        ISSUE_EXAMPLE
-        + "instructions: |\n  Look at the image\n  closely, <b>then</b> answer.\n\n\n  Second  part.\n"
-    )
-    assert protocol.instruction_paragraphs == [
-        "Look at the image closely, <b>then</b> answer.",
-        "Second part.",
-    ]
-    assert load_protocol_text(ISSUE_EXAMPLE).instruction_paragraphs == []
-
-
 def test_colour_examples_in_presets_are_colours_the_workbench_can_store() -> None:
     """The object-attributes preset once gave "burgundy" as an example, which the normaliser refuses;
     its instructions now name the stored terms, and each example of its help texts is accepted."""
