@@ -189,6 +189,7 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
         "colours": BASIC_COLOURS,
         # The draft kept on the server (static/js/flow.js puts it back in the form); not after a refusal.
         "server_draft": None if errors else draft_selectors.draft_fields_for(assignment),
+        "draft_on_server": not errors and draft_selectors.lease_is_live(assignment),
         **_walk(assignment),
         **_undo(request, study),
     }
