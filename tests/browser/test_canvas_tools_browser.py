@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.browser.pages import open_page, shot, sign_in
+from tests.browser.pages import AXE, axe_violations, open_page, shot, sign_in
 from tests.browser.test_canvas_browser import _boxes, _drag, _image, _open_task, world
 
 __all__ = ["world"]  # the fixture, shared with test_canvas_browser.py
@@ -135,6 +135,10 @@ def test_the_region_list_hides_and_locks_boxes_by_keyboard(
     page.keyboard.press("Escape")
     page.evaluate("document.activeElement.blur()")
     shot(page, "c10-region-list-locked-1280")
+    regions.get_by_role("button", name="Hide box 2").click()
+    if AXE.exists():  # the page with a locked and a hidden box: no axe-core violation
+        assert axe_violations(page) == []
+    regions.get_by_role("button", name="Show box 2").click()
     # unlock: it moves again
     regions.get_by_role("button", name="Unlock box 1").click()
     page.evaluate("window.scrollTo(0, 0)")
