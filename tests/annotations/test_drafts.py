@@ -13,12 +13,64 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from annotations.models import Assignment, AssignmentDraft, User
+from annotations.models import Assignment, AssignmentDraft, Study, User
+from annotations.protocols.schema import load_protocol_text
 from annotations.services.assignment import assignment_release, assignments_expire
 from annotations.services.drafts import MAX_DRAFT_BYTES
-from tests.annotations.test_annotator_flow import ANSWER, claim, enrolled, make_study
+from annotations.services.studies import enrollment_add, study_create
+from tests.annotations.builders import image_item
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
+
+PROTOCOL = """
+name: Drafts
+unit: image
+questions:
+  - key: wears
+    kind: multi
+    prompt: What does the person wear?
+    options: ["A red hat", "Dark glasses"]
+    none_option: Nothing of these
+  - key: boxes
+    kind: boxes
+    prompt: Box each thing you selected.
+    linked_question: wears
+    required: false
+  - key: mood
+    kind: single
+    prompt: Mood?
+    options: ["Very happy", "Rather sad"]
+"""
+ANSWER: dict[str, Any] = {
+    "q-wears": ["a_red_hat"],
+    "shown-wears": "a_red_hat,dark_glasses,none_of_the_above",
+    "q-boxes": json.dumps([{"option": "a_red_hat", "x": 10, "y": 10, "w": 50, "h": 50}]),
+    "q-mood": "very_happy",
+    "time_spent_ms": "3000",
+}
+
+
+def make_study(owner: User, *, items: int) -> Study:
+    study = study_create(owner=owner, name="Draft study", protocol=load_protocol_text(PROTOCOL), overlap=1)
+    for index in range(items):
+        image_item(study, f"draft-{index}", size=(400, 300))
+    return study
+
+
+def enrolled(study: Study, username: str) -> tuple[User, Client]:
+    user = UserFactory.create(username=username, role="annotator")
+    enrollment_add(study=study, user=user)
+    client = Client()
+    client.force_login(user)
+    return user, client
+
+
+def claim(client: Client, study: Study) -> int:
+    response = client.get(f"/annotate/studies/{study.pk}/next/")
+    assert response.status_code == 302
+    return int(response["Location"].split("?")[0].rstrip("/").split("/")[-1])
+
 
 # Incomplete: "mood" (required) is not answered, nor are the boxes each option may need.
 PARTIAL = [["q-wears", "a_red_hat"], ["shown-wears", "a_red_hat,dark_glasses"], ["q-mood", ""]]

@@ -2,16 +2,101 @@
 Space pans over the image only when no form control has focus, Shift + drag draws a box inside
 another, multi-level undo and redo, the region list (hide, lock) by keyboard, two-finger pinch-zoom
 on a touch screen, and a draft kept on the server restored in a second browser (and sent when back
-online). The study and helpers are tests/browser/test_canvas_browser.py's."""
+online). Screenshots go to ``test-output/browser/``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from tests.browser.pages import AXE, axe_violations, open_page, shot, sign_in
-from tests.browser.test_canvas_browser import _boxes, _drag, _image, _open_task, world
+import pytest
+from django.core.files.base import ContentFile
 
-__all__ = ["world"]  # the fixture, shared with test_canvas_browser.py
+from tests.browser.pages import AXE, axe_violations, open_page, png, shot, sign_in
+
+PROTOCOL = """
+name: Canvas tools
+unit: image
+questions:
+  - key: person
+    kind: single
+    prompt: Is there a person in the image?
+    options: ["yes", "no"]
+  - key: attributes
+    kind: multi
+    prompt: Which attributes are visible?
+    options: [hat, glasses, scarf]
+    none_option: None of the above
+  - key: boxes
+    kind: boxes
+    prompt: Draw a box around each selected attribute.
+    linked_question: attributes
+    required: false
+  - key: colour
+    kind: text
+    prompt: Main colour of the clothing?
+    normaliser: colour
+  - key: clear
+    kind: likert
+    prompt: The image is clear.
+    options: [Strongly agree, Agree, Disagree, Strongly disagree]
+    unsure: Unsure
+"""
+WIDTH, HEIGHT = 2000, 1000  # the original image; the page shows a 1024 px display copy
+
+
+@pytest.fixture
+def world(transactional_db: None) -> dict[str, Any]:
+    from annotations.models import Item, ItemImage
+    from annotations.protocols.schema import load_protocol_text
+    from annotations.services.studies import enrollment_add, study_create
+    from tests.factories import UserFactory
+
+    owner = UserFactory.create(username="res", role="researcher")
+    study = study_create(owner=owner, name="Tools study", protocol=load_protocol_text(PROTOCOL), overlap=1)
+    for index in range(2):
+        item = Item.objects.create(
+            study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}"
+        )
+        image = ItemImage(
+            item=item,
+            position=0,
+            width=WIDTH,
+            height=HEIGHT,
+            content_type="image/png",
+            sha256=f"{index:064d}",
+            original_name=f"{index}.png",
+        )
+        image.file.save(f"{index}.png", ContentFile(png((WIDTH, HEIGHT), (40, 90, 160))), save=False)
+        image.save()
+    annotator = UserFactory.create(username="ann", role="annotator")
+    enrollment_add(study=study, user=annotator)
+    return {"study": study, "annotator": annotator}
+
+
+def _open_task(page: Any, world: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    sign_in(page)
+    page.goto(f"/annotate/studies/{world['study'].pk}/next/")
+    page.wait_for_selector("#task-form")
+    expect(page.locator(".box-canvas img").first).to_have_js_property("complete", True)
+
+
+def _image(page: Any) -> dict[str, float]:
+    return page.locator(".box-canvas img").first.bounding_box()
+
+
+def _drag(page: Any, start: tuple[float, float], end: tuple[float, float]) -> None:
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.mouse.move((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, steps=3)
+    page.mouse.move(*end, steps=3)
+    page.mouse.up()
+
+
+def _boxes(page: Any) -> list[dict[str, Any]]:
+    return json.loads(page.locator('input[name="q-boxes"]').input_value())
 
 
 def _ready_to_draw(page: Any, option: str = "hat") -> dict[str, float]:
