@@ -57,6 +57,7 @@
   // sent again when the browser is back online; a refusal (the lease is over, too large) is not retried.
   let sending = 0;
   let refused = false;
+  let answered = sentText; // the last draft the server answered (kept, or refused as not valid)
   function send(fields, keepalive) {
     const token = form.querySelector("input[name=csrfmiddlewaretoken]");
     if (!serverKeeps || refused || !token) return;
@@ -65,6 +66,7 @@
                       headers: { "X-CSRFToken": token.value, "Content-Type": "application/json" } };
     if (fields) options.body = JSON.stringify({ fields });
     fetch(head.dataset.draftUrl, options).then((response) => {
+      answered = text;
       if (response.ok) {
         sentText = text;
         head.dataset.draftSent = String(Number(head.dataset.draftSent || 0) + 1);
@@ -157,7 +159,7 @@
     save();
     window.clearTimeout(sending);
     const text = JSON.stringify(snapshot());
-    if (serverKeeps && text !== initial && text !== sentText) send(JSON.parse(text), true);
+    if (serverKeeps && text !== initial && text !== answered) send(JSON.parse(text), true);
   });
 
   // A submit (or a skip) ends the draft: the server now has the answers, or the item is given up.
