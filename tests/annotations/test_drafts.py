@@ -122,6 +122,9 @@ def test_another_annotator_can_neither_read_nor_write_a_draft(owner: User) -> No
     assert server_draft(other.get(f"/annotate/assignments/{theirs}/").content.decode()) is None
     assert AssignmentDraft.objects.get(assignment_id=pk).fields == PARTIAL
     assert Client().get(f"/annotate/assignments/{pk}/draft/").status_code == 302  # to sign in
+    researcher = Client()
+    researcher.force_login(owner)  # the study's own researcher does not read it either
+    assert researcher.get(f"/annotate/assignments/{pk}/draft/").status_code == 404
 
 
 def test_no_draft_once_the_lease_expired(owner: User) -> None:
