@@ -198,7 +198,8 @@ def assignment_get_for_user(*, user: User, id: int) -> Assignment:
     if user.is_authenticated:
         assignment = (
             # The study's quality settings too: leasing the next item ahead reads them (control_plan).
-            Assignment.objects.select_related("study__quality", "item", "annotator")
+            # Its draft too (one join): the task page restores it (selectors/drafts.py).
+            Assignment.objects.select_related("study__quality", "item", "annotator", "draft")
             .filter(pk=id, annotator__user=user)
             .first()
         )

@@ -525,6 +525,23 @@ class Assignment(models.Model):
         return f"item {self.item_id} for annotator {self.annotator_id} ({self.status})"
 
 
+class AssignmentDraft(models.Model):
+    """Answers to a leased item not yet submitted, kept on the server so the task page restores them on
+    any device (docs/annotating.md, "Drafts"). ``fields`` is the task form as ``[name, value]`` pairs
+    (``q-KEY``, ``shown-KEY``, ``reason-KEY``), checked like answers but possibly incomplete
+    (``services/drafts.py``). Only the assignment's annotator writes or reads it, while the lease is
+    theirs; it goes on submit, skip, release and expiry, and with the assignment."""
+
+    assignment = models.OneToOneField(
+        Assignment, on_delete=models.CASCADE, primary_key=True, related_name="draft"
+    )
+    fields = models.JSONField(default=list)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"draft of assignment {self.assignment_id}"
+
+
 class RevealLog(models.Model):
     """One showing of the machine labels to an annotator after they submitted ("reveal after submit").
 

@@ -95,6 +95,7 @@ urlpatterns = [
     path("annotate/assignments/<int:pk>/skip/", annotate.skip, name="annotate-skip"),
     path("annotate/assignments/<int:pk>/unskip/", annotate.skip_undo, name="annotate-skip-undo"),
     path("annotate/assignments/<int:pk>/ahead/", annotate.ahead, name="annotate-ahead"),
+    path("annotate/assignments/<int:pk>/draft/", annotate.draft, name="annotate-draft"),
     path("annotate/assignments/<int:pk>/reveal/", annotate.reveal, name="annotate-reveal"),
     path(
         "items/<int:pk>/images/<int:position>/display/",

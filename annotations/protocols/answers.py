@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from annotations.protocols.colours import BASIC_COLOURS, normalise_colour
@@ -371,3 +371,56 @@ def _unanswered_boxes(
     linked = protocol.question(question.linked_question)
     none_key = linked.none_option.key if linked.none_option else None
     return options_without_box(question, [], cleaned[question.linked_question].value, none_key)
+
+
+def clean_draft(
+    protocol: Protocol,
+    answers: Mapping[str, Mapping[str, Any]],
+    *,
+    context: ItemContext,
+    expert: bool = False,
+) -> list[CleanAnswer]:
+    """Validate a draft: the answers given so far to a task, checked one by one like a submit's, but
+    possibly incomplete. Unknown questions and bad values are refused as ``clean_submission`` refuses
+    them; nothing is required yet (a required question, a reason, every option shown, a box for each
+    selected option), and boxes need only name an option of their linked question. Raises
+    :class:`SubmissionError` with every problem at once."""
+    errors: dict[str, str] = {}
+    cleaned: list[CleanAnswer] = []
+    asked = questions_to_answer(protocol, context.metadata, expert=expert)
+    visible = {question.key: question for question in asked}
+    for key, answer in answers.items():
+        question = visible.get(key)
+        if question is None:
+            errors[key] = (
+                "is not a question of this protocol"
+                if not protocol.has_question(key)
+                else "does not apply to this item"
+            )
+            continue
+        value = answer.get("value")
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue  # not answered yet
+        lenient = replace(
+            question,
+            required=False,
+            reason="optional" if question.reason == "required" else question.reason,
+            require_all_shown=False,
+            boxes_required="none",
+        )
+        try:
+            cleaned.append(
+                clean_answer(
+                    lenient,
+                    value,
+                    context=context,
+                    protocol=protocol,
+                    shown=answer.get("shown"),
+                    reason=answer.get("reason", ""),
+                )
+            )
+        except AnswerError as exc:
+            errors[key] = exc.message
+    if errors:
+        raise SubmissionError(errors)
+    return cleaned

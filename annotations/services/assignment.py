@@ -44,6 +44,7 @@ from annotations.selectors.controls import control_candidate, control_plan
 from annotations.selectors.counted import active_exclusions
 from annotations.selectors.pools import is_expert_in, sees_expert_questions
 from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
+from annotations.services.drafts import drafts_drop
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 from common.prepared_query import PreparedQuery
 
@@ -462,7 +463,9 @@ def _lease(*, item: Item, study: Study, annotator: Annotator, expires: Any, fres
         )
         assignment.study, assignment.item, assignment.annotator = study, item, annotator
         return assignment
-    # Only an expired or released lease can be here (the candidate query excludes the rest).
+    # Only an expired or released lease can be here (the candidate query excludes the rest); a draft
+    # left from that lease is not this one's.
+    drafts_drop([previous.pk])
     previous.status, previous.lease_expires_at = Status.LEASED, expires
     previous.save(update_fields=["status", "lease_expires_at"])
     return previous
@@ -641,6 +644,7 @@ def _submit(
     )
     fields = []
     if assignment.status != Status.SUBMITTED:
+        drafts_drop([assignment.pk])  # the answers are stored now (a draft is kept only for a lease)
         assignment.status, assignment.completed_at, assignment.lease_expires_at = Status.SUBMITTED, now, None
         fields += ["status", "completed_at", "lease_expires_at"]
         if time_spent_ms is not None:
@@ -672,6 +676,7 @@ def assignment_skip(
     if assignment.status == Status.SKIPPED:
         return assignment
     assignment.status, assignment.skip_reason = Status.SKIPPED, reason
+    drafts_drop([assignment.pk])
     assignment.lease_expires_at, assignment.completed_at = None, now or timezone.now()
     assignment.save(update_fields=["status", "skip_reason", "lease_expires_at", "completed_at"])
     return assignment
@@ -686,6 +691,7 @@ def assignment_release(*, assignment: Assignment, user: User | None = None, now:
         raise Conflict(f"this assignment is {assignment.status}, not leased")
     assignment.status, assignment.lease_expires_at = Status.EXPIRED, now or timezone.now()
     assignment.save(update_fields=["status", "lease_expires_at"])
+    drafts_drop([assignment.pk])
     return assignment
 
 
@@ -695,4 +701,5 @@ def assignments_expire(*, study: Study | None = None, now: Any = None) -> int:
     leases = Assignment.objects.filter(status=Status.LEASED, lease_expires_at__lte=now or timezone.now())
     if study is not None:
         leases = leases.filter(study=study)
+    drafts_drop(leases)
     return leases.update(status=Status.EXPIRED)

@@ -25,6 +25,7 @@ from annotations.protocols.schema import (
     protocol_from_dict,
 )
 from annotations.selectors.studies import launch_refusal
+from annotations.services.drafts import drafts_drop
 from annotations.services.study_options import study_options_replace
 from common.errors import Conflict, NotAllowed, NotFoundError, ValidationFailed, WorkbenchError
 
@@ -275,9 +276,9 @@ def enrollment_remove(*, study: Study, user: User, by: User) -> int:
             f"{user.username} gave demographic answers to this study; unenrolling would lose them: "
             "exclude them on the progress page instead"
         )
-    released = Assignment.objects.filter(
-        study=study, annotator__user=user, status=Assignment.Status.LEASED
-    ).update(status=Assignment.Status.EXPIRED, lease_expires_at=timezone.now())
+    leases = Assignment.objects.filter(study=study, annotator__user=user, status=Assignment.Status.LEASED)
+    drafts_drop(leases)
+    released = leases.update(status=Assignment.Status.EXPIRED, lease_expires_at=timezone.now())
     enrollment.delete()
     return released
 

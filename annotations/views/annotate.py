@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -27,6 +27,7 @@ from annotations.models import Annotation, Annotator, Assignment, RevealLog, Stu
 from annotations.presenters import image_display_url, image_views
 from annotations.protocols.answers import SubmissionError
 from annotations.protocols.colours import BASIC_COLOURS
+from annotations.selectors import drafts as draft_selectors
 from annotations.selectors import flow as flow_selectors
 from annotations.selectors import tasks as task_selectors
 from annotations.selectors.pools import sees_expert_questions
@@ -37,6 +38,7 @@ from annotations.services.assignment import (
     assignment_skip,
     assignment_submit,
 )
+from annotations.services.drafts import draft_drop, draft_fields_from_json, draft_save
 from annotations.services.invitations import participant_complete
 from annotations.services.reveals import reveal_log_create, reveal_record_agreement
 from annotations.services.skip_undo import assignment_skip_undo
@@ -45,7 +47,7 @@ from annotations.services.studies import annotator_for_user
 from annotations.views.pages import IMAGE_CSP
 from annotations.views.task_form import answers_from_form
 from common.checked_input import id_from_text, whole_number_from_text
-from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, WorkbenchError
+from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed, WorkbenchError
 
 MAX_TIME_MS = 24 * 3600 * 1000
 
@@ -185,6 +187,9 @@ def task(request: HttpRequest, pk: int) -> HttpResponse:
         "next_image_url": "",
         "progress": task_selectors.study_progress_for(request_user(request), study.pk, annotator),
         "colours": BASIC_COLOURS,
+        # The draft kept on the server (static/js/flow.js puts it back in the form); not after a refusal.
+        "server_draft": None if errors else draft_selectors.draft_fields_for(assignment),
+        "draft_on_server": not errors and draft_selectors.lease_is_live(assignment),
         **_walk(assignment),
         **_undo(request, study),
     }
@@ -227,6 +232,40 @@ def ahead(request: HttpRequest, pk: int) -> JsonResponse:
             "image": image_display_url(image.item_id, image.position) if image else "",
         }
     )
+
+
+@login_required
+def draft(request: HttpRequest, pk: int) -> HttpResponse:
+    """The draft of the annotator's own leased item, kept on the server (static/js/flow.js).
+
+    GET: ``{"fields": [[name, value], ...]}`` (``null`` without one). PUT (or POST) a body
+    ``{"fields": [...]}``: kept, answered ``{"saved": true}``; 400 for bad JSON or answers (with
+    ``errors`` per question), 413 when too large, 409 once the lease is not theirs. DELETE: dropped.
+    Another annotator's assignment is not found (404)."""
+    assignment = _assignment_or_404(request, pk)
+    user = request_user(request)
+    try:
+        if request.method == "GET":
+            return JsonResponse({"fields": draft_selectors.draft_fields_for(assignment)})
+        if request.method == "DELETE":
+            draft_drop(assignment=assignment, user=user)
+            return HttpResponse(status=204)
+        if request.method not in ("PUT", "POST"):
+            return JsonResponse({"error": "use GET, PUT or DELETE"}, status=405)
+        fields = draft_fields_from_json(request.body)
+        data = QueryDict(mutable=True)
+        for name, value in fields:
+            data.appendlist(name, value)
+        expert = sees_expert_questions(study=assignment.study, annotator=assignment.annotator)
+        answers = answers_from_form(study=assignment.study, item=assignment.item, expert=expert, data=data)
+        draft_save(assignment=assignment, fields=fields, answers=answers, user=user)
+    except SubmissionError as exc:
+        return JsonResponse(
+            {"error": "some answers of the draft are not valid", "errors": exc.errors}, status=400
+        )
+    except (Conflict, ValidationFailed) as exc:
+        return JsonResponse({"error": exc.message}, status=exc.status_code)
+    return JsonResponse({"saved": True})
 
 
 def _walk(assignment: Assignment) -> dict[str, str]:

@@ -1,7 +1,9 @@
 // The task page's image canvas: fit to the panel, zoom and pan, and boxes drawn in ORIGINAL-image pixels.
 // Loaded before annotate.js (both deferred). It talks to annotate.js through window.workbenchCanvas
-// (submit problems) and a "canvaschange" event on the form; it handles its own keys (+ - F Z Delete,
-// Space to pan, arrows on a focused image). Plain JavaScript, no build step (CSP: script-src 'self').
+// (submit problems) and a "canvaschange" event on the form; it handles its own keys (+ - F, Z and
+// Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, Delete, Space to pan over the image, arrows on a focused
+// image, Shift + drag for a new box inside another), two-finger pinch-zoom on touch screens, and the
+// region list (hide / lock per box). Plain JavaScript, no build step (CSP: script-src 'self').
 // docs/annotating.md, "The image canvas", describes what a user can do.
 (function () {
   "use strict";
@@ -25,6 +27,8 @@
   let panMode = false;
   let spaceHeld = false;
   let hovered = null;
+  const touches = new Map(); // touch pointers down on an image: id -> where
+  let pinch = null;
 
   // --- the boxes question: its options, their colours, the stored value ---
   const boxesField = form.querySelector('fieldset.question[data-kind="boxes"]');
@@ -35,6 +39,59 @@
   const order = {};
   let boxes = [];
   let selectedBox = -1;
+  // Hide and lock are view state of this page, not part of the answer: kept per box by a stable id
+  // that JSON (the stored value) never sees.
+  let nextUid = 1;
+  const hiddenBoxes = new Set();
+  const lockedBoxes = new Set();
+  function uidOf(box) {
+    if (!box.__uid) Object.defineProperty(box, "__uid", { value: nextUid++, enumerable: false });
+    return box.__uid;
+  }
+  function isHidden(box) { return hiddenBoxes.has(uidOf(box)); }
+  function isLocked(box) { return lockedBoxes.has(uidOf(box)); }
+  // Undo and redo: every change to the boxes (add, move, resize, delete, option) first records the
+  // boxes as they were; undo puts them back, redo takes the change again.
+  const MAX_HISTORY = 200;
+  const history = [];
+  const future = [];
+  function copyBoxes(list) {
+    return list.map((box) => {
+      const copy = { ...box };
+      Object.defineProperty(copy, "__uid", { value: uidOf(box), enumerable: false });
+      return copy;
+    });
+  }
+  function record() {
+    history.push(copyBoxes(boxes));
+    if (history.length > MAX_HISTORY) history.shift();
+    future.length = 0;
+    refreshHistoryButtons();
+  }
+  function undo() {
+    if (!history.length) return false;
+    future.push(copyBoxes(boxes));
+    boxes = history.pop();
+    selectedBox = -1;
+    renderBoxes();
+    refreshHistoryButtons();
+    return true;
+  }
+  function redo() {
+    if (!future.length) return false;
+    history.push(copyBoxes(boxes));
+    boxes = future.pop();
+    selectedBox = -1;
+    renderBoxes();
+    refreshHistoryButtons();
+    return true;
+  }
+  let undoButton = null;
+  let redoButton = null;
+  function refreshHistoryButtons() {
+    if (undoButton) undoButton.disabled = !history.length;
+    if (redoButton) redoButton.disabled = !future.length;
+  }
   if (boxesPanel) {
     const template = boxesField.querySelector("template.box-labels");
     if (template) {
@@ -171,12 +228,18 @@
     const list = boxesField.querySelector(".box-list");
     list.innerHTML = "";
     const selected = linkedSelection();
+    if (selectedBox >= 0 && boxes[selectedBox] && isHidden(boxes[selectedBox])) selectedBox = -1;
     boxes.forEach((box, index) => {
       const canvas = canvasFor(box);
       const scale = canvas.scale || 1;
+      const hidden = isHidden(box);
+      const locked = isLocked(box);
       const el = document.createElement("div");
-      el.className = "box" + (index === selectedBox ? " selected" : "") +
+      el.className = "box" + (index === selectedBox ? " selected" : "") + (locked ? " locked" : "") +
         (selected.includes(box.option) ? "" : " orphan") + (dashedOf(box.option) ? " dashed" : "");
+      // A locked box takes no pointer: a drag on it draws a new box instead of moving it.
+      if (locked) el.style.pointerEvents = "none";
+      if (hidden) el.hidden = true;
       el.style.setProperty("--box-colour", colourOf(box.option));
       el.style.left = `${box.x * scale}px`;
       el.style.top = `${box.y * scale}px`;
@@ -187,11 +250,14 @@
       // The tag has a fixed size on screen; it goes inside the box where it would leave the image.
       const tag = document.createElement("span");
       tag.className = "box-tag" + (box.y * scale < 20 ? " inside" : "");
-      tag.textContent = `${index + 1} ${labelOf(box.option)}`;
-      const handle = document.createElement("span");
-      handle.className = "box-handle";
-      el.append(tag, handle);
-      canvas.querySelector(".canvas-stage").append(el);
+      tag.textContent = `${index + 1} ${labelOf(box.option)}` + (locked ? " (locked)" : "");
+      el.append(tag);
+      if (!locked) {
+        const handle = document.createElement("span");
+        handle.className = "box-handle";
+        el.append(handle);
+      }
+      if (!hidden) canvas.querySelector(".canvas-stage").append(el);
       const item = document.createElement("li");
       item.append(swatch(box.option), `Box ${index + 1} at x ${box.x}, y ${box.y}, ${box.w}×${box.h} px` +
         (multiImage ? ` on image ${(box.image || 0) + 1}` : "") + " supports ");
@@ -200,14 +266,37 @@
       relink.setAttribute("aria-label", `Option of box ${index + 1}`);
       const choices = selected.includes(box.option) ? selected : [box.option, ...selected];
       choices.forEach((key) => relink.add(new Option(labelOf(key), key, false, key === box.option)));
-      relink.addEventListener("change", () => { box.option = relink.value; renderBoxes(); });
+      relink.addEventListener("change", () => { record(); box.option = relink.value; renderBoxes(); });
+      relink.disabled = locked;
       item.append(relink, " ");
+      // The region list: show or hide a box on the image, lock it (no move, resize or delete), delete it.
+      const uid = uidOf(box);
+      // (The list is drawn again on every change: focus goes back to the same button.)
+      const toggle = (set, kind, text) => {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.className = `link region-${kind}`;
+        button.textContent = `${text} box ${index + 1}`;
+        button.setAttribute("aria-pressed", set.has(uid) ? "true" : "false");
+        button.addEventListener("click", () => {
+          if (set.has(uid)) set.delete(uid); else set.add(uid);
+          renderBoxes();
+          const again = list.querySelector(`li:nth-child(${index + 1}) .region-${kind}`);
+          if (again) again.focus();
+        });
+        return button;
+      };
+      const hide = toggle(hiddenBoxes, "hide", hidden ? "Show" : "Hide");
+      const lock = toggle(lockedBoxes, "lock", locked ? "Unlock" : "Lock");
       const remove = document.createElement("button");
       remove.type = "button";
       remove.className = "link";
       remove.textContent = `Delete box ${index + 1}`;
-      remove.addEventListener("click", () => { boxes.splice(index, 1); selectedBox = -1; renderBoxes(); });
-      item.append(remove);
+      remove.disabled = locked;
+      remove.addEventListener("click", () => { record(); boxes.splice(index, 1); selectedBox = -1; renderBoxes(); });
+      item.append(hide, " ", lock, " ", remove);
+      if (hidden) item.classList.add("region-hidden");
+      if (locked) item.classList.add("region-locked");
       list.append(item);
     });
     renderLegend(selected);
@@ -227,6 +316,14 @@
     viewport.addEventListener("pointerenter", () => { hovered = canvas; });
     viewport.addEventListener("pointerleave", () => { if (hovered === canvas) hovered = null; });
     viewport.addEventListener("pointerdown", (event) => {
+      // Working on the image leaves the form: Space then pans here instead of ticking the last option.
+      const active = document.activeElement;
+      if (active && active !== document.body && control(active)) active.blur();
+      if (event.pointerType === "touch") {
+        touches.set(event.pointerId, { x: event.clientX, y: event.clientY });
+        if (touches.size === 2) { startPinch(); capture(event.pointerId); event.preventDefault(); return; }
+        if (touches.size > 2) return;
+      }
       if (event.button === 1 || (event.button === 0 && (panMode || spaceHeld))) {
         drag = { mode: "pan", x: event.clientX, y: event.clientY, left: viewport.scrollLeft, top: viewport.scrollTop };
       } else if (event.button !== 0 || !boxesPanel || boxesField.disabled) {
@@ -237,9 +334,11 @@
         const per = { x: width / rect.width, y: height / rect.height }; // original pixels per screen pixel
         const px = clamp((event.clientX - rect.left) * per.x, 0, width);
         const py = clamp((event.clientY - rect.top) * per.y, 0, height);
-        const boxEl = event.target.closest(".box");
+        // Shift + drag draws a new box even inside another (a drag inside a box moves it otherwise).
+        const boxEl = event.shiftKey ? null : event.target.closest(".box");
         if (boxEl) {
           selectedBox = Number(boxEl.dataset.index);
+          record();
           const box = boxes[selectedBox];
           drag = { mode: event.target.classList.contains("box-handle") ? "resize" : "move", box, px, py,
                    start: { ...box }, per, width, height, rect };
@@ -252,16 +351,49 @@
           }
           const box = { option, x: Math.round(px), y: Math.round(py), w: 1, h: 1 };
           if (multiImage) box.image = Number(canvas.dataset.image);
+          record();
           boxes.push(box);
           selectedBox = boxes.length - 1;
           drag = { mode: "draw", box, px, py, per, width, height, rect };
         }
       }
-      viewport.setPointerCapture(event.pointerId);
+      capture(event.pointerId);
       event.preventDefault();
       if (drag.mode !== "pan") renderBoxes();
     });
+    // Two fingers: pinch to zoom about their middle, move them to pan; a drag the first began is undone.
+    function capture(pointerId) {
+      try { viewport.setPointerCapture(pointerId); } catch (error) { /* not an active pointer */ }
+    }
+    function middle() {
+      const [a, b] = Array.from(touches.values());
+      const box = viewport.getBoundingClientRect();
+      return { x: (a.x + b.x) / 2 - box.left, y: (a.y + b.y) / 2 - box.top, d: Math.hypot(a.x - b.x, a.y - b.y) };
+    }
+    function startPinch() {
+      if (drag && drag.mode !== "pan") {
+        if (history.length) boxes = history.pop();
+        future.length = 0;
+        selectedBox = -1;
+        renderBoxes();
+        refreshHistoryButtons();
+      }
+      drag = null;
+      const at = middle();
+      pinch = { zoom, d: Math.max(1, at.d), x: at.x, y: at.y };
+    }
     viewport.addEventListener("pointermove", (event) => {
+      if (touches.has(event.pointerId)) touches.set(event.pointerId, { x: event.clientX, y: event.clientY });
+      if (pinch && touches.size >= 2) {
+        const at = middle();
+        setZoom(pinch.zoom * at.d / pinch.d, canvas, { x: at.x, y: at.y });
+        viewport.scrollLeft -= at.x - pinch.x;
+        viewport.scrollTop -= at.y - pinch.y;
+        pinch.x = at.x;
+        pinch.y = at.y;
+        event.preventDefault();
+        return;
+      }
       if (!drag) return;
       if (drag.mode === "pan") {
         viewport.scrollLeft = drag.left - (event.clientX - drag.x);
@@ -285,12 +417,23 @@
       }
       renderBoxes();
     });
-    const finish = () => {
+    const finish = (event) => {
+      if (event && touches.delete(event.pointerId) && pinch) {
+        if (touches.size < 2) pinch = null;
+        return;
+      }
       if (!drag) return;
-      // A click without a drag makes no box (3 screen pixels, whatever the zoom).
+      // A click without a drag makes no box (3 screen pixels, whatever the zoom); a press on a box
+      // that did not move it is no change to undo.
       if (drag.mode === "draw" && (drag.box.w < 3 * drag.per.x || drag.box.h < 3 * drag.per.y)) {
         boxes.splice(boxes.indexOf(drag.box), 1);
         selectedBox = -1;
+        history.pop();
+        refreshHistoryButtons();
+      } else if ((drag.mode === "move" || drag.mode === "resize") &&
+                 ["x", "y", "w", "h"].every((key) => drag.box[key] === drag.start[key])) {
+        history.pop();
+        refreshHistoryButtons();
       }
       const mode = drag.mode;
       drag = null;
@@ -331,12 +474,15 @@
     const cy = ((Math.max(view.top, shown.top) + visibleHeight / 2) - shown.top) * height / shown.height;
     const box = { option, x: Math.round(clamp(cx - w / 2, 0, width - w)), y: Math.round(clamp(cy - h / 2, 0, height - h)), w, h };
     if (multiImage) box.image = Number(canvas.dataset.image);
+    record();
     boxes.push(box);
     selectedBox = boxes.length - 1;
     renderBoxes();
   }
   function nudge(key, resize) {
     const box = boxes[selectedBox];
+    if (isLocked(box)) return;
+    record();
     const canvas = canvasFor(box);
     const { width, height } = naturalOf(canvas);
     const step = Math.max(1, Math.round(10 / (canvas.scale || 1)));
@@ -359,6 +505,19 @@
   function typing(target) {
     return target.matches('input[type=text], input:not([type]), textarea, select');
   }
+  // A form control with focus takes Space itself (a checkbox ticks, a button presses).
+  function control(target) {
+    return target.matches("input, select, textarea, button, summary, a[href], [contenteditable]");
+  }
+  // Ctrl+Z (Cmd+Z) undoes a change to the boxes, Ctrl+Shift+Z and Ctrl+Y redo it; a text field keeps
+  // its own undo.
+  document.addEventListener("keydown", (event) => {
+    if (!(event.ctrlKey || event.metaKey) || event.altKey || event.defaultPrevented || !boxesPanel) return;
+    if ((overlay && !overlay.hidden) || typing(event.target)) return;
+    const key = event.key.toLowerCase();
+    if (key === "z" && !event.shiftKey) { event.preventDefault(); undo(); }
+    else if ((key === "z" && event.shiftKey) || (key === "y" && !event.shiftKey)) { event.preventDefault(); redo(); }
+  });
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
     if ((overlay && !overlay.hidden) || typing(event.target)) return;
@@ -370,9 +529,9 @@
       event.preventDefault(); setZoom(zoom / ZOOM_STEP);
     } else if (key === "f" || key === "F") {
       event.preventDefault(); setZoom(1);
-    } else if (key === " " && hovered && !event.repeat) {
+    } else if (key === " " && hovered && !control(event.target) && !event.repeat) {
       event.preventDefault(); spaceHeld = true; setPanMode(panMode);
-    } else if (key === " " && hovered) {
+    } else if (key === " " && hovered && !control(event.target)) {
       event.preventDefault();
     } else if (viewport && (key === "n" || key === "N") && boxesPanel && !boxesField.disabled) {
       event.preventDefault(); addBoxByKey(viewport.closest(".box-canvas"));
@@ -388,10 +547,10 @@
       if (key === "ArrowRight") viewport.scrollLeft += stepX;
       if (key === "ArrowUp") viewport.scrollTop -= stepY;
       if (key === "ArrowDown") viewport.scrollTop += stepY;
-    } else if ((key === "z" || key === "Z") && boxes.length) {
-      event.preventDefault(); boxes.pop(); selectedBox = -1; renderBoxes();
-    } else if ((key === "Delete" || key === "Backspace") && selectedBox >= 0) {
-      event.preventDefault(); boxes.splice(selectedBox, 1); selectedBox = -1; renderBoxes();
+    } else if ((key === "z" || key === "Z") && boxesPanel) {
+      event.preventDefault(); if (event.shiftKey) redo(); else undo();
+    } else if ((key === "Delete" || key === "Backspace") && selectedBox >= 0 && !isLocked(boxes[selectedBox])) {
+      event.preventDefault(); record(); boxes.splice(selectedBox, 1); selectedBox = -1; renderBoxes();
     }
   });
   document.addEventListener("keyup", (event) => {
@@ -401,6 +560,21 @@
 
   if (tools && canvases.length) {
     tools.hidden = false;
+    if (boxesPanel) { // undo / redo for the boxes, for pointer and touch users too
+      const button = (name, title, text) => {
+        const made = document.createElement("button");
+        made.type = "button";
+        made.className = "secondary";
+        made.dataset.history = name;
+        made.title = title;
+        made.textContent = text;
+        made.disabled = true;
+        tools.insertBefore(made, zoomLevel);
+        return made;
+      };
+      undoButton = button("undo", "Undo the last change to the boxes (Ctrl+Z)", "Undo");
+      redoButton = button("redo", "Redo (Ctrl+Shift+Z or Ctrl+Y)", "Redo");
+    }
     tools.addEventListener("click", (event) => {
       const button = event.target.closest("button");
       if (!button) return;
@@ -409,6 +583,8 @@
       else if (step === "out") setZoom(zoom / ZOOM_STEP);
       else if (step === "fit") setZoom(1);
       else if (button === panToggle) setPanMode(!panMode);
+      else if (button === undoButton) undo();
+      else if (button === redoButton) redo();
     });
   }
   if (optionSelect) optionSelect.addEventListener("change", () => optionSelect.classList.remove("attention"));
@@ -427,7 +603,7 @@
     const what = missing.length === 1 ? `1 selected ${nounOne} has` : `${missing.length} selected ${nounMany} have`;
     return [{ fieldset: boxesField, text: `${what} no box: ${missing.map(labelOf).join(", ")}` }];
   }
-  window.workbenchCanvas = { problems, refresh: refreshBoxOptions };
+  window.workbenchCanvas = { problems, refresh: refreshBoxOptions, undo, redo };
 
   setZoom(1);
   refreshBoxOptions();

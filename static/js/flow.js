@@ -9,8 +9,11 @@
   const form = document.getElementById("task-form");
   if (!head || !form) return;
 
-  // --- drafts: one per user and assignment, in localStorage ---
+  // --- drafts: one per user and assignment, kept on the server while the lease is the annotator's
+  // (PUT to data-draft-url, debounced; the page comes with it in #server-draft) and in localStorage,
+  // where one made offline waits ("pending") until it can be sent ---
   const PREFIX = "workbench-draft:";
+  const SEND_MS = 800;
   const KEEP_MS = 14 * 24 * 3600 * 1000; // drafts older than two weeks are dropped
   const key = PREFIX + head.dataset.draftKey;
   const store = (() => { try { return window.localStorage; } catch (error) { return null; } })();
@@ -28,14 +31,58 @@
     }
     return fields;
   }
+  // The server keeps drafts of a live lease only (the page then carries #server-draft, null without one).
+  const serverScript = document.getElementById("server-draft");
+  const serverKeeps = Boolean(serverScript && head.dataset.draftUrl);
+  let serverFields = null;
+  if (serverKeeps) { try { serverFields = JSON.parse(serverScript.textContent); } catch (error) { serverFields = null; } }
   let initial = "";
-  function save() {
+  let sentText = serverFields ? JSON.stringify(serverFields) : ""; // what the server holds now
+  function keepLocal(fields, pending) {
     if (!store) return;
+    try { store.setItem(key, JSON.stringify({ saved: Date.now(), fields, pending })); } catch (error) { /* full */ }
+  }
+  function save() {
     const fields = snapshot();
     const text = JSON.stringify(fields);
-    if (text === initial) { store.removeItem(key); return; } // nothing changed since the page came
-    try { store.setItem(key, JSON.stringify({ saved: Date.now(), fields })); } catch (error) { /* full */ }
+    if (text === initial) { // nothing changed since the page came
+      if (store) store.removeItem(key);
+      if (sentText) send(null);
+      return;
+    }
+    keepLocal(fields, serverKeeps && text !== sentText);
+    if (serverKeeps && text !== sentText) { window.clearTimeout(sending); sending = window.setTimeout(() => send(fields), SEND_MS); }
   }
+  // PUT the draft (or DELETE it: fields null). A network failure leaves it pending in localStorage,
+  // sent again when the browser is back online; a refusal (the lease is over, too large) is not retried.
+  let sending = 0;
+  let refused = false;
+  let answered = sentText; // the last draft the server answered (kept, or refused as not valid)
+  function send(fields, keepalive) {
+    const token = form.querySelector("input[name=csrfmiddlewaretoken]");
+    if (!serverKeeps || refused || !token) return;
+    const text = fields ? JSON.stringify(fields) : "";
+    const options = { method: fields ? "PUT" : "DELETE", credentials: "same-origin", keepalive: Boolean(keepalive),
+                      headers: { "X-CSRFToken": token.value, "Content-Type": "application/json" } };
+    if (fields) options.body = JSON.stringify({ fields });
+    fetch(head.dataset.draftUrl, options).then((response) => {
+      answered = text;
+      if (response.ok) {
+        sentText = text;
+        head.dataset.draftSent = String(Number(head.dataset.draftSent || 0) + 1);
+        if (fields && store && !sent && JSON.stringify(snapshot()) === text) keepLocal(fields, false);
+      } else if (response.status !== 400) {
+        refused = true; // 409: the lease is no longer theirs; 413: too large; 404: not theirs
+      }
+    }).catch(() => { /* offline: kept pending in localStorage */ });
+  }
+  window.addEventListener("online", () => {
+    if (!store || !serverKeeps) return;
+    try {
+      const waiting = JSON.parse(store.getItem(key) || "null");
+      if (waiting && waiting.pending && Array.isArray(waiting.fields)) send(waiting.fields);
+    } catch (error) { /* unreadable: nothing to send */ }
+  });
   function restore(fields) {
     const values = new Map();
     for (const [name, value] of fields) {
@@ -71,8 +118,18 @@
     try { draft = JSON.parse(store.getItem(key) || "null"); } catch (error) { draft = null; }
     prune();
   }
+  // Which draft: one made here and not yet sent (offline) is the newest; else the server's, made on
+  // any device; else this browser's own.
+  if (draft && !Array.isArray(draft.fields)) draft = null;
+  let toSend = null;
+  if (serverKeeps && !(draft && draft.pending) && serverFields && serverFields.length) {
+    draft = { fields: serverFields };
+    keepLocal(serverFields, false);
+  } else if (serverKeeps && draft && JSON.stringify(draft.fields) !== sentText) {
+    toSend = draft.fields;
+  }
   // A refused submit comes back with what was posted: newer than any draft, so it wins.
-  if (draft && Array.isArray(draft.fields) && !head.dataset.refused) {
+  if (draft && !head.dataset.refused) {
     restore(draft.fields);
     head.dataset.restored = "1";
     const note = document.createElement("p");
@@ -90,13 +147,21 @@
 
   // Saved on every change; boxes change the hidden input without events, so pointer and key ends save too,
   // and leaving the page saves what is there.
+  if (toSend) send(toSend);
   let pending = 0;
   function later() { window.clearTimeout(pending); pending = window.setTimeout(save, 150); }
   form.addEventListener("input", later);
   form.addEventListener("change", later);
   document.addEventListener("pointerup", later);
   document.addEventListener("keyup", later);
-  window.addEventListener("pagehide", () => { window.clearTimeout(pending); if (!sent) save(); });
+  window.addEventListener("pagehide", () => {
+    window.clearTimeout(pending);
+    if (sent) return;
+    save();
+    window.clearTimeout(sending);
+    const text = JSON.stringify(snapshot());
+    if (serverKeeps && text !== initial && text !== answered) send(JSON.parse(text), true);
+  });
 
   // A submit (or a skip) ends the draft: the server now has the answers, or the item is given up.
   // A refused submit answers with the posted values, which are saved again as soon as they change.
@@ -106,11 +171,18 @@
       if (event.defaultPrevented) return; // annotate.js stopped it (answers the protocol requires)
       sent = true;
       window.clearTimeout(pending);
+      window.clearTimeout(sending); // the server drops its copy on submit
       if (store) store.removeItem(key);
     }, 0);
   });
   const skipForm = document.getElementById("skip-form");
-  if (skipForm) skipForm.addEventListener("submit", () => { sent = true; if (store) store.removeItem(key); });
+  if (skipForm) {
+    skipForm.addEventListener("submit", () => {
+      sent = true;
+      window.clearTimeout(sending);
+      if (store) store.removeItem(key);
+    });
+  }
   window.addEventListener("pageshow", (event) => { if (event.persisted) sent = false; });
 
   // --- the next item, leased ahead once this page is shown: its image prefetched, offered as Next ---

@@ -30,8 +30,8 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
 def pytest_runtest_call(item: Any) -> Iterator[None]:
     """After each browser test, before its fixtures are torn down: wait until its pages have no
     request in flight, then close them. A page asks for work in the background after it shows (the
-    next item leased ahead, its image prefetched); a request still running in the live server while
-    the test's tables are truncated deadlocked PostgreSQL's TRUNCATE."""
+    next item leased ahead, its image prefetched) and as it is left (a draft); a request still
+    running in the live server while the test's tables are truncated deadlocked PostgreSQL's TRUNCATE."""
     yield
     browser = item.funcargs.get("browser")
     if browser is None:
@@ -40,7 +40,23 @@ def pytest_runtest_call(item: Any) -> Iterator[None]:
         for page in context.pages:
             with contextlib.suppress(Exception):  # a page that failed or is gone: close it anyway
                 page.wait_for_load_state("networkidle", timeout=10000)
+            with contextlib.suppress(Exception):
+                _leave(page)
         context.close()
+
+
+def _leave(page: Any) -> None:
+    """What a page sends as it is left (the task page's draft, static/js/flow.js) goes now and is
+    waited for (up to 10 s), not while its context closes."""
+    flying: set[Any] = set()
+    page.on("request", flying.add)
+    page.on("requestfinished", flying.discard)
+    page.on("requestfailed", flying.discard)
+    page.evaluate("() => window.dispatchEvent(new Event('pagehide'))")
+    for _wait in range(200):
+        if not flying:
+            break
+        page.wait_for_timeout(50)
 
 
 @pytest.fixture(scope="module")
