@@ -759,17 +759,24 @@ class CpuMeter(threading.Thread):
     process that ends (a killed node, a closed database connection) keeps what it had used when last
     seen. Kinds: process groups (the ones this script started) or a command-line substring."""
 
-    def __init__(self, groups: dict[str, list[int]], commands: dict[str, str], interval: float = 0.5) -> None:
+    def __init__(
+        self, groups: dict[str, list[int]], commands: dict[str, str], begin_at: float, interval: float = 0.5
+    ) -> None:
         super().__init__(name="cpu-meter", daemon=True)
-        self.groups, self.commands, self.interval = groups, commands, interval
+        self.groups, self.commands, self.interval, self.begin_at = groups, commands, interval, begin_at
         self.first: dict[tuple[str, int], float] = {}
         self.last: dict[tuple[str, int], float] = {}
         self.started_pids: set[int] = set()
+        self.begun = False
+        self._lock = threading.Lock()
         self._stop_event = threading.Event()
-        self.sample()
-        self.started_pids = {pid for _, pid in self.first}
 
     def sample(self) -> None:
+        with self._lock:
+            if self.begun:
+                self._sample()
+
+    def _sample(self) -> None:
         tick = os.sysconf("SC_CLK_TCK")
         by_group = {pid: kind for kind, pids in self.groups.items() for pid in pids}
         for entry in Path("/proc").iterdir():
@@ -794,6 +801,13 @@ class CpuMeter(threading.Thread):
             self.last[key] = cpu
 
     def run(self) -> None:
+        """Wait for ``begin_at`` (the end of the warm-up), then sample until :meth:`stop`."""
+        if self._stop_event.wait(max(0.0, self.begin_at - time.time())):
+            return
+        with self._lock:
+            self._sample()
+            self.started_pids = {pid for _, pid in self.first}
+            self.begun = True
         while not self._stop_event.wait(self.interval):
             self.sample()
 
@@ -829,7 +843,14 @@ def machine() -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--annotators", type=int, default=128)
-    parser.add_argument("--seconds", type=float, default=60.0, help="how long the annotators work")
+    parser.add_argument("--seconds", type=float, default=60.0, help="how long the annotators work (measured)")
+    parser.add_argument(
+        "--warm-up",
+        type=float,
+        default=10.0,
+        help="seconds of work before the measured part (not counted: each gunicorn thread imports, "
+        "connects and makes its S3 client on its first requests)",
+    )
     parser.add_argument("--think-min", type=float, default=1.0)
     parser.add_argument("--think-max", type=float, default=3.0)
     parser.add_argument("--items", type=int, default=0, help="items of the study (0: enough for the run)")
@@ -897,7 +918,7 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
         f"  {args.annotators} annotators, {args.seconds:.0f} s, "
         f"think {args.think_min:g}-{args.think_max:g} s, {args.items} items (overlap {args.overlap}); "
         f"2 web nodes x gunicorn {args.workers} {args.worker_class} workers x {args.threads} threads; "
-        f"2 Celery workers; {args.client_processes} client processes",
+        f"{'2' if args.import_items else 'no'} Celery workers; {args.client_processes} client processes",
         flush=True,
     )
     stack = Stack(
@@ -939,7 +960,8 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
     processes_n = max(1, min(args.client_processes, args.annotators))
     shares = [setup.annotators[i::processes_n] for i in range(processes_n)]
     start_at = time.time() + 3.0  # spawned clients import first
-    stop_at = start_at + args.seconds
+    measured_from = start_at + args.warm_up  # every gunicorn thread has made its S3 client by then
+    stop_at = measured_from + args.seconds
     backends = _database_backends()
     node_pids = [processes.started[name].pid for name in nodes]
     worker_pids = [processes.started[name].pid for name in workers]
@@ -951,6 +973,7 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
             "s3": [processes.started["moto"].pid],
         },
         {"database": backends},
+        begin_at=measured_from,
     )
     meter.start()
     processes.before_kill = meter.sample
@@ -959,11 +982,12 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
     if args.kill_node:
 
         def kill_node() -> None:
-            time.sleep(max(0.0, start_at + args.seconds / 2 - time.time()))
+            time.sleep(max(0.0, measured_from + args.seconds / 2 - time.time()))
             processes.kill("web1")
             killed_at[0] = time.time()
             print(
-                f"  SIGKILL web1 (gunicorn master and workers) at {killed_at[0] - start_at:.1f} s", flush=True
+                f"  SIGKILL web1 (gunicorn master and workers) at {killed_at[0] - measured_from:.1f} s",
+                flush=True,
             )
 
         helpers.append(threading.Thread(target=kill_node, daemon=True))
@@ -977,7 +1001,7 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
                     setup,
                     processes,
                     workers,
-                    start_at + args.import_start - time.time(),
+                    measured_from + args.import_start - time.time(),
                     args.kill_worker,
                     args.kill_after,
                     imported,
@@ -995,17 +1019,17 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
             for share in shares
         ]
         results = [future.result() for future in futures]
-    elapsed = time.time() - start_at
+    elapsed = time.time() - measured_from
     used = meter.stop()
     for helper in helpers:
         helper.join(timeout=900)
-    outcome = Outcome()
+    outcome = Outcome()  # the measured part only; ``submitted`` holds every 2xx submit, for the checks
     client_cpu = 0.0
     for part, cpu in results:
         client_cpu += cpu
-        outcome.claims += part.claims
-        outcome.submits += part.submits
-        outcome.images += part.images
+        outcome.claims += [entry for entry in part.claims if entry[0] >= measured_from]
+        outcome.submits += [entry for entry in part.submits if entry[0] >= measured_from]
+        outcome.images += [entry for entry in part.images if entry[0] >= measured_from]
         outcome.submitted += part.submitted
         outcome.retries += part.retries
         outcome.errors += part.errors
@@ -1015,7 +1039,8 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
     submits = [seconds for _, seconds in outcome.submits]
     images = [seconds for _, seconds in outcome.images]
     print(
-        f"  {len(outcome.submitted)} submits in {elapsed:.1f} s ({len(outcome.submitted) / elapsed:.1f}/s); "
+        f"  {len(submits)} submits in the measured {elapsed:.1f} s ({len(submits) / elapsed:.1f}/s; "
+        f"{args.warm_up:g} s warm-up before); "
         f"{len(claims)} claims, {len(images)} image loads\n"
         f"  claim  p50/p95/p99 {fmt_ms(claims)} ms\n"
         f"  submit p50/p95/p99 {fmt_ms(submits)} ms\n"
