@@ -27,11 +27,12 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
         self._clients_lock = threading.Lock()
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
-        pool = self._get_connection_pool(write)
+        base: Any = self  # Django's private pool and client class, which its stubs do not declare
+        pool = base._get_connection_pool(write)
         client = self._clients.get(id(pool))
         if client is None:
             with self._clients_lock:
-                client = self._clients.setdefault(id(pool), self._client(connection_pool=pool))
+                client = self._clients.setdefault(id(pool), base._client(connection_pool=pool))
         return client
 
 
