@@ -34,7 +34,7 @@ def shared_cache_settings(url: str = TEST_REDIS_URL) -> dict[str, Any]:
     """``CACHES`` as workbench/settings.py makes it from ``WORKBENCH_CACHE_URL=url``."""
     return {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "common.redis_cache.RedisCache",
             "LOCATION": url,
             "KEY_PREFIX": "workbench",
             "OPTIONS": {"socket_connect_timeout": 5, "socket_timeout": 5},

@@ -131,7 +131,7 @@ def test_the_compose_environment_starts_the_settings_in_production(services, tmp
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen == {
         "production": True,
-        "cache": "django.core.cache.backends.redis.RedisCache",
+        "cache": "common.redis_cache.RedisCache",
         "mail": "django.core.mail.backends.smtp.EmailBackend",
         "bucket": "workbench",
         "model_dirs": ["/models"],

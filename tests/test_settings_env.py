@@ -67,7 +67,7 @@ def test_the_shared_cache_and_smtp_come_from_the_environment(tmp_path) -> None:
             EMAIL_TIMEOUT="7",
         )
     )
-    assert shared["cache"] == "django.core.cache.backends.redis.RedisCache" and shared["shared"] is True
+    assert shared["cache"] == "common.redis_cache.RedisCache" and shared["shared"] is True
     assert (shared["ssl"], shared["timeout"]) == (True, 7)
     both = settings_in(tmp_path, EMAIL_USE_SSL="true", EMAIL_USE_TLS="true")
     assert both.returncode != 0 and "EMAIL_USE_TLS and EMAIL_USE_SSL exclude each other" in both.stderr

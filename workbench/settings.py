@@ -309,7 +309,7 @@ if CACHE_URL and not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
 CACHES: dict[str, dict[str, object]] = {
     "default": (
         {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "common.redis_cache.RedisCache",  # Django's, one client per pool
             "LOCATION": CACHE_URL,
             "KEY_PREFIX": "workbench",
             # A Redis that stops answering fails a request within seconds instead of holding it.
