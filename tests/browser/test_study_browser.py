@@ -217,7 +217,7 @@ def test_preview_a_link_as_a_participant(browser: Any, server: Any, lab: dict[st
     page.get_by_role("link", name="Preview as a participant").click()
     page.wait_for_selector("text=Preview — nothing is recorded")
     page.get_by_role("button", name="Start").click()  # no consent text and no form on this link
-    page.wait_for_selector("#preview-form")
+    page.wait_for_selector("#task-form[data-preview]")  # the task page itself, marked as a preview
     assert "nurse" in page.locator(".item-view").inner_text()
     assert page.get_by_role("button", name="Submit (disabled in the preview)").is_disabled()
     assert unlabelled_inputs(page) == []
