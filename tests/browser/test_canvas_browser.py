@@ -55,15 +55,16 @@ questions:
 WIDTH, HEIGHT = 2000, 1000  # the original image; the page shows a 1024 px display copy
 
 
-@pytest.fixture
-def world(transactional_db: None) -> dict[str, Any]:
+def build_world(protocol: str, name: str) -> dict[str, Any]:
+    """A study of ``protocol`` with two 2000x1000 images and one enrolled annotator (``ann``); also the
+    world of tests/browser/test_canvas_tools_browser.py."""
     from annotations.models import Item, ItemImage
     from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")
-    study = study_create(owner=owner, name="Canvas study", protocol=load_protocol_text(PROTOCOL), overlap=1)
+    study = study_create(owner=owner, name=name, protocol=load_protocol_text(protocol), overlap=1)
     for index in range(2):
         item = Item.objects.create(
             study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}"
@@ -84,7 +85,12 @@ def world(transactional_db: None) -> dict[str, Any]:
     return {"study": study, "annotator": annotator}
 
 
-def _open_task(page: Any, world: dict[str, Any]) -> None:
+@pytest.fixture
+def world(transactional_db: None) -> dict[str, Any]:
+    return build_world(PROTOCOL, "Canvas study")
+
+
+def open_task(page: Any, world: dict[str, Any]) -> None:
     from playwright.sync_api import expect
 
     sign_in(page)
@@ -93,7 +99,7 @@ def _open_task(page: Any, world: dict[str, Any]) -> None:
     expect(page.locator(".box-canvas img").first).to_have_js_property("complete", True)
 
 
-def _image(page: Any) -> dict[str, float]:
+def image_box(page: Any) -> dict[str, float]:
     return page.locator(".box-canvas img").first.bounding_box()
 
 
@@ -101,7 +107,7 @@ def _viewport(page: Any) -> dict[str, float]:
     return page.locator(".canvas-viewport").first.bounding_box()
 
 
-def _drag(page: Any, start: tuple[float, float], end: tuple[float, float]) -> None:
+def drag(page: Any, start: tuple[float, float], end: tuple[float, float]) -> None:
     page.mouse.move(*start)
     page.mouse.down()
     page.mouse.move((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, steps=3)
@@ -109,7 +115,7 @@ def _drag(page: Any, start: tuple[float, float], end: tuple[float, float]) -> No
     page.mouse.up()
 
 
-def _boxes(page: Any) -> list[dict[str, Any]]:
+def stored_boxes(page: Any) -> list[dict[str, Any]]:
     return json.loads(page.locator('input[name="q-boxes"]').input_value())
 
 
@@ -145,10 +151,10 @@ def test_fit_zoom_pan_and_boxes_stored_in_original_pixels(
     from annotations.models import Annotation
 
     page = open_page(browser, server)
-    _open_task(page, world)
+    open_task(page, world)
 
     # fit: the image fills the panel's width (the display file is 1024 px), keeping its aspect ratio
-    image = _image(page)
+    image = image_box(page)
     panel = page.locator(".box-canvas").first.bounding_box()
     assert abs(image["width"] - panel["width"]) <= 1 and image["width"] > 600
     assert abs(image["height"] / image["width"] - HEIGHT / WIDTH) < 0.01
@@ -168,12 +174,12 @@ def test_fit_zoom_pan_and_boxes_stored_in_original_pixels(
 
     # a box drawn at fit is stored in original pixels
     page.get_by_label("New boxes support").select_option("hat")
-    image = _image(page)  # the legend above it moved it down
+    image = image_box(page)  # the legend above it moved it down
     start = (round(image["x"] + 0.1 * image["width"]), round(image["y"] + 0.2 * image["height"]))
     end = (start[0] + 150, start[1] + 90)
     expected_fit = _expected_box(image, start, end)
-    _drag(page, start, end)
-    (at_fit,) = _boxes(page)
+    drag(page, start, end)
+    (at_fit,) = stored_boxes(page)
     assert at_fit["option"] == "hat" and _close(at_fit, expected_fit), (at_fit, expected_fit)
     tag_height = page.locator(".box-tag").first.bounding_box()["height"]
     assert (
@@ -185,7 +191,7 @@ def test_fit_zoom_pan_and_boxes_stored_in_original_pixels(
     page.keyboard.press("+")
     page.keyboard.press("+")
     assert page.locator("#zoom-level").inner_text() == "×2.0"
-    zoomed = _image(page)
+    zoomed = image_box(page)
     assert abs(zoomed["width"] - 2 * fit_width) <= 2
     assert abs(_viewport(page)["width"] - panel["width"]) <= 1  # the panel did not grow
     box_on_screen = page.locator(".box").first.bounding_box()
@@ -198,11 +204,11 @@ def test_fit_zoom_pan_and_boxes_stored_in_original_pixels(
     view = _viewport(page)
     start = (round(view["x"] + view["width"] * 0.55), round(view["y"] + view["height"] * 0.5))
     end = (start[0] + 120, start[1] + 80)
-    zoomed = _image(page)
+    zoomed = image_box(page)
     expected_zoom = _expected_box(zoomed, start, end)
-    _drag(page, start, end)
-    assert len(_boxes(page)) == 2
-    at_zoom = _boxes(page)[1]
+    drag(page, start, end)
+    assert len(stored_boxes(page)) == 2
+    at_zoom = stored_boxes(page)[1]
     assert at_zoom["option"] == "scarf" and _close(at_zoom, expected_zoom), (at_zoom, expected_zoom)
     assert abs(at_zoom["w"] - 120 * WIDTH / zoomed["width"]) <= 1  # half the original pixels of a fit drag
     shot(page, "c01-canvas-zoomed-1280")
@@ -212,16 +218,16 @@ def test_fit_zoom_pan_and_boxes_stored_in_original_pixels(
     before = scroll.evaluate("el => el.scrollLeft")
     page.mouse.move(view["x"] + 100, view["y"] + 100)
     page.keyboard.down(" ")
-    _drag(page, (view["x"] + 100, view["y"] + 100), (view["x"] + 40, view["y"] + 100))
+    drag(page, (view["x"] + 100, view["y"] + 100), (view["x"] + 40, view["y"] + 100))
     page.keyboard.up(" ")
     assert abs(scroll.evaluate("el => el.scrollLeft") - (before + 60)) <= 2
-    assert len(_boxes(page)) == 2
+    assert len(stored_boxes(page)) == 2
     page.get_by_role("button", name="Pan").click()
     assert page.get_by_role("button", name="Pan").get_attribute("aria-pressed") == "true"
     before = scroll.evaluate("el => el.scrollTop")
-    _drag(page, (view["x"] + 100, view["y"] + 100), (view["x"] + 100, view["y"] + 70))
+    drag(page, (view["x"] + 100, view["y"] + 100), (view["x"] + 100, view["y"] + 70))
     assert abs(scroll.evaluate("el => el.scrollTop") - (before + 30)) <= 2
-    assert len(_boxes(page)) == 2
+    assert len(stored_boxes(page)) == 2
     page.get_by_role("button", name="Pan").click()
     scroll.focus()
     page.keyboard.press("Escape")  # let go of the box just drawn (the arrows would move it)
@@ -233,11 +239,11 @@ def test_fit_zoom_pan_and_boxes_stored_in_original_pixels(
     page.mouse.move(view["x"] + 50, view["y"] + 50)
     page.mouse.wheel(0, -300)
     page.wait_for_function("document.getElementById('zoom-level').textContent !== '×2.0'")
-    assert _image(page)["width"] > 2 * fit_width + 10
+    assert image_box(page)["width"] > 2 * fit_width + 10
     page.evaluate("document.activeElement.blur()")
     page.keyboard.press("f")
     assert page.locator("#zoom-level").inner_text() == "Fit"
-    assert abs(_image(page)["width"] - fit_width) <= 1
+    assert abs(image_box(page)["width"] - fit_width) <= 1
 
     # the stored answer holds the same original-pixel boxes
     _answer_the_rest(page)
@@ -252,7 +258,7 @@ def test_fit_zoom_pan_and_boxes_stored_in_original_pixels(
 
 def test_submit_bar_never_covers_the_focused_option(browser: Any, server: Any, world: dict[str, Any]) -> None:
     page = open_page(browser, server, width=1280, height=520)
-    _open_task(page, world)
+    open_task(page, world)
     bar = page.locator(".actions")
 
     def above_the_bar(selector: str) -> bool:
@@ -286,7 +292,7 @@ def test_help_overlay_gives_focus_back_so_enter_submits(
     from annotations.models import Annotation
 
     page = open_page(browser, server)
-    _open_task(page, world)
+    open_task(page, world)
     page.locator("#question-attributes").get_by_label("None of the above").check()
     _answer_the_rest(page)
     page.get_by_label("Unsure").focus()
@@ -322,7 +328,7 @@ def test_required_answers_are_checked_on_the_page_before_posting(
     from annotations.models import Annotation, Assignment
 
     page = open_page(browser, server)
-    _open_task(page, world)
+    open_task(page, world)
     posts: list[str] = []
     # The answers' posts only (flow.js also leases the next item ahead with a POST to .../ahead/).
     page.on(
@@ -383,9 +389,9 @@ def test_phone_360_reads_well_without_horizontal_scroll(
     browser: Any, server: Any, world: dict[str, Any]
 ) -> None:
     phone = open_page(browser, server, width=360, height=740)
-    _open_task(phone, world)
+    open_task(phone, world)
     assert phone.evaluate("document.documentElement.scrollWidth") <= 360
-    image = _image(phone)
+    image = image_box(phone)
     assert image["x"] >= 0 and image["x"] + image["width"] <= 360 and image["width"] >= 280
     # instructions: paragraphs, single line breaks joined, the text escaped
     paragraphs = phone.locator("details.instructions p").all_inner_texts()
@@ -458,7 +464,7 @@ def test_image_set_grid_fits_each_image_and_keeps_the_image_of_a_box(
     enrollment_add(study=study, user=UserFactory.create(username="ann", role="annotator"))
 
     page = open_page(browser, server)
-    _open_task(page, {"study": study})
+    open_task(page, {"study": study})
     figures = page.locator(".box-canvas")
     assert figures.count() == 2
     for index, (width, height) in enumerate(sizes):
@@ -479,8 +485,8 @@ def test_image_set_grid_fits_each_image_and_keeps_the_image_of_a_box(
     start = (round(view["x"] + 20), round(view["y"] + 30))
     end = (start[0] + 60, start[1] + 50)
     x0, y0 = (start[0] - tall["x"]) * 600 / tall["width"], (start[1] - tall["y"]) * 900 / tall["height"]
-    _drag(page, start, end)
-    (box,) = _boxes(page)
+    drag(page, start, end)
+    (box,) = stored_boxes(page)
     assert box["image"] == 1 and box["option"] == "glasses"
     assert abs(box["x"] - x0) <= 1 and abs(box["y"] - y0) <= 1
     assert abs(box["w"] - 60 * 600 / tall["width"]) <= 1 and abs(box["h"] - 50 * 900 / tall["height"]) <= 1
@@ -494,26 +500,26 @@ def test_image_set_grid_fits_each_image_and_keeps_the_image_of_a_box(
     assert page.js_errors == []
 
 
-def test_boxes_by_keyboard_on_a_focused_image(browser: Any, server: Any, world: dict[str, Any]) -> None:
+def test_boxes_by_keyboard_on_a_focusedimage_box(browser: Any, server: Any, world: dict[str, Any]) -> None:
     from annotations.models import Annotation
 
     page = open_page(browser, server)
-    _open_task(page, world)
+    open_task(page, world)
     page.locator("#question-attributes").get_by_label("glasses").check()
     page.get_by_role("button", name="Pan").focus()
     page.keyboard.press("Tab")  # the image comes next
     assert page.evaluate("document.activeElement.classList.contains('canvas-viewport')")
-    scale = _image(page)["width"] / WIDTH  # screen pixels per original pixel at the fit
+    scale = image_box(page)["width"] / WIDTH  # screen pixels per original pixel at the fit
     step = max(1, round(10 / scale))
     page.keyboard.press("n")
-    (box,) = _boxes(page)
+    (box,) = stored_boxes(page)
     assert box["option"] == "glasses"
     assert abs(box["x"] + box["w"] / 2 - WIDTH / 2) <= 1 and abs(box["y"] + box["h"] / 2 - HEIGHT / 2) <= 1
     assert abs(box["w"] - WIDTH / 4) <= 2 and abs(box["h"] - HEIGHT / 4) <= 2
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowUp")
     page.keyboard.press("Shift+ArrowRight")
-    (moved,) = _boxes(page)
+    (moved,) = stored_boxes(page)
     assert (moved["x"], moved["y"], moved["w"], moved["h"]) == (
         box["x"] + step,
         box["y"] - step,
@@ -521,16 +527,16 @@ def test_boxes_by_keyboard_on_a_focused_image(browser: Any, server: Any, world: 
         box["h"],
     )
     page.keyboard.press("n")
-    assert len(_boxes(page)) == 2
+    assert len(stored_boxes(page)) == 2
     page.keyboard.press("Delete")  # the selected (new) box
-    assert _boxes(page) == [moved]
+    assert stored_boxes(page) == [moved]
     # Esc lets go of the box: the arrows move a zoomed view again
     page.keyboard.press("Escape")
     page.keyboard.press("+")
     scroll = page.locator(".canvas-viewport").first
     before = scroll.evaluate("el => el.scrollLeft")
     page.keyboard.press("ArrowRight")
-    assert scroll.evaluate("el => el.scrollLeft") > before and _boxes(page) == [moved]
+    assert scroll.evaluate("el => el.scrollLeft") > before and stored_boxes(page) == [moved]
     _answer_the_rest(page)
     url = page.url
     page.locator("#submit-button").click()

@@ -6,13 +6,12 @@ online). Screenshots go to ``test-output/browser/``."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from django.core.files.base import ContentFile
 
-from tests.browser.pages import AXE, axe_violations, open_page, png, shot, sign_in
+from tests.browser.pages import AXE, axe_violations, open_page, shot, sign_in
+from tests.browser.test_canvas_browser import build_world, drag, image_box, open_task, stored_boxes
 
 PROTOCOL = """
 name: Canvas tools
@@ -42,75 +41,25 @@ questions:
     options: [Strongly agree, Agree, Disagree, Strongly disagree]
     unsure: Unsure
 """
-WIDTH, HEIGHT = 2000, 1000  # the original image; the page shows a 1024 px display copy
 
 
 @pytest.fixture
 def world(transactional_db: None) -> dict[str, Any]:
-    from annotations.models import Item, ItemImage
-    from annotations.protocols.schema import load_protocol_text
-    from annotations.services.studies import enrollment_add, study_create
-    from tests.factories import UserFactory
-
-    owner = UserFactory.create(username="res", role="researcher")
-    study = study_create(owner=owner, name="Tools study", protocol=load_protocol_text(PROTOCOL), overlap=1)
-    for index in range(2):
-        item = Item.objects.create(
-            study=study, external_id=f"img-{index}", kind="image", sha256=f"{index:064d}"
-        )
-        image = ItemImage(
-            item=item,
-            position=0,
-            width=WIDTH,
-            height=HEIGHT,
-            content_type="image/png",
-            sha256=f"{index:064d}",
-            original_name=f"{index}.png",
-        )
-        image.file.save(f"{index}.png", ContentFile(png((WIDTH, HEIGHT), (40, 90, 160))), save=False)
-        image.save()
-    annotator = UserFactory.create(username="ann", role="annotator")
-    enrollment_add(study=study, user=annotator)
-    return {"study": study, "annotator": annotator}
-
-
-def _open_task(page: Any, world: dict[str, Any]) -> None:
-    from playwright.sync_api import expect
-
-    sign_in(page)
-    page.goto(f"/annotate/studies/{world['study'].pk}/next/")
-    page.wait_for_selector("#task-form")
-    expect(page.locator(".box-canvas img").first).to_have_js_property("complete", True)
-
-
-def _image(page: Any) -> dict[str, float]:
-    return page.locator(".box-canvas img").first.bounding_box()
-
-
-def _drag(page: Any, start: tuple[float, float], end: tuple[float, float]) -> None:
-    page.mouse.move(*start)
-    page.mouse.down()
-    page.mouse.move((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, steps=3)
-    page.mouse.move(*end, steps=3)
-    page.mouse.up()
-
-
-def _boxes(page: Any) -> list[dict[str, Any]]:
-    return json.loads(page.locator('input[name="q-boxes"]').input_value())
+    return build_world(PROTOCOL, "Tools study")
 
 
 def _ready_to_draw(page: Any, option: str = "hat") -> dict[str, float]:
     page.locator("#question-attributes").get_by_label(option).check()
     page.get_by_label("New boxes support").select_option(option)
-    return _image(page)
+    return image_box(page)
 
 
 def test_space_ticks_a_focused_checkbox_over_the_image_and_pans_otherwise(
     browser: Any, server: Any, world: dict[str, Any]
 ) -> None:
     page = open_page(browser, server)
-    _open_task(page, world)
-    image = _image(page)
+    open_task(page, world)
+    image = image_box(page)
     page.mouse.move(
         image["x"] + image["width"] / 2, image["y"] + image["height"] / 2
     )  # the pointer rests here
@@ -135,49 +84,49 @@ def test_shift_drag_draws_inside_a_box_and_undo_redo_go_many_steps(
     browser: Any, server: Any, world: dict[str, Any]
 ) -> None:
     page = open_page(browser, server)
-    _open_task(page, world)
+    open_task(page, world)
     image = _ready_to_draw(page)
     x, y = image["x"] + 0.1 * image["width"], image["y"] + 0.2 * image["height"]
-    _drag(page, (x, y), (x + 300, y + 200))
-    (big,) = _boxes(page)
+    drag(page, (x, y), (x + 300, y + 200))
+    (big,) = stored_boxes(page)
     # a plain drag inside the box moves it
-    _drag(page, (x + 100, y + 100), (x + 120, y + 110))
-    (moved,) = _boxes(page)
+    drag(page, (x + 100, y + 100), (x + 120, y + 110))
+    (moved,) = stored_boxes(page)
     assert moved["x"] > big["x"] and moved["w"] == big["w"]
     # Shift + drag inside it draws a new box there
     page.keyboard.down("Shift")
-    _drag(page, (x + 140, y + 120), (x + 200, y + 170))
+    drag(page, (x + 140, y + 120), (x + 200, y + 170))
     page.keyboard.up("Shift")
-    boxes = _boxes(page)
+    boxes = stored_boxes(page)
     assert len(boxes) == 2 and boxes[0] == moved
     assert boxes[1]["w"] < moved["w"] / 2
     # the option of the new box changes (a change to undo too)
     page.locator("#question-attributes").get_by_label("glasses").check()
     page.get_by_label("Option of box 2").select_option("glasses")
-    assert _boxes(page)[1]["option"] == "glasses"
+    assert stored_boxes(page)[1]["option"] == "glasses"
     # undo, step by step: the option, the new box, the move, the first box; then redo them
     page.evaluate("document.activeElement.blur()")
     page.keyboard.press("Control+z")
-    assert _boxes(page)[1]["option"] == "hat"
+    assert stored_boxes(page)[1]["option"] == "hat"
     page.keyboard.press("Control+z")
-    assert _boxes(page) == [moved]
+    assert stored_boxes(page) == [moved]
     page.keyboard.press("Control+z")
-    assert _boxes(page) == [big]
+    assert stored_boxes(page) == [big]
     page.keyboard.press("Control+z")
-    assert _boxes(page) == []
+    assert stored_boxes(page) == []
     assert page.locator(".box-canvas .box").count() == 0
     page.keyboard.press("Control+Shift+z")
-    assert _boxes(page) == [big]
+    assert stored_boxes(page) == [big]
     page.keyboard.press("Control+y")
-    assert _boxes(page) == [moved]
+    assert stored_boxes(page) == [moved]
     page.get_by_role("button", name="Redo").click()  # the toolbar's buttons do the same
     page.get_by_role("button", name="Redo").click()
-    assert len(_boxes(page)) == 2 and _boxes(page)[1]["option"] == "glasses"
+    assert len(stored_boxes(page)) == 2 and stored_boxes(page)[1]["option"] == "glasses"
     # a delete is undone too
     page.get_by_role("button", name="Delete box 1").click()
-    assert len(_boxes(page)) == 1
+    assert len(stored_boxes(page)) == 1
     page.get_by_role("button", name="Undo").click()
-    assert _boxes(page)[0] == moved and len(_boxes(page)) == 2
+    assert stored_boxes(page)[0] == moved and len(stored_boxes(page)) == 2
     # the key help lists the keys
     page.evaluate("document.activeElement.blur()")
     page.keyboard.press("?")
@@ -191,11 +140,11 @@ def test_the_region_list_hides_and_locks_boxes_by_keyboard(
     browser: Any, server: Any, world: dict[str, Any]
 ) -> None:
     page = open_page(browser, server)
-    _open_task(page, world)
+    open_task(page, world)
     image = _ready_to_draw(page)
     x, y = image["x"] + 0.1 * image["width"], image["y"] + 0.2 * image["height"]
-    _drag(page, (x, y), (x + 300, y + 200))
-    (first,) = _boxes(page)
+    drag(page, (x, y), (x + 300, y + 200))
+    (first,) = stored_boxes(page)
     regions = page.locator("#question-boxes .box-list")
     # hide by keyboard: the box leaves the image, stays in the answer and the list
     regions.get_by_role("button", name="Hide box 1").focus()
@@ -203,7 +152,7 @@ def test_the_region_list_hides_and_locks_boxes_by_keyboard(
     show = regions.get_by_role("button", name="Show box 1")
     assert show.get_attribute("aria-pressed") == "true"
     assert page.evaluate("document.activeElement.textContent") == "Show box 1"  # focus stays on it
-    assert page.locator(".box-canvas .box").count() == 0 and _boxes(page) == [first]
+    assert page.locator(".box-canvas .box").count() == 0 and stored_boxes(page) == [first]
     page.keyboard.press(" ")
     assert page.locator(".box-canvas .box").count() == 1
     # lock by keyboard: no move (a drag on it draws a new box), no resize handle, no delete
@@ -213,8 +162,8 @@ def test_the_region_list_hides_and_locks_boxes_by_keyboard(
     assert regions.get_by_role("button", name="Delete box 1").is_disabled()
     assert page.locator(".box-canvas .box-handle").count() == 0
     page.evaluate("window.scrollTo(0, 0)")  # focus scrolled the list into view
-    _drag(page, (x + 100, y + 100), (x + 160, y + 150))
-    boxes = _boxes(page)
+    drag(page, (x + 100, y + 100), (x + 160, y + 150))
+    boxes = stored_boxes(page)
     assert boxes[0] == first and len(boxes) == 2
     page.locator(".box-canvas .box").nth(1).click(position={"x": 5, "y": 5})  # select the new one
     page.keyboard.press("Escape")
@@ -227,8 +176,8 @@ def test_the_region_list_hides_and_locks_boxes_by_keyboard(
     # unlock: it moves again
     regions.get_by_role("button", name="Unlock box 1").click()
     page.evaluate("window.scrollTo(0, 0)")
-    _drag(page, (x + 20, y + 20), (x + 40, y + 20))
-    assert _boxes(page)[0]["x"] > first["x"]
+    drag(page, (x + 20, y + 20), (x + 40, y + 20))
+    assert stored_boxes(page)[0]["x"] > first["x"]
     assert page.js_errors == []
 
 
@@ -264,7 +213,7 @@ def test_two_fingers_pinch_zoom_on_a_touch_screen(browser: Any, server: Any, wor
     touch("touchEnd", 0)
     level = page.locator("#zoom-level").inner_text()
     assert level.startswith("×") and 2.5 <= float(level[1:]) <= 3.5, level  # fingers 3x as far apart
-    assert _boxes(page) == []  # the first finger drew nothing
+    assert stored_boxes(page) == []  # the first finger drew nothing
     # one finger still draws a box
     cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": cx, "y": cy, "id": 3}]})
     for step in (10, 30, 60):
@@ -273,7 +222,7 @@ def test_two_fingers_pinch_zoom_on_a_touch_screen(browser: Any, server: Any, wor
             {"type": "touchMove", "touchPoints": [{"x": cx + step, "y": cy + step, "id": 3}]},
         )
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
-    assert len(_boxes(page)) == 1
+    assert len(stored_boxes(page)) == 1
     context.close()
 
 
@@ -283,17 +232,17 @@ def test_a_draft_on_the_server_is_restored_in_another_browser_and_sent_when_back
     from annotations.models import AssignmentDraft
 
     page = open_page(browser, server)
-    _open_task(page, world)
+    open_task(page, world)
     pk = int(page.url.rstrip("/").split("/")[-1])
     image = _ready_to_draw(page)
     x, y = image["x"] + 0.1 * image["width"], image["y"] + 0.2 * image["height"]
-    _drag(page, (x, y), (x + 300, y + 200))
+    drag(page, (x, y), (x + 300, y + 200))
     page.locator("#question-person").get_by_label("no").check()
     page.wait_for_timeout(1500)  # the last change is sent 0.8 s after it
     assert int(page.locator("#flow").get_attribute("data-draft-sent") or 0) >= 1
     fields = dict(AssignmentDraft.objects.get(assignment_id=pk).fields)
     assert fields["q-person"] == "no" and fields["q-attributes"] == "hat"
-    drawn = _boxes(page)
+    drawn = stored_boxes(page)
 
     # another browser (no localStorage of the first): the same answers, from the server
     other = open_page(browser, server, width=1366, height=860)
@@ -303,7 +252,7 @@ def test_a_draft_on_the_server_is_restored_in_another_browser_and_sent_when_back
     assert other.locator("#draft-note").is_visible()
     assert other.locator("#question-person").get_by_label("no").is_checked()
     assert other.locator("#question-attributes").get_by_label("hat").is_checked()
-    assert _boxes(other) == drawn and other.locator(".box-canvas .box").count() == 1
+    assert stored_boxes(other) == drawn and other.locator(".box-canvas .box").count() == 1
     shot(other, "c11-draft-restored-other-browser-1366")
 
     # offline: the change waits in localStorage, and goes to the server once back online
