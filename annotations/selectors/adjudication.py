@@ -172,24 +172,34 @@ class QueueFilters:
         return {name: value for name, value in vars(self).items() if value}
 
 
-def adjudication_queue(*, study: Study, filters: QueueFilters | None = None) -> list[dict[str, Any]]:
+def adjudication_queue(
+    *, study: Study, filters: QueueFilters | None = None, item: int | None = None
+) -> list[dict[str, Any]]:
     """Unresolved labels, and resolved ones a machine labeller answered differently, in item order.
 
-    Each entry: item (pk), external_id, condition, question, reason (as stored, option keys quoted),
-    reason_text (the same with the protocol's labels) and kind (``REASON_KINDS``). ``filters`` keeps
-    the entries of one reason kind, question and item condition (pending labels are never queued)."""
+    Each entry: item (pk), external_id, condition, question, prompt, reason (as stored, option keys
+    quoted), reason_text (the same with the protocol's labels) and kind (``REASON_KINDS``).
+    ``filters`` keeps the entries of one reason kind, question and item condition; ``item`` those of
+    one item (pending labels are never queued). Resolved labels are read only where a machine
+    labeller answered, so a study without one reads its unresolved labels alone."""
     filters = filters or QueueFilters()
     protocol = study.protocol_obj
-    queue: list[dict[str, Any]] = []
-    labels = (
-        ConsensusLabel.objects.filter(study=study, item__control_kind="", pending=False)
-        .exclude(rule="adjudicated")
-        .select_related("item")
+    labels = ConsensusLabel.objects.filter(study=study, item__control_kind="", pending=False).exclude(
+        rule="adjudicated"
     )
+    machine = counted_annotations(study).filter(annotator__kind=Annotator.Kind.MACHINE)
+    if item is not None:
+        labels, machine = labels.filter(item_id=item), machine.filter(item_id=item)
     if filters.question:
-        labels = labels.filter(question_key=filters.question)
+        labels, machine = (
+            labels.filter(question_key=filters.question),
+            machine.filter(question_key=filters.question),
+        )
     if filters.condition:
-        labels = labels.filter(item__condition=filters.condition)
+        labels, machine = (
+            labels.filter(item__condition=filters.condition),
+            machine.filter(item__condition=filters.condition),
+        )
 
     def entry(label: ConsensusLabel, reason: str, kind: str) -> dict[str, Any]:
         question = (
@@ -208,22 +218,24 @@ def adjudication_queue(*, study: Study, filters: QueueFilters | None = None) -> 
             "kind": kind,
         }
 
-    resolved: dict[tuple[int, str], ConsensusLabel] = {}
-    for label in labels:
-        if not label.resolved:
+    queue: list[dict[str, Any]] = []
+    if filters.reason != "machine":
+        for label in labels.filter(resolved=False).select_related("item"):
             reason = label.reason or "unresolved"
             if filters.reason in ("", reason_kind(reason)):
                 queue.append(entry(label, reason, reason_kind(reason)))
-        else:
-            resolved[(label.item_id, label.question_key)] = label
-    if filters.reason in ("", "machine") and resolved:
-        machine = (
-            counted_annotations(study)
-            .filter(annotator__kind=Annotator.Kind.MACHINE)
-            .values_list("item_id", "question_key", "value", "annotator__name")
-        )
+    if filters.reason in ("", "machine"):
+        answers = list(machine.values_list("item_id", "question_key", "value", "annotator__name"))
+        resolved: dict[tuple[int, str], ConsensusLabel] = {}
+        if answers:
+            resolved = {
+                (label.item_id, label.question_key): label
+                for label in labels.filter(
+                    resolved=True, item_id__in={row[0] for row in answers}
+                ).select_related("item")
+            }
         flagged: set[tuple[int, str]] = set()
-        for item_id, question_key, value, name in machine:
+        for item_id, question_key, value, name in answers:
             consensus = resolved.get((item_id, question_key))
             if (
                 consensus is not None
@@ -253,11 +265,11 @@ def queue_choices(*, study: Study) -> dict[str, list[tuple[str, str]]]:
     }
 
 
-def next_in_queue(*, study: Study, after: int, filters: QueueFilters) -> int | None:
-    """The item to adjudicate after item ``after``: the next one in the (filtered) queue, else the
-    first one left (wrapping round), else None."""
-    items = [entry["item"] for entry in adjudication_queue(study=study, filters=filters)]
-    later = [item for item in items if item > after] or [item for item in items if item != after]
+def next_in_queue(queue: Sequence[Mapping[str, Any]], *, after: int) -> int | None:
+    """The item to adjudicate after item ``after`` in a (filtered) queue read before its decisions
+    were saved: the next one, else the first one left (wrapping round), else None."""
+    items = [entry["item"] for entry in queue if entry["item"] != after]
+    later = [item for item in items if item > after] or items
     return later[0] if later else None
 
 
@@ -297,18 +309,18 @@ def _decision_options(question: Question, metadata: Mapping[str, Any], chosen: A
     ]
 
 
-def adjudication_review(*, study: Study, item: Item, filters: QueueFilters, show_all: bool) -> dict[str, Any]:
-    """What the adjudication page shows of one item: its flagged questions (those of the filtered
-    queue; all of the item's open ones when the filters leave none) with everyone's answers and the
-    decision form pre-set to the consensus or the majority, and, when ``show_all``, the item's other
-    questions (no pre-set answer: a decision there is optional). ``flagged`` lists the keys a save
-    must decide; ``others`` counts the questions the "show all" switch adds."""
+def adjudication_review(
+    *, study: Study, item: Item, queue: Sequence[Mapping[str, Any]], show_all: bool
+) -> dict[str, Any]:
+    """What the adjudication page shows of one item: its flagged questions (its entries in ``queue``,
+    the filtered queue; all of the item's open ones when the filters leave none) with everyone's
+    answers and the decision form pre-set to the consensus or the majority, and, when ``show_all``,
+    the item's other questions (no pre-set answer: a decision there is optional). ``flagged`` lists
+    the keys a save must decide; ``others`` counts the questions the "show all" switch adds."""
     protocol = study.protocol_obj
-    entries = [
-        entry for entry in adjudication_queue(study=study, filters=filters) if entry["item"] == item.pk
-    ]
-    if not entries:
-        entries = [entry for entry in adjudication_queue(study=study) if entry["item"] == item.pk]
+    entries = [entry for entry in queue if entry["item"] == item.pk] or adjudication_queue(
+        study=study, item=item.pk
+    )
     flagged = {entry["question"] for entry in entries}
     annotations = list(
         item.annotations.select_related("annotator").order_by(

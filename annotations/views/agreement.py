@@ -192,7 +192,8 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
     except ValidationFailed as exc:
         return _queue_page(request, study, QueueFilters(), error=exc.message)
     show_all = (request.method == "POST" and request.POST.get("all") == "1") or request.GET.get("all") == "1"
-    review = adjudication_review(study=study, item=item, filters=filters, show_all=show_all)
+    queue = adjudication_queue(study=study, filters=filters)
+    review = adjudication_review(study=study, item=item, queue=queue, show_all=show_all)
     errors: dict[str, str] = {}
     problem = ""
     if request.method == "POST":
@@ -215,7 +216,7 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
                 request,
                 f"Decision{'s' if len(decided) != 1 else ''} recorded for {item.external_id}: {keys}.",
             )
-            following = next_in_queue(study=study, after=item.pk, filters=filters)
+            following = next_in_queue(queue, after=item.pk)
             if following is None:
                 return redirect(_with_filters(reverse("adjudication-queue", args=[study.pk]), filters))
             return redirect(_with_filters(reverse("adjudication-item", args=[study.pk, following]), filters))
@@ -227,7 +228,6 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
         sizes=[(image.position, image.width, image.height) for image in images],
     )
     drawn = {overlay.position: overlay for overlay in overlays}
-    queue = adjudication_queue(study=study, filters=filters)
     items = list(dict.fromkeys(entry["item"] for entry in queue))
     here = _with_filters(reverse("adjudication-item", args=[study.pk, item.pk]), filters)
     return render(

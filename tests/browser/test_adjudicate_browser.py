@@ -50,6 +50,8 @@ def judged(transactional_db: None) -> dict[str, Any]:
 
 
 def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: dict[str, Any]) -> None:
+    """By keyboard: the consensus is pre-selected (Enter saves it and opens the next item), a tie has
+    nothing pre-selected (Enter alone is refused, a digit picks an option), the filters narrow the queue."""
     from playwright.sync_api import expect
 
     from annotations.models import ConsensusLabel
@@ -63,26 +65,35 @@ def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: di
     expect(rows).to_have_count(2)
     assert "bot said 'male'" in rows.nth(0).inner_text() and "tie" in rows.nth(1).inner_text()
     shot(page, "20-adjudication-queue")
+    page.get_by_label("Reason").select_option("tie")
+    page.get_by_role("button", name="Filter").click()
+    expect(rows).to_have_count(1)
+    assert "reason=tie" in page.url and "i3" in rows.nth(0).inner_text()
+    page.get_by_role("link", name="Clear the filters").click()
+    expect(rows).to_have_count(2)
 
     rows.nth(0).get_by_role("link", name="i2").click()
-    answers = page.locator("table").first
-    expect(answers.locator("tbody tr")).to_have_count(4)  # everyone's answers: r1, r2, r3 and bot
-    assert "bot" in answers.inner_text() and "machine" in answers.inner_text()
+    gender = page.locator("#question-gender")
+    assert "needs a decision" in gender.inner_text()
+    answers = gender.locator("table tbody tr")
+    expect(answers).to_have_count(4)  # everyone's answers: r1, r2, r3 and bot
+    assert "bot" in gender.inner_text() and "machine" in gender.inner_text()
     assert "Adjudicated &lt;study&gt;" in page.content()  # the study's name is escaped
-    gender = page.get_by_role("region", name="gender")
-    assert "needs a decision" in gender.inner_text()  # the queued question is marked and comes first
-    assert page.locator("section.card h2").first.inner_text().startswith("gender")
-    gender.get_by_role("radio", name="female").check()
-    gender.get_by_label("Note").fill("clearly a woman")
-    gender.get_by_role("button", name="Record decision for gender").click()
-
+    # The consensus (female) is pre-selected and focused: Enter saves it and opens i3.
+    expect(gender.get_by_role("radio", name="female")).to_be_checked()
+    expect(gender.get_by_role("radio", name="female")).to_be_focused()
+    page.keyboard.press("Enter")
     page.wait_for_url(f"**/studies/{study.pk}/adjudicate/{study.items.get(external_id='i3').pk}/")
-    expect(page.get_by_text("Decision recorded for gender.")).to_be_visible()
+    expect(page.get_by_text("Decision recorded for i2: gender.")).to_be_visible()
     shot(page, "21-adjudication-item")
-    page.get_by_role("button", name="Record decision for gender").click()  # nothing chosen: refused
-    assert page.evaluate("document.querySelector('input[name=value]:invalid') !== null")
-    page.get_by_role("region", name="gender").get_by_role("radio", name="male", exact=True).check()
-    page.get_by_role("button", name="Record decision for gender").click()
+    tie = page.locator("#question-gender")
+    assert "No majority" in tie.inner_text()
+    assert page.locator("input[name='d-gender']:checked").count() == 0
+    page.keyboard.press("Enter")  # nothing chosen: the browser refuses before sending
+    assert page.evaluate("document.querySelector('input[name=d-gender]:invalid') !== null")
+    page.keyboard.press("1")  # the first option, male
+    expect(tie.get_by_role("radio", name="male", exact=True)).to_be_checked()
+    page.keyboard.press("Enter")
 
     page.wait_for_url(f"**/studies/{study.pk}/adjudicate/")
     expect(page.get_by_text("Nothing to adjudicate")).to_be_visible()
@@ -96,7 +107,6 @@ def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: di
         "i2": ("female", "expert"),
         "i3": ("male", "expert"),
     }
-    assert decided["i2"].note == "clearly a woman"
     assert page.js_errors == []
 
 
