@@ -15,8 +15,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations import access
-from annotations.models import Item, Study
-from annotations.presenters import image_views
+from annotations.models import Item, ItemImage, Study
+from annotations.presenters import image_display_url, image_views
 from annotations.selectors.adjudication import (
     REASON_KINDS,
     QueueFilters,
@@ -229,6 +229,13 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
     )
     drawn = {overlay.position: overlay for overlay in overlays}
     items = list(dict.fromkeys(entry["item"] for entry in queue))
+    following = next_in_queue(queue, after=item.pk)
+    # The next item's image, fetched while the expert decides (cached by the browser for a year).
+    next_image = (
+        ItemImage.objects.filter(item_id=following).exclude(file="").order_by("position").first()
+        if following is not None
+        else None
+    )
     here = _with_filters(reverse("adjudication-item", args=[study.pk, item.pk]), filters)
     return render(
         request,
@@ -250,6 +257,9 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
             "action": here,
             "all_url": here + ("&" if "?" in here else "?") + "all=1",
             "queue_url": _with_filters(reverse("adjudication-queue", args=[study.pk]), filters),
+            "next_image_url": image_display_url(next_image.item_id, next_image.position)
+            if next_image
+            else "",
         },
         status=400 if problem else 200,
     )

@@ -50,8 +50,9 @@
       if (event.key === "Escape") target.blur();
       return; // Enter in a text field submits the form natively
     }
-    if (target.closest && target.closest(".canvas-viewport")) return; // the image's own keys
     const key = event.key;
+    // On the focused image the arrows move a zoomed view (canvas.js); digits and Enter still work.
+    if (key.startsWith("Arrow") && target.closest && target.closest(".canvas-viewport")) return;
     if (/^[0-9]$/.test(key) && questions[current]) {
       event.preventDefault(); pick(questions[current], key);
     } else if (key === "ArrowDown") {
