@@ -124,3 +124,72 @@ def test_a_crowd_annotator_cannot_open_the_queue_or_an_item(
     ):
         response = page.goto(url)
         assert response.status == 403 and "bot" not in page.content()
+
+
+@pytest.fixture
+def boxed(transactional_db: None, settings: Any, tmp_path: Any) -> dict[str, Any]:
+    """A stereotype-markers item (2000x1000) on which two annotators drew boxes, its attributes a tie."""
+    from annotations.protocols.schema import load_preset
+    from annotations.services.annotation_writes import annotations_import_records
+    from annotations.services.consensus import consensus_compute
+    from annotations.services.studies import study_create
+    from tests.annotations.builders import image_item
+    from tests.factories import UserFactory
+
+    settings.DATA_DIR = tmp_path
+    owner = UserFactory.create(username="res", role="researcher")
+    study = study_create(owner=owner, name="Boxes", protocol=load_preset("stereotype-markers"), overlap=2)
+    item = image_item(study, "m1", size=(2000, 1000))
+    item.metadata = {"attributes": ["hat", "scarf"], "identity": "x"}
+    item.save(update_fields=["metadata"])
+
+    def line(who: str, question: str, value: Any) -> dict[str, Any]:
+        return {
+            "item": "m1",
+            "annotator": who,
+            "annotator_kind": "human",
+            "question": question,
+            "value": value,
+        }
+
+    records = [
+        line("ann", "attributes", ["hat"]),
+        line("ann", "attribute_boxes", [{"option": "hat", "x": 100, "y": 50, "w": 400, "h": 200}]),
+        line("bea", "attributes", ["scarf"]),
+        line("bea", "attribute_boxes", [{"option": "scarf", "x": 1000, "y": 500, "w": 300, "h": 100}]),
+    ]
+    annotations_import_records(study=study, records=list(enumerate(records, start=1)))
+    consensus_compute(study=study, question="attributes")
+    return {"study": study, "item": item}
+
+
+def test_everyones_boxes_follow_the_canvas_zoom(browser: Any, server: Any, boxed: dict[str, Any]) -> None:
+    """The task page's canvas: + zooms, the read-only boxes grow with the image, F fits again."""
+    from playwright.sync_api import expect
+
+    study, item = boxed["study"], boxed["item"]
+    page = open_page(browser, server, 1366, 860)
+    sign_in(page, "res")
+    page.goto(f"/studies/{study.pk}/adjudicate/{item.pk}/")
+    expect(page.locator("#canvas-tools")).to_be_visible()
+    rects = page.locator(".canvas-stage svg rect")
+    expect(rects).to_have_count(2)
+    image = page.locator(".canvas-stage img")
+    expect(image).to_have_js_property("complete", True)
+
+    def widths() -> tuple[float, float]:
+        return (image.bounding_box()["width"], rects.nth(0).bounding_box()["width"])
+
+    fit_image, fit_box = widths()
+    assert abs(fit_box / fit_image - 400 / 2000) < 0.02  # the box in original pixels, scaled to the fit
+    page.keyboard.press("+")
+    expect(page.locator("#zoom-level")).not_to_have_text("Fit")
+    zoomed_image, zoomed_box = widths()
+    assert zoomed_image > fit_image * 1.3 and abs(zoomed_box / zoomed_image - 400 / 2000) < 0.02
+    page.keyboard.press("f")
+    expect(page.locator("#zoom-level")).to_have_text("Fit")
+    assert (
+        "ann: Hat" in page.locator(".box-list").inner_text()
+        or "ann: hat" in page.locator(".box-list").inner_text()
+    )
+    assert page.js_errors == []

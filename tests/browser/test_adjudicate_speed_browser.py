@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.pages import PASSWORD, open_page, sign_in
+from tests.browser.pages import PASSWORD, open_page, shot, sign_in
 
 OLD_KEYS_PER_DECISION = 14
 
@@ -59,6 +59,8 @@ def test_the_demo_queue_by_keyboard(browser: Any, server: Any, demo: Any, key_ms
         page.keyboard.press(key)
         presses += 1
 
+    if not key_ms:
+        shot(page, "22-adjudication-demo-item")  # docs/screenshots/adjudication-item.png
     start = time.perf_counter()
     while "/adjudicate/" in page.url:
         # What the page asks of the expert (one look, as a person takes in the page): how many flagged
