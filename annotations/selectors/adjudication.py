@@ -19,6 +19,7 @@ from typing import Any
 from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
 from annotations.protocols.schema import Protocol, Question
 from annotations.selectors.counted import counted_annotations
+from common.errors import ValidationFailed
 
 # Okabe-Ito: told apart by people with the common colour-vision deficiencies.
 ANNOTATOR_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -170,6 +171,19 @@ class QueueFilters:
     def params(self) -> dict[str, str]:
         """The non-empty filters as GET parameters (kept on every link and redirect of the queue)."""
         return {name: value for name, value in vars(self).items() if value}
+
+
+def queue_filters(*, study: Study, reason: str = "", question: str = "", condition: str = "") -> QueueFilters:
+    """The queue's filters from user input (the page's and the API's GET parameters), stripped;
+    ValidationFailed names a reason or question the study does not have."""
+    reason, question, condition = reason.strip(), question.strip(), condition.strip()
+    if reason and reason not in REASON_KINDS:
+        raise ValidationFailed(f"reason must be one of {', '.join(REASON_KINDS)}, not {reason[:40]!r}")
+    if question and not study.protocol_obj.has_question(question):
+        raise ValidationFailed(f"{question[:60]!r} is not a question of this study")
+    if len(condition) > 128:
+        raise ValidationFailed("condition is at most 128 characters")
+    return QueueFilters(reason=reason, question=question, condition=condition)
 
 
 def adjudication_queue(

@@ -18,13 +18,13 @@ from annotations import access
 from annotations.models import Item, ItemImage, Study
 from annotations.presenters import image_display_url, image_views
 from annotations.selectors.adjudication import (
-    REASON_KINDS,
     QueueFilters,
     adjudication_queue,
     adjudication_review,
     box_overlays,
     next_in_queue,
     queue_choices,
+    queue_filters,
 )
 from annotations.selectors.agreement import SMALL_SAMPLE_ITEMS, agreement_csv_rows, agreement_report
 from annotations.services.consensus import RULES, consensus_adjudicate_item, consensus_compute
@@ -135,18 +135,12 @@ def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _queue_filters(request: HttpRequest, study: Study) -> QueueFilters:
-    """The queue's filters from the GET parameters (reason kind, question key, item condition);
-    ValidationFailed names a reason or question the study does not have."""
-    reason = request.GET.get("reason", "").strip()
-    question = request.GET.get("question", "").strip()
-    condition = request.GET.get("condition", "").strip()
-    if reason and reason not in REASON_KINDS:
-        raise ValidationFailed(f"reason must be one of {', '.join(REASON_KINDS)}, not {reason[:40]!r}")
-    if question and not study.protocol_obj.has_question(question):
-        raise ValidationFailed(f"{question[:60]!r} is not a question of this study")
-    if len(condition) > 128:
-        raise ValidationFailed("condition is at most 128 characters")
-    return QueueFilters(reason=reason, question=question, condition=condition)
+    return queue_filters(
+        study=study,
+        reason=request.GET.get("reason", ""),
+        question=request.GET.get("question", ""),
+        condition=request.GET.get("condition", ""),
+    )
 
 
 def _with_filters(url: str, filters: QueueFilters) -> str:

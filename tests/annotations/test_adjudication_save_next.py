@@ -232,3 +232,20 @@ def test_rights_as_before(study: Study) -> None:
     allowed = _client(expert).post(f"/studies/{study.pk}/adjudicate/{i1}/", {"d-hair": "dark_hair"})
     assert allowed.status_code == 302
     assert ConsensusLabel.objects.get(item_id=i1, question_key="hair").adjudicated_by == expert
+
+
+def test_the_api_queue_takes_the_same_filters(study: Study, owner: User) -> None:
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(owner)
+    url = f"/api/studies/{study.pk}/adjudication/"
+    tied = client.get(f"{url}?reason=tie").json()
+    assert [(entry["external_id"], entry["question"], entry["kind"]) for entry in tied] == [
+        ("i2", "hat", "tie")
+    ]
+    machine = client.get(f"{url}?condition=men&question=hair&reason=machine").json()
+    assert [entry["external_id"] for entry in machine] == ["i3"]
+    assert machine[0]["reason_text"] == "bot said 'Blond', the consensus is 'Red'"
+    refused = client.get(f"{url}?question=shoes")
+    assert refused.status_code == 400 and "is not a question of this study" in str(refused.json())
