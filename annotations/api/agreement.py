@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from annotations import access
 from annotations.access import request_user
 from annotations.models import ConsensusLabel, Item, Study
-from annotations.selectors.adjudication import adjudication_queue
+from annotations.selectors.adjudication import adjudication_queue, queue_filters
 from annotations.selectors.agreement import agreement_report
 from annotations.services.consensus import RULES, consensus_adjudicate, consensus_compute
 from common.errors import NotFoundError
@@ -105,7 +105,13 @@ class AdjudicationView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_adjudicator(user=request_user(request), id=pk)
-        return Response(adjudication_queue(study=study))
+        filters = queue_filters(
+            study=study,
+            reason=request.query_params.get("reason", ""),
+            question=request.query_params.get("question", ""),
+            condition=request.query_params.get("condition", ""),
+        )
+        return Response(adjudication_queue(study=study, filters=filters))
 
     @extend_schema(request=AdjudicationSerializer, responses={201: ConsensusLabelSerializer})
     def post(self, request: Request, pk: int) -> Response:

@@ -11,6 +11,7 @@ browser scales the boxes with the displayed image (no script).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
 from annotations.protocols.schema import Protocol, Question
 from annotations.selectors.counted import counted_annotations
+from common.errors import ValidationFailed
 
 # Okabe-Ito: told apart by people with the common colour-vision deficiencies.
 ANNOTATOR_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -144,47 +146,249 @@ def _comparable(value: Any) -> Any:
     return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
 
 
-def adjudication_queue(*, study: Study) -> list[dict[str, Any]]:
-    """Unresolved labels, and resolved ones a machine labeller answered differently."""
+REASON_KINDS: dict[str, str] = {
+    "tie": "A tie",
+    "rule": "The rule is not met",
+    "machine": "A machine labeller disagrees",
+}
+
+
+def reason_kind(reason: str, *, machine: bool = False) -> str:
+    """The filterable kind of a queue reason: ``tie``, ``rule`` (another unresolved label) or ``machine``."""
+    if machine:
+        return "machine"
+    return "tie" if reason.startswith("tie") else "rule"
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    """What the expert narrowed the queue to (each empty for "any"), from the page's GET parameters."""
+
+    reason: str = ""
+    question: str = ""
+    condition: str = ""
+
+    def params(self) -> dict[str, str]:
+        """The non-empty filters as GET parameters (kept on every link and redirect of the queue)."""
+        return {name: value for name, value in vars(self).items() if value}
+
+
+def queue_filters(*, study: Study, reason: str = "", question: str = "", condition: str = "") -> QueueFilters:
+    """The queue's filters from user input (the page's and the API's GET parameters), stripped;
+    ValidationFailed names a reason or question the study does not have."""
+    reason, question, condition = reason.strip(), question.strip(), condition.strip()
+    if reason and reason not in REASON_KINDS:
+        raise ValidationFailed(f"reason must be one of {', '.join(REASON_KINDS)}, not {reason[:40]!r}")
+    if question and not study.protocol_obj.has_question(question):
+        raise ValidationFailed(f"{question[:60]!r} is not a question of this study")
+    if len(condition) > 128:
+        raise ValidationFailed("condition is at most 128 characters")
+    return QueueFilters(reason=reason, question=question, condition=condition)
+
+
+def adjudication_queue(
+    *, study: Study, filters: QueueFilters | None = None, item: int | None = None
+) -> list[dict[str, Any]]:
+    """Unresolved labels, and resolved ones a machine labeller answered differently, in item order.
+
+    Each entry: item (pk), external_id, condition, question, prompt, reason (as stored, option keys
+    quoted), reason_text (the same with the protocol's labels) and kind (``REASON_KINDS``).
+    ``filters`` keeps the entries of one reason kind, question and item condition; ``item`` those of
+    one item (pending labels are never queued). Resolved labels are read only where a machine
+    labeller answered, so a study without one reads its unresolved labels alone."""
+    filters = filters or QueueFilters()
+    protocol = study.protocol_obj
+    labels = ConsensusLabel.objects.filter(study=study, item__control_kind="", pending=False).exclude(
+        rule="adjudicated"
+    )
+    machine = counted_annotations(study).filter(annotator__kind=Annotator.Kind.MACHINE)
+    if item is not None:
+        labels, machine = labels.filter(item_id=item), machine.filter(item_id=item)
+    if filters.question:
+        labels, machine = (
+            labels.filter(question_key=filters.question),
+            machine.filter(question_key=filters.question),
+        )
+    if filters.condition:
+        labels, machine = (
+            labels.filter(item__condition=filters.condition),
+            machine.filter(item__condition=filters.condition),
+        )
+
+    def entry(label: ConsensusLabel, reason: str, kind: str) -> dict[str, Any]:
+        question = (
+            protocol.question(label.question_key) if protocol.has_question(label.question_key) else None
+        )
+        return {
+            "item": label.item_id,
+            "external_id": label.item.external_id,
+            "condition": label.item.condition,
+            "question": label.question_key,
+            "prompt": question.prompt if question is not None else "",
+            "reason": reason,
+            "reason_text": reason_text(question, label.item.metadata, reason)
+            if question is not None
+            else reason,
+            "kind": kind,
+        }
+
     queue: list[dict[str, Any]] = []
-    labels = (
-        ConsensusLabel.objects.filter(study=study, item__control_kind="", pending=False)
-        .exclude(rule="adjudicated")
-        .select_related("item")
-    )
-    resolved: dict[tuple[int, str], Any] = {}
-    for label in labels:
-        if not label.resolved:
-            queue.append(
-                {
-                    "item": label.item_id,
-                    "external_id": label.item.external_id,
-                    "question": label.question_key,
-                    "reason": label.reason or "unresolved",
-                }
-            )
-        else:
-            resolved[(label.item_id, label.question_key)] = label
-    machine = (
-        counted_annotations(study)
-        .filter(annotator__kind=Annotator.Kind.MACHINE)
-        .values_list("item_id", "question_key", "value", "annotator__name")
-    )
-    flagged: set[tuple[int, str]] = set()
-    for item_id, question_key, value, name in machine:
-        consensus = resolved.get((item_id, question_key))
-        if (
-            consensus is not None
-            and _comparable(consensus.value) != _comparable(value)
-            and (item_id, question_key) not in flagged
-        ):
-            flagged.add((item_id, question_key))
-            queue.append(
-                {
-                    "item": item_id,
-                    "external_id": consensus.item.external_id,
-                    "question": question_key,
-                    "reason": f"{name} said {value!r}, the consensus is {consensus.value!r}",
-                }
-            )
+    if filters.reason != "machine":
+        for label in labels.filter(resolved=False).select_related("item"):
+            reason = label.reason or "unresolved"
+            if filters.reason in ("", reason_kind(reason)):
+                queue.append(entry(label, reason, reason_kind(reason)))
+    if filters.reason in ("", "machine"):
+        answers = list(machine.values_list("item_id", "question_key", "value", "annotator__name"))
+        resolved: dict[tuple[int, str], ConsensusLabel] = {}
+        if answers:
+            resolved = {
+                (label.item_id, label.question_key): label
+                for label in labels.filter(
+                    resolved=True, item_id__in={row[0] for row in answers}
+                ).select_related("item")
+            }
+        flagged: set[tuple[int, str]] = set()
+        for item_id, question_key, value, name in answers:
+            consensus = resolved.get((item_id, question_key))
+            if (
+                consensus is not None
+                and _comparable(consensus.value) != _comparable(value)
+                and (item_id, question_key) not in flagged
+            ):
+                flagged.add((item_id, question_key))
+                reason = f"{name} said {value!r}, the consensus is {consensus.value!r}"
+                queue.append(entry(consensus, reason, "machine"))
     return sorted(queue, key=lambda entry: (entry["item"], entry["question"]))
+
+
+def queue_choices(*, study: Study) -> dict[str, list[tuple[str, str]]]:
+    """The values each queue filter offers, as (value, label): the reason kinds, the questions and
+    the item conditions that have an open entry now."""
+    queue = adjudication_queue(study=study)
+    protocol = study.protocol_obj
+    kinds = {entry["kind"] for entry in queue}
+    questions = sorted({entry["question"] for entry in queue})
+    conditions = sorted({entry["condition"] for entry in queue})
+    return {
+        "reason": [(kind, label) for kind, label in REASON_KINDS.items() if kind in kinds],
+        "question": [
+            (key, protocol.question(key).prompt if protocol.has_question(key) else key) for key in questions
+        ],
+        "condition": [(condition, condition or "(none)") for condition in conditions],
+    }
+
+
+def next_in_queue(queue: Sequence[Mapping[str, Any]], *, after: int) -> int | None:
+    """The item to adjudicate after item ``after`` in a (filtered) queue read before its decisions
+    were saved: the next one, else the first one left (wrapping round), else None."""
+    items = [entry["item"] for entry in queue if entry["item"] != after]
+    later = [item for item in items if item > after] or items
+    return later[0] if later else None
+
+
+def suggested_value(question: Question, label: ConsensusLabel | None, values: Sequence[Any]) -> Any:
+    """What the decision form starts with: the consensus if resolved, else the human majority (the one
+    answer given more often than any other), else nothing (a tie is the expert's to break)."""
+    if label is not None and label.resolved and label.value is not None:
+        return label.value
+    counts = Counter(_comparable(value) for value in values if value not in (None, "", []))
+    ranked = counts.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        return None
+    winner = ranked[0][0]
+    return next(value for value in values if _comparable(value) == winner)
+
+
+def _decision_options(question: Question, metadata: Mapping[str, Any], chosen: Any) -> list[dict[str, Any]]:
+    """The choices of a decision form with their keys on the keyboard (1-9 for the options in order,
+    0 for Unsure / None of the above, 1 yes and 0 no for binary questions, as on the task page)."""
+    picked = (
+        {str(value) for value in (chosen if isinstance(chosen, list) else [chosen])}
+        if chosen is not None
+        else set()
+    )
+    if question.kind == "binary":
+        pairs = [("1", "yes", "1"), ("0", "no", "0")]
+    else:
+        pairs = [
+            (option.key, option.label, str(index) if index <= 9 else "")
+            for index, option in enumerate(question.options_for(dict(metadata)), start=1)
+        ]
+        for extra in (question.unsure, question.none_option):
+            if extra is not None:
+                pairs.append((extra.key, extra.label, "0"))
+    return [
+        {"key": key, "label": label, "digit": digit, "checked": key in picked} for key, label, digit in pairs
+    ]
+
+
+def adjudication_review(
+    *, study: Study, item: Item, queue: Sequence[Mapping[str, Any]], show_all: bool
+) -> dict[str, Any]:
+    """What the adjudication page shows of one item: its flagged questions (its entries in ``queue``,
+    the filtered queue; all of the item's open ones when the filters leave none) with everyone's
+    answers and the decision form pre-set to the consensus or the majority, and, when ``show_all``,
+    the item's other questions (no pre-set answer: a decision there is optional). ``flagged`` lists
+    the keys a save must decide; ``others`` counts the questions the "show all" switch adds."""
+    protocol = study.protocol_obj
+    entries = [entry for entry in queue if entry["item"] == item.pk] or adjudication_queue(
+        study=study, item=item.pk
+    )
+    flagged = {entry["question"] for entry in entries}
+    annotations = list(
+        item.annotations.select_related("annotator").order_by(
+            "question_key", "annotator__kind", "annotator_id"
+        )
+    )
+    answers: dict[str, list[dict[str, Any]]] = {}
+    human: dict[str, list[Any]] = {}
+    for annotation in annotations:
+        if not protocol.has_question(annotation.question_key):
+            continue
+        question = protocol.question(annotation.question_key)
+        answers.setdefault(annotation.question_key, []).append(
+            {
+                "annotator": annotation.annotator,
+                "text": answer_text(question, item.metadata, annotation.value),
+                "reason": annotation.reason,
+            }
+        )
+        if annotation.annotator.kind == Annotator.Kind.HUMAN:
+            human.setdefault(annotation.question_key, []).append(annotation.value)
+    labels = {
+        label.question_key: label
+        for label in ConsensusLabel.objects.filter(item=item).select_related("adjudicated_by")
+    }
+    rows: list[dict[str, Any]] = []
+    others = 0
+    for question in protocol.questions_for(dict(item.metadata)):
+        if question.kind == "boxes":
+            continue
+        is_flagged = question.key in flagged
+        if not is_flagged:
+            others += 1
+            if not show_all:
+                continue
+        label = labels.get(question.key)
+        suggested = suggested_value(question, label, human.get(question.key, [])) if is_flagged else None
+        rows.append(
+            {
+                "question": question,
+                "flagged": is_flagged,
+                "entries": [entry for entry in entries if entry["question"] == question.key],
+                "options": _decision_options(question, item.metadata, suggested),
+                "suggested": suggested,
+                "suggested_text": answer_text(question, item.metadata, suggested)
+                if suggested is not None
+                else "",
+                "answers": answers.get(question.key, []),
+                "label": label,
+                "label_text": answer_text(question, item.metadata, label.value) if label is not None else "",
+                "label_reason": reason_text(question, item.metadata, label.reason or "")
+                if label is not None
+                else "",
+            }
+        )
+    rows.sort(key=lambda row: not row["flagged"])  # the questions waiting for a decision first
+    return {"rows": rows, "flagged": sorted(flagged), "others": others, "annotations": annotations}

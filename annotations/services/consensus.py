@@ -272,3 +272,45 @@ def consensus_adjudicate(
     )
     ConsensusLabel.objects.filter(pk=label.pk).update(computed_at=timezone.now())
     return label
+
+
+@transaction.atomic
+def consensus_adjudicate_item(
+    *,
+    study: Study,
+    item: Item,
+    decisions: dict[str, Any],
+    allowed: set[str],
+    required: set[str],
+    user: User,
+    note: str = "",
+) -> list[ConsensusLabel]:
+    """Several decisions on one item at once ("Save and next"): every question of ``required`` needs
+    one, none may be outside ``allowed`` (the item's flagged questions, and the others when the expert
+    asked to see them) and each is validated like an answer. All are written, or none (ValidationFailed
+    with the problems by question key)."""
+    protocol = study.protocol_obj
+    errors: dict[str, str] = {}
+    for key in decisions:
+        if key not in allowed:
+            errors[key] = f"'{key}' is not a question open for a decision on this item"
+    for key in sorted(required - decisions.keys()):
+        errors[key] = "needs a decision"
+    cleaned: dict[str, Any] = {}
+    for key, value in decisions.items():
+        if key in errors:
+            continue
+        try:
+            cleaned[key] = clean_answer(
+                protocol.question(key), value, context=item_context(item), protocol=protocol
+            ).value
+        except AnswerError as exc:
+            errors[key] = exc.message
+    if errors:
+        raise ValidationFailed("; ".join(f"{key}: {message}" for key, message in errors.items()), errors)
+    if not cleaned:
+        raise ValidationFailed("no decision to record: choose an answer for at least one question")
+    return [
+        consensus_adjudicate(study=study, item=item, question_key=key, value=value, user=user, note=note)
+        for key, value in cleaned.items()
+    ]

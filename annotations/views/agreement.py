@@ -11,14 +11,23 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations import access
-from annotations.models import ConsensusLabel, Item, Study
-from annotations.presenters import image_views
-from annotations.selectors.adjudication import adjudication_queue, answer_text, box_overlays, reason_text
+from annotations.models import Item, ItemImage, Study
+from annotations.presenters import image_display_url, image_views
+from annotations.selectors.adjudication import (
+    QueueFilters,
+    adjudication_queue,
+    adjudication_review,
+    box_overlays,
+    next_in_queue,
+    queue_choices,
+    queue_filters,
+)
 from annotations.selectors.agreement import SMALL_SAMPLE_ITEMS, agreement_csv_rows, agreement_report
-from annotations.services.consensus import RULES, consensus_adjudicate, consensus_compute
+from annotations.services.consensus import RULES, consensus_adjudicate_item, consensus_compute
 from annotations.views.pages import study_for_page
 from common.errors import ValidationFailed, WorkbenchError
 from common.query_params import bounded_int, query_flag
@@ -125,124 +134,159 @@ def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("study-agreement", pk=pk)
 
 
+def _queue_filters(request: HttpRequest, study: Study) -> QueueFilters:
+    return queue_filters(
+        study=study,
+        reason=request.GET.get("reason", ""),
+        question=request.GET.get("question", ""),
+        condition=request.GET.get("condition", ""),
+    )
+
+
+def _with_filters(url: str, filters: QueueFilters) -> str:
+    params = filters.params()
+    return f"{url}?{urlencode(params)}" if params else url
+
+
+def _decisions_posted(request: HttpRequest, study: Study) -> dict[str, Any]:
+    """The decisions of a "Save and next" form: ``d-<question>`` fields (a list for multi questions,
+    0/1 for binary ones); blank fields are no decision."""
+    protocol = study.protocol_obj
+    decisions: dict[str, Any] = {}
+    for name in request.POST:
+        if not name.startswith("d-"):
+            continue
+        key = name[2:]
+        question = protocol.question(key) if protocol.has_question(key) else None
+        if question is not None and question.kind == "multi":
+            values = [value for value in request.POST.getlist(name) if value]
+            if values:
+                decisions[key] = values
+            continue
+        raw = request.POST.get(name, "").strip()
+        if raw == "":
+            continue
+        decisions[key] = (
+            int(raw) if question is not None and question.kind == "binary" and raw in ("0", "1") else raw
+        )
+    return decisions
+
+
 @login_required
 def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
-    """The item with everyone's answers (only here, only for experts and the study's researchers)."""
+    """One item of the queue: everyone's answers and boxes on the zoomable canvas, the flagged
+    questions' decisions pre-set to the consensus or majority, and one "Save and next" for them all
+    (only for experts and the study's researchers)."""
     study = _adjudicator_study(request, pk)
     item = Item.objects.filter(pk=item_id, study=study).prefetch_related("images").first()
     if item is None:
         raise Http404("no such item in this study")
-    protocol = study.protocol_obj
+    try:
+        filters = _queue_filters(request, study)
+    except ValidationFailed as exc:
+        return _queue_page(request, study, QueueFilters(), error=exc.message)
+    show_all = (request.method == "POST" and request.POST.get("all") == "1") or request.GET.get("all") == "1"
+    queue = adjudication_queue(study=study, filters=filters)
+    review = adjudication_review(study=study, item=item, queue=queue, show_all=show_all)
+    errors: dict[str, str] = {}
+    problem = ""
     if request.method == "POST":
-        key = request.POST.get("question", "")
-        raw = request.POST.get("value", "")
-        question = protocol.question(key) if protocol.has_question(key) else None
-        value: Any = raw
-        if question is not None and question.kind == "multi":
-            value = request.POST.getlist("value")
-        elif question is not None and question.kind == "binary" and raw in ("0", "1"):
-            value = int(raw)
+        allowed = {row["question"].key for row in review["rows"]} if show_all else set(review["flagged"])
         try:
-            consensus_adjudicate(
+            decided = consensus_adjudicate_item(
                 study=study,
                 item=item,
-                question_key=key,
-                value=value,
+                decisions=_decisions_posted(request, study),
+                allowed=allowed,
+                required=set(review["flagged"]),
                 user=access.request_user(request),
                 note=request.POST.get("note", ""),
             )
-        except WorkbenchError as exc:
-            messages.error(request, f"Not recorded: {exc.message}")
+        except ValidationFailed as exc:
+            errors, problem = exc.details, exc.message
         else:
-            messages.success(request, f"Decision recorded for {key}.")
-            return _next_to_adjudicate(study, item)
-        return redirect("adjudication-item", pk=pk, item_id=item_id)
-    annotations = list(
-        item.annotations.select_related("annotator").order_by(
-            "question_key", "annotator__kind", "annotator_id"
-        )
-    )
-    answers: dict[str, list[dict[str, Any]]] = {}
-    for annotation in annotations:
-        if not protocol.has_question(annotation.question_key):
-            continue
-        question = protocol.question(annotation.question_key)
-        answers.setdefault(annotation.question_key, []).append(
-            {
-                "annotator": annotation.annotator,
-                "text": answer_text(question, item.metadata, annotation.value),
-                "reason": annotation.reason,
-            }
-        )
-    labels = {
-        label.question_key: label
-        for label in ConsensusLabel.objects.filter(item=item).select_related("adjudicated_by")
-    }
-    queue = [entry for entry in adjudication_queue(study=study) if entry["item"] == item.pk]
-    open_keys = {entry["question"] for entry in queue}
-    questions = [
-        {
-            "question": q,
-            "options": q.options_for(item.metadata),
-            "answers": answers.get(q.key, []),
-            "label": labels.get(q.key),
-            "label_text": answer_text(q, item.metadata, labels[q.key].value) if q.key in labels else "",
-            "label_reason": reason_text(q, item.metadata, labels[q.key].reason or "")
-            if q.key in labels
-            else "",
-            "open": q.key in open_keys,
-        }
-        for q in protocol.questions_for(item.metadata)
-        if q.kind != "boxes"
-    ]
-    questions.sort(key=lambda row: not row["open"])  # the questions waiting for a decision first
-    prompts = {q.key: q.prompt for q in protocol.questions}
+            keys = ", ".join(label.question_key for label in decided)
+            messages.success(
+                request,
+                f"Decision{'s' if len(decided) != 1 else ''} recorded for {item.external_id}: {keys}.",
+            )
+            following = next_in_queue(queue, after=item.pk)
+            if following is None:
+                return redirect(_with_filters(reverse("adjudication-queue", args=[study.pk]), filters))
+            return redirect(_with_filters(reverse("adjudication-item", args=[study.pk, following]), filters))
     images = image_views(item)
     overlays, legend = box_overlays(
-        protocol=protocol,
+        protocol=study.protocol_obj,
         item=item,
-        annotations=annotations,
+        annotations=review["annotations"],
         sizes=[(image.position, image.width, image.height) for image in images],
     )
     drawn = {overlay.position: overlay for overlay in overlays}
+    items = list(dict.fromkeys(entry["item"] for entry in queue))
+    following = next_in_queue(queue, after=item.pk)
+    # The next item's image, fetched while the expert decides (cached by the browser for a year).
+    next_image = (
+        ItemImage.objects.filter(item_id=following).exclude(file="").order_by("position").first()
+        if following is not None
+        else None
+    )
+    here = _with_filters(reverse("adjudication-item", args=[study.pk, item.pk]), filters)
     return render(
         request,
         "agreement/adjudicate.html",
         {
             "study": study,
             "item": item,
-            "questions": questions,
-            "queue": [
-                {
-                    **entry,
-                    "prompt": prompts.get(entry["question"], ""),
-                    "reason": reason_text(
-                        protocol.question(entry["question"]), item.metadata, entry["reason"]
-                    )
-                    if protocol.has_question(entry["question"])
-                    else entry["reason"],
-                }
-                for entry in queue
-            ],
+            "rows": review["rows"],
+            "flagged": review["flagged"],
+            "others": review["others"],
+            "show_all": show_all,
+            "errors": errors,
+            "problem": problem,
             "images": [{"image": image, "overlay": drawn.get(image.position)} for image in images],
             "legend": legend,
+            "filters": filters,
+            "position": items.index(item.pk) + 1 if item.pk in items else None,
+            "remaining": len(items),
+            "action": here,
+            "all_url": here + ("&" if "?" in here else "?") + "all=1",
+            "queue_url": _with_filters(reverse("adjudication-queue", args=[study.pk]), filters),
+            "next_image_url": image_display_url(next_image.item_id, next_image.position)
+            if next_image
+            else "",
         },
+        status=400 if problem else 200,
     )
 
 
-def _next_to_adjudicate(study: Study, item: Item) -> HttpResponse:
-    """After a decision: the same item while it has open questions, else the next item, else the queue."""
-    queue = adjudication_queue(study=study)
-    if any(entry["item"] == item.pk for entry in queue):
-        return redirect("adjudication-item", pk=study.pk, item_id=item.pk)
-    later = [entry for entry in queue if entry["item"] > item.pk] or queue
-    if later:
-        return redirect("adjudication-item", pk=study.pk, item_id=later[0]["item"])
-    return redirect("adjudication-queue", pk=study.pk)
+def _queue_page(
+    request: HttpRequest, study: Study, filters: QueueFilters, *, error: str = ""
+) -> HttpResponse:
+    queue = adjudication_queue(study=study, filters=filters)
+    query = urlencode(filters.params())
+    return render(
+        request,
+        "agreement/queue.html",
+        {
+            "study": study,
+            "queue": queue,
+            "items": len({entry["item"] for entry in queue}),
+            "filters": filters,
+            "choices": queue_choices(study=study),
+            "query": f"?{query}" if query else "",
+            "error": error,
+        },
+        status=400 if error else 200,
+    )
 
 
 @login_required
 def adjudication_list(request: HttpRequest, pk: int) -> HttpResponse:
-    """The adjudication queue for experts and the study's researchers."""
+    """The adjudication queue for experts and the study's researchers, filtered by reason, question
+    and condition (GET parameters, kept on every item link and after each save)."""
     study = _adjudicator_study(request, pk)
-    return render(request, "agreement/queue.html", {"study": study, "queue": adjudication_queue(study=study)})
+    try:
+        filters = _queue_filters(request, study)
+    except ValidationFailed as exc:
+        return _queue_page(request, study, QueueFilters(), error=exc.message)
+    return _queue_page(request, study, filters)

@@ -54,7 +54,7 @@ def markers(owner: User) -> Study:
 
 def _page(client: Client, study: Study) -> str:
     item = study.items.get(external_id="m1")
-    response = client.get(f"/studies/{study.pk}/adjudicate/{item.pk}/")
+    response = client.get(f"/studies/{study.pk}/adjudicate/{item.pk}/?all=1")  # every question
     assert response.status_code == 200
     return response.content.decode()
 
@@ -74,7 +74,11 @@ def test_answers_read_as_labels_not_keys(markers: Study, owner: User) -> None:
     assert "tie between &#x27;hat&#x27; and &#x27;&lt;b&gt;dark glasses&lt;/b&gt;&#x27; (1 vote each)" in page
     assert "b_dark_glasses_b&#x27;" not in page
     # The decision form shows labels and submits keys.
-    assert re.search(r'value="b_dark_glasses_b"> &lt;b&gt;dark glasses&lt;/b&gt;</label>', page)
+    assert re.search(
+        r'value="b_dark_glasses_b"[^>]*>( <kbd aria-hidden="true">\d</kbd>)? '
+        r"&lt;b&gt;dark glasses&lt;/b&gt;</label>",
+        page,
+    )
 
 
 def test_each_annotators_boxes_are_drawn_in_their_colour_with_a_legend(markers: Study, owner: User) -> None:
@@ -104,7 +108,7 @@ def test_a_decision_submits_keys_and_is_shown_as_labels(markers: Study, owner: U
     item = markers.items.get(external_id="m1")
     response = client.post(
         f"/studies/{markers.pk}/adjudicate/{item.pk}/",
-        {"question": "attributes", "value": ["hat", "b_dark_glasses_b"], "note": "both visible"},
+        {"all": "1", "d-attributes": ["hat", "b_dark_glasses_b"], "note": "both visible"},
     )
     assert response.status_code == 302
     label = ConsensusLabel.objects.get(item=item, question_key="attributes")

@@ -261,7 +261,7 @@ def test_experts_adjudicate_on_the_page_crowd_cannot(judged, owner) -> None:
     page = client.get(f"/studies/{judged.pk}/adjudicate/{i3.pk}/").content.decode()
     assert "Everyone&#x27;s answers" in page or "Everyone's answers" in page
     assert "r1" in page and "bot" in page
-    client.post(f"/studies/{judged.pk}/adjudicate/{i3.pk}/", {"question": "gender", "value": "female"})
+    client.post(f"/studies/{judged.pk}/adjudicate/{i3.pk}/", {"d-gender": "female"})
     assert ConsensusLabel.objects.get(item=i3).adjudicated_by == expert
     other = Client()
     other.force_login(crowd)

@@ -117,6 +117,26 @@ def test_no_axe_violation_on_any_app_page(browser: Any, server: Any, demo: dict[
         first.click()
         _check(researcher, "researcher: an adjudication item", found)
         visited += 1
+        # its other questions shown, then a save the server refuses (a flagged question left blank)
+        researcher.goto(researcher.url + ("&" if "?" in researcher.url else "?") + "all=1")
+        _check(researcher, "researcher: an adjudication item, every question", found)
+        researcher.evaluate(
+            """() => { const form = document.getElementById("task-form"); form.noValidate = true;
+                       form.querySelectorAll("fieldset[data-flagged] input").forEach(i => {
+                         if (i.type === "text") i.value = ""; else i.checked = false; });
+                       form.requestSubmit(); }"""
+        )
+        expect(researcher.locator("#error-summary")).to_be_visible()
+        _check(researcher, "researcher: an adjudication save refused", found)
+        visited += 2
+    # the queue filtered (by the first reason it offers)
+    researcher.goto(f"/studies/{pk}/adjudicate/")
+    reasons = researcher.locator("#filter-reason option").all()
+    if len(reasons) > 1:
+        researcher.locator("#filter-reason").select_option(reasons[1].get_attribute("value") or "")
+        researcher.get_by_role("button", name="Filter").click()
+        _check(researcher, "researcher: the adjudication queue filtered", found)
+        visited += 1
     researcher.goto("/api/docs/")
     assert researcher.evaluate("document.documentElement.lang") == "en"
 

@@ -50,6 +50,8 @@ def judged(transactional_db: None) -> dict[str, Any]:
 
 
 def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: dict[str, Any]) -> None:
+    """By keyboard: the consensus is pre-selected (Enter saves it and opens the next item), a tie has
+    nothing pre-selected (Enter alone is refused, a digit picks an option), the filters narrow the queue."""
     from playwright.sync_api import expect
 
     from annotations.models import ConsensusLabel
@@ -63,26 +65,35 @@ def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: di
     expect(rows).to_have_count(2)
     assert "bot said 'male'" in rows.nth(0).inner_text() and "tie" in rows.nth(1).inner_text()
     shot(page, "20-adjudication-queue")
+    page.get_by_label("Reason").select_option("tie")
+    page.get_by_role("button", name="Filter").click()
+    expect(rows).to_have_count(1)
+    assert "reason=tie" in page.url and "i3" in rows.nth(0).inner_text()
+    page.get_by_role("link", name="Clear the filters").click()
+    expect(rows).to_have_count(2)
 
     rows.nth(0).get_by_role("link", name="i2").click()
-    answers = page.locator("table").first
-    expect(answers.locator("tbody tr")).to_have_count(4)  # everyone's answers: r1, r2, r3 and bot
-    assert "bot" in answers.inner_text() and "machine" in answers.inner_text()
+    gender = page.locator("#question-gender")
+    assert "needs a decision" in gender.inner_text()
+    answers = gender.locator("table tbody tr")
+    expect(answers).to_have_count(4)  # everyone's answers: r1, r2, r3 and bot
+    assert "bot" in gender.inner_text() and "machine" in gender.inner_text()
     assert "Adjudicated &lt;study&gt;" in page.content()  # the study's name is escaped
-    gender = page.get_by_role("region", name="gender")
-    assert "needs a decision" in gender.inner_text()  # the queued question is marked and comes first
-    assert page.locator("section.card h2").first.inner_text().startswith("gender")
-    gender.get_by_role("radio", name="female").check()
-    gender.get_by_label("Note").fill("clearly a woman")
-    gender.get_by_role("button", name="Record decision for gender").click()
-
+    # The consensus (female) is pre-selected and focused: Enter saves it and opens i3.
+    expect(gender.get_by_role("radio", name="female")).to_be_checked()
+    expect(gender.get_by_role("radio", name="female")).to_be_focused()
+    page.keyboard.press("Enter")
     page.wait_for_url(f"**/studies/{study.pk}/adjudicate/{study.items.get(external_id='i3').pk}/")
-    expect(page.get_by_text("Decision recorded for gender.")).to_be_visible()
+    expect(page.get_by_text("Decision recorded for i2: gender.")).to_be_visible()
     shot(page, "21-adjudication-item")
-    page.get_by_role("button", name="Record decision for gender").click()  # nothing chosen: refused
-    assert page.evaluate("document.querySelector('input[name=value]:invalid') !== null")
-    page.get_by_role("region", name="gender").get_by_role("radio", name="male", exact=True).check()
-    page.get_by_role("button", name="Record decision for gender").click()
+    tie = page.locator("#question-gender")
+    assert "No majority" in tie.inner_text()
+    assert page.locator("input[name='d-gender']:checked").count() == 0
+    page.keyboard.press("Enter")  # nothing chosen: the browser refuses before sending
+    assert page.evaluate("document.querySelector('input[name=d-gender]:invalid') !== null")
+    page.keyboard.press("1")  # the first option, male
+    expect(tie.get_by_role("radio", name="male", exact=True)).to_be_checked()
+    page.keyboard.press("Enter")
 
     page.wait_for_url(f"**/studies/{study.pk}/adjudicate/")
     expect(page.get_by_text("Nothing to adjudicate")).to_be_visible()
@@ -96,7 +107,6 @@ def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: di
         "i2": ("female", "expert"),
         "i3": ("male", "expert"),
     }
-    assert decided["i2"].note == "clearly a woman"
     assert page.js_errors == []
 
 
@@ -114,3 +124,70 @@ def test_a_crowd_annotator_cannot_open_the_queue_or_an_item(
     ):
         response = page.goto(url)
         assert response.status == 403 and "bot" not in page.content()
+
+
+@pytest.fixture
+def boxed(transactional_db: None, settings: Any, tmp_path: Any) -> dict[str, Any]:
+    """A stereotype-markers item (2000x1000) on which two annotators drew boxes, its attributes a tie."""
+    from annotations.protocols.schema import load_preset
+    from annotations.services.annotation_writes import annotations_import_records
+    from annotations.services.consensus import consensus_compute
+    from annotations.services.studies import study_create
+    from tests.annotations.builders import image_item
+    from tests.factories import UserFactory
+
+    settings.DATA_DIR = tmp_path
+    owner = UserFactory.create(username="res", role="researcher")
+    study = study_create(owner=owner, name="Boxes", protocol=load_preset("stereotype-markers"), overlap=2)
+    item = image_item(study, "m1", size=(2000, 1000))
+    item.metadata = {"attributes": ["hat", "scarf"], "identity": "x"}
+    item.save(update_fields=["metadata"])
+
+    def line(who: str, question: str, value: Any) -> dict[str, Any]:
+        return {
+            "item": "m1",
+            "annotator": who,
+            "annotator_kind": "human",
+            "question": question,
+            "value": value,
+        }
+
+    records = [
+        line("ann", "attributes", ["hat"]),
+        line("ann", "attribute_boxes", [{"option": "hat", "x": 100, "y": 50, "w": 400, "h": 200}]),
+        line("bea", "attributes", ["scarf"]),
+        line("bea", "attribute_boxes", [{"option": "scarf", "x": 1000, "y": 500, "w": 300, "h": 100}]),
+    ]
+    annotations_import_records(study=study, records=list(enumerate(records, start=1)))
+    consensus_compute(study=study, question="attributes")
+    return {"study": study, "item": item}
+
+
+def test_everyones_boxes_follow_the_canvas_zoom(browser: Any, server: Any, boxed: dict[str, Any]) -> None:
+    """The task page's canvas: + zooms, the read-only boxes grow with the image, F fits again."""
+    from playwright.sync_api import expect
+
+    study, item = boxed["study"], boxed["item"]
+    page = open_page(browser, server, 1366, 860)
+    sign_in(page, "res")
+    page.goto(f"/studies/{study.pk}/adjudicate/{item.pk}/")
+    expect(page.locator("#canvas-tools")).to_be_visible()
+    rects = page.locator(".canvas-stage svg rect")
+    expect(rects).to_have_count(2)
+    image = page.locator(".canvas-stage img")
+    expect(image).to_have_js_property("complete", True)
+
+    def widths() -> tuple[float, float]:
+        return (image.bounding_box()["width"], rects.nth(0).bounding_box()["width"])
+
+    fit_image, fit_box = widths()
+    assert abs(fit_box / fit_image - 400 / 2000) < 0.02  # the box in original pixels, scaled to the fit
+    page.keyboard.press("+")
+    expect(page.locator("#zoom-level")).not_to_have_text("Fit")
+    zoomed_image, zoomed_box = widths()
+    assert zoomed_image > fit_image * 1.3 and abs(zoomed_box / zoomed_image - 400 / 2000) < 0.02
+    page.keyboard.press("f")
+    expect(page.locator("#zoom-level")).to_have_text("Fit")
+    listed = page.locator(".box-list").inner_text()
+    assert "ann: " in listed and "bea: " in listed  # each annotator's boxes, also as text
+    assert page.js_errors == []
