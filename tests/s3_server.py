@@ -21,6 +21,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -49,9 +50,7 @@ class S3Bucket:
     endpoint_url: str
 
     def client(self) -> Any:
-        import boto3
-
-        return boto3.client("s3", endpoint_url=self.endpoint_url, region_name=REGION, **_boto_credentials())
+        return _client(self.endpoint_url)
 
     def keys(self, prefix: str = "") -> list[str]:
         """Every object name in the bucket under ``prefix`` (orphan checks list the bucket)."""
@@ -61,6 +60,15 @@ class S3Bucket:
             for page in paginator.paginate(Bucket=self.name, Prefix=prefix)
             for obj in page.get("Contents", [])
         ]
+
+
+@lru_cache(maxsize=4)
+def _client(endpoint_url: str) -> Any:
+    """One boto3 client per server for the session: making one costs ~0.1 s of CPU, and with
+    ``WORKBENCH_TEST_STORAGE=s3`` every test makes a bucket."""
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint_url, region_name=REGION, **_boto_credentials())
 
 
 def _boto_credentials() -> dict[str, str]:
