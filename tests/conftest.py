@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.s3_server import file_store, s3_bucket, s3_server  # noqa: F401 (fixtures: a real S3 API server)
+from tests.s3_server import (  # noqa: F401 (fixtures: a real S3 API server)
+    TEST_STORAGE,
+    default_store,
+    file_store,
+    s3_bucket,
+    s3_server,
+)
 from tests.shared_cache import shared_cache  # noqa: F401 (fixture: a real Redis as the shared cache)
 
 if TYPE_CHECKING:
@@ -46,7 +52,17 @@ def _workbench_test_settings(
     # The test VLM servers listen on 127.0.0.1 (tests/fixtures/chat_server.py); only that loopback
     # address is allowed, explicitly, as a deployment allows its own LLM host (docs/security.md).
     settings.WORKBENCH_OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+    # WORKBENCH_TEST_STORAGE=s3 (CI's PostgreSQL + Redis pass): every file this test stores goes to a
+    # fresh bucket on the test S3 server, as on a deployment with WORKBENCH_S3_BUCKET; a test about the
+    # filesystem itself is marked `filesystem`.
+    on_s3 = TEST_STORAGE == "s3" and request.node.get_closest_marker("filesystem") is None
+    if on_s3:
+        request.getfixturevalue("s3_bucket")
     yield media
+    if on_s3 and settings.S3_BUCKET:
+        # Nothing may go around the storage: with a bucket, the media folder stays empty.
+        written = [str(path.relative_to(media)) for path in media.rglob("*") if path.is_file()]
+        assert written == [], f"files written to the media folder instead of the bucket: {written}"
 
 
 @pytest.fixture

@@ -3,10 +3,16 @@
 ``s3_server`` (session) starts ``moto_server`` on a free loopback port once; ``s3_bucket`` makes a
 new, empty bucket per test and points the WORKBENCH_S3_* settings and boto3's credentials at it, so
 code under test talks HTTP to a separate server exactly as it would to MinIO or AWS S3.
+
+``WORKBENCH_TEST_STORAGE=s3`` (CI's PostgreSQL + Redis pass) puts every test on such a bucket
+(tests/conftest.py); ``default_store`` is the store a test's files went to either way, and
+``storage_env`` the WORKBENCH_S3_* variables a worker or web process started by a test needs to
+see the same store.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -15,14 +21,21 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 # moto accepts any credentials; these only have to be present for boto3 to sign requests.
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing-key", "AWS_SECRET_ACCESS_KEY": "testing-secret"}
 REGION = "us-east-1"
+# "s3": every test's default storage is a fresh bucket on the test S3 server (tests/conftest.py);
+# "filesystem" (the default): the test's media folder, as `make test` on the embedded defaults.
+TEST_STORAGE = os.environ.get("WORKBENCH_TEST_STORAGE", "filesystem")
+if TEST_STORAGE not in ("filesystem", "s3"):
+    raise RuntimeError(f"WORKBENCH_TEST_STORAGE={TEST_STORAGE!r}: use filesystem or s3")
 
 
 @dataclass(frozen=True)
@@ -37,9 +50,7 @@ class S3Bucket:
     endpoint_url: str
 
     def client(self) -> Any:
-        import boto3
-
-        return boto3.client("s3", endpoint_url=self.endpoint_url, region_name=REGION, **_boto_credentials())
+        return _client(self.endpoint_url)
 
     def keys(self, prefix: str = "") -> list[str]:
         """Every object name in the bucket under ``prefix`` (orphan checks list the bucket)."""
@@ -49,6 +60,15 @@ class S3Bucket:
             for page in paginator.paginate(Bucket=self.name, Prefix=prefix)
             for obj in page.get("Contents", [])
         ]
+
+
+@lru_cache(maxsize=4)
+def _client(endpoint_url: str) -> Any:
+    """One boto3 client per server for the session: making one costs ~0.1 s of CPU, and with
+    ``WORKBENCH_TEST_STORAGE=s3`` every test makes a bucket."""
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint_url, region_name=REGION, **_boto_credentials())
 
 
 def _boto_credentials() -> dict[str, str]:
@@ -148,6 +168,32 @@ def file_store(request: pytest.FixtureRequest, settings: Any) -> FileStore:
     return FileStore(kind="filesystem", media_root=media_root, bucket=None)
 
 
+@pytest.fixture
+def default_store(request: pytest.FixtureRequest, settings: Any) -> FileStore:
+    """The store this test's files go to by default: the test bucket (``WORKBENCH_TEST_STORAGE=s3``,
+    or a test that asked for ``s3_bucket``), else the media folder. Tests check what was stored (and
+    that nothing was left behind) through it, never by walking ``MEDIA_ROOT``."""
+    media_root = Path(settings.MEDIA_ROOT)
+    if settings.S3_BUCKET:
+        return FileStore(kind="s3", media_root=media_root, bucket=request.getfixturevalue("s3_bucket"))
+    return FileStore(kind="filesystem", media_root=media_root, bucket=None)
+
+
+def storage_env(settings: Any) -> dict[str, str]:
+    """The WORKBENCH_S3_* variables for a process a test starts (a worker, a web node), so that it
+    stores and reads files where this test does; empty on the filesystem (the media folder is passed
+    on by itself). boto3's credentials are already in the environment (``s3_bucket``)."""
+    if not settings.S3_BUCKET:
+        return {}
+    return {
+        "WORKBENCH_S3_BUCKET": settings.S3_BUCKET,
+        "WORKBENCH_S3_ENDPOINT_URL": settings.S3_ENDPOINT_URL,
+        "WORKBENCH_S3_REGION": settings.S3_REGION,
+        "WORKBENCH_S3_ADDRESSING_STYLE": settings.S3_ADDRESSING_STYLE,
+        "WORKBENCH_S3_SERVE": settings.S3_SERVE,
+    }
+
+
 def fetch_download(response: Any, store: FileStore) -> bytes:
     """The bytes a browser gets for a file answer: on S3, the app answers 302 to a presigned URL,
     fetched here from the S3 server itself; on the filesystem, the app streams the file."""
@@ -161,3 +207,12 @@ def fetch_download(response: Any, store: FileStore) -> bytes:
         return body
     assert response.status_code == 200, response.status_code
     return b"".join(response.streaming_content)
+
+
+def served_disposition(response: Any) -> str:
+    """The ``Content-Disposition`` a browser gets for a file answer: the app's own header, or, for a
+    redirect to a presigned URL, the one the URL makes the bucket answer with."""
+    if response.status_code == 302:
+        query = parse_qs(urlsplit(response["Location"]).query)
+        return query.get("response-content-disposition", [""])[0]
+    return str(response["Content-Disposition"])

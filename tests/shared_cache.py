@@ -66,14 +66,18 @@ def free_port() -> int:
 def web_node(extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """A gunicorn process (one worker) on the test database; its base URL. ``extra_env`` adds settings
     (``WORKBENCH_CACHE_URL`` for the shared cache)."""
+    from django.conf import settings
+
     from tests import worker
     from tests.benchmarks.bench_vs_labelstudio import gunicorn_flags, start_server, stop_server
+    from tests.s3_server import storage_env
 
     port = free_port()
     env = {
         **os.environ,
         "DATABASE_URL": worker.test_database_url(),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        **storage_env(settings),  # the test's bucket, when its files are in one
         **(extra_env or {}),
     }
     if "WORKBENCH_CACHE_URL" not in (extra_env or {}):

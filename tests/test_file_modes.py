@@ -73,6 +73,7 @@ def test_an_older_world_readable_data_folder_is_closed(tmp_path: Path) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.filesystem  # modes of files in the media folder (a bucket's objects have no mode)
 def test_export_files_are_private(study, owner, django_capture_on_commit_callbacks) -> None:
     assert settings.FILE_UPLOAD_PERMISSIONS == 0o600
     ItemFactory.create(study=study)

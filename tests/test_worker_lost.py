@@ -43,6 +43,7 @@ from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import labeller_register, labelling_job_create
 from tests.factories import StudyFactory
 from tests.fixtures.tiny_sd import save_tiny_sd
+from tests.s3_server import FileStore
 from tests.worker import celery_worker, kill_worker, wait_for
 from workbench.celery import app
 
@@ -113,7 +114,9 @@ def page(user: User, url: str) -> str:
     return response.content.decode()
 
 
-def test_a_generation_job_resumes_after_its_worker_is_killed(owner: User, tmp_path: Path) -> None:
+def test_a_generation_job_resumes_after_its_worker_is_killed(
+    owner: User, tmp_path: Path, default_store: FileStore
+) -> None:
     model = save_tiny_sd(tmp_path / "tiny-sd")
     study = StudyFactory.create(owner=owner, protocol=load_preset("object-attributes").to_dict())
     prompts = PromptSet(
@@ -143,7 +146,7 @@ def test_a_generation_job_resumes_after_its_worker_is_killed(owner: User, tmp_pa
     stored = {
         Path(name).name for name in ItemImage.objects.filter(item__study=study).values_list("file", flat=True)
     }
-    on_disk = {path.name for path in (Path(settings.MEDIA_ROOT) / "items" / str(study.pk)).iterdir()}
+    on_disk = {Path(name).name for name in default_store.names(f"items/{study.pk}/")}
     assert stored <= on_disk  # every stored image has its file
     # A SIGKILL inside a batch's transaction may leave that batch's PNGs behind without rows (never
     # shown, never exported): at most one batch of them.
@@ -205,7 +208,9 @@ def noise(index: int) -> bytes:
     return buffer.getvalue()
 
 
-def test_a_zip_export_resumes_after_its_worker_is_killed(owner: User, tmp_path: Path) -> None:
+def test_a_zip_export_resumes_after_its_worker_is_killed(
+    owner: User, tmp_path: Path, default_store: FileStore
+) -> None:
     study: Study = StudyFactory.create(owner=owner)
     count = 200
     for start in range(0, count, 50):
@@ -226,9 +231,9 @@ def test_a_zip_export_resumes_after_its_worker_is_killed(owner: User, tmp_path: 
         logs=tmp_path,
     )
     job = ExportJob.objects.get(pk=job.pk)
-    exports = list((Path(settings.MEDIA_ROOT) / "exports").iterdir())
-    assert [path.name for path in exports] == [Path(job.file.name).name]  # one file: not made twice
-    with zipfile.ZipFile(exports[0]) as archive:
+    exports = default_store.names("exports/")
+    assert exports == [job.file.name]  # one file: not made twice
+    with zipfile.ZipFile(io.BytesIO(default_store.read(exports[0]))) as archive:
         names = archive.namelist()
         assert archive.testzip() is None
         lines = archive.read("study.jsonl").decode().splitlines()

@@ -15,6 +15,8 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import connection
 
+from tests.s3_server import storage_env
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -35,9 +37,10 @@ def test_database_url() -> str:
 def celery_worker(
     *, queues: str = "celery,gpu", extra_env: dict[str, str] | None = None, log: Path | None = None
 ) -> Iterator[subprocess.Popen]:
-    """A worker process (solo pool) that sees the test database and the test media folder. It runs
-    in its own process group (see :func:`kill_worker`); its output goes to ``log`` when given (a
-    long run could fill a pipe nobody reads), else to a pipe read when a test fails."""
+    """A worker process (solo pool) that sees the test database and the test's store (its media
+    folder, or its bucket). It runs in its own process group (see :func:`kill_worker`); its output goes
+    to ``log`` when given (a long run could fill a pipe nobody reads), else to a pipe read when a test
+    fails."""
     env = {
         **os.environ,
         "DATABASE_URL": test_database_url(),
@@ -45,6 +48,7 @@ def celery_worker(
         "WORKBENCH_MEDIA_ROOT": str(settings.MEDIA_ROOT),
         "WORKBENCH_MODEL_DIRS": ",".join(settings.WORKBENCH_MODEL_DIRS),
         "CELERY_TASK_ALWAYS_EAGER": "false",
+        **storage_env(settings),  # the test's bucket, when its files are in one
         **(extra_env or {}),
     }
     output = subprocess.PIPE if log is None else log.open("a")

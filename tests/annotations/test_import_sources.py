@@ -417,6 +417,7 @@ def test_the_api_imports_a_large_upload_as_a_job_only_its_owner_sees(
     assert page.status_code == 404
 
 
+@pytest.mark.filesystem  # the media folder itself (in a bucket: the tests above)
 def test_an_upload_job_on_the_embedded_default_storage_leaves_no_upload_behind(
     study, owner, settings, _media_root, django_capture_on_commit_callbacks
 ) -> None:

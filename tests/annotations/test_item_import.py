@@ -23,10 +23,6 @@ from tests.s3_server import FileStore
 pytestmark = pytest.mark.django_db
 
 
-def stored_files(media: Path) -> list[Path]:
-    return [path for path in media.rglob("*") if path.is_file()]
-
-
 def test_a_folder_of_images_becomes_items_with_hashes_and_sizes(
     study, tmp_path, file_store: FileStore
 ) -> None:
@@ -101,7 +97,9 @@ def test_a_zip_with_a_jsonl_manifest_builds_image_sets(file_store: FileStore, ow
     assert [file_store.read(name) for name in stored] == [png_bytes((i * 60, 10, 10)) for i in range(4)]
 
 
-def test_identical_files_are_kept_and_reported_and_repeated_ids_skipped(study, tmp_path, _media_root) -> None:
+def test_identical_files_are_kept_and_reported_and_repeated_ids_skipped(
+    study, tmp_path, default_store: FileStore
+) -> None:
     # (issue 14 point 3 changed this on purpose: a byte-identical file under another id was skipped before)
     write_png(tmp_path / "a.png", (1, 2, 3))
     write_png(tmp_path / "copy-of-a.png", (1, 2, 3))
@@ -110,7 +108,7 @@ def test_identical_files_are_kept_and_reported_and_repeated_ids_skipped(study, t
     assert report.identical == [
         {"external_id": "copy-of-a.png", "same_as": "a.png", "reason": "same file(s) as item 'a.png'; kept"}
     ]
-    assert len(stored_files(_media_root)) == 2  # each item stores its own copy
+    assert len(default_store.names()) == 2  # each item stores its own copy
     again = items_import(study=study, path=tmp_path)
     assert again.created == 0 and len(again.duplicates) == 2
     assert Item.objects.filter(study=study).count() == 2
@@ -391,7 +389,9 @@ def safety_filtered_folder(folder: Path) -> Path:
     return folder
 
 
-def test_the_import_command_keeps_identical_black_images_and_flags_them(study, tmp_path, _media_root) -> None:
+def test_the_import_command_keeps_identical_black_images_and_flags_them(
+    study, tmp_path, default_store: FileStore
+) -> None:
     from django.core.management import call_command
 
     out, err = io.StringIO(), io.StringIO()
@@ -415,7 +415,7 @@ def test_the_import_command_keeps_identical_black_images_and_flags_them(study, t
     assert conditions == {"gender:women": 2, "gender:men": 3}  # no condition lost an item
     flags = dict(ItemImage.objects.filter(item__study=study).values_list("item__external_id", "is_blank"))
     assert flags == {"w1": True, "w2": True, "m1": True, "m2": False, "m3": True}
-    assert len(stored_files(_media_root)) == 5
+    assert len(default_store.names()) == 5
 
 
 def test_the_api_and_the_upload_page_report_identical_and_blank_images(

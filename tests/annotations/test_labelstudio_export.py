@@ -23,6 +23,7 @@ from common.files import MemorySource
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import UserFactory
 from tests.helpers import client_for
+from tests.s3_server import FileStore, fetch_download, served_disposition
 
 pytestmark = pytest.mark.django_db
 
@@ -269,7 +270,7 @@ def test_export_then_import_gives_the_same_items_annotations_and_boxes(rich_stud
 
 
 def test_api_and_page_export_label_studio_in_the_background(
-    rich_study, owner, django_capture_on_commit_callbacks
+    rich_study, owner, django_capture_on_commit_callbacks, default_store: FileStore
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         response = client_for(owner).post(f"/api/studies/{rich_study.pk}/export/labelstudio/")
@@ -277,7 +278,8 @@ def test_api_and_page_export_label_studio_in_the_background(
     job = ExportJob.objects.get(pk=response.json()["id"])
     assert job.status == "done" and job.format == "labelstudio"
     download = client_for(owner).get(f"/api/exports/{job.pk}/download/")
-    assert f'filename="study-{rich_study.pk}.labelstudio.zip"' in download["Content-Disposition"]
+    assert f'filename="study-{rich_study.pk}.labelstudio.zip"' in served_disposition(download)
+    assert fetch_download(download, default_store)[:2] == b"PK"
     client = Client()
     client.force_login(owner)
     with django_capture_on_commit_callbacks(execute=True):

@@ -25,6 +25,7 @@ from common.jobs import (
     job_requeue_stale,
     jobs_resume_stale,
 )
+from tests.s3_server import FileStore
 
 pytestmark = pytest.mark.django_db
 
@@ -233,13 +234,15 @@ def test_the_heartbeat_of_a_long_loop_stamps_at_most_every_interval_and_stops_th
 
 
 def test_an_export_whose_worker_was_lost_is_written_again_once_by_the_command(
-    study: Study, owner: User, settings: Any, django_capture_on_commit_callbacks: Any
+    study: Study,
+    owner: User,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+    default_store: FileStore,
 ) -> None:
     """``manage.py resume_stale_jobs`` queues a stale export again (run eagerly here); the run
     writes the file from scratch: the lost run's partial file and the file it stored before it
     could finish are gone, and the job has exactly one file."""
-    from pathlib import Path
-
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
     from django.core.management import call_command
@@ -262,7 +265,7 @@ def test_an_export_whose_worker_was_lost_is_written_again_once_by_the_command(
     job.refresh_from_db()
     assert (job.status, job.resumed_count, job.worker_note) == ("done", 1, "worker lost, resumed")
     assert job.file.name == export_job_file_name(job)
-    assert [p.name for p in (Path(settings.MEDIA_ROOT) / "exports").iterdir()] == [Path(job.file.name).name]
+    assert default_store.names("exports/") == [job.file.name]
     with job.file.open("rb") as handle:
         assert b'"external_id": "i1"' in handle.read()
     assert not export_job_workdir(job).exists()
