@@ -141,8 +141,10 @@ def test_two_web_nodes_and_a_worker_share_only_the_database_redis_and_the_bucket
     owner_key = Token.objects.create(user=owner).key
     annotator_key = Token.objects.create(user=annotator).key
     machines = {name: tmp_path / name for name in ("web-a", "web-b", "worker")}
-    common = {"bucket": s3_bucket, "cache_url": shared_cache, "secret_key": str(settings.SECRET_KEY)}
-    envs = {name: node_env(folder, **common) for name, folder in machines.items()}
+    envs = {
+        name: node_env(folder, bucket=s3_bucket, cache_url=shared_cache, secret_key=str(settings.SECRET_KEY))
+        for name, folder in machines.items()
+    }
     save_tiny_sd(machines["worker"] / "models" / "tiny-sd")  # only the worker holds the model
 
     with ExitStack() as stack:
