@@ -20,6 +20,7 @@ STUDY_SUFFIXES = (".jsonl", ".zip")
 COCO_SUFFIXES = (".json",)
 LABELSTUDIO_SUFFIXES = (".json", ".zip")  # an export, or a zip of it with its config and media
 CONFIG_SUFFIXES = (".xml",)
+CONTROL_SUFFIXES = (".csv", ".jsonl", ".ndjson")
 
 
 def upload_check(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) -> str:
