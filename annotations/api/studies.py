@@ -39,8 +39,8 @@ from annotations.interchange.import_jobs import (
     import_job_from_address,
     import_job_from_uploads,
     import_upload,
+    items_import_uploads,
 )
-from annotations.interchange.item_import import items_import
 from annotations.interchange.labelstudio_import import labelstudio_import
 from annotations.interchange.sources import stored_delete, upload_keep
 from annotations.models import Annotation, Annotator, ExportJob, ImportJob, Item, Study, User
@@ -55,9 +55,7 @@ from common.errors import ImportRefused, NotFoundError, ValidationFailed
 from common.query_params import query_flag
 from common.uploads import (
     CONFIG_SUFFIXES,
-    ITEM_SUFFIXES,
     LABELSTUDIO_SUFFIXES,
-    upload_to_temp,
 )
 
 
@@ -188,8 +186,7 @@ class ItemImportView(APIView):
                     )
                 )
                 return Response(s.ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-            with upload_to_temp(upload, suffixes=ITEM_SUFFIXES) as path:
-                report = items_import(study=study, path=path)
+            report = items_import_uploads(study=study, uploads=[upload], paths=[])
         except ImportRefused as exc:  # the refusal points to the study's manifest template
             templates = {
                 fmt: request.build_absolute_uri(reverse("study-import-template", args=[study.pk, fmt]))

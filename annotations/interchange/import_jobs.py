@@ -22,6 +22,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from annotations.interchange.import_kinds import KINDS, ImportRun, import_summary
+from annotations.interchange.item_import import ImportReport, items_import
 from annotations.interchange.sources import (
     Address,
     Stored,
@@ -104,12 +105,25 @@ def import_upload(
     return ImportOutcome(report=report, summary=import_summary(kind, report))
 
 
+def items_import_uploads(
+    *, study: Study, uploads: list[UploadedFile[bytes]], paths: list[str], images: bool = False
+) -> ImportReport:
+    """Items from uploads within the request: kept in storage as a job would keep them (checked the
+    same way; ``images``: the form's images field, read as a folder), imported from there, and
+    deleted once the import ends."""
+    stored = uploads_store(uploads, paths=paths, suffixes=ITEM_SUFFIXES, images=images)
+    try:
+        return items_import(study=study, path=Stored(stored))
+    finally:
+        stored_delete(stored)
+
+
 def import_job_from_uploads(
-    *, study: Study, user: Any, uploads: list[UploadedFile[bytes]], paths: list[str]
+    *, study: Study, user: Any, uploads: list[UploadedFile[bytes]], paths: list[str], images: bool = False
 ) -> ImportJob:
     """Keep the uploads in storage (checked as an import within the request checks them) and queue
     their import; the kept files are deleted if the job cannot be made."""
-    stored = uploads_store(uploads, paths=paths, suffixes=ITEM_SUFFIXES)
+    stored = uploads_store(uploads, paths=paths, suffixes=ITEM_SUFFIXES, images=images)
     label = (uploads[0].name or "upload") if len(uploads) == 1 else f"{len(uploads)} files"
     try:
         return _job_create(study=study, user=user, upload=stored, label=label)

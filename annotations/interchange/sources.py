@@ -342,13 +342,16 @@ def stored_open(name: str) -> Opened:
     return Opened(StorageSource(parent), manifest=PurePosixPath(name).name)
 
 
-def uploads_store(uploads: list[UploadedFile[bytes]], *, paths: list[str], suffixes: tuple[str, ...]) -> str:
+def uploads_store(
+    uploads: list[UploadedFile[bytes]], *, paths: list[str], suffixes: tuple[str, ...], images: bool = False
+) -> str:
     """Keep uploaded files in storage under ``uploads/<random>/`` for an import job, after the same
     checks as an import within the request (``common.uploads``); the name :func:`stored_open`
     reads. One file (a zip, a manifest) is stored as itself; several files (images and at most one
-    manifest) as a folder, the manifest as ``manifest.<suffix>``."""
+    manifest; ``images``: sent as the form's ``images``, even one alone) as a folder, the manifest as
+    ``manifest.<suffix>``."""
     folder = f"{UPLOADS_PREFIX}{uuid.uuid4().hex}/"
-    if len(uploads) == 1 and not paths:
+    if len(uploads) == 1 and not paths and not images:
         suffix = upload_check(uploads[0], suffixes=suffixes)
         return default_storage.save(f"{folder}upload{suffix}", uploads[0])
     plan, lone_manifest = uploads_plan(uploads, paths=paths)

@@ -46,8 +46,8 @@ from annotations.interchange.import_jobs import (
     import_job_from_uploads,
     import_job_summary,
     import_upload,
+    items_import_uploads,
 )
-from annotations.interchange.item_import import items_import
 from annotations.interchange.labelstudio_import import LabelStudioImportReport, labelstudio_import
 from annotations.interchange.sources import stored_delete, upload_keep
 from annotations.models import ImportJob, Item, Study, User
@@ -75,10 +75,7 @@ from annotations.views.pages import IMAGE_CSP, form_problems, import_outcome_mes
 from common.errors import WorkbenchError
 from common.uploads import (
     CONFIG_SUFFIXES,
-    ITEM_SUFFIXES,
     LABELSTUDIO_SUFFIXES,
-    upload_to_temp,
-    uploads_to_temp_folder,
 )
 
 
@@ -346,18 +343,14 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
             raise WorkbenchError(form_problems(form, "file", "Choose a file to import."))
         else:
             uploads = form.cleaned_data["images"] or [form.cleaned_data["file"]]
-            paths = request.POST.getlist("paths") if form.cleaned_data["images"] else []
+            images = bool(form.cleaned_data["images"])
+            paths = request.POST.getlist("paths") if images else []
             if sum(upload.size or 0 for upload in uploads) > settings.WORKBENCH_IMPORT_INLINE_BYTES:
                 job = import_job_from_uploads(
-                    study=study, user=request_user(request), uploads=uploads, paths=paths
+                    study=study, user=request_user(request), uploads=uploads, paths=paths, images=images
                 )
             else:
-                with (
-                    uploads_to_temp_folder(uploads, paths=paths)
-                    if form.cleaned_data["images"]
-                    else upload_to_temp(form.cleaned_data["file"], suffixes=ITEM_SUFFIXES)
-                ) as path:
-                    report = items_import(study=study, path=path)
+                report = items_import_uploads(study=study, uploads=uploads, paths=paths, images=images)
     except WorkbenchError as exc:
         if wants_json:
             return JsonResponse({"ok": False, "error": exc.message, "templates": templates}, status=400)
