@@ -10,7 +10,7 @@ import finished in the request or in a job.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +51,7 @@ class ImportRun:
 
     study: Study
     address: Address
-    files: dict[str, Address] = field(default_factory=dict)
+    files: Mapping[str, Address] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     tick: Callable[[], None] = _nothing
     before_commit: Callable[[], None] = _nothing
