@@ -590,10 +590,27 @@ class ExportJob(BackgroundJob):
 
 
 class ImportJob(BackgroundJob):
-    """Items imported by a worker (an upload kept in storage, or a bucket address); its lifecycle is
-    ``common.jobs``'s, and a job that ends (done, failed or cancelled) deletes its kept upload."""
+    """An import run by a worker (an upload kept in storage, or a bucket address): items, or another
+    kind of import (``kind``, with its ``options``); its lifecycle is ``common.jobs``'s, and a job
+    that ends (done, failed or cancelled) deletes its kept upload and files."""
+
+    class Kind(models.TextChoices):
+        ITEMS = "items", "Items"
+        LABELSTUDIO = "labelstudio", "Label Studio export"
+        COCO = "coco", "COCO boxes"
+        ANNOTATIONS = "annotations", "Annotations"
+        FEATURES = "features", "Embeddings and captions"
+        STEREOTYPES = "stereotypes", "Stereotype table"
+        CONTROLS = "controls", "Control items"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="import_jobs")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.ITEMS)
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The import's options (a COCO import's question, annotator, kind) and the other files "
+        "it keeps in storage (files: a labeling config, visual-attribute ratings)",
+    )
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     upload = models.CharField(
         max_length=255, blank=True, help_text="The upload kept in storage (a file, or a folder ending in /)"

@@ -1,11 +1,9 @@
-"""Uploaded files (pages and API) go to a temporary file before an import reads them."""
+"""Uploaded files (pages and API): the checks an upload passes before it is kept in storage for its
+import (``annotations.interchange.sources.upload_keep`` and ``uploads_store``)."""
 
 from __future__ import annotations
 
-import contextlib
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -20,6 +18,7 @@ STUDY_SUFFIXES = (".jsonl", ".zip")
 COCO_SUFFIXES = (".json",)
 LABELSTUDIO_SUFFIXES = (".json", ".zip")  # an export, or a zip of it with its config and media
 CONFIG_SUFFIXES = (".xml",)
+CONTROL_SUFFIXES = (".csv", ".jsonl", ".ndjson")
 
 
 def upload_check(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) -> str:
@@ -35,18 +34,6 @@ def upload_check(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) -> s
             f"{upload.name}: larger than the {limit // (1024 * 1024)} MB limit", {"file": "too large"}
         )
     return suffix
-
-
-@contextlib.contextmanager
-def upload_to_temp(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...]) -> Iterator[Path]:
-    """Write an upload to a temporary file with a checked suffix; removed afterwards."""
-    suffix = upload_check(upload, suffixes=suffixes)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / f"upload{suffix}"
-        with path.open("wb") as handle:
-            for chunk in upload.chunks():
-                handle.write(chunk)
-        yield path
 
 
 MANIFEST_SUFFIXES = (".csv", ".jsonl", ".ndjson")
@@ -71,34 +58,18 @@ def _name_check(name: str) -> None:
         )
 
 
-@contextlib.contextmanager
-def uploads_to_temp_folder(uploads: list[UploadedFile[bytes]], *, paths: list[str]) -> Iterator[Path]:
-    """Several uploaded files (images, and at most one manifest) written into a temporary folder that
-    an item import reads like a folder of images (docs/import-export.md, "Several files at once").
+def uploads_plan(
+    uploads: list[UploadedFile[bytes]], *, paths: list[str]
+) -> tuple[list[tuple[str, UploadedFile[bytes]]], bool]:
+    """Where each of several uploaded files (images, and at most one manifest) goes in the folder an
+    item import reads like a folder of images (docs/import-export.md, "Several files at once"), and
+    whether they are one manifest alone (read as a manifest file, not a folder).
 
     ``paths``: each file's path relative to the folder the researcher chose (the browser's
     ``webkitRelativePath``; the upload's own name carries no folder), used when there is one per file.
     A folder common to every path is dropped, so a manifest at the top of the chosen folder is found;
     a lone manifest of any name is read as ``manifest.<suffix>``. Refused: other file types, unsafe
     paths (``..``, absolute), the same path twice, more than the upload size limit in all."""
-    plan, lone_manifest = uploads_plan(uploads, paths=paths)
-    with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder) / "upload"
-        for relative, upload in plan:
-            target = root.joinpath(*PurePosixPath(relative).parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open("wb") as handle:
-                for chunk in upload.chunks():
-                    handle.write(chunk)
-        yield root / plan[0][0] if lone_manifest else root
-
-
-def uploads_plan(
-    uploads: list[UploadedFile[bytes]], *, paths: list[str]
-) -> tuple[list[tuple[str, UploadedFile[bytes]]], bool]:
-    """Where each of several uploaded files goes in the folder an import reads (checked as
-    :func:`uploads_to_temp_folder` says), and whether they are one manifest alone (read as a
-    manifest file, not a folder)."""
     if len(paths) == len(uploads):
         names = [path.strip() or (upload.name or "") for path, upload in zip(paths, uploads, strict=True)]
     else:

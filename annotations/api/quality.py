@@ -18,16 +18,15 @@ from rest_framework.views import APIView
 
 from annotations import access
 from annotations.access import request_user
-from annotations.api.serializers import ItemSerializer, UploadSerializer
-from annotations.models import AnnotatorExclusion, ControlKind
+from annotations.api.serializers import ImportJobSerializer, ItemSerializer, UploadSerializer
+from annotations.api.studies import import_answer
+from annotations.interchange.import_jobs import import_upload
+from annotations.models import AnnotatorExclusion, ControlKind, ImportJob
 from annotations.selectors import controls as control_selectors
 from annotations.selectors import quality as quality_selectors
 from annotations.services import controls as control_services
 from annotations.services import quality as quality_services
 from common.errors import ValidationFailed
-from common.uploads import upload_to_temp
-
-CONTROL_SUFFIXES = (".csv", ".jsonl", ".ndjson")
 
 
 class ControlSerializer(serializers.Serializer[Any]):
@@ -97,18 +96,27 @@ class ItemControlView(APIView):
 
 
 class ControlImportView(APIView):
-    """Mark controls from a CSV or JSONL file (the same as ``manage.py mark_gold``)."""
+    """Mark controls from a CSV or JSONL file (the same as ``manage.py mark_gold``); an upload over
+    ``WORKBENCH_IMPORT_INLINE_MB`` becomes an import job (202)."""
 
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request={"multipart/form-data": UploadSerializer}, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request={"multipart/form-data": UploadSerializer},
+        responses={201: OpenApiTypes.OBJECT, 202: ImportJobSerializer},
+    )
     def post(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
         data = UploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with upload_to_temp(data.validated_data["file"], suffixes=CONTROL_SUFFIXES) as path:
-            report = control_services.controls_import(study=study, path=path)
-        return Response(report.as_dict(), status=status.HTTP_201_CREATED)
+        return import_answer(
+            import_upload(
+                study=study,
+                user=request_user(request),
+                kind=ImportJob.Kind.CONTROLS,
+                upload=data.validated_data["file"],
+            )
+        )
 
 
 class QualityReportView(APIView):

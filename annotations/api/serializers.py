@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotations.interchange.import_jobs import import_job_summary
 from annotations.models import (
     Annotation,
     Annotator,
@@ -318,12 +319,16 @@ class ImportJobSerializer(serializers.ModelSerializer[ImportJob]):
     worker_note = serializers.CharField(
         read_only=True, help_text='"worker lost, resumed" when a run was taken over from a lost worker'
     )
+    summary = serializers.SerializerMethodField(
+        help_text="Once done, the report in a sentence (as the page shows it)"
+    )
 
     class Meta:
         model = ImportJob
         fields = [
             "id",
             "study",
+            "kind",
             "label",
             "address",
             "status",
@@ -334,7 +339,11 @@ class ImportJobSerializer(serializers.ModelSerializer[ImportJob]):
             "finished_at",
             "resumed_count",
             "worker_note",
+            "summary",
         ]
+
+    def get_summary(self, job: ImportJob) -> str:
+        return import_job_summary(job)
 
 
 class ExportJobSerializer(serializers.ModelSerializer[ExportJob]):

@@ -26,7 +26,6 @@ from annotations.api import serializers as s
 from annotations.api.filters import ScopedFilterSet
 from annotations.api.parsers import CheckedJSONParser
 from annotations.downloads import raw_requested, stored_file_response, streaming_export
-from annotations.interchange.coco_import import coco_import
 from annotations.interchange.exports import (
     FILE_FORMATS,
     export_filename,
@@ -34,14 +33,16 @@ from annotations.interchange.exports import (
     export_refusal,
     export_size,
 )
-from annotations.interchange.feature_import import features_import
 from annotations.interchange.import_jobs import (
+    ImportOutcome,
     import_job_cancel,
     import_job_from_address,
     import_job_from_uploads,
+    import_upload,
+    items_import_uploads,
 )
-from annotations.interchange.item_import import items_import
 from annotations.interchange.labelstudio_import import labelstudio_import
+from annotations.interchange.sources import stored_delete, upload_keep
 from annotations.models import Annotation, Annotator, ExportJob, ImportJob, Item, Study, User
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
@@ -51,17 +52,12 @@ from annotations.selectors.findings.report import metrics_report_cached
 from annotations.selectors.studies import enrolled_account
 from annotations.selectors.study_options import with_study_options
 from annotations.services import studies as study_services
-from annotations.services.annotation_writes import annotations_import
 from common.checked_input import id_from_text
 from common.errors import ImportRefused, NotFoundError, ValidationFailed
 from common.query_params import query_flag
 from common.uploads import (
-    ANNOTATION_SUFFIXES,
-    COCO_SUFFIXES,
     CONFIG_SUFFIXES,
-    ITEM_SUFFIXES,
     LABELSTUDIO_SUFFIXES,
-    upload_to_temp,
 )
 
 
@@ -247,8 +243,7 @@ class ItemImportView(APIView):
                     )
                 )
                 return Response(s.ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-            with upload_to_temp(upload, suffixes=ITEM_SUFFIXES) as path:
-                report = items_import(study=study, path=path)
+            report = items_import_uploads(study=study, uploads=[upload], paths=[])
         except ImportRefused as exc:  # the refusal points to the study's manifest template
             templates = {
                 fmt: request.build_absolute_uri(reverse("study-import-template", args=[study.pk, fmt]))
@@ -263,50 +258,66 @@ class ItemImportView(APIView):
         return Response(report.as_dict(), status=status.HTTP_201_CREATED)
 
 
+def import_answer(outcome: ImportOutcome) -> Response:
+    """An upload's import as the API answers it: 201 and the report (finished within the request) or
+    202 and the import job (GET /api/imports/<id>/ shows its status and, once done, its report)."""
+    if outcome.job is not None:
+        return Response(s.ImportJobSerializer(outcome.job).data, status=status.HTTP_202_ACCEPTED)
+    return Response(outcome.report, status=status.HTTP_201_CREATED)
+
+
 class AnnotationImportView(APIView):
-    """JSONL annotations, or (``format=coco``) the boxes of a COCO file into one boxes question."""
+    """JSONL annotations, or (``format=coco``) the boxes of a COCO file into one boxes question; an
+    upload over ``WORKBENCH_IMPORT_INLINE_MB`` becomes an import job (202)."""
 
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
         request={"multipart/form-data": s.AnnotationUploadSerializer},
-        responses={201: s.ImportReportSerializer},
+        responses={201: s.ImportReportSerializer, 202: s.ImportJobSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
         data = s.AnnotationUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        if values["format"] == "coco":
-            if not values.get("question"):
-                raise ValidationFailed("a COCO import needs the boxes question", {"question": "required"})
-            with upload_to_temp(values["file"], suffixes=COCO_SUFFIXES) as path:
-                coco_report = coco_import(
-                    study=study,
-                    path=path,
-                    question=values["question"],
-                    annotator=values.get("annotator") or None,
-                    kind=values.get("kind") or None,
-                )
-            return Response(coco_report, status=status.HTTP_201_CREATED)
-        with upload_to_temp(values["file"], suffixes=ANNOTATION_SUFFIXES) as path:
-            report = annotations_import(study=study, path=path)
-        return Response(report.as_dict(), status=status.HTTP_201_CREATED)
+        coco = values["format"] == "coco"
+        if coco and not values.get("question"):
+            raise ValidationFailed("a COCO import needs the boxes question", {"question": "required"})
+        options = {name: values.get(name) or "" for name in ("question", "annotator", "kind")} if coco else {}
+        return import_answer(
+            import_upload(
+                study=study,
+                user=request_user(request),
+                kind=ImportJob.Kind.COCO if coco else ImportJob.Kind.ANNOTATIONS,
+                upload=values["file"],
+                options=options,
+            )
+        )
 
 
 class FeatureImportView(APIView):
-    """Import image embeddings and captions made elsewhere (JSONL; all or nothing; docs/import-export.md)."""
+    """Import image embeddings and captions made elsewhere (JSONL; all or nothing; docs/import-export.md);
+    an upload over ``WORKBENCH_IMPORT_INLINE_MB`` becomes an import job (202)."""
 
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request={"multipart/form-data": s.UploadSerializer}, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request={"multipart/form-data": s.UploadSerializer},
+        responses={201: OpenApiTypes.OBJECT, 202: s.ImportJobSerializer},
+    )
     def post(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
         data = s.UploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with upload_to_temp(data.validated_data["file"], suffixes=ANNOTATION_SUFFIXES) as path:
-            report = features_import(study=study, path=path)
-        return Response(report.as_dict(), status=status.HTTP_201_CREATED)
+        return import_answer(
+            import_upload(
+                study=study,
+                user=request_user(request),
+                kind=ImportJob.Kind.FEATURES,
+                upload=data.validated_data["file"],
+            )
+        )
 
 
 class FeatureExportView(APIView):
@@ -333,33 +344,45 @@ class FeatureExportView(APIView):
         return response
 
 
-def _labelstudio_upload(
-    values: dict[str, Any], *, study: Study | None, owner: User | None, name: str | None
-) -> dict[str, Any]:
-    with upload_to_temp(values["file"], suffixes=LABELSTUDIO_SUFFIXES) as path:
-        config = values.get("config")
-        if config is None:
-            return labelstudio_import(path=path, study=study, owner=owner, name=name).as_dict()
-        with upload_to_temp(config, suffixes=CONFIG_SUFFIXES) as config_path:
-            return labelstudio_import(
-                path=path, study=study, owner=owner, name=name, config_path=config_path
-            ).as_dict()
+def _labelstudio_create(values: dict[str, Any], *, owner: User, name: str) -> dict[str, Any]:
+    """A new study from a Label Studio export, within the request (a job needs its study first); the
+    upload is read from storage like every other import's."""
+    config = values.get("config")
+    kept = [upload_keep(values["file"], suffixes=LABELSTUDIO_SUFFIXES)]
+    try:
+        if config is not None:
+            kept.append(upload_keep(config, suffixes=CONFIG_SUFFIXES, stem="config"))
+        return labelstudio_import(
+            path=kept[0], owner=owner, name=name, config_path=kept[1] if config is not None else None
+        ).as_dict()
+    finally:
+        for stored in kept:
+            stored_delete(stored.name)
 
 
 class LabelStudioImportView(APIView):
-    """A Label Studio export into this study: its ``from_name``s must be the study's question keys."""
+    """A Label Studio export into this study: its ``from_name``s must be the study's question keys; an
+    upload over ``WORKBENCH_IMPORT_INLINE_MB`` becomes an import job (202)."""
 
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
-        request={"multipart/form-data": s.LabelStudioUploadSerializer}, responses={201: OpenApiTypes.OBJECT}
+        request={"multipart/form-data": s.LabelStudioUploadSerializer},
+        responses={201: OpenApiTypes.OBJECT, 202: s.ImportJobSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
         study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
         data = s.LabelStudioUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        report = _labelstudio_upload(data.validated_data, study=study, owner=None, name=None)
-        return Response(report, status=status.HTTP_201_CREATED)
+        return import_answer(
+            import_upload(
+                study=study,
+                user=request_user(request),
+                kind=ImportJob.Kind.LABELSTUDIO,
+                upload=data.validated_data["file"],
+                files={"config": data.validated_data.get("config")},
+            )
+        )
 
 
 class LabelStudioCreateView(APIView):
@@ -373,8 +396,8 @@ class LabelStudioCreateView(APIView):
     def post(self, request: Request) -> Response:
         data = s.LabelStudioCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        report = _labelstudio_upload(
-            data.validated_data, study=None, owner=request_user(request), name=data.validated_data["name"]
+        report = _labelstudio_create(
+            data.validated_data, owner=request_user(request), name=data.validated_data["name"]
         )
         return Response(report, status=status.HTTP_201_CREATED)
 

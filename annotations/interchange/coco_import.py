@@ -22,7 +22,7 @@ answer, when none exists, is the categories drawn).
 from __future__ import annotations
 
 import math
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from django.db import transaction
@@ -34,7 +34,7 @@ from annotations.interchange.answer_import import (
     Who,
     foreign_answers_save,
 )
-from annotations.interchange.sources import address_name, file_read
+from annotations.interchange.sources import Address, address_name, file_read
 from annotations.models import Annotator, Item, ItemImage, Study
 from annotations.protocols.schema import Question, slugify_option
 from common.checked_input import InputRefused, json_loads
@@ -44,7 +44,7 @@ DEFAULT_ANNOTATOR = "coco"
 MAX_ANNOTATIONS = 2_000_000
 
 
-def _load(path: Path | str) -> dict[str, Any]:
+def _load(path: Address) -> dict[str, Any]:
     name, raw = file_read(path)
     try:
         data = json_loads(raw.decode("utf-8-sig"), where=name)
@@ -165,7 +165,7 @@ def _number(value: Any) -> bool:
 
 @transaction.atomic
 def coco_import(
-    *, study: Study, path: Path | str, question: str, annotator: str | None = None, kind: str | None = None
+    *, study: Study, path: Address, question: str, annotator: str | None = None, kind: str | None = None
 ) -> dict[str, Any]:
     """Import a COCO file's boxes into ``question`` of ``study`` (see the module docstring)."""
     if kind is not None and kind not in Annotator.Kind.values:

@@ -21,7 +21,6 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count
 
-from annotations.interchange.sources import file_read
+from annotations.interchange.sources import Address, file_read
 from annotations.models import Annotator, Item, ItemFeature, Study
 from annotations.services.annotation_writes import (
     machine_annotator_for_import,
@@ -274,7 +273,7 @@ def _write(study: Study, features: list[_Feature]) -> FeatureImportReport:
     return report
 
 
-def features_import(*, study: Study, path: Path | str) -> FeatureImportReport:
+def features_import(*, study: Study, path: Address) -> FeatureImportReport:
     """Import a JSONL file of embeddings and captions into ``study``'s items; all or nothing.
     ``path``: a local file or a bucket object (``annotations.interchange.sources.file_read``)."""
     name, data = file_read(path, limit=settings.WORKBENCH_MAX_UPLOAD_BYTES)

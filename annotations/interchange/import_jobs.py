@@ -1,23 +1,36 @@
-"""Item imports run by a worker: an upload kept in storage, or a bucket address, imported through the
+"""Imports run by a worker: an upload kept in storage, or a bucket address, imported through the
 job lifecycle of ``common.jobs`` (claim, heartbeat, takeover of a lost worker's job, cancel).
 
-The import itself is the item import's (one transaction, the same report and refusals as within a
-request). A run that ends (done, failed, cancelled) deletes the kept upload, so a cancelled or
-failed import leaves no object behind; a run whose worker died keeps it, and the run that takes the
-job over imports it again from the start (the lost run's transaction never committed).
-docs/import-export.md, "Imports as jobs".
+Every kind of import (``annotations.interchange.import_kinds``: items, Label Studio, COCO,
+annotations, features, stereotype table, controls) is one: :func:`import_upload` keeps the upload in
+storage and imports it within the request when it is small (``WORKBENCH_IMPORT_INLINE_MB``), else
+queues a job. The import itself is the kind's service (one transaction, the same report and refusals
+as within a request). A run that ends (done, failed, cancelled) deletes the kept files, so a
+cancelled or failed import leaves no object behind; a run whose worker died keeps them, and the run
+that takes the job over imports them again from the start (the lost run's transaction never
+committed). docs/import-export.md, "Imports as jobs".
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
-from annotations.interchange.item_import import items_import, items_import_opened
-from annotations.interchange.sources import bucket_address_found, stored_delete, stored_open, uploads_store
+from annotations.interchange.import_kinds import KINDS, ImportRun, import_summary
+from annotations.interchange.item_import import ImportReport, items_import
+from annotations.interchange.sources import (
+    Address,
+    Stored,
+    bucket_address_found,
+    stored_delete,
+    upload_keep,
+    uploads_store,
+)
 from annotations.models import ImportJob, Study
 from common.errors import WorkbenchError
 from common.jobs import (
@@ -37,12 +50,80 @@ logger = logging.getLogger(__name__)
 IMPORT_TASK = "annotations.tasks.run_import_job_task"
 
 
+@dataclass(frozen=True)
+class ImportOutcome:
+    """An upload's import: finished within the request (``report``, and its ``summary``), or queued
+    as ``job``."""
+
+    job: ImportJob | None = None
+    report: dict[str, Any] | None = None
+    summary: str = ""
+
+
+def import_upload(
+    *,
+    study: Study,
+    user: Any,
+    kind: str,
+    upload: UploadedFile[bytes],
+    files: dict[str, UploadedFile[bytes] | None] | None = None,
+    options: dict[str, Any] | None = None,
+) -> ImportOutcome:
+    """Keep an upload of an import of ``kind`` (and its other ``files`` by role: a Label Studio
+    labeling config, stereotype ratings) in storage, checked as before (type, size); import it now
+    when all of it is within ``WORKBENCH_IMPORT_INLINE_MB``, else queue an import job. Within the
+    request the kept files are deleted once the import ends; a refusal raises as it did."""
+    spec = KINDS[kind]
+    uploads = {role: given for role, given in (files or {}).items() if given is not None}
+    kept: dict[str, Stored] = {}
+    try:
+        main = upload_keep(upload, suffixes=spec.suffixes)
+        kept[""] = main
+        for role, given in uploads.items():
+            kept[role] = upload_keep(given, suffixes=spec.files[role], stem=role)
+        size = sum(given.size or 0 for given in (upload, *uploads.values()))
+        if size > settings.WORKBENCH_IMPORT_INLINE_BYTES:
+            job = _job_create(
+                study=study,
+                user=user,
+                kind=kind,
+                upload=main.name,
+                options={**(options or {}), "files": {r: s.name for r, s in kept.items() if r}},
+                label=upload.name or "upload",
+            )
+            return ImportOutcome(job=job)
+    except BaseException:
+        for stored in kept.values():
+            stored_delete(stored.name)
+        raise
+    try:
+        others: dict[str, Address] = {role: stored for role, stored in kept.items() if role}
+        report = spec.run(ImportRun(study=study, address=main, files=others, options=dict(options or {})))
+    finally:
+        for stored in kept.values():
+            stored_delete(stored.name)
+    return ImportOutcome(report=report, summary=import_summary(kind, report))
+
+
+def items_import_uploads(
+    *, study: Study, uploads: list[UploadedFile[bytes]], paths: list[str], images: bool = False
+) -> ImportReport:
+    """Items from uploads within the request: kept in storage as a job would keep them (checked the
+    same way; ``images``: the form's images field, read as a folder), imported from there, and
+    deleted once the import ends."""
+    stored = uploads_store(uploads, paths=paths, suffixes=ITEM_SUFFIXES, images=images)
+    try:
+        return items_import(study=study, path=Stored(stored))
+    finally:
+        stored_delete(stored)
+
+
 def import_job_from_uploads(
-    *, study: Study, user: Any, uploads: list[UploadedFile[bytes]], paths: list[str]
+    *, study: Study, user: Any, uploads: list[UploadedFile[bytes]], paths: list[str], images: bool = False
 ) -> ImportJob:
     """Keep the uploads in storage (checked as an import within the request checks them) and queue
     their import; the kept files are deleted if the job cannot be made."""
-    stored = uploads_store(uploads, paths=paths, suffixes=ITEM_SUFFIXES)
+    stored = uploads_store(uploads, paths=paths, suffixes=ITEM_SUFFIXES, images=images)
     label = (uploads[0].name or "upload") if len(uploads) == 1 else f"{len(uploads)} files"
     try:
         return _job_create(study=study, user=user, upload=stored, label=label)
@@ -60,10 +141,23 @@ def import_job_from_address(*, study: Study, user: Any, address: str) -> ImportJ
 
 @transaction.atomic
 def _job_create(
-    *, study: Study, user: Any, upload: str = "", address: str = "", label: str = ""
+    *,
+    study: Study,
+    user: Any,
+    kind: str = ImportJob.Kind.ITEMS,
+    upload: str = "",
+    address: str = "",
+    label: str = "",
+    options: dict[str, Any] | None = None,
 ) -> ImportJob:
     job = ImportJob.objects.create(
-        study=study, requested_by=user, upload=upload, address=address, label=label[:255]
+        study=study,
+        requested_by=user,
+        kind=kind,
+        upload=upload,
+        address=address,
+        label=label[:255],
+        options=options or {},
     )
     job_enqueue(task_name=IMPORT_TASK, job_id=job.pk)
     return job
@@ -75,7 +169,7 @@ def import_job_cancel(*, job: ImportJob) -> ImportJob:
     if ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.PENDING).update(
         status=ImportJob.Status.CANCELLED, cancel_requested=True
     ):
-        stored_delete(job.upload)
+        _kept_delete(job)
         job_finish(ImportJob, job.pk, status=ImportJob.Status.CANCELLED)
     else:
         ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING).update(cancel_requested=True)
@@ -95,15 +189,27 @@ def import_job_run(*, job_id: int) -> ImportJob:
 
 def _import_job_run_claimed(job: ImportJob, token: str) -> ImportJob:
     status, error, report = ImportJob.Status.DONE, "", {}
+
+    def before_commit() -> None:  # the last check for a cancel, inside the import's transaction
+        if job_heartbeat(ImportJob, job.pk, token):
+            raise JobStopped("cancelled")
+
     try:
         if job_heartbeat(ImportJob, job.pk, token):
             raise JobStopped("cancelled before it started")
-        tick = Heartbeat(ImportJob, job.pk, token)
-        if job.upload:
-            result = items_import_opened(study=job.study, opened=stored_open(job.upload), tick=tick)
-        else:
-            result = items_import(study=job.study, path=job.address, tick=tick)
-        report = _stored_report(result.as_dict())
+        files: dict[str, Address] = {
+            role: Stored(name) for role, name in job.options.get("files", {}).items()
+        }
+        report = KINDS[job.kind].run(
+            ImportRun(
+                study=job.study,
+                address=Stored(job.upload) if job.upload else job.address,
+                files=files,
+                options={key: value for key, value in job.options.items() if key != "files"},
+                tick=Heartbeat(ImportJob, job.pk, token),
+                before_commit=before_commit,
+            )
+        )
     except JobStopped:
         if ImportJob.objects.filter(pk=job.pk, claim_token=token).exists():
             status = ImportJob.Status.CANCELLED
@@ -114,20 +220,20 @@ def _import_job_run_claimed(job: ImportJob, token: str) -> ImportJob:
     except Exception as exc:  # an error of the store or the database: the job says so, not the broker
         logger.exception("import job %s failed", job.pk)
         status, error = ImportJob.Status.FAILED, f"the import stopped: {type(exc).__name__}"
-    stored_delete(job.upload)
+    _kept_delete(job)
     return job_finish(ImportJob, job.pk, status=status, error=error, report=report, token=token)
 
 
-REPORT_EXAMPLES = 1_000  # entries kept of each list of a stored report (a million item ids are not)
+def _kept_delete(job: ImportJob) -> None:
+    """Delete what the job kept in storage: its upload and its other files."""
+    for name in (job.upload, *job.options.get("files", {}).values()):
+        if name:
+            stored_delete(name)
 
 
-def _stored_report(report: dict[str, Any]) -> dict[str, Any]:
-    """The report as the job keeps it: each list cut to its first entries, its full length beside."""
-    kept = {key: value for key, value in report.items() if key != "item_ids"}
-    for key in ("duplicates", "identical", "blank"):
-        kept[f"{key}_count"] = len(kept[key])
-        kept[key] = kept[key][:REPORT_EXAMPLES]
-    return kept
+def import_job_summary(job: ImportJob) -> str:
+    """The sentence a page shows for a finished job's report (as for an import within a request)."""
+    return import_summary(job.kind, job.report) if job.status == ImportJob.Status.DONE else ""
 
 
 def import_jobs_resume_stale() -> list[int]:

@@ -36,7 +36,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, JSONField
 from django.utils import timezone
 
-from annotations.interchange.sources import Opened, source_open
+from annotations.interchange.sources import Address, Opened, source_open
 from annotations.models import Item, ItemImage, Study
 from annotations.protocols.schema import Protocol, slugify_option
 from annotations.selectors.item_counts import forget_eligible_count
@@ -410,7 +410,7 @@ def _records_and_source(
     return iter(named), str, source
 
 
-def items_import(*, study: Study, path: Path | str, tick: Callable[[], None] = _no_tick) -> ImportReport:
+def items_import(*, study: Study, path: Address, tick: Callable[[], None] = _no_tick) -> ImportReport:
     """Import every item from ``path`` into ``study``; all or nothing. See the module docstring.
     ``path``: a local folder, zip or manifest, or a bucket address ``s3://bucket/prefix/``
     (``annotations.interchange.sources.source_open``). ``tick`` is called as rows and files go by
@@ -462,12 +462,17 @@ def _import_records(
 
 
 def items_import_stage(
-    *, study: Study, records: list[tuple[str, dict[str, Any]]], source: FileSource | None = None
+    *,
+    study: Study,
+    records: list[tuple[str, dict[str, Any]]],
+    source: FileSource | None = None,
+    tick: Callable[[], None] = _no_tick,
 ) -> StagedItems:
     """Check already-parsed manifest records and store their files, outside any transaction; the
     caller inserts the rows in its own transaction (``StagedItems.insert``) and discards the files
-    if that fails (the Label Studio import, whose answers are written with the items)."""
-    return _records_stage(study=study, records=records, where_of=str, source=source)
+    if that fails (the Label Studio import, whose answers are written with the items). ``tick``: an
+    import job's heartbeat, as in :func:`items_import`."""
+    return _records_stage(study=study, records=records, where_of=str, source=source, tick=tick)
 
 
 def _records_stage(

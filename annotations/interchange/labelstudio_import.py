@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -42,7 +43,7 @@ from annotations.interchange.answer_import import (
     foreign_answers_save,
 )
 from annotations.interchange.item_import import ImportReport, StagedItems, items_import_stage
-from annotations.interchange.sources import address_name, archive_open, file_read
+from annotations.interchange.sources import Address, address_name, archive_open, file_read, folder_open
 from annotations.models import Annotator, Item, ItemImage, Study, User
 from annotations.protocols.answers import MAX_PIXELS
 from annotations.protocols.labelstudio_config import (
@@ -151,7 +152,7 @@ class LabelStudioImportReport:
 # --- Reading the files -----------------------------------------------------------------------------
 
 
-def _read_input(path: Path | str) -> tuple[bytes, str | None, FileSource | None]:
+def _read_input(path: Address) -> tuple[bytes, str | None, FileSource | None]:
     """The export's JSON, the config in a zip (if any) and the zip as the media source; a local file
     or a bucket object (``annotations.interchange.sources``)."""
     label = address_name(path)
@@ -910,30 +911,40 @@ def _study_controls(
         raise ImportRefused(exc.message) from exc
 
 
+def _no_tick() -> None:
+    return None
+
+
 def labelstudio_import(
     *,
-    path: Path | str,
+    path: Address,
     study: Study | None = None,
     owner: User | None = None,
     name: str | None = None,
-    config_path: Path | str | None = None,
+    config_path: Address | None = None,
     config_text: str | None = None,
-    media_root: Path | None = None,
+    media_root: Address | None = None,
+    tick: Callable[[], None] = _no_tick,
+    before_commit: Callable[[], None] = _no_tick,
 ) -> LabelStudioImportReport:
     """Import a Label Studio export (``.json``, or a ``.zip`` holding it with its config and media)
     into ``study``, or into a new study of ``owner`` named ``name`` whose protocol the labeling config
-    gives. All or nothing; see the module docstring and docs/import-export.md."""
+    gives. All or nothing; see the module docstring and docs/import-export.md. ``media_root``: a
+    local folder, a bucket prefix or a zip the tasks' files are read from; ``tick``: an import job's
+    heartbeat, called as files are stored; ``before_commit``: called last, inside the transaction
+    (an import job's check for a cancel: raising rolls everything back and deletes the files)."""
     if (study is None) == (owner is None):
         raise ValidationFailed("give a study to import into, or an owner and a name for a new study")
     data, zipped_config, zipped_media = _read_input(path)
+    rooted: FileSource | None = None
     try:
         if config_path is not None:
             config_name, config_data = file_read(config_path)
             config_text = _decode(config_data, config_name)
         config_text = config_text if config_text is not None else zipped_config
-        media: FileSource | None = FolderSource(media_root) if media_root is not None else zipped_media
-        if media_root is not None and not media_root.is_dir():
-            raise ImportRefused(f"{media_root}: the media root is not a folder")
+        if media_root is not None:
+            rooted = folder_open(media_root)
+        media: FileSource | None = rooted if rooted is not None else zipped_media
         return _import(
             records=_load(data, address_name(path)),
             study=study,
@@ -942,10 +953,13 @@ def labelstudio_import(
             config_text=config_text,
             media=media,
             source_name=address_name(path),
+            tick=tick,
+            before_commit=before_commit,
         )
     finally:
-        if zipped_media is not None:
-            zipped_media.close()
+        for opened in (zipped_media, rooted):
+            if opened is not None:
+                opened.close()
 
 
 def _import(
@@ -957,6 +971,8 @@ def _import(
     config_text: str | None,
     media: FileSource | None,
     source_name: str,
+    tick: Callable[[], None],
+    before_commit: Callable[[], None],
 ) -> LabelStudioImportReport:
     report = LabelStudioImportReport()
     config: LabelStudioConfig | None = None
@@ -1020,7 +1036,10 @@ def _import(
     staged: StagedItems | None = None
     try:
         staged = items_import_stage(
-            study=study, records=item_records, source=_TaskFiles(media, files) if media is not None else None
+            study=study,
+            records=item_records,
+            source=_TaskFiles(media, files) if media is not None else None,
+            tick=tick,
         )
         with transaction.atomic():
             items: ImportReport = staged.insert()
@@ -1051,6 +1070,7 @@ def _import(
                         continue
                     answers.extend(_answers(judgement, item, protocol, controls))
             answer_report: AnswersReport = foreign_answers_save(study=study, answers=answers, skips=skips)
+            before_commit()  # a job cancelled meanwhile: nothing of it commits
     except BaseException:
         if staged is not None:
             staged.discard()

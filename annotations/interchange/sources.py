@@ -32,6 +32,19 @@ MANIFEST_SUFFIXES = (".csv", ".jsonl", ".ndjson")
 UPLOADS_PREFIX = "uploads/"  # where uploads wait in storage for their import job
 
 
+@dataclass(frozen=True)
+class Stored:
+    """An upload kept in the deployment's storage (:func:`upload_keep`, :func:`uploads_store`): the
+    address every import reads it by, within the request or on a worker."""
+
+    name: str
+
+
+# What an import reads: a local file or folder (the command line), a bucket address (``s3://...``),
+# or an upload kept in storage. Every import service takes one and reads it through this module.
+Address = Path | str | Stored
+
+
 def _megabytes(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
@@ -211,11 +224,14 @@ def _suffix(name: str) -> str:
     return PurePosixPath(name).suffix.lower()
 
 
-def source_open(address: Path | str) -> Opened:
+def source_open(address: Address) -> Opened:
     """The source of an import address: a local folder, zip or manifest (``Path``), or a bucket
     address (``s3://bucket/prefix/`` for a folder of objects; ``s3://bucket/prefix/manifest.csv``
     or ``.jsonl`` for a manifest whose files are named relative to its folder; ``.zip`` for an
-    archive). Refused with the reason: a bad address, a bucket not allowed, nothing at the address."""
+    archive; a :class:`Stored` upload). Refused with the reason: a bad address, a bucket not
+    allowed, nothing at the address."""
+    if isinstance(address, Stored):
+        return stored_open(address.name)
     if isinstance(address, str):
         return _bucket_open(address)
     path = address
@@ -255,10 +271,14 @@ def _bucket_open(address: str) -> Opened:
     return Opened(source)
 
 
-def file_read(address: Path | str, *, limit: int | None = None) -> tuple[str, bytes]:
+def file_read(address: Address, *, limit: int | None = None) -> tuple[str, bytes]:
     """One file's name and bytes: a local file (no limit unless ``limit``: the command line is
-    trusted, as before), or an object of an allowed bucket (``s3://bucket/path/file.json``, at most
-    ``limit``, default ``WORKBENCH_MAX_UPLOAD_MB``). Every single-file import reads through here."""
+    trusted, as before), an object of an allowed bucket (``s3://bucket/path/file.json``) or an
+    upload kept in storage (each at most ``limit``, default ``WORKBENCH_MAX_UPLOAD_MB``). Every
+    single-file import reads through here."""
+    if isinstance(address, Stored):
+        folder_name, _, name = address.name.rpartition("/")
+        return name, StorageSource(folder_name).read(name, limit=limit or settings.WORKBENCH_MAX_UPLOAD_BYTES)
     if isinstance(address, str):
         location = bucket_address_check(address)
         if location.prefix.endswith("/"):
@@ -274,8 +294,13 @@ def file_read(address: Path | str, *, limit: int | None = None) -> tuple[str, by
     return address.name, address.read_bytes()
 
 
-def archive_open(address: Path | str) -> FileSource:
-    """A zip archive, local or an object of an allowed bucket, read member by member."""
+def archive_open(address: Address) -> FileSource:
+    """A zip archive, local, an object of an allowed bucket or an upload kept in storage, read member
+    by member."""
+    if isinstance(address, Stored):
+        if _suffix(address.name) != ".zip":
+            raise ValidationFailed(f"{address_name(address)}: not a .zip")
+        return stored_open(address.name).source
     if isinstance(address, str):
         opened = _bucket_open(address)
         if opened.manifest is not None or not isinstance(opened.source, ZipSource):
@@ -286,9 +311,22 @@ def archive_open(address: Path | str) -> FileSource:
     return ZipSource(address)
 
 
-def address_name(address: Path | str) -> str:
+def address_name(address: Address) -> str:
     """The file name an address ends with (refusals and study names use it)."""
+    if isinstance(address, Stored):
+        return PurePosixPath(address.name.rstrip("/")).name
     return address.name if isinstance(address, Path) else PurePosixPath(address.rstrip("/")).name
+
+
+def folder_open(address: Address) -> FileSource:
+    """A folder of files to read members from (a Label Studio export's media root): a local folder,
+    a bucket prefix or a zip (local, in a bucket, or kept in storage)."""
+    if isinstance(address, Path) and not address.is_dir():
+        raise ImportRefused(f"{address}: the media root is not a folder")
+    opened = source_open(address)
+    if opened.manifest is not None:
+        raise ValidationFailed(f"{address_name(address)}: give a folder, a bucket prefix or a .zip")
+    return opened.source
 
 
 def stored_open(name: str) -> Opened:
@@ -304,13 +342,16 @@ def stored_open(name: str) -> Opened:
     return Opened(StorageSource(parent), manifest=PurePosixPath(name).name)
 
 
-def uploads_store(uploads: list[UploadedFile[bytes]], *, paths: list[str], suffixes: tuple[str, ...]) -> str:
+def uploads_store(
+    uploads: list[UploadedFile[bytes]], *, paths: list[str], suffixes: tuple[str, ...], images: bool = False
+) -> str:
     """Keep uploaded files in storage under ``uploads/<random>/`` for an import job, after the same
     checks as an import within the request (``common.uploads``); the name :func:`stored_open`
     reads. One file (a zip, a manifest) is stored as itself; several files (images and at most one
-    manifest) as a folder, the manifest as ``manifest.<suffix>``."""
+    manifest; ``images``: sent as the form's ``images``, even one alone) as a folder, the manifest as
+    ``manifest.<suffix>``."""
     folder = f"{UPLOADS_PREFIX}{uuid.uuid4().hex}/"
-    if len(uploads) == 1 and not paths:
+    if len(uploads) == 1 and not paths and not images:
         suffix = upload_check(uploads[0], suffixes=suffixes)
         return default_storage.save(f"{folder}upload{suffix}", uploads[0])
     plan, lone_manifest = uploads_plan(uploads, paths=paths)
@@ -323,6 +364,13 @@ def uploads_store(uploads: list[UploadedFile[bytes]], *, paths: list[str], suffi
             default_storage.delete(name)
         raise
     return saved[0] if lone_manifest else folder
+
+
+def upload_keep(upload: UploadedFile[bytes], *, suffixes: tuple[str, ...], stem: str = "upload") -> Stored:
+    """Keep one uploaded file in storage, checked (type, size) as an import within the request checks
+    it, as ``uploads/<random>/<stem><suffix>``: the name the import's refusals show, as before."""
+    suffix = upload_check(upload, suffixes=suffixes)
+    return Stored(default_storage.save(f"{UPLOADS_PREFIX}{uuid.uuid4().hex}/{stem}{suffix}", upload))
 
 
 def stored_delete(name: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import zipfile
-from pathlib import Path
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -12,7 +11,7 @@ from django.utils.dateparse import parse_datetime
 
 from annotations.access import studies_for_user, studies_writable_by
 from annotations.interchange.item_import import items_import_records
-from annotations.interchange.sources import address_name, archive_open, file_read
+from annotations.interchange.sources import Address, address_name, archive_open, file_read
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -63,7 +62,7 @@ def _records(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
     return records
 
 
-def study_import(*, owner: User, path: Path | str, name: str | None = None) -> Study:
+def study_import(*, owner: User, path: Address, name: str | None = None) -> Study:
     """Create a new study from an export; all or nothing. Returns the new study. ``path``: a local
     file or a bucket object (``annotations.interchange.sources``)."""
     source: FileSource | None = None

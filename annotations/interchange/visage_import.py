@@ -30,13 +30,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 
 from annotations.interchange.item_import import items_import_records
-from annotations.interchange.sources import file_read
+from annotations.interchange.sources import Address, address_name, file_read
 from annotations.models import StereotypeEntry, Study, User
 from annotations.protocols.schema import (
     NONE_OPTION_KEY,
@@ -93,7 +92,7 @@ class _Screen:
     boxes: list[dict[str, Any]]
 
 
-def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+def _read_csv(path: Address) -> tuple[list[str], list[dict[str, str]]]:
     name, data = file_read(path)
     try:
         text = data.decode("utf-8-sig")
@@ -229,7 +228,7 @@ def released_markers_protocol() -> Protocol:
     return protocol_from_dict(data, source="stereotype-markers (released ViSAGe data)")
 
 
-def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
+def read_visual_ratings(path: Address) -> list[tuple[str, dict[str, int]]]:
     """(attribute, {region: code 1..5}) per row of sheet ``all_visual_attr`` of the ratings workbook."""
     import openpyxl  # heavy; only the importer needs it
 
@@ -237,7 +236,7 @@ def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except (OSError, ValueError, KeyError) as exc:
-        raise ImportRefused(f"{path.name}: not a readable .xlsx workbook ({exc})") from exc
+        raise ImportRefused(f"{address_name(path)}: not a readable .xlsx workbook ({exc})") from exc
     try:
         sheet = (
             workbook["all_visual_attr"]
@@ -248,7 +247,7 @@ def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
         header = [str(h).strip() if h is not None else "" for h in next(rows, ())]
         missing = [name for name in ("attribute", *(col for _, col in REGIONS)) if name not in header]
         if missing:
-            raise ImportRefused(f"{path.name}: column {missing[0]!r} is missing")
+            raise ImportRefused(f"{address_name(path)}: column {missing[0]!r} is missing")
         out = []
         for number, row in enumerate(rows, start=2):
             attribute = row[header.index("attribute")]
@@ -264,16 +263,18 @@ def read_visual_ratings(path: Path) -> list[tuple[str, dict[str, int]]]:
                     code = int(as_float)
                 except (TypeError, ValueError) as exc:
                     raise ImportRefused(
-                        f"{path.name} row {number}: {column} {value!r} is not a number"
+                        f"{address_name(path)} row {number}: {column} {value!r} is not a number"
                     ) from exc
                 if code not in LIKERT_CODES or code != as_float:
-                    raise ImportRefused(f"{path.name} row {number}: {column} {value!r} is not one of 1..5")
+                    raise ImportRefused(
+                        f"{address_name(path)} row {number}: {column} {value!r} is not one of 1..5"
+                    )
                 codes[region] = code
             out.append((str(attribute).strip(), codes))
     finally:
         workbook.close()
     if not out:
-        raise ImportRefused(f"{path.name}: has no rated attribute")
+        raise ImportRefused(f"{address_name(path)}: has no rated attribute")
     return out
 
 
@@ -343,18 +344,18 @@ def _count(value: str | None, where: str, column: str) -> int | None:
 
 
 def _stereotype_entries(
-    study: Study, path: Path, visual: set[str] | None, source: str
+    study: Study, path: Address, visual: set[str] | None, source: str
 ) -> list[StereotypeEntry]:
     header, rows = _read_csv(path)
     for name in ("identity", "attribute"):
         if name not in header:
-            raise ImportRefused(f"{path.name}: column {name!r} is missing")
+            raise ImportRefused(f"{address_name(path)}: column {name!r} is missing")
     offensive_col = next((c for c in OFFENSIVENESS_COLUMNS if c in header), None)
     known = {"identity", "attribute", "NA_stereo", "region_stereo", *OFFENSIVENESS_COLUMNS}
     entries: list[StereotypeEntry] = []
     seen: dict[tuple[str, str], int] = {}
     for index, row in enumerate(rows):
-        where = f"{path.name} line {index + 2}"
+        where = f"{address_name(path)} line {index + 2}"
         identity, attribute = (row.get("identity") or "").strip(), (row.get("attribute") or "").strip()
         if not identity or not attribute:
             raise ImportRefused(f"{where}: identity and attribute must not be empty")
@@ -383,12 +384,14 @@ def _stereotype_entries(
             )
         )
     if not entries:
-        raise ImportRefused(f"{path.name}: has no rows")
+        raise ImportRefused(f"{address_name(path)}: has no rows")
     return entries
 
 
 @transaction.atomic
-def stereotype_table_import(*, study: Study, path: Path, visual_attributes_path: Path | None = None) -> int:
+def stereotype_table_import(
+    *, study: Study, path: Address, visual_attributes_path: Address | None = None
+) -> int:
     """Replace ``study``'s stereotype table with the rows of a SeeGULL-style CSV; returns the row count.
 
     Columns: identity, attribute (required); NA_stereo, region_stereo, ``mean offensiveness_score`` (or
@@ -397,7 +400,7 @@ def stereotype_table_import(*, study: Study, path: Path, visual_attributes_path:
     Strongly Agree); without it, ``visual`` stays unknown. All or nothing.
     """
     visual = visual_terms(read_visual_ratings(visual_attributes_path)) if visual_attributes_path else None
-    entries = _stereotype_entries(study, path, visual, path.name)
+    entries = _stereotype_entries(study, path, visual, address_name(path))
     StereotypeEntry.objects.filter(study=study).delete()
     StereotypeEntry.objects.bulk_create(entries, batch_size=2000)
     return len(entries)
@@ -407,9 +410,9 @@ def stereotype_table_import(*, study: Study, path: Path, visual_attributes_path:
 def visage_import(
     *,
     owner: User,
-    annotations_path: Path,
-    seegull_path: Path,
-    visual_attributes_path: Path | None = None,
+    annotations_path: Address,
+    seegull_path: Address,
+    visual_attributes_path: Address | None = None,
     name: str = "ViSAGe",
 ) -> VisageImportReport:
     """Create the ViSAGe studies from the released files (see the module docstring); all or nothing.
@@ -421,9 +424,9 @@ def visage_import(
     header, rows = _read_csv(annotations_path)
     missing = [column for column in ANNOTATION_COLUMNS if column not in header]
     if missing:
-        raise ImportRefused(f"{annotations_path.name}: column {missing[0]!r} is missing")
+        raise ImportRefused(f"{address_name(annotations_path)}: column {missing[0]!r} is missing")
     if not rows:
-        raise ImportRefused(f"{annotations_path.name}: has no rows")
+        raise ImportRefused(f"{address_name(annotations_path)}: has no rows")
     screens = _screens(rows)
     item_records, _labels = _image_records(rows)
     annotation_records, annotators = _annotation_records(screens)
@@ -435,10 +438,10 @@ def visage_import(
         name=f"{name}: stereotype markers",
         protocol=released_markers_protocol(),
         description=(
-            f"Imported from {annotations_path.name} (every row one showing; items are references, "
-            "the images were not released) and " + seegull_path.name + "."
+            f"Imported from {address_name(annotations_path)} (every row one showing; items are references, "
+            "the images were not released) and " + address_name(seegull_path) + "."
         ),
-        imported_from=annotations_path.name,
+        imported_from=address_name(annotations_path),
         # The released data shows each image to 1 to 33 people and visage counts every judgement on its
         # own (L = k/n over showings), so an image one person judged is complete: overlap 1.
         overlap=1,
@@ -450,7 +453,7 @@ def visage_import(
     report.annotators["stereotype-markers"] = len(annotators)
 
     visual = visual_terms(ratings) if ratings is not None else None
-    entries = _stereotype_entries(markers, seegull_path, visual, seegull_path.name)
+    entries = _stereotype_entries(markers, seegull_path, visual, address_name(seegull_path))
     StereotypeEntry.objects.bulk_create(entries, batch_size=2000)
     report.stereotype_rows = len(entries)
 
@@ -461,9 +464,10 @@ def visage_import(
             name=f"{name}: visual-ness of attributes",
             protocol=load_preset("visualness"),
             description=(
-                f"Imported from {visual_attributes_path.name}: one rater per region (asia, emea, na)."
+                f"Imported from {address_name(visual_attributes_path)}: one rater per region "
+                "(asia, emea, na)."
             ),
-            imported_from=visual_attributes_path.name,
+            imported_from=address_name(visual_attributes_path),
         )
         item_rows, likert_rows, duplicates = _visualness_records(ratings)
         report.studies["visualness"] = visualness.pk

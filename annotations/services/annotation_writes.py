@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from django.db import connections, models, router, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from annotations.interchange.sources import file_read
+from annotations.interchange.sources import Address, file_read
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -334,7 +333,7 @@ def machine_annotator_for_import(*, study: Study, name: str, version: str) -> tu
     )
 
 
-def annotations_import(*, study: Study, path: Path | str) -> AnnotationImportReport:
+def annotations_import(*, study: Study, path: Address) -> AnnotationImportReport:
     """Import a JSONL file of annotations into ``study``; all or nothing.
 
     A line: ``{"item": EXTERNAL_ID, "annotator": NAME, "annotator_kind": "human"|"machine",

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from annotations.interchange.sources import file_read
+from annotations.interchange.sources import Address, file_read
 from annotations.models import ControlKind, Item, Study, StudyQualitySettings
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Protocol
@@ -183,7 +182,7 @@ def _answers_from_record(record: dict[str, Any], protocol: Protocol) -> dict[str
 
 @transaction.atomic
 def controls_import(
-    *, study: Study, path: Path | str, default_kind: str = ControlKind.GOLD
+    *, study: Study, path: Address, default_kind: str = ControlKind.GOLD
 ) -> ControlImportReport:
     """Mark controls from a CSV or JSONL file (see docs/crowd.md); one transaction, a bad row stops it.
 

@@ -11,7 +11,6 @@ Findings count settled items; ``?partial=1`` (a link at the top) counts partial 
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 from typing import Any
@@ -21,26 +20,30 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.interchange.feature_import import features_import
-from annotations.interchange.visage_import import stereotype_table_import
+from annotations.interchange.import_jobs import import_upload
+from annotations.models import ImportJob
 from annotations.selectors.features import features_export_lines
 from annotations.selectors.findings.ppi import width_parse
 from annotations.selectors.findings.report import metrics_report_cached
 from annotations.selectors.findings.visage import stereotype_table_size
 from annotations.views.figures import DRAW, FORMATS, figure_render
 from annotations.views.forms import StereotypeTableForm, UploadForm
-from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN, form_problems, study_for_page
+from annotations.views.pages import (
+    IMAGE_CSP,
+    MAX_ROWS_SHOWN,
+    form_problems,
+    import_outcome_message,
+    study_for_page,
+)
 from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed, WorkbenchError
 from common.query_params import query_flag
 from common.spreadsheet import csv_cell
-from common.uploads import ANNOTATION_SUFFIXES, upload_to_temp
 
 
 def _source(request: HttpRequest) -> str | None:
@@ -175,16 +178,17 @@ def study_features_import(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
-        with upload_to_temp(form.cleaned_data["file"], suffixes=ANNOTATION_SUFFIXES) as path:
-            report = features_import(study=study, path=path)
+        outcome = import_upload(
+            study=study,
+            user=request_user(request),
+            kind=ImportJob.Kind.FEATURES,
+            upload=form.cleaned_data["file"],
+        )
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was imported. {exc.message}")
     else:
-        messages.success(
-            request,
-            f"Imported {report.embeddings} embeddings and {report.captions} caption sets "
-            f"({report.replaced} replaced).",
-        )
+        if import_outcome_message(request, outcome):
+            return redirect("study-items", pk=pk)
     return redirect("study-findings", pk=pk)
 
 
@@ -202,17 +206,18 @@ def study_stereotypes_import(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
-        ratings = form.cleaned_data.get("visual_attributes")
-        with (
-            upload_to_temp(form.cleaned_data["file"], suffixes=(".csv",)) as path,
-            upload_to_temp(ratings, suffixes=(".xlsx",)) if ratings else contextlib.nullcontext() as visual,
-        ):
-            rows = stereotype_table_import(study=study, path=path, visual_attributes_path=visual)
+        outcome = import_upload(
+            study=study,
+            user=request_user(request),
+            kind=ImportJob.Kind.STEREOTYPES,
+            upload=form.cleaned_data["file"],
+            files={"ratings": form.cleaned_data.get("visual_attributes")},
+        )
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was replaced. {exc.message}")
     else:
-        flags = " with visual flags from the ratings" if ratings else " (visual flags unknown: no ratings)"
-        messages.success(request, f"The stereotype table now holds {rows} row{pluralize(rows)}{flags}.")
+        if import_outcome_message(request, outcome):
+            return redirect("study-items", pk=pk)
     return redirect(reverse("study-findings", args=[pk]) + "#stereotypes")
 
 

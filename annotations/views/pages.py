@@ -8,9 +8,11 @@ never wraps access checks itself.
 from __future__ import annotations
 
 from django import forms
+from django.contrib import messages
 from django.http import HttpRequest
 
 from annotations import access
+from annotations.interchange.import_jobs import ImportOutcome
 from annotations.models import Study
 
 # Uploaded images are served under a sandbox so a crafted file cannot run script in our origin.
@@ -30,3 +32,17 @@ def form_problems(form: forms.BaseForm, field: str | None = None, default: str =
     if field is not None:
         return " ".join(str(message) for message in form.errors.get(field, [default]))
     return "; ".join(f"{name}: {' '.join(str(m) for m in errors)}" for name, errors in form.errors.items())
+
+
+def import_outcome_message(request: HttpRequest, outcome: ImportOutcome) -> bool:
+    """Tell the researcher how an upload's import went: its report (finished within the request) or
+    that it is queued (its live status shows on the items page). True when it was queued."""
+    if outcome.job is None:
+        messages.success(request, outcome.summary)
+        return False
+    messages.info(
+        request,
+        f"Import {outcome.job.pk} ({outcome.job.label}) is queued; its progress shows under Imports "
+        "on the items page.",
+    )
+    return True

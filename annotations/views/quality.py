@@ -15,7 +15,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.models import Item, Study
+from annotations.interchange.import_jobs import import_upload
+from annotations.models import ImportJob, Item, Study
 from annotations.presenters import image_views
 from annotations.protocols.answers import SubmissionError
 from annotations.protocols.colours import BASIC_COLOURS
@@ -25,12 +26,9 @@ from annotations.selectors import tasks as task_selectors
 from annotations.services import controls as control_services
 from annotations.services import quality as quality_services
 from annotations.views.forms import ControlForm, ExcludeForm, QualitySettingsForm, ReinstateForm, UploadForm
-from annotations.views.pages import study_for_page
+from annotations.views.pages import import_outcome_message, study_for_page
 from annotations.views.task_form import answers_from_form
 from common.errors import ValidationFailed, WorkbenchError
-from common.uploads import upload_to_temp
-
-CONTROL_SUFFIXES = (".csv", ".jsonl", ".ndjson")
 
 
 def _item(request: HttpRequest, study: Study, item_id: int) -> Item:
@@ -92,14 +90,17 @@ def controls_upload(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, "Nothing was marked: choose a CSV or JSONL file.")
         return redirect("study-quality", pk=pk)
     try:
-        with upload_to_temp(form.cleaned_data["file"], suffixes=CONTROL_SUFFIXES) as path:
-            report = control_services.controls_import(study=study, path=path)
+        outcome = import_upload(
+            study=study,
+            user=request_user(request),
+            kind=ImportJob.Kind.CONTROLS,
+            upload=form.cleaned_data["file"],
+        )
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was marked. {exc.message}")
     else:
-        messages.success(
-            request, f"Marked {report.marked} new control items, replaced the answers of {report.replaced}."
-        )
+        if import_outcome_message(request, outcome):
+            return redirect("study-items", pk=pk)
     return redirect("study-quality", pk=pk)
 
 

@@ -5,7 +5,6 @@ Views are thin: forms check shape, services do the work, ``access`` decides who 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import mimetypes
 import re
@@ -33,7 +32,6 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.access import request_user
 from annotations.downloads import raw_requested, stored_file_response, streaming_export
-from annotations.interchange.coco_import import coco_import
 from annotations.interchange.exports import (
     FILE_FORMATS,
     FORMATS,
@@ -46,10 +44,12 @@ from annotations.interchange.import_jobs import (
     import_job_cancel,
     import_job_from_address,
     import_job_from_uploads,
+    import_job_summary,
+    import_upload,
+    items_import_uploads,
 )
-from annotations.interchange.item_import import items_import
 from annotations.interchange.labelstudio_import import LabelStudioImportReport, labelstudio_import
-from annotations.interchange.sources import allowed_buckets
+from annotations.interchange.sources import allowed_buckets, stored_delete, upload_keep
 from annotations.models import ImportJob, Item, Study
 from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.protocols.manifests import example_items, manifest_template
@@ -58,7 +58,6 @@ from annotations.protocols.schema import Protocol, ProtocolError, list_presets, 
 from annotations.selectors import studies as selectors
 from annotations.selectors import tasks as task_selectors
 from annotations.services import studies as study_services
-from annotations.services.annotation_writes import annotations_import
 from annotations.views.forms import (
     AnnotationUploadForm,
     BulkEnrollForm,
@@ -72,16 +71,11 @@ from annotations.views.forms import (
     UnenrollForm,
     UploadForm,
 )
-from annotations.views.pages import IMAGE_CSP, form_problems, study_for_page
+from annotations.views.pages import IMAGE_CSP, form_problems, import_outcome_message, study_for_page
 from common.errors import WorkbenchError
 from common.uploads import (
-    ANNOTATION_SUFFIXES,
-    COCO_SUFFIXES,
     CONFIG_SUFFIXES,
-    ITEM_SUFFIXES,
     LABELSTUDIO_SUFFIXES,
-    upload_to_temp,
-    uploads_to_temp_folder,
 )
 
 
@@ -191,13 +185,18 @@ def study_create_labelstudio(request: HttpRequest) -> HttpResponse:
 def _labelstudio_from_form(
     form: LabelStudioUploadForm, *, study: Any, name: str | None = None, owner: Any = None
 ) -> LabelStudioImportReport:
-    with contextlib.ExitStack() as stack:
-        path = stack.enter_context(upload_to_temp(form.cleaned_data["file"], suffixes=LABELSTUDIO_SUFFIXES))
-        config = form.cleaned_data.get("config")
-        config_path = (
-            stack.enter_context(upload_to_temp(config, suffixes=CONFIG_SUFFIXES)) if config else None
+    """A new study from a Label Studio export: within the request (a job needs its study first)."""
+    config = form.cleaned_data.get("config")
+    kept = [upload_keep(form.cleaned_data["file"], suffixes=LABELSTUDIO_SUFFIXES)]
+    try:
+        if config:
+            kept.append(upload_keep(config, suffixes=CONFIG_SUFFIXES, stem="config"))
+        return labelstudio_import(
+            path=kept[0], study=study, owner=owner, name=name, config_path=kept[1] if config else None
         )
-        return labelstudio_import(path=path, study=study, owner=owner, name=name, config_path=config_path)
+    finally:
+        for stored in kept:
+            stored_delete(stored.name)
 
 
 def _to_tab(pk: int, tab: str) -> HttpResponse:
@@ -299,32 +298,26 @@ def _import_annotations(request: HttpRequest, pk: int) -> HttpResponse:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
         coco = form.cleaned_data.get("format") == "coco"
-        suffixes = COCO_SUFFIXES if coco else ANNOTATION_SUFFIXES
-        with upload_to_temp(form.cleaned_data["file"], suffixes=suffixes) as path:
-            if coco:
-                if not form.cleaned_data.get("question"):
-                    raise WorkbenchError("a COCO import needs the boxes question")
-                coco_report = coco_import(
-                    study=study,
-                    path=path,
-                    question=form.cleaned_data["question"],
-                    annotator=form.cleaned_data.get("annotator") or None,
-                    kind=form.cleaned_data.get("kind") or None,
-                )
-                messages.success(
-                    request,
-                    f"Imported {coco_report['boxes']} COCO boxes: {coco_report['created']} answers new, "
-                    f"{coco_report['updated']} changed, {coco_report['unchanged']} unchanged.",
-                )
-            else:
-                report = annotations_import(study=study, path=path)
-                messages.success(
-                    request,
-                    f"Imported annotations: {report.created} new, {report.updated} changed, "
-                    f"{report.unchanged} unchanged.",
-                )
+        if coco and not form.cleaned_data.get("question"):
+            raise WorkbenchError("a COCO import needs the boxes question")
+        outcome = import_upload(
+            study=study,
+            user=request_user(request),
+            kind=ImportJob.Kind.COCO if coco else ImportJob.Kind.ANNOTATIONS,
+            upload=form.cleaned_data["file"],
+            options={
+                "question": form.cleaned_data.get("question") or "",
+                "annotator": form.cleaned_data.get("annotator") or "",
+                "kind": form.cleaned_data.get("kind") or "",
+            }
+            if coco
+            else {},
+        )
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was imported. {exc.message}")
+        return _to_tab(pk, "items")
+    if import_outcome_message(request, outcome):
+        return redirect("study-items", pk=pk)
     return _to_tab(pk, "items")
 
 
@@ -351,18 +344,14 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
             raise WorkbenchError(form_problems(form, "file", "Choose a file to import."))
         else:
             uploads = form.cleaned_data["images"] or [form.cleaned_data["file"]]
-            paths = request.POST.getlist("paths") if form.cleaned_data["images"] else []
+            images = bool(form.cleaned_data["images"])
+            paths = request.POST.getlist("paths") if images else []
             if sum(upload.size or 0 for upload in uploads) > settings.WORKBENCH_IMPORT_INLINE_BYTES:
                 job = import_job_from_uploads(
-                    study=study, user=request_user(request), uploads=uploads, paths=paths
+                    study=study, user=request_user(request), uploads=uploads, paths=paths, images=images
                 )
             else:
-                with (
-                    uploads_to_temp_folder(uploads, paths=paths)
-                    if form.cleaned_data["images"]
-                    else upload_to_temp(form.cleaned_data["file"], suffixes=ITEM_SUFFIXES)
-                ) as path:
-                    report = items_import(study=study, path=path)
+                report = items_import_uploads(study=study, uploads=uploads, paths=paths, images=images)
     except WorkbenchError as exc:
         if wants_json:
             return JsonResponse({"ok": False, "error": exc.message, "templates": templates}, status=400)
@@ -400,7 +389,10 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
 def _import_job_json(job: ImportJob) -> dict[str, Any]:
     return {
         "id": job.pk,
+        "kind": job.kind,
+        "kind_label": job.get_kind_display(),
         "label": job.label,
+        "summary": import_job_summary(job),
         "status": job.status,
         "error": job.error,
         "report": job.report,
@@ -478,17 +470,18 @@ def study_import_labelstudio(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         if not access.study_can_write(request_user(request), study):
             raise WorkbenchError("you may read this study but not change it")
-        report = _labelstudio_from_form(form, study=study)
+        outcome = import_upload(
+            study=study,
+            user=request_user(request),
+            kind=ImportJob.Kind.LABELSTUDIO,
+            upload=form.cleaned_data["file"],
+            files={"config": form.cleaned_data.get("config")},
+        )
     except WorkbenchError as exc:
         messages.error(request, f"Nothing was imported. {exc.message}")
-    else:
-        answers = report.answers
-        messages.success(
-            request,
-            f"Imported {report.tasks} Label Studio tasks ({report.items.get('created', 0)} new items): "
-            f"{answers.get('created', 0)} answers new, {answers.get('updated', 0)} changed, "
-            f"{answers.get('skips', 0)} skips." + (f" {' '.join(report.notes)}." if report.notes else ""),
-        )
+        return _to_tab(pk, "items")
+    if import_outcome_message(request, outcome):
+        return redirect("study-items", pk=pk)
     return _to_tab(pk, "items")
 
 

@@ -120,6 +120,7 @@
   // An import job: ask its status every two seconds until it ends (done, failed, cancelled).
   function jobText(job) {
     if (job.status === "done") {
+      if (job.summary) return "done: " + job.summary;
       return "imported " + job.report.created + " item" + (job.report.created === 1 ? "" : "s") + "." +
         ((job.report.warnings || []).length ? " Warning: " + job.report.warnings.join("; ") + "." : "");
     }

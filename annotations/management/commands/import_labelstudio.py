@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -24,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--config", type=file_arg, help="The project's labeling config (XML)")
         parser.add_argument(
             "--media-root",
-            type=Path,
+            type=file_arg,
             help="Folder holding the images: upload/... for /data/upload/..., and ?d= paths of local files",
         )
         parser.add_argument("--owner", help="Username of the new study's owner (with --create)")

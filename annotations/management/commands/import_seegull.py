@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.command_args import dump, fail, study_arg
+from annotations.command_args import dump, fail, file_arg, study_arg
 from annotations.interchange.visage_import import stereotype_table_import
 from common.errors import WorkbenchError
 
@@ -18,9 +17,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or exact name")
-        parser.add_argument("path", type=Path)
+        parser.add_argument("path", type=file_arg)
         parser.add_argument(
-            "--visual-attributes", type=Path, help="Visual Attributes_.xlsx: sets each row's visual flag"
+            "--visual-attributes", type=file_arg, help="Visual Attributes_.xlsx: sets each row's visual flag"
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.command_args import dump, fail, user_arg
+from annotations.command_args import dump, fail, file_arg, user_arg
 from annotations.interchange.visage_import import visage_import
 from common.errors import WorkbenchError
 
@@ -18,12 +17,14 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--annotations", type=Path, required=True, help="image_annotations_full_set.csv")
         parser.add_argument(
-            "--seegull", type=Path, required=True, help="SeeGULL table, e.g. stereotypes_global_v2.csv"
+            "--annotations", type=file_arg, required=True, help="image_annotations_full_set.csv"
         )
         parser.add_argument(
-            "--visual-attributes", type=Path, help="Visual Attributes_.xlsx (visual-ness ratings)"
+            "--seegull", type=file_arg, required=True, help="SeeGULL table, e.g. stereotypes_global_v2.csv"
+        )
+        parser.add_argument(
+            "--visual-attributes", type=file_arg, help="Visual Attributes_.xlsx (visual-ness ratings)"
         )
         parser.add_argument("--owner", help="Owner's username (default: the only researcher or admin)")
         parser.add_argument("--name", default="ViSAGe", help="Prefix of the study names")
