@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.browser.canvas_world import build_world, drag, image_box, open_task, stored_boxes
 from tests.browser.pages import AXE, axe_violations, open_page, shot, sign_in
-from tests.browser.test_canvas_browser import build_world, drag, image_box, open_task, stored_boxes
 
 PROTOCOL = """
 name: Canvas tools
