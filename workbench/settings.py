@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "generation",
     "labelling",
     "mitigation",
+    "reports",
     "workbench",
 ]
 

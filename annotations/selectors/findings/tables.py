@@ -19,6 +19,29 @@ from annotations.selectors.labels import ItemInfo, LabelSource, labels_for
 # Significance level of every test the findings report (SSI paired t-test, SODA permutation test).
 SIGNIFICANCE = 0.05
 
+# What a column of a table holds (``Table.kinds``), so that a report renders and checks it without guessing
+# from its name: a label (text that names the row), a count (``n``: items, judgements, people), an
+# estimate, an interval bound (``low``/``high``), a test statistic, a raw or a corrected p-value, a
+# yes/no flag, or free text (a reason, a list).
+COLUMN_KINDS = ("label", "n", "estimate", "low", "high", "statistic", "p", "p_adjusted", "flag", "text")
+
+
+@dataclass(frozen=True)
+class Method:
+    """How one table's numbers were computed: the record a report's methods section reads.
+
+    ``estimator`` names the point estimate (e.g. "share of judgements k/n"), ``interval`` the interval
+    method or None, ``test`` the hypothesis test or None, ``correction`` how the table's many tests are
+    corrected for multiple comparisons (e.g. "Holm over 12 tests") or None, ``reference`` where the
+    paper defines it (e.g. "ViSAGe Table 1") and ``unit`` what one n counts."""
+
+    estimator: str
+    interval: str | None = None
+    test: str | None = None
+    correction: str | None = None
+    reference: str = ""
+    unit: str = "items"
+
 
 @dataclass
 class Table:
@@ -34,6 +57,10 @@ class Table:
     # Set by the report: how many items are settled, partial and unjudged, and which it counts
     # (annotations.selectors.coverage.Coverage.as_dict); None for tables read from machine features.
     coverage: dict[str, Any] | None = None
+    # One of COLUMN_KINDS per column (empty: not declared yet, a renderer treats every column as text
+    # or numbers by their values) and how the numbers were computed (None: not declared yet).
+    kinds: list[str] = field(default_factory=list)
+    method: Method | None = None
 
 
 @dataclass
