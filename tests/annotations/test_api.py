@@ -16,6 +16,7 @@ from annotations.services.studies import enrollment_add
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import EXAMPLE_PROTOCOL, ItemFactory
 from tests.helpers import client_for
+from tests.s3_server import FileStore, fetch_download
 
 pytestmark = pytest.mark.django_db
 
@@ -191,6 +192,7 @@ def test_large_exports_become_background_jobs(
     owner,
     settings,
     django_capture_on_commit_callbacks,
+    default_store: FileStore,
 ) -> None:
     settings.WORKBENCH_EXPORT_INLINE_LIMIT = 0
     ItemFactory.create(study=study, external_id="i1")
@@ -200,7 +202,9 @@ def test_large_exports_become_background_jobs(
     job_id = response.json()["id"]
     status = clients["owner"].get(f"/api/exports/{job_id}/").json()
     assert status["status"] == "done" and status["download_url"] == f"/api/exports/{job_id}/download/"
-    assert clients["owner"].get(status["download_url"]).status_code == 200
+    assert fetch_download(clients["owner"].get(status["download_url"]), default_store).startswith(
+        b"item,item_kind,"
+    )
     assert clients["other"].get(status["download_url"]).status_code == 404
 
 

@@ -26,6 +26,7 @@ from annotations.services.studies import enrollment_add
 from tests.annotations.imagefiles import png_bytes
 from tests.annotations.url_walk import INT_PARAMETERS, OTHER_PARAMETERS, PLACEHOLDER, every_url
 from tests.factories import StudyFactory, UserFactory
+from tests.s3_server import FileStore, fetch_download
 from workbench.middleware import PARTICIPANT_REDIRECTS, PARTICIPANT_URL_NAMES
 
 pytestmark = pytest.mark.django_db
@@ -172,7 +173,7 @@ def test_every_url_is_refused_to_an_invited_participant_except_their_own_tasks(w
     assert client.get(f"/annotate/assignments/{world['own_assignment'].pk}/").status_code == 200
 
 
-def test_the_participants_own_flow_works(world) -> None:
+def test_the_participants_own_flow_works(world, default_store: FileStore) -> None:
     client: Client = world["client"]
     study, assignment = world["study"], world["own_assignment"]
     assert (
@@ -180,7 +181,7 @@ def test_the_participants_own_flow_works(world) -> None:
         == f"/annotate/assignments/{assignment.pk}/"
     )
     assert client.get(f"/annotate/assignments/{assignment.pk}/").status_code == 200
-    assert client.get(f"/items/{world['own_item'].pk}/images/0/display/").status_code == 200
+    assert fetch_download(client.get(f"/items/{world['own_item'].pk}/images/0/display/"), default_store)
     assert client.get(f"/annotate/studies/{study.pk}/mine/").status_code == 200
     assert client.get("/")["Location"] == f"/annotate/studies/{study.pk}/next/"
     assert client.get("/annotate/")["Location"] == f"/annotate/studies/{study.pk}/next/"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,6 +45,18 @@ def pytest_runtest_call(item: Any) -> Iterator[None]:
             with contextlib.suppress(Exception):
                 _leave(page)
         context.close()
+    _requests_finish()
+
+
+def _requests_finish(timeout: float = 10.0) -> None:
+    """Wait (up to ``timeout`` s) until the live server answers no request: one the browser gave up on
+    as its context closed still runs its queries in a server thread, and the test's TRUNCATE then
+    deadlocks with it on PostgreSQL."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(
+        "process_request_thread" in thread.name for thread in threading.enumerate()
+    ):
+        time.sleep(0.05)
 
 
 def _leave(page: Any) -> None:
