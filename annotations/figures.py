@@ -76,7 +76,7 @@ def _ssi(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
     ax.set_xticks(list(xs), [f"{r['category']}\n{r['model']}" for r in rows], fontsize=7)
     ax.set_ylabel("mean SSI")
     ax.legend(fontsize=8)
-    _title(fig, table, "SSI before and after refinement (* paired t-test p < 0.05)")
+    _title(fig, table, "SSI before and after refinement (* paired t-test p < 0.05, uncorrected)")
 
 
 def _empty(fig: Figure, table: dict[str, Any], why: str) -> None:
@@ -138,7 +138,15 @@ def _soda(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
     conditions = sorted({r["condition"] for r in rows})
     cells = {(f"{r['model']} / {r['object']}", r["condition"]): r["bds"] for r in rows}
     marks = {(f"{r['model']} / {r['object']}", r["condition"]): bool(r["significant"]) for r in rows}
-    _heatmap(fig, table, names, conditions, cells, marks, "BDS vs base prompt (* permutation p < 0.05)")
+    _heatmap(
+        fig,
+        table,
+        names,
+        conditions,
+        cells,
+        marks,
+        "BDS vs base prompt (* permutation p < 0.05, uncorrected)",
+    )
 
 
 def _agent(fig: Figure, table: dict[str, Any], params: dict[str, str]) -> None:

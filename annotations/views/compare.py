@@ -243,7 +243,8 @@ def compare(request: HttpRequest) -> HttpResponse:
             "partial_toggle": reverse("compare")
             + "?"
             + base
-            + ("" if comparison["include_partial"] else "&partial=1"),
+            + ("" if comparison["include_partial"] else "&partial=1")
+            + (f"&correction={correction}" if correction != DEFAULT_CORRECTION else ""),
             "tables": [_table_context(t, sides, query) for t in comparison["tables"]],
             "only_in": [(sides[label], tables) for label, tables in comparison["only_in"].items()],
             "csv": reverse("compare-csv") + f"?{query}",

@@ -269,6 +269,8 @@ def test_page_api_command_and_compare_take_the_correction(owner, client) -> None
     assert "p_adjusted [A]" in aligned["columns"] and "p_adjusted [B-A]" not in aligned["columns"]
     compare = client.get(f"/compare/?study={study.pk}&study={other.pk}&correction=bh").content.decode()
     assert 'id="correction-note"' in compare and "Benjamini-Hochberg" in compare
+    assert "&amp;partial=1&amp;correction=bh" in compare  # the partial switch keeps the correction
+    assert "Use Holm step-down" in compare
     refused = client.get(f"/compare/?study={study.pk}&study={other.pk}&correction=nope")
     assert refused.status_code == 400 and "correction must be one of" in refused.content.decode()
 
