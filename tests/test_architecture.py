@@ -297,3 +297,22 @@ def test_reads_live_in_selectors_not_in_services() -> None:
     assert {read: sorted(where[read]) for read in READS} == {
         read: [m for m in sorted(where[read]) if ".selectors" in m] or ["(missing)"] for read in READS
     }
+
+
+def test_no_page_module_draws() -> None:
+    """Figures are drawn in ``annotations/figures.py`` (shared by pages, exports and the audit report):
+    no module under a ``views`` package imports matplotlib."""
+    wrong = []
+    for name, path in MODULES.items():
+        if ".views." not in f".{name}.":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            wrong += [f"{name} imports {n}" for n in names if n.split(".")[0] == "matplotlib"]
+    assert wrong == []

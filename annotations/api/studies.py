@@ -48,7 +48,7 @@ from annotations.protocols.schema import list_presets, load_preset, load_protoco
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
 from annotations.selectors.features import features_export_lines
 from annotations.selectors.findings.ppi import width_parse
-from annotations.selectors.findings.report import metrics_report_cached
+from annotations.selectors.findings.report import correction_param, metrics_report_cached
 from annotations.selectors.studies import enrolled_account
 from annotations.selectors.study_options import with_study_options
 from annotations.services import studies as study_services
@@ -656,6 +656,13 @@ class StudyMetricsView(APIView):
                 description="source ppi:LABELLER: the 95% interval width the report says how many more human "
                 "labels would reach (default 0.1)",
             ),
+            OpenApiParameter(
+                "correction",
+                str,
+                enum=["holm", "bh"],
+                description="how tables that run many tests adjust their p-values (p_adjusted): holm "
+                "(default, Holm step-down) or bh (Benjamini-Hochberg); anything else is a 400",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -670,6 +677,7 @@ class StudyMetricsView(APIView):
                 captions=params.get("captions") or None,
                 include_partial=query_flag(params.get("partial"), "partial"),
                 width=width_parse(params.get("width")),
+                correction=correction_param(params.get("correction")),
             )
         )
 
@@ -696,6 +704,12 @@ class CompareView(APIView):
                 description="narrow every study to column=value (e.g. group=nurse; several joined by ';')",
             ),
             OpenApiParameter("partial", bool, description="1: count partial items too (provisional)"),
+            OpenApiParameter(
+                "correction",
+                str,
+                enum=["holm", "bh"],
+                description="how each side's many-test tables adjust their p-values: holm (default) or bh",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -715,5 +729,6 @@ class CompareView(APIView):
             comparison_report(
                 sides=comparison_sides(studies=studies, queries=queries),
                 include_partial=query_flag(request.query_params.get("partial"), "partial"),
+                correction=correction_param(request.query_params.get("correction")),
             )
         )

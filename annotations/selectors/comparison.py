@@ -34,13 +34,14 @@ from annotations.selectors.findings.report import metrics_report, metrics_report
 from annotations.selectors.labels import CONSENSUS
 from common.checked_input import MAX_ID, id_from_text
 from common.errors import ValidationFailed
+from metrics.multiple_testing import DEFAULT_CORRECTION
 from metrics.ssi import ALL_MODELS
 
 MAX_SIDES = 6
 CONDITION, MODEL = "condition", "model"
 LISTED = "listed"
 SUMMARY_KEY = "summary"
-NO_DIFFERENCE = frozenset({"p_value"})  # a difference of p-values means nothing
+NO_DIFFERENCE = frozenset({"p_value", "p_adjusted"})  # a difference of p-values means nothing
 MAX_TEXT = {"source": 200, CONDITION: 128, MODEL: 255, "where": 300}
 COLUMN_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
@@ -75,7 +76,15 @@ TABLE_SPECS: dict[str, TableSpec] = {
     "ssi_cells": TableSpec(("category", MODEL, CONDITION), ("mean_ssi",), "n_sets"),
     "ssi_comparisons": TableSpec(
         ("category", MODEL),
-        ("initial_mean", "refined_mean", "relative_drop", "p_value", "significant"),
+        (
+            "initial_mean",
+            "refined_mean",
+            "relative_drop",
+            "p_value",
+            "significant",
+            "p_adjusted",
+            "significant_adjusted",
+        ),
         "n_pairs",
     ),
     "ssi_unpaired": TableSpec(("category", MODEL, "query", CONDITION, "set"), ()),
@@ -93,7 +102,9 @@ TABLE_SPECS: dict[str, TableSpec] = {
         ("labeller", "dimension", "pair"), ("human_share", "machine_share", "detection_agrees")
     ),
     "soda_bds": TableSpec(
-        (MODEL, "object", CONDITION), ("bds", "p_value", "significant"), ("n_base", "n_group")
+        (MODEL, "object", CONDITION),
+        ("bds", "p_value", "significant", "p_adjusted", "significant_adjusted"),
+        ("n_base", "n_group"),
     ),
     "soda_cds": TableSpec(("dimension",), ("cds",)),
     "soda_vac": TableSpec((MODEL, "object", CONDITION), ("vac",), "n_images"),
@@ -419,13 +430,18 @@ def _align(key: str, spec: TableSpec, present: list[_Side], filters: dict[str, b
 
 
 def comparison_report(
-    *, sides: Sequence[ComparisonSide], cached: bool = True, include_partial: bool = False
+    *,
+    sides: Sequence[ComparisonSide],
+    cached: bool = True,
+    include_partial: bool = False,
+    correction: str = DEFAULT_CORRECTION,
 ) -> dict[str, Any]:
     """The aligned comparison of ``sides`` (2 to MAX_SIDES, already checked for access by the caller).
 
     Each side counts its settled items (``include_partial``: partial ones too, provisional); each side
     says how many items are settled, partial and unjudged (``coverage``), and ``warnings`` name the sides
-    whose findings rest on fewer items than the minimum.
+    whose findings rest on fewer items than the minimum. ``correction`` (holm or bh) adjusts the p-values
+    of each side's many-test tables over that side's own tests (``metrics_report``).
 
     Raises ValidationFailed for fewer than two or too many sides, a repeated side, a condition, model or
     where column given to some sides only, or a source a study does not have (the message names the side).
@@ -435,7 +451,14 @@ def comparison_report(
     reports = []
     for i, side in enumerate(sides):
         try:
-            reports.append(compute(study=side.study, source=side.source, include_partial=include_partial))
+            reports.append(
+                compute(
+                    study=side.study,
+                    source=side.source,
+                    include_partial=include_partial,
+                    correction=correction,
+                )
+            )
         except ValidationFailed as exc:
             raise ValidationFailed(
                 f"side {side_label(i)} ({side.study.name}): {exc.message}", exc.details
@@ -523,6 +546,7 @@ def comparison_report(
     return {
         "sides": described,
         "include_partial": include_partial,
+        "correction": correction,
         "warnings": warnings,
         "reference": side_label(0),
         "tables": aligned,

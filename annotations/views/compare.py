@@ -4,7 +4,7 @@
 parameters pair by position (one value applies to every study). Thin views: ``comparison_query_parse``
 reads the query, ``access.studies_get_for_user`` decides who may look (the studies' researchers: another
 researcher's study is 404, an annotator 403), ``comparison_report`` aligns the cached metrics reports,
-templates and ``annotations.views.figures`` show them. Bad input shows the page with the message, never
+templates and ``annotations.figures`` show them. Bad input shows the page with the message, never
 a 500.
 """
 
@@ -23,6 +23,7 @@ from django.urls import reverse
 
 from annotations import access
 from annotations.access import request_user
+from annotations.figures import FORMATS, comparison_figure_render, comparison_numeric_values
 from annotations.models import Study
 from annotations.selectors import studies as selectors
 from annotations.selectors.comparison import (
@@ -36,14 +37,14 @@ from annotations.selectors.comparison import (
     side_label,
 )
 from annotations.selectors.findings.ppi import ppi_sources_of
-from annotations.selectors.findings.report import JUDGEMENT_PROTOCOLS, study_metric_kind
+from annotations.selectors.findings.report import JUDGEMENT_PROTOCOLS, correction_param, study_metric_kind
 from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, machine_labellers_of
-from annotations.views.figures import FORMATS, comparison_figure_render, comparison_numeric_values
 from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN
 from common.display import cell_display
 from common.errors import NotAllowed, NotFoundError, ValidationFailed
 from common.query_params import query_flag
 from common.spreadsheet import csv_cell
+from metrics.multiple_testing import CORRECTION_NAMES, DEFAULT_CORRECTION
 
 FORM_ROWS = 3
 
@@ -93,7 +94,8 @@ def _comparison(request: HttpRequest) -> tuple[list[SideQuery], dict[str, Any]]:
     queries = _queries(request)
     sides = _sides(request, queries)
     include_partial = query_flag(request.GET.get("partial"), "partial")
-    return queries, comparison_report(sides=sides, include_partial=include_partial)
+    correction = correction_param(request.GET.get("correction"))
+    return queries, comparison_report(sides=sides, include_partial=include_partial, correction=correction)
 
 
 def _table_context(table: dict[str, Any], sides: dict[str, dict[str, Any]], query: str) -> dict[str, Any]:
@@ -215,14 +217,34 @@ def compare(request: HttpRequest) -> HttpResponse:
     }
     if comparison is not None:
         base = query_string(queries)
-        query = base + ("&partial=1" if comparison["include_partial"] else "")
+        correction = comparison["correction"]
+        query = (
+            base
+            + ("&partial=1" if comparison["include_partial"] else "")
+            + (f"&correction={correction}" if correction != DEFAULT_CORRECTION else "")
+        )
         sides = {d["label"]: d for d in comparison["sides"]}
         context |= {
+            "has_tests": any("p_adjusted [" in " ".join(t["columns"]) for t in comparison["tables"]),
+            "correction_name": CORRECTION_NAMES[correction],
+            "correction_switch": [
+                (
+                    name,
+                    reverse("compare")
+                    + "?"
+                    + base
+                    + ("&partial=1" if comparison["include_partial"] else "")
+                    + ("" if value == DEFAULT_CORRECTION else f"&correction={value}"),
+                )
+                for value, name in CORRECTION_NAMES.items()
+                if value != correction
+            ],
             "include_partial": comparison["include_partial"],
             "partial_toggle": reverse("compare")
             + "?"
             + base
-            + ("" if comparison["include_partial"] else "&partial=1"),
+            + ("" if comparison["include_partial"] else "&partial=1")
+            + (f"&correction={correction}" if correction != DEFAULT_CORRECTION else ""),
             "tables": [_table_context(t, sides, query) for t in comparison["tables"]],
             "only_in": [(sides[label], tables) for label, tables in comparison["only_in"].items()],
             "csv": reverse("compare-csv") + f"?{query}",
@@ -270,7 +292,7 @@ def compare_figure(request: HttpRequest, key: str, fmt: str) -> HttpResponse:
     if data is None:
         raise Http404("no such figure in this comparison")
     response = HttpResponse(data, content_type=FORMATS[fmt])
-    disposition = "attachment" if fmt == "svg" else "inline"
+    disposition = "inline" if fmt == "png" else "attachment"
     ids = "-".join(str(q.study_id) for q in queries)
     response["Content-Disposition"] = f'{disposition}; filename="compare-{ids}-{key}.{fmt}"'
     response["Content-Security-Policy"] = IMAGE_CSP

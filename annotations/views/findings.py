@@ -1,8 +1,8 @@
-"""Findings pages: each paper's tables and figures for one study, with CSV, PNG and SVG downloads, and the
-upload and download of the embeddings and captions the visage pull and salience read.
+"""Findings pages: each paper's tables and figures for one study, with CSV, PNG, SVG and PDF downloads, and
+the upload and download of the embeddings and captions the visage pull and salience read.
 
 Thin views: ``access`` decides who may look (the study's researchers), ``metrics_report_cached`` computes,
-``annotations.views.figures`` draws. A bad ``source`` shows the page with the error, never a 500. Without
+``annotations.figures`` draws. A bad ``source`` shows the page with the error, never a 500. Without
 ``?source=`` the report reads the protocol's default source (``findings.report.DEFAULT_SOURCES``); the page
 says which source it shows and links to every source that holds labels, and an empty table says why it is
 empty (its figure is then not drawn; asked for directly, it is an "empty" picture, never an error).
@@ -25,13 +25,13 @@ from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
+from annotations.figures import DRAW, FORMATS, figure_render
 from annotations.interchange.import_jobs import import_upload
 from annotations.models import ImportJob
 from annotations.selectors.features import features_export_lines
 from annotations.selectors.findings.ppi import width_parse
-from annotations.selectors.findings.report import metrics_report_cached
+from annotations.selectors.findings.report import correction_param, metrics_report_cached
 from annotations.selectors.findings.visage import stereotype_table_size
-from annotations.views.figures import DRAW, FORMATS, figure_render
 from annotations.views.forms import StereotypeTableForm, UploadForm
 from annotations.views.pages import (
     IMAGE_CSP,
@@ -44,6 +44,7 @@ from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed, WorkbenchError
 from common.query_params import query_flag
 from common.spreadsheet import csv_cell
+from metrics.multiple_testing import CORRECTION_NAMES, DEFAULT_CORRECTION
 
 
 def _source(request: HttpRequest) -> str | None:
@@ -72,6 +73,7 @@ def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
             captions=features["captions"],
             include_partial=_partial(request),
             width=width_parse(request.GET.get("width")),
+            correction=correction_param(request.GET.get("correction")),
         )
     except ValidationFailed as exc:
         raise Http404(exc.message) from exc
@@ -91,6 +93,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             captions=features["captions"],
             include_partial=include_partial,
             width=width_parse(request.GET.get("width")),
+            correction=correction_param(request.GET.get("correction")),
         )
     except ValidationFailed as exc:
         return render(
@@ -99,11 +102,13 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             {"study": study, "error": exc.message, "report": None, "source": source or ""},
             status=400,
         )
+    correction = report["correction"]
     query = (
         {"source": report["source"]}
         | {key: report[key] for key in ("embeddings", "captions") if report.get(key)}
         | ({"partial": "1"} if include_partial else {})
         | ({"width": str(report["width"])} if report.get("width") else {})
+        | ({"correction": correction} if correction != DEFAULT_CORRECTION else {})
     )
     base_url = reverse("study-findings", args=[study.pk])
     switch = [
@@ -129,6 +134,8 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
                     "png": f"{base}?{params}",
                     "svg": reverse("study-findings-figure", args=[study.pk, table["key"], "svg"])
                     + f"?{params}",
+                    "pdf": reverse("study-findings-figure", args=[study.pk, table["key"], "pdf"])
+                    + f"?{params}",
                 }
             )
         tables.append(
@@ -151,6 +158,10 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "switch": switch,
             "include_partial": include_partial,
             "partial_toggle": partial_toggle,
+            "has_tests": any("p_adjusted" in t["columns"] for t in report["tables"]),
+            "correction": correction,
+            "correction_name": CORRECTION_NAMES[correction],
+            "corrections": list(CORRECTION_NAMES.items()),
             "max_rows": MAX_ROWS_SHOWN,
             "can_write": access.study_can_write(request_user(request), study),
             "show_stereotypes": report["protocol"] == "stereotype-markers"
@@ -262,13 +273,15 @@ def study_findings_csv(request: HttpRequest, pk: int, key: str) -> HttpResponse:
 def study_findings_figure(request: HttpRequest, pk: int, key: str, fmt: str) -> HttpResponse:
     study, report = _report(request, pk)
     params = {
-        k: str(v) for k, v in request.GET.items() if k not in ("source", "embeddings", "captions", "partial")
+        k: str(v)
+        for k, v in request.GET.items()
+        if k not in ("source", "embeddings", "captions", "partial", "width", "correction")
     }
     data = figure_render(report, key, params, fmt)
     if data is None:
         raise Http404("no such figure for this study")
     response = HttpResponse(data, content_type=FORMATS[fmt])
-    disposition = "attachment" if fmt == "svg" else "inline"
+    disposition = "inline" if fmt == "png" else "attachment"
     response["Content-Disposition"] = f'{disposition}; filename="study-{study.pk}-{key}.{fmt}"'
     response["Content-Security-Policy"] = IMAGE_CSP
     response["X-Content-Type-Options"] = "nosniff"

@@ -520,7 +520,7 @@ def test_a_narrowing_that_matches_nothing_says_so(two_models) -> None:
 def test_figure_legend_names_each_side_with_its_n_and_is_never_clipped(owner) -> None:
     """Issue 25 point 5: two sides of one study (model m1, model m2) had the same legend ("the study's
     name, 4 items"), cut off at the figure's edge; each side is now named by what it is, with its n."""
-    from annotations.views.figures import comparison_figure
+    from annotations.figures import comparison_figure
 
     colours = {"a1": ("m1", "red"), "a2": ("m1", "red"), "b1": ("m2", "red"), "b2": ("m2", "blue")}
     items = [

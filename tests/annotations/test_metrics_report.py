@@ -28,7 +28,7 @@ def table(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def assert_figures(report: dict[str, Any]) -> None:
-    from annotations.views.figures import figure_render
+    from annotations.figures import figure_render
 
     assert report["figures"]
     for figure in report["figures"]:
@@ -257,7 +257,7 @@ def test_findings_page_tables_csv_and_figures(owner, client) -> None:
 
 
 def test_every_figure_renders(visage_studies, owner) -> None:
-    from annotations.views.figures import figure_render
+    from annotations.figures import figure_render
 
     reports = [
         metrics_report(study=visage_studies["stereotype-markers"], source="judgements"),

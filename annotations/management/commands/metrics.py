@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from annotations.command_args import dump, fail, study_arg
 from annotations.selectors.findings.report import metrics_report
 from common.errors import WorkbenchError
+from metrics.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION
 
 
 class Command(BaseCommand):
@@ -33,6 +34,13 @@ class Command(BaseCommand):
             help="ppi: the 95%% interval width to say how many more human labels would reach (default 0.1)",
         )
         parser.add_argument(
+            "--correction",
+            choices=CORRECTIONS,
+            default=DEFAULT_CORRECTION,
+            help="How tables that run many tests adjust their p-values (p_adjusted): holm (Holm step-down, "
+            "the default) or bh (Benjamini-Hochberg)",
+        )
+        parser.add_argument(
             "--partial",
             action="store_true",
             help="Count partial items too (fewer judgements than the overlap; provisional, marked so)",
@@ -56,6 +64,7 @@ class Command(BaseCommand):
                 captions=options["captions"],
                 include_partial=options["partial"],
                 width=options["width"],
+                correction=options["correction"],
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc
@@ -67,6 +76,8 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"  {report['source_note']}")
         self.stdout.write(f"  items: {report['coverage']['summary']}")
+        if any("p_adjusted" in table["columns"] for table in report["tables"]):
+            self.stdout.write(f"  multiple comparisons: {report['correction_note']}")
         if report["warning"]:
             self.stdout.write(f"  warning: {report['warning']}")
         for key, value in report["summary"].items():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from annotations.models import Study
-from annotations.selectors.findings.tables import Figure, Report, Table
+from annotations.selectors.findings.tables import Figure, Method, Report, Table
 from annotations.selectors.labels import (
     CONSENSUS,
     ItemInfo,
@@ -89,6 +89,14 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
                 "denominator (agent section 3: majority-subgroup images / all images) and are never the "
                 "majority. Unanswered or unresolved images are left out. A tie has no majority."
             ],
+            kinds=["label", "label", "label", "label", "estimate", "estimate", "n", "n", "flag", "text"],
+            method=Method(
+                "stereotype score = share of the pair's labelled images whose label is the majority subgroup "
+                "(images labelled 'None / cannot tell' in the denominator); target_share = the share of the "
+                "pair's subgroup; detected = the majority is the pair's subgroup",
+                reference="agent section 3",
+                unit="images",
+            ),
         )
     )
     report.summary["images_labelled_none"] = {
@@ -128,6 +136,13 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
                 ["labeller", "dimension", "mean_abs_difference", "n_pairs"],
                 comp_rows,
                 len(human),
+                kinds=["label", "label", "estimate", "n"],
+                method=Method(
+                    "mean over the dimension's instruction pairs of |machine - human consensus| target-"
+                    "subgroup share",
+                    reference="agent section 4.2, Fig. 7",
+                    unit="instruction pairs",
+                ),
             )
         )
         report.tables.append(
@@ -137,6 +152,13 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
                 ["labeller", "pair", "dimension", "human_share", "machine_share", "detection_agrees"],
                 pair_rows,
                 len(human),
+                kinds=["label", "label", "label", "estimate", "estimate", "flag"],
+                method=Method(
+                    "share of the pair's images labelled with its target subgroup, by the human consensus "
+                    "and by the machine; detection_agrees: both decide 'detected' alike",
+                    reference="agent section 4.2, Fig. 7",
+                    unit="images",
+                ),
             )
         )
         report.summary["detection_accuracy"] = summary

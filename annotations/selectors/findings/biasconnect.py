@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from annotations.models import Study
-from annotations.selectors.findings.tables import Figure, Report, Table, label_sets
+from annotations.selectors.findings.tables import Figure, Method, Report, Table, label_sets
 from annotations.selectors.labels import ItemInfo, LabelSource
 from metrics import biasconnect
 
@@ -118,6 +118,14 @@ def biasconnect_section(
             is_rows,
             n_person,
             ["IS_xy = w_bar_y(base) - w_bar_y(pooled counterfactuals of x); negative = skew."],
+            kinds=["label", "label", "label", "estimate"],
+            method=Method(
+                "IS_xy = w_bar_y(base prompt) - w_bar_y(x's counterfactual prompts, their y-distributions "
+                "averaged with equal weight); w_bar = Wasserstein-1 distance to the uniform target (0/1 "
+                "ground distance) over its maximum",
+                reference="BiasConnect section 3.3",
+                unit="images with a person",
+            ),
         )
     )
     report.tables.append(
@@ -127,6 +135,13 @@ def biasconnect_section(
             ["group", "axis", "w_bar", "n_images"],
             dev_rows,
             n_person,
+            kinds=["label", "label", "estimate", "n"],
+            method=Method(
+                "w_bar = Wasserstein-1 distance (0/1 ground distance) of the axis's distribution under the "
+                "base prompt to the uniform target, over its maximum (0 uniform .. 1 one option)",
+                reference="BiasConnect section 3.3",
+                unit="images with a person",
+            ),
         )
     )
     report.tables.append(
@@ -136,6 +151,12 @@ def biasconnect_section(
             ["group", "condition", "axis", "option", "count", "share"],
             dist_rows,
             n_person,
+            kinds=["label", "label", "label", "label", "n", "estimate"],
+            method=Method(
+                "share of the base prompt's images with a person labelled with the option, count / n",
+                reference="BiasConnect section 3.2",
+                unit="images with a person",
+            ),
         )
     )
     for group in sorted(groups):

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from annotations.models import Study, ValidationSample
-from annotations.selectors.findings.tables import Report, Table
+from annotations.selectors.findings.tables import Method, Report, Table
 from annotations.selectors.labels import (
     CONSENSUS,
     ItemInfo,
@@ -66,6 +66,31 @@ ESTIMATE_COLUMNS = [
     "more_for_width",
     "reason",
 ]
+ESTIMATE_KINDS = [
+    "estimate",
+    "low",
+    "high",
+    "estimate",
+    "low",
+    "high",
+    "estimate",
+    "estimate",
+    "n",
+    "n",
+    "n",
+    "estimate",
+    "n",
+    "text",
+]
+PPI_ESTIMATOR = (
+    "PPI++: the design-weighted human mean on the validation sample + lambda x (the machine mean on every "
+    "item - its weighted mean on the sample), lambda power-tuned; Hajek weights 1/pi"
+)
+PPI_INTERVAL = (
+    "95% normal (CLT) interval, estimate +- 1.96 sqrt(V), clipped to [0, 1] for a proportion; human_low/"
+    "human_high: the same with lambda = 0 (human labels only)"
+)
+PPI_REFERENCE = "Angelopoulos et al. 2023 (PPI) and PPI++ (arXiv:2311.01453); docs/metrics.md"
 
 
 def is_ppi_source(source: str | None) -> bool:
@@ -249,6 +274,13 @@ def ppi_section(
         ["question", "option", "group_by", "group", *ESTIMATE_COLUMNS],
         [],
         0,
+        kinds=["label", "label", "label", "label", *ESTIMATE_KINDS],
+        method=Method(
+            PPI_ESTIMATOR,
+            interval=PPI_INTERVAL,
+            reference=PPI_REFERENCE,
+            unit="items (n_people: the sample's human-labelled items; n_machine: the machine-labelled ones)",
+        ),
     )
     differences = Table(
         "ppi_differences",
@@ -270,6 +302,28 @@ def ppi_section(
         ],
         [],
         0,
+        kinds=[
+            "label",
+            "label",
+            "label",
+            "label",
+            "label",
+            "estimate",
+            "low",
+            "high",
+            "estimate",
+            "low",
+            "high",
+            "estimate",
+            "text",
+        ],
+        method=Method(
+            "difference of two PPI++ estimates (group - reference); the groups hold different items, so "
+            "their variances add",
+            interval=PPI_INTERVAL,
+            reference=PPI_REFERENCE,
+            unit="items",
+        ),
     )
     accuracy = Table(
         "ppi_accuracy",
@@ -277,6 +331,14 @@ def ppi_section(
         ["question", "group_by", "group", "accuracy", "low", "high", "n_people", "more_for_width", "reason"],
         [],
         0,
+        kinds=["label", "label", "label", "estimate", "low", "high", "n", "n", "text"],
+        method=Method(
+            "design-weighted share of the sample's human-labelled items where the labeller answered as the "
+            "consensus (Hajek weights 1/pi; lambda 0: human labels only)",
+            interval="95% normal (CLT) interval, estimate +- 1.96 sqrt(V), clipped to [0, 1]",
+            reference=PPI_REFERENCE,
+            unit="sample items with a human consensus label",
+        ),
     )
     people: set[int] = set()
     machine_items: set[int] = set()

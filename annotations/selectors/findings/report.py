@@ -73,6 +73,7 @@ from annotations.selectors.labels import (
     source_parse,
 )
 from common.errors import ValidationFailed
+from metrics.multiple_testing import CORRECTION_NAMES, CORRECTIONS, DEFAULT_CORRECTION, correction_parse
 
 # The protocols whose metrics can read every judgement (source=judgements), not only one label per item.
 JUDGEMENT_PROTOCOLS = ("stereotype-markers", "visualness")
@@ -225,6 +226,7 @@ def metrics_report(
     captions: str | None = None,
     include_partial: bool = False,
     width: float | None = None,
+    correction: str = DEFAULT_CORRECTION,
 ) -> dict[str, Any]:
     """Every metric that applies to ``study``'s protocol from ``source`` (see the module docstring);
     ``source`` None or blank: the protocol's default (``DEFAULT_SOURCES``).
@@ -238,19 +240,24 @@ def metrics_report(
     else the first by name); they apply to stereotype-markers studies and to any study holding the
     visage pull sets (conditions default / stereotypical / non-stereotypical).
 
-    ``embeddings`` and ``captions`` name the machine source (``name[@version]``) whose stored image
-    embeddings and captions the visage stereotypical pull and salience read (default: the only one,
-    else the first by name); they apply to stereotype-markers studies and to any study holding the
-    visage pull sets (conditions default / stereotypical / non-stereotypical).
-
     Findings count *settled* items (every judgement the overlap asks for; a machine labeller's one answer)
     and, with ``include_partial``, partial ones too (provisional, marked: ``coverage``, each table's
     ``partial``); ``coverage`` says how many items are settled, partial and unjudged, and ``warning`` why
     the findings rest on too few items (``annotations.selectors.coverage``).
 
-    Raises ValidationFailed for an unknown source, or ``judgements`` where metrics need one label per
-    item (every protocol but stereotype-markers and visualness). Reads only; no locks.
+    ``correction`` (holm, the default, or bh): how a table that runs many tests (SSI's paired t-tests,
+    SODA's permutation tests) adjusts its p-values for multiple comparisons: its ``p_adjusted`` and
+    ``significant_adjusted`` columns, beside the raw ``p_value`` and the paper's ``significant``
+    (``metrics.multiple_testing``); the report says which (``correction``).
+
+    Raises ValidationFailed for an unknown correction, an unknown source, or ``judgements`` where metrics
+    need one label per item (every protocol but stereotype-markers and visualness). Reads only; no locks.
     """
+    if correction not in CORRECTIONS:
+        raise ValidationFailed(
+            f"correction must be one of {', '.join(CORRECTIONS)}, not {str(correction)[:40]!r}",
+            {"correction": "invalid"},
+        )
     default = default_source(study)
     ppi = is_ppi_source(source)
     if width is not None and not 0 < width <= 100:
@@ -275,7 +282,7 @@ def metrics_report(
     coverage, parsed = findings_coverage(study, parsed, items, include_partial)
     assert parsed.items is not None
     counted = {i: info for i, info in items.items() if i in parsed.items}
-    report = Report()
+    report = Report(correction=correction)
     features = visage_features_apply(kind, items)
     if ppi:
         _coverage, people = findings_coverage(study, human_source(), items, include_partial)
@@ -351,6 +358,12 @@ def metrics_report(
             "coverage": counts,
             "include_partial": include_partial,
             "width": (width or DEFAULT_WIDTH) if ppi else None,
+            "correction": correction,
+            "correction_note": (
+                f"Tables that run many tests give p-values adjusted by {CORRECTION_NAMES[correction]} "
+                "(p_adjusted, significant_adjusted) beside the raw p_value and the paper's significant flag; "
+                "switch with ?correction=holm|bh (page and API) or --correction (manage.py metrics)."
+            ),
             "warning": coverage.warning(),
             "summary": report.summary,
             "notes": report.notes,
@@ -361,6 +374,15 @@ def metrics_report(
     return report_json
 
 
+def correction_param(raw: str | None) -> str:
+    """The ``correction`` query parameter or option: blank -> holm (the default), holm or bh (any case);
+    anything else is refused (ValidationFailed: a 400 on the API, the page's error)."""
+    try:
+        return correction_parse(raw)
+    except ValueError as exc:
+        raise ValidationFailed(str(exc), {"correction": "invalid"}) from exc
+
+
 def _fingerprint(
     study: Study,
     source: str,
@@ -368,13 +390,15 @@ def _fingerprint(
     captions: str | None,
     include_partial: bool = False,
     width: float | None = None,
+    correction: str = DEFAULT_CORRECTION,
 ) -> str:
     annotations = Annotation.objects.filter(study=study).aggregate(n=Count("id"), last=Max("updated_at"))
     entries = StereotypeEntry.objects.filter(study=study).count()
     consensus = ConsensusLabel.objects.filter(study=study).aggregate(n=Count("id"), last=Max("computed_at"))
     items = Item.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
     raw = (
-        f"{study.pk}|{source}|{embeddings}|{captions}|{include_partial}|{width}|{findings_minimum()}|{study.overlap}|"
+        f"{study.pk}|{source}|{embeddings}|{captions}|{include_partial}|{width}|{correction}|"
+        f"{findings_minimum()}|{study.overlap}|"
         f"{study.updated_at.isoformat()}|{annotations['n']}|"
         f"{annotations['last']}|{entries}|{items['n']}|{items['last']}|{consensus['n']}|{consensus['last']}|"
         f"{features_fingerprint(study)}"
@@ -390,6 +414,7 @@ def metrics_report_cached(
     captions: str | None = None,
     include_partial: bool = False,
     width: float | None = None,
+    correction: str = DEFAULT_CORRECTION,
     timeout: int = 3600,
 ) -> dict[str, Any]:
     """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table,
@@ -401,6 +426,7 @@ def metrics_report_cached(
         captions or None,
         include_partial,
         width,
+        correction,
     )
     cached: dict[str, Any] | None = cache.get(key)
     if cached is None:
@@ -411,6 +437,7 @@ def metrics_report_cached(
             captions=captions,
             include_partial=include_partial,
             width=width,
+            correction=correction,
         )
         cache.set(key, cached, timeout)
     return cached

@@ -11,9 +11,25 @@ from collections import defaultdict
 from typing import Any
 
 from annotations.models import Study
-from annotations.selectors.findings.tables import SIGNIFICANCE, Figure, Report, Table, label_sets
+from annotations.selectors.findings.tables import (
+    SIGNIFICANCE,
+    Figure,
+    Method,
+    Report,
+    Table,
+    adjust_p_values,
+    label_sets,
+)
 from annotations.selectors.labels import ItemInfo, LabelSource
 from metrics import soda
+
+N_PERMUTATIONS = 1000
+# What the SODA paper did about its many permutation tests (read in its section 4 and Table 2).
+PAPER_CORRECTION = (
+    "none: each cell's permutation test is read on its own (Table 2 shades the cells with p < 0.01), with "
+    "no correction for multiple comparisons; note the paper's threshold is 0.01 where significant here "
+    f"uses {SIGNIFICANCE}."
+)
 
 
 def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report) -> None:
@@ -31,7 +47,8 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
                 attrs[q.key.removeprefix(f"{obj}_")] = None if value is None else str(value)
         if any(v is not None for v in attrs.values()):
             images.append(soda.SodaImage(info.model_name or "model", obj, info.condition or "base", attrs))
-    reports = soda.soda_report(images, n_permutations=1000, seed=study.seed or 0)
+    seed = study.seed or 0
+    reports = soda.soda_report(images, n_permutations=N_PERMUTATIONS, seed=seed)
     bds_rows, vac_rows, thr_rows, conc_rows, shift_rows = [], [], [], [], []
     for r in reports:
         for cond, d in r.bds.items():
@@ -88,35 +105,61 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
         c = soda.cds(groups)
         cds_rows.append([dim, c.value, ", ".join(c.groups), c.reason])
     n = len(images)
-    report.tables += [
-        Table(
-            "soda_bds",
-            "Baseline divergence BDS per condition with permutation p (SODA Table 2)",
-            [
-                "model",
-                "object",
-                "condition",
-                "bds",
-                "p_value",
-                "significant",
-                "n_base",
-                "n_group",
-                "n_attributes",
-                "reason",
-            ],
-            bds_rows,
-            n,
-            [
-                "JS distance (natural log) vs the base prompt; 1000 seeded permutations; "
-                f"significant: p < {SIGNIFICANCE}."
-            ],
+    bds_table = Table(
+        "soda_bds",
+        "Baseline divergence BDS per condition with permutation p (SODA Table 2)",
+        [
+            "model",
+            "object",
+            "condition",
+            "bds",
+            "p_value",
+            "significant",
+            "n_base",
+            "n_group",
+            "n_attributes",
+            "reason",
+        ],
+        bds_rows,
+        n,
+        [
+            f"JS distance (natural log) vs the base prompt; {N_PERMUTATIONS} seeded permutations; "
+            f"significant: p < {SIGNIFICANCE}."
+        ],
+        kinds=["label", "label", "label", "estimate", "p", "flag", "n", "n", "n", "text"],
+        method=Method(
+            "BDS = mean over the attributes of the Jensen-Shannon distance (natural log) between the value "
+            "distributions of the base prompt's and the group's images",
+            test=(
+                f"one-sided permutation test: base and group images pooled and relabelled {N_PERMUTATIONS} "
+                f"times (seed {seed}), p = (1 + #{{BDS_perm >= BDS}}) / (1 + {N_PERMUTATIONS}); "
+                f"significant: p < {SIGNIFICANCE}"
+            ),
+            reference="SODA section 4, Table 2",
+            unit="images",
         ),
+    )
+    adjust_p_values(
+        bds_table,
+        report.correction,
+        family="one permutation test per model, object and group condition",
+        paper=PAPER_CORRECTION,
+    )
+    report.tables += [
+        bds_table,
         Table(
             "soda_cds",
             "Cross-demographic divergence CDS per dimension (models and objects pooled)",
             ["dimension", "cds", "groups", "reason"],
             cds_rows,
             n,
+            kinds=["label", "estimate", "text", "text"],
+            method=Method(
+                "CDS = mean over the attributes of the mean Jensen-Shannon divergence (log base 2) over the "
+                "unordered pairs of the dimension's groups",
+                reference="SODA section 3 (CDS)",
+                unit="images",
+            ),
         ),
         Table(
             "soda_vac",
@@ -124,6 +167,13 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
             ["model", "object", "condition", "vac", "n_images", "reason"],
             vac_rows,
             n,
+            kinds=["label", "label", "label", "estimate", "n", "text"],
+            method=Method(
+                "VAC = mean over the attributes of 1 - H(P) / log k, k the distinct values observed (1.0 "
+                "when k = 1)",
+                reference="SODA section 3 (VAC)",
+                unit="images",
+            ),
         ),
         Table(
             "soda_vac_thresholded",
@@ -131,6 +181,12 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
             ["model", "object", "vac", "n_scores_used", "n_scores"],
             thr_rows,
             n,
+            kinds=["label", "label", "estimate", "n", "n"],
+            method=Method(
+                "mean of the per (condition, attribute) VAC scores >= 0.05 (the released code's aggregate)",
+                reference="SODA released code (analysis/)",
+                unit="VAC scores (one per condition and attribute)",
+            ),
         ),
         Table(
             "soda_concentrated",
@@ -138,6 +194,12 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
             ["model", "object", "condition", "attribute", "value", "n"],
             conc_rows,
             n,
+            kinds=["label", "label", "label", "label", "label", "n"],
+            method=Method(
+                "the (condition, attribute) cases where every image has one value (listed; no statistic)",
+                reference="SODA section 5",
+                unit="images",
+            ),
         ),
         Table(
             "soda_shifts",
@@ -155,6 +217,13 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
             ],
             shift_rows,
             n,
+            kinds=["label", "label", "label", "label", "label", "estimate", "label", "estimate", "flag"],
+            method=Method(
+                "the most frequent value of each attribute and its share of the images, under the base "
+                "prompt and under the group's; changed: the two values differ",
+                reference="SODA section 5",
+                unit="images",
+            ),
         ),
     ]
     report.figures.append(Figure("soda_bds", "BDS per condition (* p < 0.05)", "soda_bds"))

@@ -14,9 +14,27 @@ is listed in the ``ssi_unpaired`` table with the reason, never dropped silently.
 from __future__ import annotations
 
 from annotations.models import Study
-from annotations.selectors.findings.tables import SIGNIFICANCE, Figure, Report, Table, label_sets
+from annotations.selectors.findings.tables import (
+    SIGNIFICANCE,
+    Figure,
+    Method,
+    Report,
+    Table,
+    adjust_p_values,
+    label_sets,
+)
 from annotations.selectors.labels import ItemInfo, LabelSource
 from metrics import ssi
+
+# What the SSI paper did about its many t-tests (read in its section 5 and Table 4).
+PAPER_CORRECTION = (
+    "none stated: each category's paired t-test is reported on its own (Table 4 stars at p < 0.05, 0.01 "
+    "and 0.001; the text gives p < 0.001 per category), with no correction for multiple comparisons."
+)
+SSI_ESTIMATOR = (
+    "mean SSI over the image sets of a cell; SSI(set) = share of the category's N rubric items marked "
+    "(N = 12 geocultural, 9 occupational, 10 adjectival)"
+)
 
 # The metadata field of a refined image set that names its initial set's prompt (written by generation's
 # ``ssi_refined_prompt_set``; an imported manifest gives it as a column).
@@ -107,52 +125,83 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
             [[c.category, c.model, c.condition, c.mean, c.n_sets, c.reason] for c in cells],
             len(records),
             notes,
+            kinds=["label", "label", "label", "estimate", "n", "text"],
+            method=Method(SSI_ESTIMATOR, reference="SSI section 4, Table 4", unit="image sets"),
         )
     )
-    report.tables.append(
-        Table(
-            "ssi_comparisons",
-            "Initial vs refined: relative drop and paired t-test (SSI Table 4)",
+    comparison_table = Table(
+        "ssi_comparisons",
+        "Initial vs refined: relative drop and paired t-test (SSI Table 4)",
+        [
+            "category",
+            "model",
+            "initial_mean",
+            "refined_mean",
+            "relative_drop",
+            "t",
+            "p_value",
+            "significant",
+            "n_pairs",
+            "n_initial",
+            "n_refined",
+            "reason",
+        ],
+        [
             [
-                "category",
-                "model",
-                "initial_mean",
-                "refined_mean",
-                "relative_drop",
-                "t",
-                "p_value",
-                "significant",
-                "n_pairs",
-                "n_initial",
-                "n_refined",
-                "reason",
-            ],
-            [
-                [
-                    c.category,
-                    c.model,
-                    c.initial_mean,
-                    c.refined_mean,
-                    c.relative_drop,
-                    c.t,
-                    c.p_value,
-                    None if c.p_value is None else c.p_value < SIGNIFICANCE,
-                    c.n_pairs,
-                    c.n_initial,
-                    c.n_refined,
-                    c.test_reason or c.drop_reason,
-                ]
-                for c in comparisons
-            ],
-            len(records),
-            [
-                f"significant: paired t-test p < {SIGNIFICANCE}.",
-                "n_pairs: queries with both an initial and a refined set (a refined set is linked to its "
-                f"initial set by metadata '{INITIAL_LINK}'); the sets without a partner are listed in "
-                f"'Image sets the paired t-test cannot use' ({len(unpaired_rows)}).",
-            ],
-        )
+                c.category,
+                c.model,
+                c.initial_mean,
+                c.refined_mean,
+                c.relative_drop,
+                c.t,
+                c.p_value,
+                None if c.p_value is None else c.p_value < SIGNIFICANCE,
+                c.n_pairs,
+                c.n_initial,
+                c.n_refined,
+                c.test_reason or c.drop_reason,
+            ]
+            for c in comparisons
+        ],
+        len(records),
+        [
+            f"significant: paired t-test p < {SIGNIFICANCE}.",
+            "n_pairs: queries with both an initial and a refined set (a refined set is linked to its "
+            f"initial set by metadata '{INITIAL_LINK}'); the sets without a partner are listed in "
+            f"'Image sets the paired t-test cannot use' ({len(unpaired_rows)}).",
+        ],
+        kinds=[
+            "label",
+            "label",
+            "estimate",
+            "estimate",
+            "estimate",
+            "statistic",
+            "p",
+            "flag",
+            "n",
+            "n",
+            "n",
+            "text",
+        ],
+        method=Method(
+            SSI_ESTIMATOR + "; relative_drop = (initial_mean - refined_mean) / initial_mean",
+            test=(
+                "two-sided paired t-test (scipy.stats.ttest_rel) of initial vs refined SSI over the "
+                f"(model, query) pairs with both sets; significant: p < {SIGNIFICANCE}"
+            ),
+            reference="SSI section 5, Table 4",
+            unit="image sets (the t-test: pairs of an initial and a refined set)",
+        ),
     )
+    adjust_p_values(
+        comparison_table,
+        report.correction,
+        family="one paired t-test per category and model, and per category with the models pooled "
+        "(model 'all', overlapping the per-model tests)",
+        paper=PAPER_CORRECTION,
+    )
+    report.tables.append(comparison_table)
     report.tables.append(
         Table(
             "ssi_unpaired",
@@ -160,6 +209,12 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
             ["category", "model", "query", "condition", "set", "initial_prompt", "reason"],
             unpaired_rows,
             len(unpaired_rows),
+            kinds=["label", "label", "label", "label", "label", "text", "text"],
+            method=Method(
+                "the image sets the paired t-test cannot pair, listed with the reason (no statistic)",
+                reference="SSI section 5 (the paired t-test)",
+                unit="image sets",
+            ),
         )
     )
     report.tables.append(
@@ -169,6 +224,12 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
             ["category", "item", "condition", "share", "n_marked", "n_sets"],
             [[p.category, p.item, p.condition, p.share, p.n_marked, p.n_sets] for p in prevalence],
             len(records),
+            kinds=["label", "label", "label", "estimate", "n", "n"],
+            method=Method(
+                "share of image sets with the rubric item marked, n_marked / n_sets",
+                reference="SSI Fig. 2",
+                unit="image sets",
+            ),
         )
     )
     report.figures.append(Figure("ssi_comparisons", "SSI before and after refinement", "ssi_comparisons"))

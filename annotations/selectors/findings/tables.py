@@ -15,6 +15,7 @@ from typing import Any
 
 from annotations.models import Study
 from annotations.selectors.labels import ItemInfo, LabelSource, labels_for
+from metrics.multiple_testing import CORRECTION_NAMES, DEFAULT_CORRECTION, adjust, family_size
 
 # Significance level of every test the findings report (SSI paired t-test, SODA permutation test).
 SIGNIFICANCE = 0.05
@@ -81,10 +82,41 @@ class Report:
     figures: list[Figure] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # How a table that runs many tests corrects them (metrics.multiple_testing: "holm" or "bh"); read by
+    # ``adjust_p_values``.
+    correction: str = DEFAULT_CORRECTION
 
 
 # A paper's section builder: reads the study's labels from ``source`` and adds its findings to the report.
 Section = Callable[[Study, LabelSource, dict[int, ItemInfo], Report], None]
+
+
+def adjust_p_values(table: Table, correction: str, *, family: str, paper: str) -> None:
+    """Add ``p_adjusted`` and ``significant_adjusted`` right after ``table``'s ``significant`` column: each
+    row's ``p_value`` adjusted by ``correction`` (holm or bh, ``metrics.multiple_testing``) over every row
+    of the table with a p-value (``family`` says what those tests are), and whether the adjusted p is below
+    SIGNIFICANCE. The raw p and the paper's own ``significant`` flag stay. ``Method.correction`` and the
+    notes say which correction over how many tests, and what the paper did (``paper``). The table must
+    declare its kinds and method first."""
+    assert table.method is not None and len(table.kinds) == len(table.columns), table.key
+    p_at, flag_at = table.columns.index("p_value"), table.columns.index("significant")
+    raw = [row[p_at] for row in table.rows]
+    adjusted = adjust(raw, correction)
+    m = family_size(raw)
+    for row, q in zip(table.rows, adjusted, strict=True):
+        row[flag_at + 1 : flag_at + 1] = [q, None if q is None else q < SIGNIFICANCE]
+    table.columns[flag_at + 1 : flag_at + 1] = ["p_adjusted", "significant_adjusted"]
+    table.kinds[flag_at + 1 : flag_at + 1] = ["p_adjusted", "flag"]
+    name = CORRECTION_NAMES[correction]
+    tests = f"{m} test{'' if m == 1 else 's'}"
+    table.method = dataclasses.replace(
+        table.method, correction=f"{name} over {tests} ({family}); the paper: {paper}"
+    )
+    table.notes.append(
+        f"p_adjusted: {name} over the {tests} of this table ({family}); significant_adjusted: p_adjusted < "
+        f"{SIGNIFICANCE}. p_value and significant are uncorrected. The paper: {paper} "
+        "Choose the correction with ?correction=holm|bh (page and API) or --correction (manage.py metrics)."
+    )
 
 
 def jsonable(value: Any) -> Any:

@@ -19,7 +19,7 @@ import numpy as np
 from annotations.models import StereotypeEntry, Study
 from annotations.protocols.schema import NONE_OPTION_KEY
 from annotations.selectors.features import FeatureSource, captions_by_item, embeddings_by_item
-from annotations.selectors.findings.tables import Figure, Report, Table, jsonable
+from annotations.selectors.findings.tables import Figure, Method, Report, Table, jsonable
 from annotations.selectors.labels import (
     CONSENSUS,
     JUDGEMENTS,
@@ -97,6 +97,11 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
     ratio = visage.thrice_ratio(tendencies)
     offensive = visage.offensiveness(likelihoods, tendencies, stereotypes, scores)
     n_images = sum(len(v) for v in images_by_identity.values())
+    unit = (
+        "showings (one attribute shown with one image to one annotator)"
+        if source.kind == JUDGEMENTS
+        else f"attribute shown with an image, one label per image from {source.name}"
+    )
 
     def order(t: visage.Tendency) -> tuple[int, float, float]:
         # Paper Table 1 order: undefined theta because L(random) = 0 first (by L(stereo)), then by theta.
@@ -142,6 +147,14 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
                 "is visual; 'None of the above' counts as one more random term; theta only with >= 2 "
                 "stereotypical attributes."
             ],
+            kinds=["label", "estimate", "estimate", "estimate", "flag", "n", "n", "n", "n", "text"],
+            method=Method(
+                "L(stereo) and L(random) = mean of L(attr, id) = k/n over the identity's stereotypical "
+                "attributes and over its other attributes plus 'None of the above'; theta = L(stereo) / "
+                "L(random), eligible with at least 2 stereotypical attributes shown",
+                reference="ViSAGe Table 1 (section 4.2)",
+                unit=unit,
+            ),
         )
     )
     report.tables.append(
@@ -154,6 +167,12 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
                 for lk in likelihoods.values()
             ],
             n_images,
+            kinds=["label", "label", "flag", "n", "n", "estimate"],
+            method=Method(
+                "L(attr, id) = k/n: of n showings of the attribute with the identity's images, k chose it",
+                reference="ViSAGe section 4.2",
+                unit=unit,
+            ),
         )
     )
     report.tables.append(
@@ -186,6 +205,13 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
                 "Present = selected at least once (L > 0); the paper's ranking does not reproduce "
                 "(docs/metrics.md)."
             ],
+            kinds=["label", "estimate", "estimate", "n", "text", "n", "text"],
+            method=Method(
+                "O(id) = (1/n) L(stereo, id) x the sum of SeeGULL's mean offensiveness over the n "
+                "stereotypical attributes present (L > 0)",
+                reference="ViSAGe section 5 (offensiveness)",
+                unit=unit,
+            ),
         )
     )
     report.summary["thrice_ratio"] = jsonable(ratio)
@@ -232,6 +258,12 @@ def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemI
             rows,
             n,
             [note],
+            kinds=["label", "n", "n", "estimate"],
+            method=Method(
+                "share of the rated attributes given the label: count / n_items (the note says how read)",
+                reference="ViSAGe Fig. 6, appendix 8.1",
+                unit="attributes",
+            ),
         )
     )
     report.tables.append(
@@ -246,6 +278,12 @@ def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemI
                 f"once. Only terms with every rating the overlap asks for ({study.overlap}) are listed "
                 "unless partial items are included (partial = True: fewer ratings, provisional)."
             ],
+            kinds=["label", "flag"],
+            method=Method(
+                "the attributes every rating of which is Agree or Strongly Agree (listed; no statistic)",
+                reference="ViSAGe appendix 8.1",
+                unit="attributes",
+            ),
         )
     )
     report.summary["visual_attributes"] = len(visual)
@@ -387,6 +425,13 @@ def visage_pull_section(
                 "pulled = Sim(d,s) > Sim(d,ns).",
                 *notes,
             ],
+            kinds=["label", "estimate", "estimate", "estimate", "estimate", "flag", *["n"] * 6, "text"],
+            method=Method(
+                "Sim(X, Y) = mean cosine similarity over every pair of image embeddings (x in X, y in Y) of "
+                "the default, stereotypical and non-stereotypical sets; pulled = Sim(d,s) > Sim(d,ns)",
+                reference="ViSAGe section 6, Tables 2-4",
+                unit="images (stored embeddings)",
+            ),
         )
     )
     if rows:
@@ -483,6 +528,12 @@ def visage_salience_section(
                 "images prompted with an attribute are left out (docs/metrics.md).",
                 *notes,
             ],
+            kinds=["label", "label", "label", "n", "n", "estimate", "estimate", "estimate", "text"],
+            method=Method(
+                "S(attr, id) = tf(attr, id) x idf(attr, C) over the captions of the identity's images",
+                reference="ViSAGe section 4.3",
+                unit="images (stored captions)",
+            ),
         )
     )
     report.notes.extend(n for n in notes if n == NO_CAPTIONS)

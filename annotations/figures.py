@@ -1,8 +1,16 @@
-"""Figures of the findings page, drawn server-side with matplotlib's object API (Agg, no pyplot state).
+"""Figures of report tables, drawn with matplotlib's object API (no pyplot state): shared by the findings
+and compare pages, their downloads and the audit report (``reports/``), so no page module draws.
 
-``figure_render(report, table_key, params, fmt)`` returns PNG or SVG bytes for one report table, or None
-when that table has no figure. Each figure says in its title how many items are behind it. A table with
-no rows (or nothing to draw) gives a picture that says so and why, never an error.
+``table_figure(table, figure, fmt)`` is the one drawing entry point: a report table in the dict form the
+pages use (``metrics_report(...)["tables"][i]``), the report's figure that draws it (its ``params``
+narrow the rows, e.g. one BiasConnect group; a dict, a findings ``Figure`` or None) and a format (png,
+svg, pdf: ``FORMATS``) -> the bytes, or None when that table has no figure. ``figure_render(report,
+table_key, params, fmt)`` finds the table in a report first (the findings page's figure URLs).
+
+Each figure says in its title how many items are behind it. A table with no rows (or nothing to draw)
+gives a picture that says so and why, never an error. SVG carries no script and no date, PDF no creation
+date, so the same table gives the same bytes; untrusted text (identities, labels) is drawn literally
+(``plain_text``) and escaped by matplotlib's SVG writer.
 """
 
 from __future__ import annotations
@@ -11,9 +19,10 @@ import io
 import textwrap
 from typing import Any
 
+from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 MAX_BARS = 29  # the length of visage Table 1
 
 
@@ -67,7 +76,7 @@ def _ssi(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
     ax.set_xticks(list(xs), [f"{r['category']}\n{r['model']}" for r in rows], fontsize=7)
     ax.set_ylabel("mean SSI")
     ax.legend(fontsize=8)
-    _title(fig, table, "SSI before and after refinement (* paired t-test p < 0.05)")
+    _title(fig, table, "SSI before and after refinement (* paired t-test p < 0.05, uncorrected)")
 
 
 def _empty(fig: Figure, table: dict[str, Any], why: str) -> None:
@@ -129,7 +138,15 @@ def _soda(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
     conditions = sorted({r["condition"] for r in rows})
     cells = {(f"{r['model']} / {r['object']}", r["condition"]): r["bds"] for r in rows}
     marks = {(f"{r['model']} / {r['object']}", r["condition"]): bool(r["significant"]) for r in rows}
-    _heatmap(fig, table, names, conditions, cells, marks, "BDS vs base prompt (* permutation p < 0.05)")
+    _heatmap(
+        fig,
+        table,
+        names,
+        conditions,
+        cells,
+        marks,
+        "BDS vs base prompt (* permutation p < 0.05, uncorrected)",
+    )
 
 
 def _agent(fig: Figure, table: dict[str, Any], params: dict[str, str]) -> None:
@@ -186,23 +203,51 @@ DRAW = {
 }
 
 
-def figure_render(report: dict[str, Any], table_key: str, params: dict[str, str], fmt: str) -> bytes | None:
-    """PNG or SVG bytes of the figure of ``table_key`` in ``report``; None when there is none."""
-    table = next((t for t in report["tables"] if t["key"] == table_key), None)
-    if table is None or table_key not in DRAW or fmt not in FORMATS:
+def _params(figure: Any) -> dict[str, str]:
+    """The ``params`` of a report figure given as a dict, a findings ``Figure`` or None."""
+    if figure is None:
+        return {}
+    params = figure.get("params") if isinstance(figure, dict) else getattr(figure, "params", None)
+    return {str(k): str(v) for k, v in (params or {}).items()}
+
+
+def table_figure(table: dict[str, Any], figure: Any, fmt: str) -> bytes | None:
+    """The bytes (``fmt``: png, svg or pdf) of the figure that draws ``table`` (a report table as a dict:
+    key, title, columns, rows, n_items, empty_reason), narrowed by ``figure``'s params (the report's
+    figure as a dict or a findings ``Figure``; None: no params); None when that table has no figure or
+    ``fmt`` is not one of FORMATS. A table without rows gives the "nothing to draw" picture."""
+    key = table["key"]
+    if key not in DRAW or fmt not in FORMATS:
         return None
-    tall = table_key in ("visage_tendency", "visage_pull") and bool(table["rows"])
+    tall = key in ("visage_tendency", "visage_pull") and bool(table["rows"])
     fig = Figure(figsize=(7, 7 if tall else 4.5), layout="constrained")
     if table["rows"]:
-        DRAW[table_key](fig, table, params)
+        DRAW[key](fig, table, _params(figure))
     else:
         _empty(fig, table, table.get("empty_reason") or "the table has no rows")
-    return _bytes(fig, fmt)
+    return figure_bytes(fig, fmt)
 
 
-def _bytes(fig: Figure, fmt: str) -> bytes:
+def figure_render(report: dict[str, Any], table_key: str, params: dict[str, str], fmt: str) -> bytes | None:
+    """The bytes of the figure of ``table_key`` in ``report`` (``table_figure``); None when there is none."""
+    table = next((t for t in report["tables"] if t["key"] == table_key), None)
+    if table is None:
+        return None
+    return table_figure(table, {"params": params}, fmt)
+
+
+# No date in an SVG or PDF: the same figure gives the same bytes.
+_METADATA: dict[str, dict[str, Any] | None] = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}
+
+
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
+    """A drawn matplotlib ``Figure`` as ``fmt`` (png, svg, pdf) bytes."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     buffer = io.BytesIO()
-    fig.savefig(buffer, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+    # A fixed salt for the SVG's element ids (random by default), so the same figure gives the same bytes.
+    with rc_context({"svg.hashsalt": "workbench"}):
+        fig.savefig(buffer, format=fmt, dpi=110, metadata=_METADATA.get(fmt))
     return buffer.getvalue()
 
 
@@ -305,7 +350,7 @@ def comparison_figure(comparison: dict[str, Any], table_key: str, value: str | N
 def comparison_figure_render(
     comparison: dict[str, Any], table_key: str, value: str | None, fmt: str
 ) -> bytes | None:
-    """PNG or SVG bytes: per group, one horizontal bar per side for ``value`` (default: the first numeric
+    """PNG, SVG or PDF bytes: per group, one horizontal bar per side for ``value`` (default: the first numeric
     value column) of one aligned table of a comparison (``services.comparison``); None when there is none.
 
     At most MAX_BARS groups (the first ones, in the table's order); the title says how many are left out, each
@@ -317,4 +362,4 @@ def comparison_figure_render(
     fig = comparison_figure(comparison, table_key, value)
     if fig is None:
         return None
-    return _bytes(fig, fmt)
+    return figure_bytes(fig, fmt)
