@@ -116,18 +116,18 @@ class StudyReportView(APIView):
 
 class StudyReportJobView(APIView):
     @extend_schema(responses={200: ReportJobSerializer})
-    def get(self, request: Request, pk: int, job: int) -> Response:
+    def get(self, request: Request, pk: int, job_id: int) -> Response:
         user = request_user(request)
         study = report_study_get(user=user, id=pk)
-        return Response(ReportJobSerializer(report_job_get_for_user(user=user, study=study, id=job)).data)
+        return Response(ReportJobSerializer(report_job_get_for_user(user=user, study=study, id=job_id)).data)
 
 
 class StudyReportDownloadView(APIView):
     @extend_schema(responses={200: OpenApiTypes.BINARY})
-    def get(self, request: Request, pk: int, job: int) -> HttpResponseBase:
+    def get(self, request: Request, pk: int, job_id: int) -> HttpResponseBase:
         user = request_user(request)
         study = report_study_get(user=user, id=pk)
-        found = report_job_get_for_user(user=user, study=study, id=job)
+        found = report_job_get_for_user(user=user, study=study, id=job_id)
         if found.status != ReportJob.Status.DONE or not found.file.name:
             raise ValidationFailed(f"report {found.pk} is {found.status}, not ready")
         return stored_file_response(

@@ -146,11 +146,11 @@ def study_report_make(request: HttpRequest, pk: int) -> HttpResponseBase:
 
 @login_required
 @require_GET
-def study_report_download(request: HttpRequest, pk: int, job: int) -> HttpResponseBase:
+def study_report_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponseBase:
     """A finished report job's file (the requester's own; a presigned redirect on S3)."""
     user = request_user(request)
     study = report_study_get(user=user, id=pk)
-    found = report_job_get_for_user(user=user, study=study, id=job)
+    found = report_job_get_for_user(user=user, study=study, id=job_id)
     if found.status != ReportJob.Status.DONE or not found.file.name:
         messages.error(request, f"Report {found.pk} is {found.get_status_display().lower()}, not ready.")
         return redirect(reverse("study-report", args=[study.pk]) + "#report-jobs")
