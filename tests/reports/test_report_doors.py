@@ -273,3 +273,17 @@ def test_a_job_run_again_is_harmless(
     job = made(client_for(owner), named_study, {"format": "html"}, jobs_run)
     again = report_job_run(job_id=job["id"])
     assert again.status == "done" and again.file.name == ReportJob.objects.get().file.name
+
+
+def test_a_large_study_makes_every_format_in_the_background(
+    owner: User, named_study: Study, settings: Any, jobs_run: Any
+) -> None:
+    settings.WORKBENCH_EXPORT_INLINE_LIMIT = 2  # 3 items: large
+    client = login(owner)
+    page = client.get(f"/studies/{named_study.pk}/report/").content.decode()
+    assert "This study is large" in page and "srcdoc" not in page
+    with jobs_run(execute=True):
+        answer = client.post(f"/studies/{named_study.pk}/report/make/", {"format": "html"})
+    assert answer.status_code == 302
+    job = ReportJob.objects.get()
+    assert (job.format, job.status, job.content_type) == ("html", "done", "text/html; charset=utf-8")
