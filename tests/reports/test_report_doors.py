@@ -136,6 +136,8 @@ def test_pdf_from_the_tab_goes_through_a_job_and_downloads(
     )
     page = client.get(answer["Location"]).content.decode()
     assert f'href="/studies/{named_study.pk}/report/{job.pk}/download/"' in page
+    # The row's state is polled by static/js/study.js from the API.
+    assert f'data-status-url="/api/studies/{named_study.pk}/report/{job.pk}/"' in page
     pdf = fetch_download(client.get(f"/studies/{named_study.pk}/report/{job.pk}/download/"), default_store)
     assert NAME.replace("<b>", "").replace("</b>", "") in " ".join(pdf_text(pdf, tmp_path).split()).replace(
         "<b>", ""
