@@ -8,7 +8,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     WORKBENCH_DATA_DIR=/app/var HF_HOME=/app/var/hf
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libgl1 libglib2.0-0 poppler-utils \
+ && apt-get install -y --no-install-recommends libgl1 libglib2.0-0 poppler-utils libpango-1.0-0 libpangoft2-1.0-0 \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

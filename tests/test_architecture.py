@@ -52,6 +52,7 @@ PAGE_MODULES = {
     "generation.views",
     "labelling.views",
     "mitigation.views",
+    "reports.views",
 }
 
 

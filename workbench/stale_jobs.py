@@ -21,17 +21,19 @@ logger = logging.getLogger(__name__)
 
 
 def resume_stale_jobs() -> dict[str, list[int]]:
-    """Queue again every stale export, import, generation and labelling job; the ids by kind."""
+    """Queue again every stale export, import, generation, labelling and report job; the ids by kind."""
     from annotations.interchange.exports import export_jobs_resume_stale
     from annotations.interchange.import_jobs import import_jobs_resume_stale
     from generation.services import generation_jobs_resume_stale
     from labelling.services import labelling_jobs_resume_stale
+    from reports.jobs import report_jobs_resume_stale
 
     return {
         "export": export_jobs_resume_stale(),
         "import": import_jobs_resume_stale(),
         "generation": generation_jobs_resume_stale(),
         "labelling": labelling_jobs_resume_stale(),
+        "report": report_jobs_resume_stale(),
     }
 
 

@@ -15,10 +15,12 @@ urlpatterns = [
     path("api/", include("generation.api_urls")),
     path("api/", include("labelling.api_urls")),
     path("api/", include("mitigation.api_urls")),
+    path("api/", include("reports.api_urls")),
     path("api/", include("annotations.api.urls")),
     path("", include("annotations.urls")),
     path("", include("generation.urls")),
     path("", include("labelling.urls")),
     path("", include("mitigation.urls")),
+    path("", include("reports.urls")),
     path("", include("workbench.page_urls")),
 ]

@@ -1,4 +1,4 @@
-"""The files the workbench keeps: item images, their display versions and export files. The one
+"""The files the workbench keeps: item images, their display versions, export and report files. The one
 module that saves, opens, deletes and hands out URLs for them, always through the field's storage
 (``common.file_storage``: the filesystem, or an S3 bucket).
 
@@ -154,6 +154,13 @@ def export_file_store(*, name: str, path: Path) -> str:
     storage.delete(name)
     with path.open("rb") as handle:
         return storage.save(name, File(handle))
+
+
+def file_bytes_store(*, storage: Storage, name: str, data: bytes) -> str:
+    """Store finished bytes under ``name`` in ``storage`` (another app's file field's: a report job's),
+    replacing what a lost run stored there; the name stored under."""
+    storage.delete(name)
+    return storage.save(name, ContentFile(data))
 
 
 def stored_file_url(

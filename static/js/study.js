@@ -3,7 +3,8 @@
 // - Copy buttons (invitation links, the completion code) with an aria-live "Copied";
 // - the People tab's account autocomplete (a <datalist> filled from a JSON endpoint);
 // - the invitation page's demographic form builder, which writes the JSON the YAML box holds;
-// - the Export tab's background exports, whose status is polled until each is done or failed.
+// - the Export tab's background exports and the Report tab's report jobs (templates/reports/study.html:
+//   the same data-export-job rows), whose status is polled until each is done or failed.
 // Everything is built with DOM calls and textContent: no untrusted text is ever parsed as HTML.
 (function () {
   "use strict";

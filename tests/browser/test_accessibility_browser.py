@@ -91,6 +91,7 @@ def test_no_axe_violation_on_any_app_page(browser: Any, server: Any, demo: dict[
         f"/studies/{pk}/agreement/",
         f"/studies/{pk}/adjudicate/",
         f"/studies/{pk}/findings/",
+        f"/studies/{pk}/report/",
         f"/studies/{pk}/invitations/",
         f"/studies/{pk}/generation/",
         f"/studies/{pk}/labelling/",

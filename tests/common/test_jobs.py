@@ -261,7 +261,13 @@ def test_an_export_whose_worker_was_lost_is_written_again_once_by_the_command(
     out = io.StringIO()
     with django_capture_on_commit_callbacks(execute=True):
         call_command("resume_stale_jobs", stdout=out)
-    assert json.loads(out.getvalue()) == {"export": [job.pk], "import": [], "generation": [], "labelling": []}
+    assert json.loads(out.getvalue()) == {
+        "export": [job.pk],
+        "import": [],
+        "generation": [],
+        "labelling": [],
+        "report": [],
+    }
     job.refresh_from_db()
     assert (job.status, job.resumed_count, job.worker_note) == ("done", 1, "worker lost, resumed")
     assert job.file.name == export_job_file_name(job)

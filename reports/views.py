@@ -1,0 +1,164 @@
+"""The Report tab (``/studies/<pk>/report/``): the study's report previewed as HTML, its options
+(label source, correction, studies to compare with) and its downloads (docs/reports.md, "Formats,
+downloads and the API").
+
+The study's researchers only; anyone else, annotators of the study included, gets 404
+(``reports.jobs.report_study_get``). The preview is the report's own HTML page in an ``<iframe
+sandbox srcdoc>``: it runs nothing, its styles stay out of the app's page, and the app's
+content-security policy (``workbench.middleware``) applies unchanged. md, html and heds of a small study
+are made in the request; tex and pdf, and every format of a large study (``report_is_large``), go
+through a :class:`~reports.models.ReportJob`, listed on the page with its state and download link.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from annotations import access
+from annotations.access import request_user
+from annotations.downloads import stored_file_response
+from annotations.views.pages import IMAGE_CSP
+from common.errors import ValidationFailed
+from reports.formats import FORMATS
+from reports.jobs import (
+    CORRECTIONS,
+    INLINE_FORMATS,
+    ReportOptions,
+    report_bundle,
+    report_is_large,
+    report_job_create,
+    report_job_get_for_user,
+    report_jobs_for_user,
+    report_options_check,
+    report_render,
+    report_study_get,
+)
+from reports.models import ReportJob
+
+FORMAT_NOTES = {
+    "md": "Markdown for GitHub (figures as SVG files: a zip)",
+    "html": "one self-contained page",
+    "tex": "LaTeX with its figures (a zip)",
+    "pdf": "PDF",
+    "heds": "the HEDS 3.0 datasheet (JSON)",
+}
+COMPARE_CHOICES = 200
+
+
+def _options(request: HttpRequest, study: Any, data: Any, fmt: str) -> ReportOptions:
+    return report_options_check(
+        user=request_user(request),
+        study=study,
+        fmt=fmt,
+        source=(data.get("source") or "")[:300],
+        correction=data.get("correction") or "holm",
+        compare=data.getlist("compare"),
+    )
+
+
+def _query(options: ReportOptions) -> str:
+    pairs: list[tuple[str, str]] = [("correction", options.correction)]
+    if options.source:
+        pairs.append(("source", options.source))
+    pairs.extend(("compare", str(other.pk)) for other in options.compare)
+    return urlencode(pairs)
+
+
+@login_required
+@require_GET
+def study_report(request: HttpRequest, pk: int) -> HttpResponse:
+    user = request_user(request)
+    study = report_study_get(user=user, id=pk)
+    error = ""
+    preview = ""
+    large = report_is_large(study)
+    try:
+        options = _options(request, study, request.GET, "html")
+    except ValidationFailed as exc:
+        error = exc.message
+        options = ReportOptions(fmt="html", source=None, correction="holm", compare=[])
+    if not error and not large:
+        try:
+            preview = report_render(study, options).body.decode("utf-8")
+        except ValidationFailed as exc:
+            error = exc.message
+    chosen = {other.pk for other in options.compare}
+    others = access.studies_for_user(user).exclude(pk=study.pk).order_by("name", "pk")[:COMPARE_CHOICES]
+    context = {
+        "study": study,
+        "options": options,
+        "error": error,
+        "preview": preview,
+        "large": large,
+        "formats": [
+            {"name": fmt, "note": FORMAT_NOTES.get(fmt, ""), "inline": fmt in INLINE_FORMATS and not large}
+            for fmt in FORMATS
+        ],
+        "corrections": CORRECTIONS,
+        "compare_choices": [
+            {"pk": other.pk, "name": other.name, "chosen": other.pk in chosen} for other in others
+        ],
+        "jobs": report_jobs_for_user(user=user, study=study)[:10],
+    }
+    return render(request, "reports/study.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_POST
+def study_report_make(request: HttpRequest, pk: int) -> HttpResponseBase:
+    """A download button: the file now (md, html, heds of a small study), or a report job queued and
+    the Report tab again, where the job shows."""
+    user = request_user(request)
+    study = report_study_get(user=user, id=pk)
+    page = reverse("study-report", args=[study.pk])
+    try:
+        options = _options(request, study, request.POST, (request.POST.get("format") or "")[:16])
+    except ValidationFailed as exc:
+        messages.error(request, exc.message)
+        return redirect(page)
+    if options.fmt in INLINE_FORMATS and not report_is_large(study):
+        try:
+            rendered = report_render(study, options)
+        except ValidationFailed as exc:
+            messages.error(request, exc.message)
+            return redirect(f"{page}?{_query(options)}")
+        stem = rendered.filename.rsplit(".", 1)[0]
+        filename, content_type, data = report_bundle(rendered, stem)
+        response = HttpResponse(data, content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        response["Content-Security-Policy"] = IMAGE_CSP
+        return response
+    job = report_job_create(study=study, user=user, options=options)
+    messages.info(
+        request, f"Report {job.pk} ({options.fmt}) is queued; it shows below with its download link."
+    )
+    return redirect(f"{page}?{_query(options)}#report-jobs")
+
+
+@login_required
+@require_GET
+def study_report_download(request: HttpRequest, pk: int, job_id: int) -> HttpResponseBase:
+    """A finished report job's file (the requester's own; a presigned redirect on S3)."""
+    user = request_user(request)
+    study = report_study_get(user=user, id=pk)
+    found = report_job_get_for_user(user=user, study=study, id=job_id)
+    if found.status != ReportJob.Status.DONE or not found.file.name:
+        messages.error(request, f"Report {found.pk} is {found.get_status_display().lower()}, not ready.")
+        return redirect(reverse("study-report", args=[study.pk]) + "#report-jobs")
+    return stored_file_response(
+        found.file.storage,
+        found.file.name,
+        content_type=found.content_type or "application/octet-stream",
+        filename=found.filename or found.file.name.rsplit("/", 1)[-1],
+        attachment=True,
+        headers={"Content-Security-Policy": IMAGE_CSP},
+    )
