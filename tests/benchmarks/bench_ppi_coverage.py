@@ -133,8 +133,8 @@ def run(y: np.ndarray, ident: np.ndarray, names: list[str], reps: int) -> list[d
                 if est.gain is not None:
                     gains.append(est.gain)
                 in_a = half[chosen]
-                a = ppi_mean(y[chosen][in_a], f[chosen][in_a], f[half], pi=pi[in_a])
-                b = ppi_mean(y[chosen][~in_a], f[chosen][~in_a], f[~half], pi=pi[~in_a])
+                a = ppi_mean(y[chosen][in_a], f[chosen][in_a], f[half], pi=pi[in_a], proportion=True)
+                b = ppi_mean(y[chosen][~in_a], f[chosen][~in_a], f[~half], pi=pi[~in_a], proportion=True)
                 diff = ppi_difference(a, b)
                 if diff.ppi.low is not None and diff.ppi.high is not None:
                     hits["ppi_diff"] += diff.ppi.low <= truth_diff <= diff.ppi.high

@@ -68,10 +68,28 @@ def test_power_tuned_lambda() -> None:
     assert result.ppi.se < ppi_mean(Y, F, F_ALL, lam=1.0).ppi.se
 
 
-def test_proportion_interval_is_clipped() -> None:
+def test_proportion_interval_adds_agresti_coulls_pseudo_items() -> None:
+    # Y = [1, 1, 1, 0] plus the pseudo-items' Y [0, 0, 1, 1]: 5 ones in 8, centre 5/8; the sum of squares
+    # 5 (3/8)^2 + 3 (5/8)^2 = 15/8, over 8 * 7: V = 15/448. The estimate stays the sample's 3/4.
     result = ppi_mean([1, 1, 1, 0], [1, 1, 1, 1], [1] * 10, lam=0.0, proportion=True)
+    assert result.ppi.estimate == pytest.approx(0.75)
+    assert result.ppi.se == pytest.approx(math.sqrt(15 / 448))
+    assert result.ppi.low == pytest.approx(5 / 8 - Z * math.sqrt(15 / 448))
+    assert result.ppi.high == pytest.approx(5 / 8 + Z * math.sqrt(15 / 448))
+    # The same numbers as a mean that is not a proportion: the plain CLT interval around 3/4.
+    plain = ppi_mean([1, 1, 1, 0], [1, 1, 1, 1], [1] * 10, lam=0.0)
+    assert plain.ppi.se == pytest.approx(math.sqrt(0.25 / 4))
+    assert plain.ppi.low == pytest.approx(0.75 - Z * math.sqrt(0.25 / 4))
+
+
+def test_proportion_interval_is_clipped() -> None:
+    # Ten ones: 12 ones in 14 after the pseudo-items, centre 6/7, V = (12 (1/7)^2 + 2 (6/7)^2) / (14 * 13)
+    # = (84/49) / 182; 6/7 + z sqrt(V) = 1.047 is clipped to 1.
+    result = ppi_mean([1] * 10, [1] * 10, [1] * 20, lam=0.0, proportion=True)
+    variance = (84 / 49) / 182
     assert result.ppi.high == 1.0
-    assert result.ppi.low == pytest.approx(0.75 - Z * math.sqrt(0.25 / 4))
+    assert result.ppi.low == pytest.approx(6 / 7 - Z * math.sqrt(variance))
+    assert result.reason is None  # every label agrees, yet the interval has a width
 
 
 def test_hajek_weights_and_weighted_mean() -> None:
