@@ -1,6 +1,6 @@
 """Figures of the findings page, drawn server-side with matplotlib's object API (Agg, no pyplot state).
 
-``figure_render(report, table_key, params, fmt)`` returns PNG or SVG bytes for one report table, or None
+``figure_render(report, table_key, params, fmt)`` returns PNG, SVG or PDF bytes for one report table, or None
 when that table has no figure. Each figure says in its title how many items are behind it. A table with
 no rows (or nothing to draw) gives a picture that says so and why, never an error.
 """
@@ -13,7 +13,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+# PDF: the audit report's LaTeX figures (reports/figures.py draws through figure_render).
+FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 MAX_BARS = 29  # the length of visage Table 1
 
 
@@ -187,7 +188,7 @@ DRAW = {
 
 
 def figure_render(report: dict[str, Any], table_key: str, params: dict[str, str], fmt: str) -> bytes | None:
-    """PNG or SVG bytes of the figure of ``table_key`` in ``report``; None when there is none."""
+    """PNG, SVG or PDF bytes of the figure of ``table_key`` in ``report``; None when there is none."""
     table = next((t for t in report["tables"] if t["key"] == table_key), None)
     if table is None or table_key not in DRAW or fmt not in FORMATS:
         return None
@@ -202,7 +203,8 @@ def figure_render(report: dict[str, Any], table_key: str, params: dict[str, str]
 
 def _bytes(fig: Figure, fmt: str) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
+    fig.savefig(buffer, format=fmt, dpi=110, metadata=metadata)
     return buffer.getvalue()
 
 
