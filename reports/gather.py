@@ -16,7 +16,7 @@ from annotations.models import Study
 from annotations.selectors.agreement import agreement_report
 from annotations.selectors.quality import quality_report_cached
 from common.errors import ValidationFailed
-from reports.document import ReportDocument, Section
+from reports.document import DocTable, ReportDocument, Section
 from reports.heds import heds_datasheet, heds_section
 from reports.sections.agreement import agreement_section
 from reports.sections.appendix import appendix_section
@@ -39,7 +39,7 @@ def _study_sections(
     quality = quality_report_cached(study=study)
     findings = findings_section(metrics)
     machines = machine_rows(agreement)
-    tables = [b for b in findings.blocks if hasattr(b, "columns")]
+    tables = [b for b in findings.blocks if isinstance(b, DocTable)]
     sections = [
         design_section(study),
         people_section(study),
@@ -52,7 +52,7 @@ def _study_sections(
             metrics=metrics,
             agreement=agreement,
             quality=quality,
-            tables=tables,  # type: ignore[arg-type]
+            tables=tables,
             machine_rows=machines,
             correction=correction,
         ),

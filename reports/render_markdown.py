@@ -103,7 +103,8 @@ def _section(section: Section, depth: int, figures: dict[str, str]) -> list[str]
         elif isinstance(block, Facts):
             lines += [f"- **{escape(label)}**: {escape(value)}" for label, value in block.pairs] + [""]
         elif isinstance(block, BulletList):
-            lines += [f"- {escape(item, line_start=True)}" for item in block.items] + [""]
+            # "*", not "-": a list right after a Facts list stays a list of its own
+            lines += [f"* {escape(item, line_start=True)}" for item in block.items] + [""]
         elif isinstance(block, DocTable):
             lines += _table(block)
         elif isinstance(block, DocFigure):

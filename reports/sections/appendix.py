@@ -24,20 +24,28 @@ def workbench_version() -> str:
     return str(data.get("project", {}).get("version", "unknown"))
 
 
-def git_commit() -> str:
-    """The checkout's commit (``git rev-parse HEAD``), "unknown" where there is no git or repository."""
+def _git(*args: str) -> str | None:
+    """What ``git ARGS`` prints in the checkout, None where git or the repository is missing."""
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=settings.BASE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
+            ["git", *args], cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=5, check=False
         )
     except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_commit() -> str:
+    """The checkout's commit (``git rev-parse HEAD``), saying so when tracked files changed since;
+    "unknown" where there is no git or repository."""
+    commit = _git("rev-parse", "HEAD")
+    if not commit:
         return "unknown"
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+    return (
+        f"{commit} (with uncommitted changes)"
+        if _git("status", "--porcelain", "--untracked-files=no")
+        else commit
+    )
 
 
 def package_versions() -> list[tuple[str, str]]:

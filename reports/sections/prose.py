@@ -10,8 +10,11 @@ from reports.document import BulletList, DocTable, Paragraph, Section
 CORRECTION_NAMES = {"holm": "Holm's step-down method", "bh": "the Benjamini-Hochberg procedure"}
 
 
+IRREGULAR = {"person": "people"}
+
+
 def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {IRREGULAR.get(word, word + 's')}"
 
 
 def methods_paragraphs(
@@ -115,12 +118,17 @@ def limitations(
     """What the data cannot carry: undefined numbers and why, small samples, tables left empty, notes on
     unpaired sets, machine labels that disagree with people, excluded people, and what is not recorded."""
     items: list[str] = []
+    undefined: dict[str, list[str]] = {}
     for question in agreement["questions"]:
         for entry in question.get("humans", []):
             if entry["value"] is None and entry["undefined_reason"]:
-                items.append(f"Alpha of {entry['label']} is undefined: {entry['undefined_reason']}.")
+                undefined.setdefault(entry["undefined_reason"], []).append(entry["label"])
             elif entry["small_sample"]:
                 items.append(f"Alpha of {entry['label']}: {entry['small_sample']}.")
+    for reason, labels in undefined.items():
+        items.append(
+            f"Alpha is undefined for {_plural(len(labels), 'question')} ({', '.join(labels)}): {reason}."
+        )
     for table in metrics["tables"]:
         if not table["rows"]:
             items.append(f"{table['title']}: no rows ({table.get('empty_reason') or 'nothing to compute'}).")
