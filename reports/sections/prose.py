@@ -64,14 +64,43 @@ def methods_paragraphs(
     paragraphs = [Paragraph(text)]
     if described:
         paragraphs.append(Paragraph(" ".join(described)))
-    paragraphs.append(
-        Paragraph(
-            f"Where a finding runs several tests, p-values are reported raw and corrected with "
-            f"{CORRECTION_NAMES.get(correction, correction)}; a table that states its paper's own correction "
-            f"says so in its method."
-        )
-    )
+    paragraphs.append(Paragraph(multiple_tests_text(tables, correction)))
     return paragraphs
+
+
+def p_values_in(table: DocTable) -> tuple[int, bool]:
+    """How many defined raw p-values ``table`` holds, and whether it carries corrected ones (a
+    ``p_adjusted`` column or a correction in its method record)."""
+    raw = [i for i, c in enumerate(table.columns) if c.kind == "p"]
+    n = sum(1 for row in table.rows for i in raw if isinstance(row[i], int | float))
+    corrected = any(c.kind == "p_adjusted" for c in table.columns) or bool(
+        table.method and table.method.correction
+    )
+    return n, corrected
+
+
+def multiple_tests_text(tables: list[DocTable], correction: str) -> str:
+    """What was done about multiple comparisons, table by table: corrected (how), or not."""
+    corrected: list[str] = []
+    uncorrected: list[str] = []
+    for table in tables:
+        n, done = p_values_in(table)
+        if n > 1:
+            (corrected if done else uncorrected).append(f"{table.title} ({n} tests)")
+    if not corrected and not uncorrected:
+        return "No findings table runs more than one test, so no multiple-comparison correction applies."
+    parts = []
+    if corrected:
+        parts.append(
+            f"Raw and corrected p-values are given for {'; '.join(corrected)} (correction asked for: "
+            f"{CORRECTION_NAMES.get(correction, correction)}; a table whose method states its own correction "
+            "uses that one)."
+        )
+    if uncorrected:
+        parts.append(
+            f"The p-values of {'; '.join(uncorrected)} are raw: not corrected for multiple comparisons."
+        )
+    return " ".join(parts)
 
 
 def results_paragraph(
@@ -114,6 +143,7 @@ def limitations(
     agreement: dict[str, Any],
     quality: dict[str, Any],
     machine_rows: list[list[Any]],
+    tables: list[DocTable],
 ) -> BulletList:
     """What the data cannot carry: undefined numbers and why, small samples, tables left empty, notes on
     unpaired sets, machine labels that disagree with people, excluded people, and what is not recorded."""
@@ -149,6 +179,10 @@ def limitations(
             items.append(
                 f"{labeller} on {question}: accuracy undefined (no item both it and the people labelled)."
             )
+    for table in tables:
+        n, corrected = p_values_in(table)
+        if n > 1 and not corrected:
+            items.append(f"{table.title}: {n} p-values, not corrected for multiple comparisons.")
     excluded = [p for p in quality["annotators"] if p["excluded"]]
     if excluded:
         reasons = sorted({p["exclusion"]["reason"] for p in excluded if p.get("exclusion")})
@@ -204,7 +238,11 @@ def prose_section(
                 title="Limitations",
                 blocks=[
                     limitations(
-                        metrics=metrics, agreement=agreement, quality=quality, machine_rows=machine_rows
+                        metrics=metrics,
+                        agreement=agreement,
+                        quality=quality,
+                        machine_rows=machine_rows,
+                        tables=tables,
                     )
                 ],
             ),
