@@ -40,7 +40,7 @@ def column_kind(name: str, values: list[Any], position: int) -> str:
         return "flag"
     numbers = bool(present) and all(_number(v) for v in present)
     if not numbers:
-        return "label" if position == 0 or not present else "text"
+        return "label" if position == 0 else "text"
     if P_ADJUSTED_NAMES.search(name):
         return "p_adjusted"
     if P_NAMES.search(name):
