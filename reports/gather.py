@@ -1,55 +1,110 @@
-"""Placeholder replaced at merge by r26a's ``reports/gather.py``: a small but real document, so the
-report's doors (the Report tab, the API job, the renderers) run on this branch before the merge.
+"""``report_build``: one study's audit report (or a compare report of several) as a typed
+``ReportDocument`` (docs/reports.md).
 
-It holds no logic the doors need: only :func:`report_build`'s signature is relied on.
+Every section reads through the selectors the pages and the API read (``reports/sections/``), inside one
+transaction, so the numbers, the datasheet and the sha256 of the JSONL export are taken at the same moment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.db.models import Count
+from django.db import transaction
 from django.utils import timezone
 
-from annotations.models import Annotation, Study
-from reports.document import Column, DocTable, Facts, ReportDocument, Section
+from annotations.models import Study
+from annotations.selectors.agreement import agreement_report
+from annotations.selectors.quality import quality_report_cached
+from common.errors import ValidationFailed
+from metrics.multiple_testing import correction_parse
+from reports.document import DocTable, ReportDocument, Section
+from reports.heds import heds_datasheet, heds_section
+from reports.sections.agreement import agreement_section
+from reports.sections.appendix import appendix_section
+from reports.sections.compare import compare_section, comparison_of
+from reports.sections.design import design_section
+from reports.sections.findings import findings_report, findings_section
+from reports.sections.machines import machine_rows, machines_section
+from reports.sections.people import people_section
+from reports.sections.prose import prose_section
+
+
+def _study_sections(
+    study: Study, *, source: str | None, correction: str, generated_at: str
+) -> tuple[list[Section], dict[str, object], str]:
+    """One study's sections, its HEDS datasheet and the source its findings read."""
+    metrics = findings_report(study, source, correction)
+    agreement = agreement_report(study=study)
+    quality = quality_report_cached(study=study)
+    findings = findings_section(metrics)
+    machines = machine_rows(agreement)
+    tables = [b for b in findings.blocks if isinstance(b, DocTable)]
+    sections = [
+        design_section(study),
+        people_section(study),
+        agreement_section(study, agreement),
+        machines_section(study, agreement),
+        findings,
+        prose_section(
+            study_name=study.name,
+            overlap=study.overlap,
+            metrics=metrics,
+            agreement=agreement,
+            quality=quality,
+            tables=tables,
+            machine_rows=machines,
+            correction=correction,
+        ),
+    ]
+    datasheet = heds_datasheet(study, metrics=metrics, agreement=agreement, quality=quality)
+    sections.append(
+        appendix_section(study, source=metrics["source"], correction=correction, generated_at=generated_at)
+    )
+    sections.append(heds_section(datasheet))
+    return sections, datasheet, str(metrics["source"])
 
 
 def report_build(
     study: Study, *, compare: Sequence[Study] = (), source: str | None = None, correction: str = "holm"
 ) -> ReportDocument:
-    """Placeholder replaced at merge by r26a's: the study's name, its item and annotator counts and
-    its items per condition."""
+    """The audit report of ``study`` read from ``source`` (None: the protocol's default source), p-values
+    corrected by ``correction`` (holm or bh); with ``compare``, a compare report: the studies side by side,
+    then each study's own report as a section. Raises ValidationFailed for an unknown correction or source."""
+    try:
+        correction = correction_parse(correction)
+    except ValueError as exc:
+        raise ValidationFailed(str(exc)) from exc
+    generated_at = timezone.now().isoformat(timespec="seconds")
     studies = [study, *compare]
-    sections = []
-    for each in studies:
-        per_condition = list(
-            each.items.values("condition")
-            .annotate(n=Count("id"))
-            .order_by("condition")
-            .values_list("condition", "n")
-        )
-        annotators = Annotation.objects.filter(study=each).values("annotator").distinct().count()
-        sections.append(
-            Section(
-                key=f"design-{each.pk}",
-                title=f"Design: {each.name}",
-                blocks=[
-                    Facts(pairs=[("Items", f"{each.items.count():,}"), ("Annotators", f"{annotators:,}")]),
-                    DocTable(
-                        key=f"items_per_condition_{each.pk}",
-                        title="Items per condition",
-                        columns=[Column("condition", "Condition", "label"), Column("n", "Items", "n")],
-                        rows=[[condition, n] for condition, n in per_condition],
-                    ),
-                ],
+    with transaction.atomic():
+        if not compare:
+            sections, datasheet, used = _study_sections(
+                study, source=source, correction=correction, generated_at=generated_at
             )
+            return ReportDocument(
+                title=f"Audit report: {study.name}",
+                study_ids=[study.pk],
+                source=used,
+                generated_at=generated_at,
+                sections=sections,
+                heds=datasheet,
+            )
+        if len({s.pk for s in studies}) != len(studies):
+            raise ValidationFailed("a compare report needs different studies")
+        top = [compare_section(comparison_of(studies, source))]
+        heds: dict[str, object] = {}
+        used = source or "consensus"
+        for each in studies:
+            sections, datasheet, _used = _study_sections(
+                each, source=source, correction=correction, generated_at=generated_at
+            )
+            heds[str(each.pk)] = datasheet
+            top.append(Section(key=f"study-{each.pk}", title=f"Study: {each.name}", subsections=sections))
+        return ReportDocument(
+            title="Compare report: " + " vs ".join(s.name for s in studies),
+            study_ids=[s.pk for s in studies],
+            source=used,
+            generated_at=generated_at,
+            sections=top,
+            heds={"studies": heds},
         )
-    title = f"Audit report: {study.name}" + "".join(f" vs {other.name}" for other in compare)
-    return ReportDocument(
-        title=title,
-        study_ids=[each.pk for each in studies],
-        source=source or "consensus",
-        generated_at=timezone.now().isoformat(timespec="seconds"),
-        sections=sections,
-    )

@@ -39,7 +39,7 @@ def test_the_report_tab_previews_and_follows_its_jobs(browser: Any, server: Any,
     page.wait_for_url(f"**/studies/{study.pk}/report/")
     frame = page.frame_locator("#report-preview")
     expect(frame.locator("h1")).to_have_text(f"Audit report: {NAME}")
-    expect(frame.locator("caption").first).to_contain_text("Items per condition")
+    expect(frame.locator("caption", has_text="Items by condition, model and prompt set")).to_have_count(1)
     assert unlabelled_inputs(page) == []
     page.locator("#report-preview").scroll_into_view_if_needed()
     shot(page, "report-1-preview")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,10 @@ import pytest
 from django.test import Client
 
 from annotations.models import Enrollment, Study, User
-from reports.document import ReportDocument
 from reports.models import ReportJob
 from tests.factories import ItemFactory, StudyFactory
 from tests.helpers import client_for
-from tests.reports.documents import figure, pdf_text, poppler_missing
+from tests.reports.documents import pdf_text, poppler_missing
 from tests.s3_server import FileStore, fetch_download
 
 NAME = '<b>Nurse & "doctor"</b> Ölçü'
@@ -50,19 +50,6 @@ def named_study(owner: User) -> Study:
     for condition in ("base", "base", "mitigated"):
         ItemFactory.create(study=study, condition=condition)
     return study
-
-
-@pytest.fixture
-def with_figure(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The placeholder document plus one figure (r26a's gather draws the real ones)."""
-    from reports.gather import report_build as real
-
-    def build(study: Study, **kwargs: Any) -> ReportDocument:
-        document = real(study, **kwargs)
-        document.sections[0].blocks.append(figure("items_per_condition", "Items per condition"))
-        return document
-
-    monkeypatch.setattr("reports.jobs.report_build", build)
 
 
 # --- The Report tab --------------------------------------------------------------------------------
@@ -171,23 +158,29 @@ def test_api_pdf_job_runs_and_downloads(
     pdf = fetch_download(client.get(job["download_url"]), default_store)
     text = " ".join(pdf_text(pdf, tmp_path).split())
     assert f"Audit report: {NAME}" in text
-    assert "Items 3" in text and "base 2" in text and "mitigated 1" in text
+    # the Design section's items table, counted by condition: 2 base items and 1 mitigated one
+    assert "Items by condition, model and prompt set" in text
+    assert re.search(r"\bbase 2\b", text) and re.search(r"\bmitigated 1\b", text)
 
 
+@pytest.mark.django_db
 def test_api_tex_job_is_a_zip_of_the_source_and_its_figures(
-    owner: User, named_study: Study, default_store: FileStore, with_figure: None, jobs_run: Any
+    demo_study: Study, default_store: FileStore, jobs_run: Any
 ) -> None:
-    client = client_for(owner)
-    job = made(client, named_study, {"format": "tex"}, jobs_run)
+    client = client_for(demo_study.owner)
+    job = made(client, demo_study, {"format": "tex"}, jobs_run)
     assert job["status"] == "done", job["error"]
-    assert job["filename"] == f"report-study-{named_study.pk}.zip"
+    assert job["filename"] == f"report-study-{demo_study.pk}.zip"
     data = fetch_download(client.get(job["download_url"]), default_store)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        assert sorted(archive.namelist()) == ["figures/items_per_condition.pdf", "report.tex"]
+        names = sorted(archive.namelist())
         source = archive.read("report.tex").decode()
-        assert archive.read("figures/items_per_condition.pdf").startswith(b"%PDF")
-    assert r"\textless{}b\textgreater{}Nurse \& \textquotedbl{}doctor" in source
-    assert r"\includegraphics" in source and "figures/items_per_condition.pdf" in source
+        figures = [name for name in names if name != "report.tex"]
+        assert figures and all(name.startswith("figures/") and name.endswith(".pdf") for name in figures)
+        assert all(archive.read(name).startswith(b"%PDF") for name in figures)
+    # every figure in the zip is included by the source, and the source names no other
+    assert sorted(re.findall(r"\\includegraphics(?:\[[^\]]*\])?\{([^}]+)\}", source)) == figures
+    assert r"\begin{document}" in source and r"\toprule" in source
 
 
 def test_api_compare_with_a_study_of_ones_own(owner: User, named_study: Study, jobs_run: Any) -> None:

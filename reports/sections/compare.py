@@ -1,0 +1,59 @@
+"""The compare report's section: several studies' findings side by side, read from ``comparison_report``
+(the ``/compare/`` page and ``/api/compare/``), each aligned table as a DocTable with the same columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from annotations.models import Study
+from annotations.selectors.comparison import ComparisonSide, comparison_report
+from reports.document import BulletList, Column, DocTable, Facts, Section
+from reports.sections.findings import column_kind
+
+
+def comparison_of(studies: Sequence[Study], source: str | None) -> dict[str, Any]:
+    """The aligned comparison of ``studies`` (in order, A first), each read from ``source`` (consensus when
+    None), as the compare API gives it."""
+    sides = [ComparisonSide(study=s, source=source or "consensus") for s in studies]
+    return comparison_report(sides=sides)
+
+
+def aligned_table(table: dict[str, Any]) -> DocTable:
+    kinds = [
+        "label" if name in table["key_columns"] else column_kind(name, [row[i] for row in table["rows"]], i)
+        for i, name in enumerate(table["columns"])
+    ]
+    return DocTable(
+        key=f"compare_{table['key']}",
+        title=f"{table['title']} (side by side)",
+        columns=[
+            Column(name, name.replace("_", " "), kind)
+            for name, kind in zip(table["columns"], kinds, strict=True)
+        ],
+        rows=[list(row) for row in table["rows"]],
+        n=None,
+        notes=list(table["notes"]),
+        source_key=f"compare:{table['key']}",
+    )
+
+
+def compare_section(comparison: dict[str, Any]) -> Section:
+    """The side-by-side section: who each side is, every aligned table, and what could not be aligned."""
+    sides = Facts(
+        pairs=[
+            (
+                f"Side {d['label']}",
+                f"{d['name']} (study {d['study']}, {d['protocol'] or 'no protocol'}, "
+                f"source {d['source']}, {d['n_items']:,} items)",
+            )
+            for d in comparison["sides"]
+        ]
+    )
+    notes = [*comparison["warnings"], *comparison["notes"]]
+    for label, tables in comparison["only_in"].items():
+        notes.append(f"Only in {label}: {', '.join(t['title'] for t in tables)}.")
+    blocks: list[Any] = [sides, *(aligned_table(t) for t in comparison["tables"])]
+    if notes:
+        blocks.append(BulletList(items=notes))
+    return Section(key="compare", title="Studies side by side", blocks=blocks)
