@@ -2,9 +2,11 @@
 
 It compiles with pdflatex from Debian's ``texlive-latex-base`` and ``texlive-latex-recommended``
 (``\\usepackage[utf8]{inputenc}``, ``[T1]{fontenc}``, geometry, array, booktabs, longtable,
-graphicx).
+pdflscape, graphicx).
 Tables are booktabs tables (``\\toprule``, ``\\midrule``, ``\\bottomrule``); a table of more than
-``LONGTABLE_ROWS`` rows is a ``longtable`` that breaks across pages. Figures are the PDF drawings of
+``LONGTABLE_ROWS`` rows is a ``longtable`` that breaks across pages. A table of more than ``WIDE_COLUMNS``
+columns is set smaller, shrunk to the text width (a ``tabular``) or on landscape pages (a ``longtable``);
+an identifier may break after its underscores. Figures are the PDF drawings of
 the document, attached as ``figures/<key>.pdf`` and included with ``\\includegraphics``.
 
 Every string of the document is untrusted text and goes through :func:`latex_escape`.
@@ -40,7 +42,7 @@ _ASCII = {
     "&": r"\&",
     "#": r"\#",
     "^": r"\textasciicircum{}",
-    "_": r"\_",
+    "_": r"\_\allowbreak{}",  # a long identifier may break after its underscores
     "%": r"\%",
     "~": r"\textasciitilde{}",
     "<": r"\textless{}",
@@ -116,6 +118,9 @@ def _figure_name(key: str, taken: set[str]) -> str:
     return name
 
 
+WIDE_COLUMNS = 7
+
+
 def _column_spec(table: DocTable, kinds: list[str]) -> str:
     """Numbers right-aligned; text left-aligned, and wrapped in a paragraph column when some cell or
     the heading is longer than ``WRAP_CHARS`` (so a long label or prompt stays on the page)."""
@@ -151,10 +156,16 @@ def _table(table: DocTable) -> list[str]:
     caption = latex_escape(table.title) + (
         f" (n = {latex_escape(cell_text(table.n, 'n'))})" if table.n else ""
     )
+    # A wide table (more than WIDE_COLUMNS columns) in a smaller type with tighter columns, so that it
+    # stays inside the text block.
+    font = r"\small" if len(table.columns) <= WIDE_COLUMNS else r"\scriptsize\setlength{\tabcolsep}{3pt}"
     lines: list[str]
     if len(table.rows) > LONGTABLE_ROWS:
+        wide = len(table.columns) > WIDE_COLUMNS
         lines = [
-            rf"{{\small\begin{{longtable}}{{{spec}}}",
+            # a wide table over several pages is set on landscape pages (pdflscape turns them)
+            *([r"\begin{landscape}"] if wide else []),
+            rf"{{{font}\begin{{longtable}}{{{spec}}}",
             rf"\caption{{{caption}}}\\",
             r"\toprule",
             header,
@@ -168,19 +179,22 @@ def _table(table: DocTable) -> list[str]:
             r"\endlastfoot",
             *body,
             r"\end{longtable}}",
+            *([r"\end{landscape}"] if wide else []),
         ]
     else:
         lines = [
             r"\begin{table}[htbp]",
-            r"\centering\small",
+            rf"\centering{font}",
             rf"\caption{{{caption}}}",
+            # shrunk to the text width when wider (never enlarged)
+            r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
             rf"\begin{{tabular}}{{{spec}}}",
             r"\toprule",
             header,
             r"\midrule",
             *body,
             r"\bottomrule",
-            r"\end{tabular}",
+            r"\end{tabular}}",
             r"\end{table}",
         ]
     method = method_text(table)
@@ -239,6 +253,7 @@ def render_source(document: ReportDocument) -> tuple[str, dict[str, bytes]]:
         r"\usepackage{array}",
         r"\usepackage{booktabs}",
         r"\usepackage{longtable}",
+        r"\usepackage{pdflscape}",
         r"\usepackage{graphicx}",
         r"\setcounter{secnumdepth}{3}",
         rf"\title{{{latex_escape(document.title)}}}",

@@ -3,13 +3,17 @@ it is inlined, the LaTeX compiled by pdflatex and the PDF read back by poppler."
 
 from __future__ import annotations
 
+import base64
+import io
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from reports import render_html, render_latex, render_pdf
+from reports.document import DocFigure
 from reports.formats import renderer
 from reports.render_latex import latex_escape
 from reports.svg_check import UnsafeSvg, svg_checked
@@ -104,7 +108,7 @@ def test_svg_check_keeps_what_it_checked_and_drops_comments() -> None:
     ("text", "latex"),
     [
         ("a & b", r"a \& b"),
-        ("100% $5 #1 x_y", r"100\% \$5 \#1 x\_y"),
+        ("100% $5 #1 x_y", r"100\% \$5 \#1 x\_\allowbreak{}y"),
         ("{x}", r"\{x\}"),
         ("\\input{/etc/passwd}", r"\textbackslash{}input\{/etc/passwd\}"),
         ("~^", r"\textasciitilde{}\textasciicircum{}"),
@@ -177,11 +181,43 @@ def test_latex_compiles_with_pdflatex_and_prints_the_text_and_numbers(tmp_path: 
 # --- PDF -------------------------------------------------------------------------------------------
 
 
-def test_the_pdf_fetches_nothing() -> None:
-    with pytest.raises(render_pdf.FetchRefused):
-        render_pdf.refuse_every_url("file:///etc/passwd")
-    with pytest.raises(render_pdf.FetchRefused):
-        render_pdf.refuse_every_url("http://169.254.169.254/")
+def test_the_pdf_fetches_nothing_but_a_figures_embedded_raster() -> None:
+    fetch = render_pdf.embedded_images_only().fetch
+    for url in (
+        "file:///etc/passwd",
+        "http://169.254.169.254/",
+        "data:text/html;base64,PHNjcmlwdD4=",
+        "data:image/svg+xml;base64,PHN2Zz4=",
+        "/etc/passwd",
+    ):
+        with pytest.raises(render_pdf.FetchRefused):
+            fetch(url)
+    png = io.BytesIO()
+    Image.new("RGB", (2, 2), "red").save(png, format="PNG")
+    answer = fetch("data:image/png;base64," + base64.b64encode(png.getvalue()).decode())
+    assert answer.headers["Content-Type"] == "image/png" and answer.read() == png.getvalue()
+
+
+@pytest.mark.skipif(poppler_missing(), reason="poppler-utils (pdftotext, pdftoppm) is not installed")
+def test_a_heat_map_figure_keeps_its_raster_in_the_pdf(tmp_path: Path) -> None:
+    """matplotlib embeds a heat map's pixels in its SVG as a data: PNG; the PDF shows it."""
+    from matplotlib.figure import Figure
+
+    drawing = Figure(figsize=(3, 2))
+    drawing.subplots().imshow([[0.0, 1.0], [1.0, 0.0]])
+    svg, pdf = io.StringIO(), io.BytesIO()
+    drawing.savefig(svg, format="svg")
+    drawing.savefig(pdf, format="pdf")
+    assert "data:image/png;base64," in svg.getvalue()
+    document = hostile_document()
+    document.sections[0].blocks.append(
+        DocFigure(key="heat", title="Heat", table="t", svg=svg.getvalue(), pdf=pdf.getvalue())
+    )
+    (tmp_path / "r.pdf").write_bytes(renderer("pdf")(document).body)
+    listed = subprocess.run(
+        ["pdfimages", "-list", str(tmp_path / "r.pdf")], capture_output=True, text=True, check=True
+    ).stdout
+    assert len(listed.strip().splitlines()) >= 3, listed  # two header lines, then one line per image
 
 
 @pytest.mark.skipif(poppler_missing(), reason="poppler-utils (pdftotext, pdftoppm) is not installed")
