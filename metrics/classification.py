@@ -13,7 +13,10 @@ prediction, in ``labels`` order):
   kappa = (p_o - p_e) / (1 - p_e); undefined when p_e = 1 (both sides used one and the same label);
 - per class k: precision = C_kk / col_k, recall = C_kk / row_k, F1 = 2 C_kk / (row_k + col_k)
   (equal to the harmonic mean of precision and recall whenever both are defined, and 0 for a class that
-  is present but never predicted, or predicted but never present).
+  is present but never predicted, or predicted but never present); macro F1 = the mean F1 over the
+  classes whose F1 is defined;
+- intervals of kappa and macro F1 (``confusion_intervals``): 95% percentile bootstrap over the compared
+  items, 2,000 seeded resamples drawn from the confusion matrix (a multinomial of its cell shares).
 """
 
 from __future__ import annotations
@@ -273,3 +276,78 @@ def _sorted(values: Any) -> list[Hashable]:
         return sorted(values)
     except TypeError:
         return sorted(values, key=lambda v: (type(v).__name__, repr(v)))
+
+
+# The bootstrap of ``confusion_intervals``: resamples and the seed that makes a report repeatable.
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20261127
+
+
+@dataclass(frozen=True)
+class ConfusionIntervals:
+    """95% percentile-bootstrap intervals of Cohen's kappa and of macro F1 from one confusion matrix.
+
+    ``macro_f1`` is the mean F1 over the classes whose F1 is defined; a bound pair is (None, None) when
+    fewer than half of the resamples define the statistic (``reason`` says why)."""
+
+    macro_f1: float | None
+    kappa: tuple[float | None, float | None]
+    macro_f1_interval: tuple[float | None, float | None]
+    resamples: int
+    reason: str | None = None
+
+
+def _kappa_f1(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kappa and macro F1 of each of a stack of confusion matrices (B x m x m); nan where undefined."""
+    n = draws.sum(axis=(1, 2)).astype(float)
+    rows, cols = draws.sum(axis=2), draws.sum(axis=1)
+    diagonal = np.diagonal(draws, axis1=1, axis2=2)
+    p_o = diagonal.sum(axis=1) / n
+    p_e = (rows * cols).sum(axis=1) / (n * n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = np.where(np.isclose(p_e, 1.0, rtol=0.0, atol=1e-12), np.nan, (p_o - p_e) / (1.0 - p_e))
+        f1 = np.where(rows + cols > 0, 2.0 * diagonal / (rows + cols), np.nan)
+    defined = ~np.isnan(f1)
+    macro = np.where(defined.any(axis=1), np.nansum(f1, axis=1) / np.maximum(defined.sum(axis=1), 1), np.nan)
+    return kappa, macro
+
+
+def confusion_intervals(
+    confusion: Sequence[Sequence[int]] | np.ndarray,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    confidence: float = 0.95,
+) -> ConfusionIntervals:
+    """Percentile-bootstrap intervals of kappa and macro F1 over items, from the confusion matrix alone.
+
+    Resampling the n compared items with replacement is drawing the matrix's n counts from the
+    multinomial of its cell shares, so each resample is one ``multinomial`` draw (seeded: the same
+    matrix gives the same intervals). The interval is the (1 - confidence)/2 and (1 + confidence)/2
+    percentiles of the resamples that define the statistic."""
+    matrix = np.asarray(confusion, dtype=np.int64)
+    n = int(matrix.sum())
+    if n == 0:
+        return ConfusionIntervals(None, (None, None), (None, None), 0, REASON_NO_PAIRS)
+    point_kappa, point_macro = _kappa_f1(matrix[None, :, :])
+    macro_f1 = None if np.isnan(point_macro[0]) else float(point_macro[0])
+    rng = np.random.default_rng(seed)
+    shape = matrix.shape
+    draws = rng.multinomial(n, matrix.ravel() / n, size=resamples).reshape(resamples, *shape)
+    kappas, macros = _kappa_f1(draws)
+    tails = [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2]
+
+    def interval(values: np.ndarray) -> tuple[float | None, float | None]:
+        finite = values[~np.isnan(values)]
+        if finite.size * 2 < resamples:
+            return None, None
+        low, high = np.percentile(finite, tails)
+        return float(low), float(high)
+
+    kappa = interval(kappas)
+    reason = (
+        "chance agreement is 1 in most resamples: kappa has no interval"
+        if kappa == (None, None) and not np.isnan(point_kappa[0])
+        else None
+    )
+    return ConfusionIntervals(macro_f1, kappa, interval(macros), resamples, reason)

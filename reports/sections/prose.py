@@ -42,7 +42,8 @@ def methods_paragraphs(
         "Inter-rater agreement is Krippendorff's alpha at each question's level of measurement, with a "
         f"percentile bootstrap 95% interval over items ({agreement['n_resamples']:,} resamples, seed "
         f"{agreement['seed']}); control items and excluded people are left out. Machine labellers are "
-        "compared with the human consensus by accuracy (Wilson 95% interval), Cohen's kappa and macro F1. "
+        "compared with the human consensus by accuracy (Wilson 95% interval), Cohen's kappa and macro F1 "
+        "(95% percentile bootstrap intervals over the compared items, 2,000 seeded resamples). "
         f"The findings read labels from {metrics['source']} ({why}) over "
         f"{_plural(metrics['n_items'], 'item')}."
     )
@@ -118,13 +119,16 @@ def results_paragraph(
             f"(range {alpha['min']:.3f} to {alpha['max']:.3f})."
         )
     for row in machine_rows:
-        question, labeller, group, n, accuracy, low, high, kappa, _f1 = row
+        question, labeller, group, n, accuracy, low, high, kappa, kappa_low, kappa_high = row[:10]
         if group != "all":
             continue
         acc = "-" if accuracy is None else f"{accuracy:.3f}"
         interval = "" if low is None else f" [{low:.3f}, {high:.3f}]"
         kap = "-" if kappa is None else f"{kappa:.3f}"
-        parts.append(f"{labeller} on {question}: accuracy {acc}{interval}, kappa {kap} over {n:,} items.")
+        kap_interval = "" if kappa_low is None else f" [{kappa_low:.3f}, {kappa_high:.3f}]"
+        parts.append(
+            f"{labeller} on {question}: accuracy {acc}{interval}, kappa {kap}{kap_interval} over {n:,} items."
+        )
     summary = [
         f"{key.replace('_', ' ')} = {value:.3f}"
         if isinstance(value, float)
@@ -190,10 +194,7 @@ def limitations(
             f"{_plural(len(excluded), 'person')} excluded; their judgements are left out "
             f"(reasons: {'; '.join(reasons)})."
         )
-    items.append(
-        "Pay is not recorded in the workbench, so effective hourly pay is undefined; "
-        "kappa and F1 carry no interval."
-    )
+    items.append("Pay is not recorded in the workbench, so effective hourly pay is undefined.")
     return BulletList(items=items)
 
 

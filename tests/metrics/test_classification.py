@@ -10,6 +10,7 @@ from metrics.classification import (
     classification_by_group,
     classification_from_codes,
     classification_report,
+    confusion_intervals,
     is_missing,
 )
 
@@ -155,3 +156,32 @@ def test_from_codes_matches_hand_counts_and_the_plain_functions() -> None:
 def test_from_codes_with_no_complete_pair() -> None:
     overall, by_group = classification_from_codes(np.array([nan]), np.array([0.0]), ["a"])
     assert overall.n_pairs == 0 and overall.accuracy is None and overall.n_excluded == 1 and by_group == []
+
+
+def test_confusion_intervals_of_perfect_agreement_and_of_one_class() -> None:
+    # Every resample of a diagonal matrix is diagonal: kappa 1 (unless all items fall in one class, a
+    # chance of 2 / 2^10, dropped as undefined) and every F1 1.
+    perfect = confusion_intervals([[5, 0], [0, 5]])
+    assert perfect.kappa == (1.0, 1.0) and perfect.macro_f1 == 1.0 and perfect.macro_f1_interval == (1.0, 1.0)
+    # One class on both sides: chance agreement 1, so kappa is undefined in every resample; F1 is 1.
+    single = confusion_intervals([[10]])
+    assert single.kappa == (None, None) and single.macro_f1_interval == (1.0, 1.0)
+    empty = confusion_intervals([[0, 0], [0, 0]])
+    assert empty.kappa == (None, None) and empty.macro_f1 is None and empty.reason is not None
+
+
+def test_confusion_intervals_match_the_large_sample_spread_of_kappa() -> None:
+    # n = 2000, p_o = 0.85, rows [1000, 1000], columns [900, 1100]: p_e = 0.5, kappa = 0.35 / 0.5 = 0.7.
+    # Its large-sample standard error sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)) = sqrt(0.1275 / 500) = 0.01597,
+    # so a 95% interval about 2 * 1.96 * 0.01597 = 0.0626 wide around 0.7. F1: 1600/1900 and 1800/2100,
+    # macro 0.849624.
+    confusion = [[800, 200], [100, 900]]
+    result = confusion_intervals(confusion)
+    assert result.macro_f1 == pytest.approx((1600 / 1900 + 1800 / 2100) / 2)
+    low, high = result.kappa
+    assert low is not None and high is not None
+    assert low < 0.7 < high and abs((low + high) / 2 - 0.7) < 0.01
+    assert 0.8 * 0.0626 < high - low < 1.25 * 0.0626
+    f1_low, f1_high = result.macro_f1_interval
+    assert f1_low is not None and f1_high is not None and f1_low < result.macro_f1 < f1_high
+    assert confusion_intervals(confusion) == result  # seeded: the same matrix, the same intervals

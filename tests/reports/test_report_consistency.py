@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from annotations.models import Study, User
+from metrics.classification import confusion_intervals
 from reports.document import DocFigure, DocTable, ReportDocument
 from reports.gather import report_build
 from tests.helpers import client_for
@@ -109,7 +110,12 @@ def check_machines(table: DocTable, agreement: dict[str, Any]) -> int:
             low, high = _wilson(round(report["accuracy"] * report["n_pairs"]), report["n_pairs"])
             assert math.isclose(row["accuracy_low"], low, abs_tol=1e-9)
             assert math.isclose(row["accuracy_high"], high, abs_tol=1e-9)
-    return len(rows) * 7
+        if report["n_pairs"]:  # the bootstrap of the API's own confusion matrix
+            boot = confusion_intervals(report["confusion"])
+            kappa = boot.kappa if report["kappa"] is not None else (None, None)
+            assert (row["kappa_low"], row["kappa_high"]) == kappa
+            assert (row["macro_f1_low"], row["macro_f1_high"]) == boot.macro_f1_interval
+    return len(rows) * 11
 
 
 def check_pools(table: DocTable, quality: dict[str, Any]) -> int:
