@@ -87,8 +87,9 @@ PPI_ESTIMATOR = (
     "item - its weighted mean on the sample), lambda power-tuned; Hajek weights 1/pi"
 )
 PPI_INTERVAL = (
-    "95% normal (CLT) interval, estimate +- 1.96 sqrt(V), clipped to [0, 1] for a proportion; human_low/"
-    "human_high: the same with lambda = 0 (human labels only)"
+    "95% normal (CLT) interval, estimate +- 1.96 sqrt(V); for a proportion centred and with V read from the "
+    "sample plus Agresti and Coull's four pseudo-items, clipped to [0, 1]; human_low/human_high: the same "
+    "with lambda = 0 (human labels only)"
 )
 PPI_REFERENCE = "Angelopoulos et al. 2023 (PPI) and PPI++ (arXiv:2311.01453); docs/metrics.md"
 
@@ -335,7 +336,8 @@ def ppi_section(
         method=Method(
             "design-weighted share of the sample's human-labelled items where the labeller answered as the "
             "consensus (Hajek weights 1/pi; lambda 0: human labels only)",
-            interval="95% normal (CLT) interval, estimate +- 1.96 sqrt(V), clipped to [0, 1]",
+            interval="Agresti-Coull 95% interval (the design-weighted share with four pseudo-items), "
+            "clipped to [0, 1]",
             reference=PPI_REFERENCE,
             unit="sample items with a human consensus label",
         ),
