@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotations import access
 from annotations.access import request_user
 from annotations.downloads import stored_file_response
+from annotations.selectors.findings.report import default_source, sources_available
 from annotations.views.pages import IMAGE_CSP
 from common.errors import ValidationFailed
 from reports.formats import FORMATS
@@ -92,6 +93,9 @@ def study_report(request: HttpRequest, pk: int) -> HttpResponse:
         except ValidationFailed as exc:
             error = exc.message
     chosen = {other.pk for other in options.compare}
+    sources = sources_available(study)
+    if options.source and options.source not in sources:
+        sources = [options.source, *sources]
     others = access.studies_for_user(user).exclude(pk=study.pk).order_by("name", "pk")[:COMPARE_CHOICES]
     context = {
         "study": study,
@@ -104,6 +108,8 @@ def study_report(request: HttpRequest, pk: int) -> HttpResponse:
             for fmt in FORMATS
         ],
         "corrections": CORRECTIONS,
+        "sources": sources,
+        "default_source": default_source(study).source,
         "compare_choices": [
             {"pk": other.pk, "name": other.name, "chosen": other.pk in chosen} for other in others
         ],

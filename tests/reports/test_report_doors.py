@@ -282,3 +282,18 @@ def test_a_large_study_makes_every_format_in_the_background(
     assert answer.status_code == 302
     job = ReportJob.objects.get()
     assert (job.format, job.status, job.content_type) == ("html", "done", "text/html; charset=utf-8")
+
+
+@pytest.mark.django_db
+def test_the_tab_offers_the_sources_that_hold_labels(demo_study: Study) -> None:
+    from annotations.selectors.findings.report import sources_available
+
+    sources = sources_available(demo_study)
+    assert "consensus" in sources and len(sources) >= 2  # the people and the colour rule
+    client = login(demo_study.owner)
+    html = client.get(f"/studies/{demo_study.pk}/report/").content.decode()
+    offered = re.findall(r'<option value="([^"]*)"', html.split('id="report-source"')[1].split("</select>")[0])
+    assert offered == ["", *sources]
+    chosen = sources[1]
+    page = client.get(f"/studies/{demo_study.pk}/report/", {"source": chosen}).content.decode()
+    assert f'<option value="{chosen}" selected>' in page
