@@ -292,7 +292,8 @@ def test_the_tab_offers_the_sources_that_hold_labels(demo_study: Study) -> None:
     assert "consensus" in sources and len(sources) >= 2  # the people and the colour rule
     client = login(demo_study.owner)
     html = client.get(f"/studies/{demo_study.pk}/report/").content.decode()
-    offered = re.findall(r'<option value="([^"]*)"', html.split('id="report-source"')[1].split("</select>")[0])
+    select = html.split('id="report-source"')[1].split("</select>")[0]
+    offered = re.findall(r'<option value="([^"]*)"', select)
     assert offered == ["", *sources]
     chosen = sources[1]
     page = client.get(f"/studies/{demo_study.pk}/report/", {"source": chosen}).content.decode()
