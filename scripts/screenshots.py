@@ -113,6 +113,7 @@ def take(shooter: Shooter, study: int) -> None:
     if item:
         shooter.shot(researcher, "adjudication-item", item)
     shooter.shot(researcher, "findings", f"/studies/{study}/findings/")
+    shooter.shot(researcher, "report", f"/studies/{study}/report/")
     researcher.goto(f"/compare/?study={study}")
     conditions = researcher.locator("#compare-conditions option").evaluate_all(
         "(os) => os.map((o) => o.value)"
