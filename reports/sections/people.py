@@ -7,8 +7,9 @@ seconds on task per person), ``exclusion_history`` and ``attributes_in_study`` (
 given to this study). The workbench stores no pay amount, so pay and the effective hourly pay are left
 to the authors (the limitations and the datasheet say so); time on task is the data's.
 
-Demographic cells of fewer than ``SUPPRESS_BELOW`` people are printed as "< 5" (and their share left
-out), so no small group can be picked out of a report.
+Demographic answers given by fewer than ``SUPPRESS_BELOW`` people are not named: they are counted together
+in one "other answers" row (itself printed "< 5" when fewer than 5 people gave one), so no small group can
+be picked out of a report; a question lists at most ``MAX_ANSWERS`` answers.
 """
 
 from __future__ import annotations
@@ -29,11 +30,30 @@ SUPPRESS_BELOW = 5
 SUPPRESSED = "< 5"
 
 
+OTHER_ANSWERS = "other answers (each given by fewer than 5 people)"
+# At most this many answers of one question are listed (the most frequent); the rest are counted together.
+MAX_ANSWERS = 30
+
+
 def suppressed_counts(values: Iterable[Any], *, minimum: int = SUPPRESS_BELOW) -> list[tuple[str, int | str]]:
-    """Value -> how many people gave it, sorted by value; a count below ``minimum`` (but above 0) becomes
-    ``"< 5"``. Empty answers are not counted."""
+    """Value -> how many people gave it, for the values at least ``minimum`` people gave, sorted by value
+    (the ``MAX_ANSWERS`` most frequent when there are more); every rarer value is left unnamed (a rare
+    answer can single a person out) and counted in one last ``OTHER_ANSWERS`` row, itself ``"< 5"`` when
+    fewer than ``minimum`` people gave one. Empty answers are not counted."""
     counts = Counter(str(v) for v in values if v not in (None, ""))
-    return [(value, n if n >= minimum else SUPPRESSED) for value, n in sorted(counts.items())]
+    shown = {value: n for value, n in counts.items() if n >= minimum}
+    if len(shown) > MAX_ANSWERS:
+        shown = dict(sorted(shown.items(), key=lambda pair: (-pair[1], pair[0]))[:MAX_ANSWERS])
+    rest = sum(n for value, n in counts.items() if value not in shown)
+    rows: list[tuple[str, int | str]] = sorted(shown.items())
+    if rest:
+        label = (
+            OTHER_ANSWERS
+            if len(shown) == len([n for n in counts.values() if n >= minimum])
+            else (f"other answers (fewer than 5 people each, or beyond the {MAX_ANSWERS} most frequent)")
+        )
+        rows.append((label, rest if rest >= minimum else SUPPRESSED))
+    return rows
 
 
 def time_on_task(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -190,7 +210,11 @@ def demographics_table(study: Study, humans: Iterable[int]) -> DocTable:
         ],
         rows=rows,
         n=sum(1 for attributes in answers.values() if attributes),
-        notes=[f'Cells of fewer than {SUPPRESS_BELOW} people are shown as "{SUPPRESSED}".'],
+        notes=[
+            f"Answers given by fewer than {SUPPRESS_BELOW} people are not named: they are counted together "
+            f'as "other answers", shown as "{SUPPRESSED}" when fewer than {SUPPRESS_BELOW} people gave one; '
+            f"at most {MAX_ANSWERS} answers are listed per question."
+        ],
         source_key="demographics",
         empty_reason=None if rows else "no demographic answers were collected",
     )

@@ -10,7 +10,7 @@ from annotations.services.quality import annotator_exclude
 from annotations.services.studies import annotator_for_user, enrollment_add
 from reports.document import DocTable, Facts
 from reports.gather import report_build
-from reports.sections.people import SUPPRESSED, suppressed_counts, time_on_task
+from reports.sections.people import OTHER_ANSWERS, SUPPRESSED, suppressed_counts, time_on_task
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -73,17 +73,21 @@ def test_people_section_matches_hand_computed_numbers(people_study: Study) -> No
 
     # EU: 5 people (shown), Asia: 2 people (suppressed)
     demographics = _table(document, "people_demographics")
-    assert demographics.rows == [["region", "Asia", SUPPRESSED], ["region", "EU", 5]]
+    assert demographics.rows == [["region", "EU", 5], ["region", OTHER_ANSWERS, SUPPRESSED]]
+    assert all("Asia" not in str(cell) for row in demographics.rows for cell in row)  # never named
     assert demographics.n == 7
 
 
 def test_suppression_and_time_on_task_by_hand() -> None:
-    assert suppressed_counts(["a"] * 5 + ["b"] * 4 + ["c"] + [None, ""]) == [
-        ("a", 5),
-        ("b", SUPPRESSED),
-        ("c", SUPPRESSED),
-    ]
+    # b (4) and c (1) are rarer than 5: not named, 5 people together
+    assert suppressed_counts(["a"] * 5 + ["b"] * 4 + ["c"] + [None, ""]) == [("a", 5), (OTHER_ANSWERS, 5)]
+    assert suppressed_counts(["a"] * 5 + ["b"] * 2) == [("a", 5), (OTHER_ANSWERS, SUPPRESSED)]
     assert suppressed_counts(["a"] * 3, minimum=3) == [("a", 3)]
+    # 40 answers of 5 people each: the 30 most frequent (ties by name) listed, 10 x 5 = 50 together
+    many = [f"v{i:02d}" for i in range(40) for _ in range(5 + (i < 3))]
+    counted = suppressed_counts(many)
+    assert len(counted) == 31 and counted[-1][1] == 10 * 5 and counted[-1][0].startswith("other answers")
+    assert ("v00", 6) in counted and ("v29", 5) in counted and all(v != "v30" for v, _n in counted)
     rows = [
         {"seconds_median": 12.0, "seconds_total": 36.0, "items_completed": 3},
         {"seconds_median": None, "seconds_total": 0.0, "items_completed": 0},
