@@ -103,13 +103,29 @@ def value_counts(matrix: npt.ArrayLike) -> ValueCounts:
     Memory is items x distinct values integers (no coders x items x values array).
     """
     data = _as_matrix(matrix)
-    n_items = data.shape[1]
     present = ~np.isnan(data)
     _, item_index = np.nonzero(present)
-    values = data[present]
-    domain = np.unique(values)
-    codes = np.searchsorted(domain, values)
-    flat = np.bincount(item_index * len(domain) + codes, minlength=n_items * len(domain))
+    return value_counts_of(item_index, data[present], data.shape[1])
+
+
+def value_counts_of(item_index: npt.ArrayLike, values: npt.ArrayLike, n_items: int) -> ValueCounts:
+    """``value_counts`` of the matrix whose judgements are ``values[j]`` given to item
+    ``item_index[j]`` (0..n_items-1), one per coder and item, without building the matrix: what a
+    study of thousands of coders needs (a coders x items matrix per question or option does not fit
+    in memory). The judgements may come in any order; the result is the same arrays as
+    ``value_counts`` of the matrix gives (items in index order, ``domain`` the sorted distinct values).
+    """
+    items = np.asarray(item_index, dtype=np.int64)
+    data = np.asarray(values, dtype=np.float64)
+    if items.shape != data.shape or items.ndim != 1:
+        raise ValueError("item_index and values must be one-dimensional and of one length")
+    if np.isnan(data).any() or np.isinf(data).any():
+        raise ValueError("judgements must be finite values (leave missing ones out)")
+    if items.size and (int(items.min()) < 0 or int(items.max()) >= n_items):
+        raise ValueError("an item index lies outside 0..n_items-1")
+    domain = np.unique(data)
+    codes = np.searchsorted(domain, data)
+    flat = np.bincount(items * len(domain) + codes, minlength=n_items * len(domain))
     return ValueCounts(counts=flat.reshape(n_items, len(domain)).astype(np.int64), domain=domain)
 
 
@@ -127,6 +143,16 @@ def krippendorff_alpha(matrix: npt.ArrayLike, *, level: Level) -> AlphaResult:
         return prepared
     counts, domain = prepared
     return _alpha_result(counts, domain, level)
+
+
+def krippendorff_alpha_of_counts(counts: ValueCounts, *, level: Level) -> AlphaResult:
+    """``krippendorff_alpha`` of the matrix whose ``value_counts`` are ``counts`` (the same result:
+    alpha needs only each item's value counts, Krippendorff 2011). An empty matrix is one of no items."""
+    _check_level(level)
+    prepared = _pairable_counts(counts, level)
+    if isinstance(prepared, AlphaResult):
+        return prepared
+    return _alpha_result(*prepared, level)
 
 
 def alpha_from_weighted_counts(
@@ -206,7 +232,35 @@ def alpha_with_bootstrap(
         raise ValueError("n_resamples must be at least 1")
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must lie strictly between 0 and 1")
-    prepared = _pairable(matrix, level)
+    return _bootstrap(_pairable(matrix, level), level, n_resamples, seed, confidence)
+
+
+def alpha_with_bootstrap_of_counts(
+    counts: ValueCounts,
+    *,
+    level: Level,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> AlphaResult:
+    """``alpha_with_bootstrap`` of the matrix whose ``value_counts`` are ``counts``: the same point,
+    the same resampling units (the pairable items) and the same seeded draws, so the same interval."""
+    _check_level(level)
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must lie strictly between 0 and 1")
+    return _bootstrap(_pairable_counts(counts, level), level, n_resamples, seed, confidence)
+
+
+def _bootstrap(
+    prepared: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | AlphaResult,
+    level: Level,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+) -> AlphaResult:
+    """The point alpha and percentile interval of ``alpha_with_bootstrap`` on pairable value counts."""
     if isinstance(prepared, AlphaResult):
         return prepared
     counts, domain = prepared
@@ -308,36 +362,44 @@ def _check_level(level: str) -> None:
         raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
 
 
+def _undefined(level: str, reason: str, n_items: int = 0, n_judgements: int = 0) -> AlphaResult:
+    return AlphaResult(
+        value=None, level=level, n_items=n_items, n_judgements=n_judgements, undefined_reason=reason
+    )
+
+
 def _pairable(
     matrix: npt.ArrayLike, level: str
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | AlphaResult:
     """Value counts of the pairable items over the values they use, or the undefined result."""
     data = _as_matrix(matrix)
-
-    def undefined(reason: str, n_items: int = 0, n_judgements: int = 0) -> AlphaResult:
-        return AlphaResult(
-            value=None, level=level, n_items=n_items, n_judgements=n_judgements, undefined_reason=reason
-        )
-
     if data.size == 0:
-        return undefined(REASON_EMPTY)
-    vc = value_counts(data)
+        return _undefined(level, REASON_EMPTY)
+    return _pairable_counts(value_counts(data), level)
+
+
+def _pairable_counts(
+    vc: ValueCounts, level: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | AlphaResult:
+    """``_pairable`` from a matrix's value counts (an empty matrix: no items)."""
+    if vc.counts.shape[0] == 0:
+        return _undefined(level, REASON_EMPTY)
     pairable = vc.counts.sum(axis=1) >= 2
     if not pairable.any():
-        return undefined(REASON_NO_PAIRS)
+        return _undefined(level, REASON_NO_PAIRS)
     counts = vc.counts[pairable]
     # Values seen only in unpairable items do not enter alpha (their n_c is 0); drop them.
     used = counts.sum(axis=0) > 0
     counts, domain = counts[:, used], vc.domain[used]
     n_items, n_judgements = int(counts.shape[0]), int(counts.sum())
     if len(domain) < 2:
-        return undefined(REASON_ONE_VALUE, n_items, n_judgements)
+        return _undefined(level, REASON_ONE_VALUE, n_items, n_judgements)
     if level == "ratio":
         # Ratio distances vanish for c + k = 0 (krippendorff's convention), e.g. values {-1, 1}.
         delta = _fixed_delta(domain, "ratio")
         n_v = counts.sum(axis=0).astype(np.float64)
         if float(n_v @ delta @ n_v) == 0.0:
-            return undefined(REASON_NO_EXPECTED, n_items, n_judgements)
+            return _undefined(level, REASON_NO_EXPECTED, n_items, n_judgements)
     return counts, domain
 
 

@@ -10,17 +10,20 @@ The study side (``annotations/selectors/quality.py``) reads the rows; these func
 - ``straight_lining``: the longest run of identical answers to one question in submission
   order, and the share of the modal answer; ``straight_line_judged``: is that run straight-lining,
   judged against the question's own shares among the other annotators?
+  ``OthersShares`` and ``straight_line_judged_among``: the same judgement for every annotator of a
+  question without comparing each with every other (sorted shares and index arithmetic);
 - ``quality_flags``: which of those cross the study's thresholds.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 AnnotatorT = TypeVar("AnnotatorT", bound=Hashable)
 
@@ -218,21 +221,37 @@ def straight_line_judged(
 
     With no other annotator's answers to the question there is nothing to judge against, and the run
     alone decides (a run of ``max_straight_run`` is flagged).
+
+    This form takes the others' shares one by one: O(others x answers) per call, so a study judging
+    each of N annotators against the N - 1 others is quadratic. ``OthersShares`` gives the same
+    judgement for every annotator of a question from one sorted pass (``straight_line_judged_among``).
     """
+    if not others:
+        return _judged(values, None, thresholds)
+    answers = {key for shares in others for key in shares}
+    reference = {key: statistics.median(shares.get(key, 0.0) for shares in others) for key in answers}
+    return _judged(values, (reference.get, max(reference.values())), thresholds)
+
+
+def _judged(
+    values: Sequence[Any],
+    reference: tuple[Any, float] | None,
+    thresholds: Mapping[str, float],
+) -> tuple[StraightLine, StraightJudgement]:
+    """``straight_line_judged`` given the others' reference: ``(share_of(key, default), modal share)``,
+    or None when there are no others."""
     line = straight_lining(values)
     run_at_least = thresholds["max_straight_run"]
     if not values:
         return line, StraightJudgement(False, None, None, None, "no answers")
     own_share = answer_shares(values)[answer_key(line.run_value)]
-    if not others:
+    if reference is None:
         flagged = line.longest_run >= run_at_least > 0
         return line, StraightJudgement(
             flagged, own_share, None, None, "no other annotator answered this question: the run alone decides"
         )
-    answers = {key for shares in others for key in shares}
-    reference = {key: statistics.median(shares.get(key, 0.0) for shares in others) for key in answers}
-    others_share = reference.get(answer_key(line.run_value), 0.0)
-    modal = max(reference.values())
+    share_of, modal = reference
+    others_share = share_of(answer_key(line.run_value), 0.0)
     if not line.longest_run >= run_at_least > 0:
         reason = f"the longest run, {line.longest_run}, is below {run_at_least:g}"
         flagged = False
@@ -246,6 +265,105 @@ def straight_line_judged(
         reason = f"this answer's share, {own_share:.2f}, is far above the others' {others_share:.2f}"
         flagged = True
     return line, StraightJudgement(flagged, own_share, others_share, modal, reason)
+
+
+def _median_sorted(at: Any, size: int) -> float:
+    """``statistics.median`` of a sorted sequence of ``size`` floats given by position (``at(j)``):
+    the middle value, or the mean of the two middle values computed as statistics does."""
+    middle = size // 2
+    if size % 2 == 1:
+        return float(at(middle))
+    return float((at(middle - 1) + at(middle)) / 2)
+
+
+class OthersShares(Generic[AnnotatorT]):
+    """One question's answer shares per counted annotator (``answer_shares`` of each one's answers),
+    and for any annotator the median over the OTHER counted annotators of each answer's share: the
+    reference of ``straight_line_judged``, without comparing every annotator with every other.
+
+    Per answer the N shares (0.0 for an annotator who never gave it) are held as the sorted nonzero
+    shares after an implicit run of zeros. Leaving one annotator out removes one occurrence of their
+    share from that sorted sequence, so the others' median is read at a shifted middle position
+    (index arithmetic, one ``bisect`` per answer the annotator gave). The others' modal share is the
+    largest of those medians: for the answers an annotator never gave, the median with one zero
+    removed is the same for everyone, so those are sorted once and scanned from the top past the
+    annotator's own answers. Building is O(entries log entries); one annotator's reference costs
+    O(their answers x log N). The medians are the same floats as ``statistics.median`` gives (same
+    elements, same arithmetic), so the judgements are identical (tested against the plain form).
+    """
+
+    def __init__(self, shares: Mapping[AnnotatorT, Mapping[Hashable, float]]) -> None:
+        self.shares = shares
+        self.size = len(shares)
+        nonzero: dict[Hashable, list[float]] = defaultdict(list)
+        for own in shares.values():
+            for key, share in own.items():
+                if share != 0.0:
+                    nonzero[key].append(share)
+        self.nonzero = {key: sorted(values) for key, values in nonzero.items()}
+        # every key's median over all N (for one who is not among them) and with one zero removed
+        self.full = {key: self._median(key, None) for key in self.nonzero}
+        without_zero = [
+            (self._median(key, 0.0), key) for key in self.nonzero if len(self.nonzero[key]) < self.size
+        ]
+        without_zero.sort(key=lambda pair: pair[0], reverse=True)
+        self.without_zero = without_zero
+        self.zero_removed = {key: median for median, key in without_zero}
+        self.full_modal = max(self.full.values(), default=0.0)
+
+    def _median(self, key: Hashable, removed: float | None) -> float:
+        """Median of ``key``'s N shares, less one occurrence of ``removed`` (None: remove nothing)."""
+        values = self.nonzero.get(key, [])
+        zeros = self.size - len(values)
+        if removed is None:
+            return _median_sorted(lambda j: 0.0 if j < zeros else values[j - zeros], self.size)
+        # position of one occurrence of ``removed`` in the whole sorted sequence
+        at = 0 if removed == 0.0 else zeros + bisect.bisect_left(values, removed)
+
+        def value(j: int) -> float:
+            k = j if j < at else j + 1
+            return 0.0 if k < zeros else values[k - zeros]
+
+        return _median_sorted(value, self.size - 1)
+
+    def others(self, annotator: AnnotatorT) -> int:
+        """How many other counted annotators answered the question."""
+        return self.size - 1 if annotator in self.shares else self.size
+
+    def share_and_modal(self, annotator: AnnotatorT) -> tuple[Any, float] | None:
+        """For ``annotator``: ``(share_of(key, default), modal share)`` of the others, None when there
+        are no others (what ``straight_line_judged`` computes from the list of the others' shares)."""
+        if self.others(annotator) == 0:
+            return None
+        own = self.shares.get(annotator)
+        if own is None:  # not a counted annotator: the others are everyone
+            return self.full.get, self.full_modal
+        mine = {key: self._median(key, share) for key, share in own.items()}
+        modal = max(mine.values())
+        for median, key in self.without_zero:
+            if key not in own:
+                modal = max(modal, median)
+                break
+        zero_removed = self.zero_removed
+
+        def share_of(key: Hashable, default: float) -> float:
+            if key in mine:
+                return mine[key]
+            return zero_removed.get(key, default)
+
+        return share_of, modal
+
+
+def straight_line_judged_among(
+    values: Sequence[Any],
+    annotator: AnnotatorT,
+    question: OthersShares[AnnotatorT],
+    thresholds: Mapping[str, float],
+) -> tuple[StraightLine, StraightJudgement]:
+    """``straight_line_judged(values, [the shares of every other annotator of the question], thresholds)``
+    for ``annotator``, from the question's ``OthersShares`` (see there): the same result, in time
+    O(answers x log N) instead of O(N x answers)."""
+    return _judged(values, question.share_and_modal(annotator), thresholds)
 
 
 def median_or_none(values: Sequence[float]) -> float | None:

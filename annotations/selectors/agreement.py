@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,12 @@ from annotations.selectors.counted import active_exclusions, counted_annotations
 from annotations.selectors.labels import labels_for
 from annotations.selectors.matrices import LEVELS, json_key, plurality, question_matrix, reliability_for
 from annotations.selectors.pools import attributes_in_study
-from metrics.agreement import alpha_with_bootstrap, krippendorff_alpha
+from metrics.agreement import (
+    alpha_with_bootstrap,
+    alpha_with_bootstrap_of_counts,
+    krippendorff_alpha,
+    krippendorff_alpha_of_counts,
+)
 from metrics.boxes import box_agreement
 from metrics.classification import classification_from_codes, classification_report
 
@@ -84,9 +89,9 @@ def _alpha_entries(
     entries = []
     for data in reliability_for(study, question, annotator_ids=annotator_ids):
         result = (
-            alpha_with_bootstrap(data.matrix, level=data.level, n_resamples=bootstrap, seed=seed)
+            alpha_with_bootstrap_of_counts(data.counts, level=data.level, n_resamples=bootstrap, seed=seed)
             if bootstrap
-            else krippendorff_alpha(data.matrix, level=data.level)
+            else krippendorff_alpha_of_counts(data.counts, level=data.level)
         )
         entries.append(_entry(data.label, len(data.annotator_ids), result))
     return entries
@@ -126,19 +131,24 @@ def _boxes(
     ):
         boxes[item_id][annotator_id] = [(b["x"], b["y"], b["w"], b["h"]) for b in value or []]
 
-    def pooled(pairs: Iterable[tuple[int, int]]) -> dict[str, Any]:
-        items = [(by[a], by[b]) for by in boxes.values() for a, b in pairs_for(by, pairs)]
-        return box_agreement(items, threshold=threshold).to_dict()
+    # Per item, the pairs among the annotators who drew on it, in the order of ``humans`` (what
+    # filtering every pair of the study's humans per item gives, without listing all N^2 / 2 pairs:
+    # 160 million pairs of the 17,930 raters of ViSAGe's full release, for each item; issue 26).
+    rank = {annotator_id: position for position, annotator_id in enumerate(humans)}
 
-    def pairs_for(by: dict[int, Any], pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-        return [(a, b) for a, b in pairs if a in by and b in by]
+    def present(by: dict[int, Any]) -> list[int]:
+        return sorted((a for a in by if a in rank), key=rank.__getitem__)
 
+    human_items = [(by[a], by[b]) for by in boxes.values() for a, b in itertools.combinations(present(by), 2)]
     result: dict[str, Any] = {
         "threshold": threshold,
-        "humans": pooled(list(itertools.combinations(humans, 2))),
+        "humans": box_agreement(human_items, threshold=threshold).to_dict(),
     }
     for machine in machines:
-        result[_label(machine)] = pooled([(machine.pk, h) for h in humans])
+        machine_items = [
+            (by[machine.pk], by[h]) for by in boxes.values() if machine.pk in by for h in present(by)
+        ]
+        result[_label(machine)] = box_agreement(machine_items, threshold=threshold).to_dict()
     return result
 
 

@@ -1,11 +1,13 @@
-"""Reliability matrices from the database, for ``metrics.agreement`` (selector layer).
+"""Reliability data from the database, for ``metrics.agreement`` (selector layer).
 
-One matrix per question (coders x items, ``nan`` = no judgement), built with numpy from one
-``values_list`` query. Codes per question kind (SPEC 4): likert -> the option's rank on the
-scale, Unsure missing (ordinal); single, binary, text -> a nominal code per distinct value; each
-option of a multi question -> its own 0/1 matrix, counting a coder only where the option was
-shown to them (``shown``), or everywhere when ``shown`` was not recorded. Only counted annotations
-are read: none on control items, none by excluded annotators (``selectors.counted.counted_annotations``).
+``reliability_for``: per question (or option of a multi question) the per-item value counts of its
+coders x items reliability matrix, counted from one ``values_list`` query without building the
+matrix; ``question_matrix``: one dense matrix per single-answer question (``nan`` = no judgement).
+Codes per question kind (SPEC 4): likert -> the option's rank on the scale, Unsure missing
+(ordinal); single, binary, text -> a nominal code per distinct value; each option of a multi question
+-> its own 0/1 counts, counting a coder only where the option was shown to them (``shown``), or
+everywhere when ``shown`` was not recorded. Only counted annotations are read: none on control items,
+none by excluded annotators (``selectors.counted.counted_annotations``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from django.db.models.functions import Cast
 from annotations.models import Annotation, Study
 from annotations.protocols.schema import Question
 from annotations.selectors.counted import counted_annotations, uncounted_ids
-from metrics.agreement import Level
+from metrics.agreement import Level, ValueCounts, value_counts_of
 
 LEVELS: dict[str, Level] = {
     "likert": "ordinal",
@@ -36,11 +38,14 @@ LEVELS: dict[str, Level] = {
 
 @dataclass
 class Reliability:
-    """A coders x items matrix with the ids of its rows and columns."""
+    """The per-item value counts of a coders x items matrix (``metrics.agreement.value_counts``: all
+    that alpha needs) with the ids of its coders and items, built without the matrix: thousands of
+    coders x thousands of items, once per option of a multi question, does not fit in memory
+    (issue 26)."""
 
     label: str  # the question key, or "key:option" for one option of a multi question
     level: Level
-    matrix: np.ndarray
+    counts: ValueCounts
     annotator_ids: list[int]
     item_ids: list[int]
 
@@ -66,15 +71,18 @@ def reliability_for(
     annotator_ids: Iterable[int] | None = None,
     item_options: dict[int, list[str]] | None = None,
 ) -> list[Reliability]:
-    """The reliability matrices of one question (several for a multi question, none for boxes)."""
+    """The reliability data of one question (several for a multi question, none for boxes).
+
+    Each judgement is one (coder, item) cell of the question's matrix; the counts per item are what
+    ``value_counts`` of that matrix gives (the same arrays, so the same alpha and interval).
+    """
     if question.kind == "boxes":
         return []
     rows = _rows(study, question.key, annotator_ids)
     if not rows:
         return []
-    coders, coder_at = _index([row[0] for row in rows])
+    coders, _coder_at = _index([row[0] for row in rows])
     items, item_at = _index([row[1] for row in rows])
-    r = np.fromiter((coder_at[row[0]] for row in rows), dtype=np.int64, count=len(rows))
     c = np.fromiter((item_at[row[1]] for row in rows), dtype=np.int64, count=len(rows))
     level = LEVELS[question.kind]
     if question.kind != "multi":
@@ -86,9 +94,9 @@ def reliability_for(
             codes = np.array(
                 [distinct.setdefault(json_key(row[2]), float(len(distinct))) for row in rows], dtype=float
             )
-        matrix = np.full((len(coders), len(items)), np.nan)
-        matrix[r, c] = codes
-        return [Reliability(question.key, level, matrix, coders, items)]
+        present = ~np.isnan(codes)
+        counts = value_counts_of(c[present], codes[present], len(items))
+        return [Reliability(question.key, level, counts, coders, items)]
     none_key = question.none_option.key if question.none_option is not None else None
     options = (
         [option.key for option in question.options]
@@ -98,22 +106,33 @@ def reliability_for(
     )
     if none_key is not None:
         options.append(none_key)
-    result = []
-    for option in options:
-        matrix = np.full((len(coders), len(items)), np.nan)
-        for position, row in enumerate(rows):
-            shown = row[3]
-            if shown is not None and option not in shown:
-                continue
-            if (
-                shown is None
-                and item_options is not None
-                and option not in item_options.get(row[1], [option])
-            ):
-                continue
-            matrix[r[position], c[position]] = 1.0 if option in (row[2] or []) else 0.0
-        result.append(Reliability(f"{question.key}:{option}", level, matrix, coders, items))
-    return result
+    # One pass over the rows: per option, the items it was judged on and whether it was ticked.
+    option_at = {option: position for position, option in enumerate(options)}
+    judged: list[list[int]] = [[] for _ in options]
+    ticked: list[list[float]] = [[] for _ in options]
+    for position, row in enumerate(rows):
+        shown, answer = row[3], row[2] or []
+        if shown is not None:
+            candidates = [option for option in dict.fromkeys(shown) if option in option_at]
+        elif item_options is not None and row[1] in item_options:
+            candidates = [option for option in options if option in item_options[row[1]]]
+        else:
+            candidates = options
+        for option in candidates:
+            judged[option_at[option]].append(int(c[position]))
+            ticked[option_at[option]].append(1.0 if option in answer else 0.0)
+    return [
+        Reliability(
+            f"{question.key}:{option}",
+            level,
+            value_counts_of(
+                np.asarray(judged[at], dtype=np.int64), np.asarray(ticked[at], dtype=float), len(items)
+            ),
+            coders,
+            items,
+        )
+        for at, option in enumerate(options)
+    ]
 
 
 @dataclass

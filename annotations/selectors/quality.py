@@ -51,6 +51,7 @@ from annotations.selectors.counted import active_exclusions
 from annotations.selectors.pools import pools_in_study
 from metrics.quality import (
     Flag,
+    OthersShares,
     Score,
     StraightJudgement,
     StraightLine,
@@ -62,7 +63,7 @@ from metrics.quality import (
     loo_median,
     median_or_none,
     quality_flags,
-    straight_line_judged,
+    straight_line_judged_among,
 )
 
 
@@ -181,6 +182,8 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
         if annotator_id in voters:
             for key, values in answered.items():
                 shares[key][annotator_id] = answer_shares(values)
+    # per question, every annotator's others' median shares from one sorted pass (not N x N)
+    among = {key: OthersShares(by_annotator) for key, by_annotator in shares.items()}
     median_loo = loo_median([score for a, score in loo.items() if a in voters], min_n=thresholds["loo_min_n"])
 
     times: dict[int, list[float]] = defaultdict(list)
@@ -205,8 +208,8 @@ def quality_report(*, study: Study, now: datetime | None = None) -> dict[str, An
         agreement = loo.get(annotator.pk, Score(0, 0, None))
         median_seconds = median_or_none(times.get(annotator.pk, []))
         runs = {
-            key: straight_line_judged(
-                values, [mine for a, mine in shares[key].items() if a != annotator.pk], thresholds
+            key: straight_line_judged_among(
+                values, annotator.pk, among.get(key) or OthersShares({}), thresholds
             )
             for key, values in in_order.get(annotator.pk, {}).items()
         }

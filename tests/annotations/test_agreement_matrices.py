@@ -14,9 +14,9 @@ import pytest
 from annotations.models import Annotation, Annotator
 from annotations.protocols.schema import load_protocol_text
 from annotations.selectors.agreement import agreement_report
-from annotations.selectors.matrices import question_matrix, question_rows
+from annotations.selectors.matrices import question_matrix, question_rows, reliability_for
 from annotations.services.annotation_writes import annotations_import_records
-from metrics.agreement import krippendorff_alpha
+from metrics.agreement import krippendorff_alpha, krippendorff_alpha_of_counts, value_counts
 from tests.factories import ItemFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db
@@ -134,3 +134,68 @@ def test_the_report_codes_each_distinct_text_once(awkward) -> None:
     assert by_key["gender"]["humans"][0]["value"] is None
     smiling = by_key["smiling"]["humans"][0]
     assert smiling["coders"] == 1 and smiling["value"] is None and smiling["undefined_reason"]
+
+
+MULTI = """
+name: Ticks
+unit: image
+questions:
+  - key: marks
+    kind: multi
+    prompt: Which of these are in the image?
+    options: [hat, scarf, glasses]
+    none_option: {key: none, label: None of these}
+    required: false
+"""
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_multi_counts_equal_the_value_counts_of_the_dense_option_matrices(owner, seed: int) -> None:
+    """``reliability_for`` counts each option's 0s and 1s per item without the coders x items matrix
+    (issue 26); the arrays equal ``value_counts`` of the matrix the rule describes (docs/agreement.md:
+    an option counts for a coder where it was shown, or everywhere when ``shown`` was not recorded,
+    1 where ticked), so alpha and its interval are the same."""
+    rng = np.random.default_rng(seed)
+    study = StudyFactory.create(owner=owner, protocol=load_protocol_text(MULTI).to_dict())
+    items = [ItemFactory.create(study=study, external_id=f"i{n}") for n in range(9)]
+    coders = [
+        Annotator.objects.create(name=f"r{n}", kind=Annotator.Kind.HUMAN, study=study) for n in range(6)
+    ]
+    options = ["hat", "scarf", "glasses", "none"]
+    cells: list[tuple[int, int, list[str], list[str] | None]] = []
+    for row, coder in enumerate(coders):
+        for column, item in enumerate(items):
+            if rng.random() < 0.3:
+                continue
+            shown = None if rng.random() < 0.4 else [o for o in options if rng.random() < 0.7] or ["none"]
+            pool = shown or options
+            ticked = [o for o in pool if rng.random() < 0.4]
+            Annotation.objects.create(
+                study=study, item=item, annotator=coder, question_key="marks", value=ticked, shown=shown
+            )
+            cells.append((row, column, ticked, shown))
+    question = study.protocol_obj.question("marks")
+    item_options = {items[0].pk: ["hat"], items[1].pk: ["scarf", "none"]}
+    for restrict in (None, item_options):
+        got = reliability_for(study, question, item_options=restrict)
+        assert [r.label for r in got] == [f"marks:{o}" for o in options]
+        used_rows = sorted({row for row, *_rest in cells})
+        used_columns = sorted({column for _r, column, *_rest in cells})
+        for data in got:
+            option = data.label.split(":")[1]
+            matrix = np.full((len(used_rows), len(used_columns)), np.nan)
+            for row, column, ticked, shown in cells:
+                if shown is not None and option not in shown:
+                    continue
+                allowed = (restrict or {}).get(items[column].pk)
+                if shown is None and allowed is not None and option not in allowed:
+                    continue
+                matrix[used_rows.index(row), used_columns.index(column)] = float(option in ticked)
+            expected = value_counts(matrix)
+            assert np.array_equal(data.counts.counts, expected.counts), option
+            assert np.array_equal(data.counts.domain, expected.domain), option
+            assert data.annotator_ids == [coders[row].pk for row in used_rows]
+            assert data.item_ids == [items[column].pk for column in used_columns]
+            assert krippendorff_alpha_of_counts(data.counts, level="nominal") == krippendorff_alpha(
+                matrix, level="nominal"
+            )
