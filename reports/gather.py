@@ -41,7 +41,7 @@ def _study_sections(
     tables = [b for b in findings.blocks if isinstance(b, DocTable)]
     sections = [
         design_section(study),
-        people_section(study),
+        people_section(study, quality),
         agreement_section(study, agreement),
         machines_section(study, agreement),
         findings,

@@ -91,7 +91,7 @@ def doc_table(table: dict[str, Any]) -> DocTable:
 
 
 def doc_figures(report: dict[str, Any]) -> list[DocFigure]:
-    """Every findings figure drawn in SVG and PDF (none when no drawer is registered)."""
+    """Every findings figure drawn in SVG and PDF (a table with no figure gives none)."""
     tables = {t["key"]: t for t in report["tables"]}
     figures = []
     for figure in report["figures"]:

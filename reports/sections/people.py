@@ -23,7 +23,7 @@ from annotations.models import Annotator, Invitation, Study
 from annotations.selectors.controls import quality_settings
 from annotations.selectors.payments import payment_rows
 from annotations.selectors.pools import attributes_in_study
-from annotations.selectors.quality import exclusion_history, quality_report_cached
+from annotations.selectors.quality import exclusion_history
 from reports.document import Column, DocTable, Facts, Paragraph, Section
 
 SUPPRESS_BELOW = 5
@@ -220,9 +220,9 @@ def demographics_table(study: Study, humans: Iterable[int]) -> DocTable:
     )
 
 
-def people_section(study: Study) -> Section:
-    """The People section of ``study``'s report."""
-    quality = quality_report_cached(study=study)
+def people_section(study: Study, quality: dict[str, Any]) -> Section:
+    """The People section of ``study``'s report, from its quality report (``quality_report_cached``, read
+    once by ``reports.gather`` for every section that needs it)."""
     payments = payment_rows(study)
     timing = time_on_task(payments)
     settings = quality_settings(study)
