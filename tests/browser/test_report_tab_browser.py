@@ -44,6 +44,18 @@ def test_the_report_tab_previews_and_follows_its_jobs(browser: Any, server: Any,
     page.locator("#report-preview").scroll_into_view_if_needed()
     shot(page, "report-1-preview")
 
+    # the options: the label source is a choice among the sources (nobody answered: the default only)
+    source = page.get_by_label("Labels from")
+    expect(source.locator("option")).to_have_text(["the protocol's default (consensus)"])
+    page.get_by_label("Multiple-comparison correction").select_option("bh")
+    page.get_by_role("button", name="Update the preview").click()
+    page.wait_for_url("**correction=bh**")
+    expect(page.get_by_label("Multiple-comparison correction")).to_have_value("bh")
+    expect(page.frame_locator("#report-preview").locator("h1")).to_have_text(f"Audit report: {NAME}")
+    page.get_by_label("Multiple-comparison correction").select_option("holm")
+    page.get_by_role("button", name="Update the preview").click()
+    page.wait_for_url("**correction=holm**")
+
     page.get_by_role("button", name="PDF", exact=True).click()
     page.wait_for_url(f"**/studies/{study.pk}/report/**")
     expect(page.locator(".messages")).to_contain_text("is queued")
