@@ -245,7 +245,7 @@ def adjudication_queue(
             resolved = {
                 (label.item_id, label.question_key): label
                 for label in labels.filter(
-                    resolved=True, item_id__in={row[0] for row in answers}
+                    resolved=True, item_id__in=machine.values("item_id")
                 ).select_related("item")
             }
         flagged: set[tuple[int, str]] = set()
@@ -262,10 +262,14 @@ def adjudication_queue(
     return sorted(queue, key=lambda entry: (entry["item"], entry["question"]))
 
 
-def queue_choices(*, study: Study) -> dict[str, list[tuple[str, str]]]:
+def queue_choices(
+    *, study: Study, queue: list[dict[str, Any]] | None = None
+) -> dict[str, list[tuple[str, str]]]:
     """The values each queue filter offers, as (value, label): the reason kinds, the questions and
-    the item conditions that have an open entry now."""
-    queue = adjudication_queue(study=study)
+    the item conditions that have an open entry now. ``queue``: the study's unfiltered queue when the
+    caller already read it (else it is read here)."""
+    if queue is None:
+        queue = adjudication_queue(study=study)
     protocol = study.protocol_obj
     kinds = {entry["kind"] for entry in queue}
     questions = sorted({entry["question"] for entry in queue})

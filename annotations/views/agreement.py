@@ -272,7 +272,8 @@ def _queue_page(
             "queue": queue,
             "items": len({entry["item"] for entry in queue}),
             "filters": filters,
-            "choices": queue_choices(study=study),
+            # an unfiltered queue is the one the choices read: not read twice
+            "choices": queue_choices(study=study, queue=None if filters.params() else queue),
             "query": f"?{query}" if query else "",
             "error": error,
         },
