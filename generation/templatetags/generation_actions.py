@@ -18,13 +18,17 @@ register = template.Library()
 
 @register.inclusion_tag("generation/_pull_set_form.html")
 def pull_set_form(study: Study, stereotype_rows: int, can_write: bool) -> dict[str, Any]:
-    models = [model for folder in model_folders() for model in folder.models]
+    image_study = study.protocol_obj.unit != "text"
+    shown = image_study and bool(stereotype_rows) and can_write
+    # The model folders are walked only where the form shows (not for a reader, a text study or a study
+    # without its stereotype table).
+    models = [model for folder in model_folders() for model in folder.models] if shown else []
     return {
         "study": study,
         "form": PullSetForm(prefix=PULL_PREFIX),
         "models": models,
-        "blocked": not models and hub_offline(),
+        "blocked": shown and not models and hub_offline(),
         "stereotype_rows": stereotype_rows,
         "can_write": can_write,
-        "image_study": study.protocol_obj.unit != "text",
+        "image_study": image_study,
     }
