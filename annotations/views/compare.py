@@ -36,6 +36,7 @@ from annotations.selectors.comparison import (
     comparison_sides,
     side_label,
 )
+from annotations.selectors.findings.ppi import PREFIX as PPI_PREFIX
 from annotations.selectors.findings.ppi import ppi_sources_of
 from annotations.selectors.findings.report import JUDGEMENT_PROTOCOLS, correction_param, study_metric_kind
 from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, machine_labellers_of
@@ -158,7 +159,10 @@ def _source_choices(studies: list[Study]) -> list[tuple[str, str]]:
         (CONSENSUS, "People: consensus"),
         *([(JUDGEMENTS, "People: every judgement")] if judgements else []),
         *((name, f"Machine labeller: {name}") for name in machine_labellers_of(studies)),
-        *((name, f"Machine + human sample: {name[4:]}") for name in ppi_sources_of(studies)),
+        *(
+            (name, f"Machine + human sample: {name.removeprefix(PPI_PREFIX)}")
+            for name in ppi_sources_of(studies)
+        ),
     ]
 
 

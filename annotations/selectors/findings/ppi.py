@@ -523,10 +523,12 @@ def ppi_sources_of(studies: Iterable[Study]) -> list[str]:
     """``ppi:LABELLER`` for the labellers of those of ``studies`` whose validation sample has a design
     (stored inclusion probabilities); two queries."""
     ids = [s.pk for s in studies]
+    # the same test as ``sample_probabilities``: a design, and a probability stored for every sampled item
     with_design = list(
-        Study.objects.filter(pk__in=ids, validation_sample__isnull=False).exclude(
-            validation_sample__design=""
-        )
+        Study.objects.filter(pk__in=ids, validation_sample__isnull=False)
+        .exclude(validation_sample__design="")
+        .exclude(validation_sample__items__inclusion_probability__isnull=True)
+        .distinct()
     )
     return [PREFIX + name for name in machine_labellers_of(with_design)] if with_design else []
 
