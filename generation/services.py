@@ -128,8 +128,10 @@ def visage_pull_job_create(
 ) -> GenerationJob:
     """Queue the visage stereotypical-pull prompt set (default / stereotypical / non-stereotypical, made
     from the study's stereotype table, non-stereotypes drawn with ``seed``) as a generation job into
-    the study: the findings page's button, the same sets as ``manage.py generate STUDY --prompt-set
-    visage-pull --prompts SEEGULL.csv``."""
+    the study: the findings page's button. The sets are built as ``manage.py generate STUDY --prompt-set
+    visage-pull --prompts SEEGULL.csv`` builds them, but from the stored table: attributes marked not
+    visual are left out and rows come sorted by identity and attribute, so the same seed may draw other
+    non-stereotypes than from the file."""
     try:
         prompt_set = visage_pull_from_table(
             stereotype_table_rows(study), seed=seed, images_per_prompt=images_per_prompt, limit=limit

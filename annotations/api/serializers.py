@@ -22,6 +22,7 @@ from annotations.models import (
 )
 from annotations.presenters import labeller_summary
 from annotations.selectors.study_options import study_options
+from annotations.services.studies import MAX_ENROLLED_AT_ONCE
 from common.redaction import redact
 
 
@@ -156,7 +157,7 @@ class BulkEnrollSerializer(serializers.Serializer[Any]):
     usernames = serializers.ListField(
         child=serializers.CharField(max_length=150),
         min_length=1,
-        max_length=500,
+        max_length=MAX_ENROLLED_AT_ONCE,
         help_text="Accounts to enrol, all or none: if one cannot be enrolled, nobody is",
     )
     pool = serializers.ChoiceField(choices=Pool.choices, help_text="Their pool in this study")

@@ -81,7 +81,7 @@ def reliability_for(
     rows = _rows(study, question.key, annotator_ids)
     if not rows:
         return []
-    coders, _coder_at = _index([row[0] for row in rows])
+    coders, _ = _index([row[0] for row in rows])
     items, item_at = _index([row[1] for row in rows])
     c = np.fromiter((item_at[row[1]] for row in rows), dtype=np.int64, count=len(rows))
     level = LEVELS[question.kind]
