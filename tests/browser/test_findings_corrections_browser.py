@@ -1,0 +1,55 @@
+"""Issue 26 point 2 in real headless Chromium: on the demo study's findings (SODA: a permutation test per
+condition), the reader switches the multiple-comparison correction from Holm to Benjamini-Hochberg and
+the page says which one its adjusted p-values use; each figure also downloads as PDF.
+
+Skipped when /usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.browser.pages import PASSWORD, open_page, sign_in
+
+
+@pytest.fixture
+def demo(transactional_db: None, settings: Any, tmp_path: Any) -> Any:
+    from annotations.models import User
+    from annotations.services.demo import demo_accounts_ensure, demo_study_ensure
+
+    settings.DATA_DIR = tmp_path
+    demo_accounts_ensure()
+    study, _ = demo_study_ensure()
+    researcher = User.objects.get(username="researcher")
+    researcher.set_password(PASSWORD)
+    researcher.save()
+    return study
+
+
+def test_the_reader_switches_the_correction_of_the_findings(browser: Any, server: Any, demo: Any) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    sign_in(page, "researcher")
+    page.goto(f"/studies/{demo.pk}/findings/")
+    choice = page.get_by_label("Multiple comparisons")
+    expect(choice).to_have_value("holm")
+    expect(page.locator("#correction-note")).to_contain_text("Holm")
+    expect(page.locator("th", has_text="p_adjusted").first).to_be_visible()
+
+    choice.select_option("bh")
+    page.get_by_role("button", name="Show", exact=True).click()
+    page.wait_for_url("**correction=bh**")
+    expect(page.get_by_label("Multiple comparisons")).to_have_value("bh")
+    expect(page.locator("#correction-note")).to_contain_text("Benjamini-Hochberg")
+    # the figure downloads keep the reader's choices and offer PDF beside PNG and SVG
+    pdf = page.locator("a[href*='.pdf']").first
+    expect(pdf).to_have_attribute("href", _contains("correction=bh"))
+
+
+def _contains(text: str) -> Any:
+    import re
+
+    return re.compile(re.escape(text))
