@@ -14,6 +14,7 @@ from annotations.protocols.answers import questions_to_answer
 from annotations.protocols.schema import Question
 from annotations.selectors.pools import sees_expert_questions
 from annotations.selectors.tasks import stored_answers
+from annotations.services.stored_files import item_image_direct_url
 
 
 def _question(question: Question, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -93,6 +94,7 @@ def _task(assignment: Assignment) -> dict[str, Any]:
     item, annotator = assignment.item, assignment.annotator
     expert = sees_expert_questions(study=assignment.study, annotator=annotator)
     protocol = assignment.study.protocol_obj
+    direct_urls = {image.position: item_image_direct_url(image) for image in item.images.all()}
     return {
         "item": {
             "id": item.pk,
@@ -106,6 +108,9 @@ def _task(assignment: Assignment) -> dict[str, Any]:
                     "position": image.position,
                     "url": image.url,
                     "display_url": image.display_url,
+                    # The presigned bucket URL ``url`` redirects to (files in S3), for the annotator's
+                    # own task: the client loads the image without another request to the workbench.
+                    "direct_url": direct_urls.get(image.position),
                     "width": image.width,
                     "height": image.height,
                 }

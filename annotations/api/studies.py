@@ -40,10 +40,9 @@ from annotations.interchange.import_jobs import (
     import_job_from_uploads,
     import_upload,
     items_import_uploads,
+    labelstudio_new_study,
 )
-from annotations.interchange.labelstudio_import import labelstudio_import
-from annotations.interchange.sources import stored_delete, upload_keep
-from annotations.models import Annotation, Annotator, ExportJob, ImportJob, Item, Study, User
+from annotations.models import Annotation, Annotator, ExportJob, ImportJob, Item, Study
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
 from annotations.selectors.features import features_export_lines
@@ -55,10 +54,6 @@ from annotations.services import studies as study_services
 from common.checked_input import id_from_text
 from common.errors import ImportRefused, NotFoundError, ValidationFailed
 from common.query_params import query_flag
-from common.uploads import (
-    CONFIG_SUFFIXES,
-    LABELSTUDIO_SUFFIXES,
-)
 
 
 class StudyViewSet(viewsets.ModelViewSet[Study]):
@@ -344,22 +339,6 @@ class FeatureExportView(APIView):
         return response
 
 
-def _labelstudio_create(values: dict[str, Any], *, owner: User, name: str) -> dict[str, Any]:
-    """A new study from a Label Studio export, within the request (a job needs its study first); the
-    upload is read from storage like every other import's."""
-    config = values.get("config")
-    kept = [upload_keep(values["file"], suffixes=LABELSTUDIO_SUFFIXES)]
-    try:
-        if config is not None:
-            kept.append(upload_keep(config, suffixes=CONFIG_SUFFIXES, stem="config"))
-        return labelstudio_import(
-            path=kept[0], owner=owner, name=name, config_path=kept[1] if config is not None else None
-        ).as_dict()
-    finally:
-        for stored in kept:
-            stored_delete(stored.name)
-
-
 class LabelStudioImportView(APIView):
     """A Label Studio export into this study: its ``from_name``s must be the study's question keys; an
     upload over ``WORKBENCH_IMPORT_INLINE_MB`` becomes an import job (202)."""
@@ -386,20 +365,28 @@ class LabelStudioImportView(APIView):
 
 
 class LabelStudioCreateView(APIView):
-    """A new study from a Label Studio export and its labeling config (which gives the protocol)."""
+    """A new study from a Label Studio export and its labeling config (which gives the protocol): 201
+    and the report, or, for an upload over ``WORKBENCH_IMPORT_INLINE_MB``, 202 and the import job
+    that fills the study made at once from the config (the job's ``study``)."""
 
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
-        request={"multipart/form-data": s.LabelStudioCreateSerializer}, responses={201: OpenApiTypes.OBJECT}
+        request={"multipart/form-data": s.LabelStudioCreateSerializer},
+        responses={201: OpenApiTypes.OBJECT, 202: s.ImportJobSerializer},
     )
     def post(self, request: Request) -> Response:
         data = s.LabelStudioCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        report = _labelstudio_create(
-            data.validated_data, owner=request_user(request), name=data.validated_data["name"]
+        values = data.validated_data
+        return import_answer(
+            labelstudio_new_study(
+                user=request_user(request),
+                name=values["name"],
+                upload=values["file"],
+                config=values.get("config"),
+            )
         )
-        return Response(report, status=status.HTTP_201_CREATED)
 
 
 class StudyExportView(APIView):

@@ -32,7 +32,7 @@ from django.db import connection, transaction
 from django.db.models import F, Func, Prefetch, Q, TextField
 from django.utils import timezone
 
-from annotations.interchange.labelstudio_export import export_labelstudio, labelstudio_refusal
+from annotations.interchange.labelstudio_export import export_labelstudio
 from annotations.interchange.parquet_export import export_parquet
 from annotations.interchange.sources import bucket_address_check
 from annotations.models import (
@@ -647,11 +647,11 @@ def export_filename(study_id: int, fmt: str) -> str:
 
 
 def export_refusal(study: Study, fmt: str) -> str | None:
-    """Why ``study`` cannot be exported in ``fmt`` (a Label Studio config cannot hold it), or None."""
+    """Why ``study`` cannot be exported in ``fmt``, or None: only an unknown format is refused (every
+    protocol has a Label Studio config)."""
+    del study
     if fmt not in FORMATS:
         return f"format must be one of {', '.join(FORMATS)}"
-    if fmt == "labelstudio":
-        return labelstudio_refusal(study)
     return None
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from django.conf import settings
@@ -23,15 +24,18 @@ from django.db import transaction
 
 from annotations.interchange.import_kinds import KINDS, ImportRun, import_summary
 from annotations.interchange.item_import import ImportReport, items_import
+from annotations.interchange.labelstudio_import import labelstudio_import, labelstudio_study_protocol
 from annotations.interchange.sources import (
     Address,
     Stored,
+    address_name,
     bucket_address_found,
     stored_delete,
     upload_keep,
     uploads_store,
 )
 from annotations.models import ImportJob, Study
+from annotations.services.studies import study_create
 from common.errors import WorkbenchError
 from common.jobs import (
     Heartbeat,
@@ -99,6 +103,56 @@ def import_upload(
     try:
         others: dict[str, Address] = {role: stored for role, stored in kept.items() if role}
         report = spec.run(ImportRun(study=study, address=main, files=others, options=dict(options or {})))
+    finally:
+        for stored in kept.values():
+            stored_delete(stored.name)
+    return ImportOutcome(report=report, summary=import_summary(kind, report))
+
+
+def labelstudio_new_study(
+    *, user: Any, name: str, upload: UploadedFile[bytes], config: UploadedFile[bytes] | None
+) -> ImportOutcome:
+    """A new study from a Label Studio export (and its labeling config). Within
+    ``WORKBENCH_IMPORT_INLINE_MB`` it is imported in the request: the study and its tasks together,
+    nothing left on a refusal. A larger upload is kept in storage, the study is made at once from the
+    labeling config (a refused config refuses the upload, nothing made) and a job imports the tasks
+    into it; a refusal of the tasks then leaves the new study empty, with the job's message on its
+    Items tab (docs/import-export.md, "Label Studio")."""
+    kind = ImportJob.Kind.LABELSTUDIO
+    spec = KINDS[kind]
+    kept: dict[str, Stored] = {}
+    try:
+        main = kept[""] = upload_keep(upload, suffixes=spec.suffixes)
+        if config is not None:
+            kept["config"] = upload_keep(config, suffixes=spec.files["config"], stem="config")
+        name = name or PurePosixPath(upload.name or "labelstudio").stem
+        if sum(given.size or 0 for given in (upload, config) if given is not None) > (
+            settings.WORKBENCH_IMPORT_INLINE_BYTES
+        ):
+            # The config is read (and refused) before anything is written; the study and its job are
+            # then made together.
+            protocol = labelstudio_study_protocol(path=main, config_path=kept.get("config"), name=name)
+            with transaction.atomic():
+                study = study_create(
+                    owner=user, name=name, protocol=protocol, imported_from=upload.name or address_name(main)
+                )
+                job = _job_create(
+                    study=study,
+                    user=user,
+                    kind=kind,
+                    upload=main.name,
+                    options={"study_from_config": True, "files": {r: s.name for r, s in kept.items() if r}},
+                    label=upload.name or "upload",
+                )
+            return ImportOutcome(job=job)
+    except BaseException:
+        for stored in kept.values():
+            stored_delete(stored.name)
+        raise
+    try:
+        report = labelstudio_import(
+            path=main, owner=user, name=name, config_path=kept.get("config")
+        ).as_dict()
     finally:
         for stored in kept.values():
             stored_delete(stored.name)

@@ -99,6 +99,7 @@ def _labelstudio(run: ImportRun) -> dict[str, Any]:
         path=run.address,
         study=run.study,
         config_path=run.files.get("config"),
+        study_from_config=bool(run.options.get("study_from_config")),
         tick=run.tick,
         before_commit=run.before_commit,
     ).as_dict()

@@ -25,7 +25,6 @@ from annotations.models import Annotation, Annotator, Assignment, Item, ItemImag
 from annotations.protocols.labelstudio_config import (
     IMAGES_FIELD,
     ConfigError,
-    config_refusal,
     likert_as_rating,
     options_field,
     protocol_to_config,
@@ -37,11 +36,6 @@ from annotations.services.stored_files import item_file_open
 CHUNK = 1000
 TASKS_NAME = "tasks.json"
 CONFIG_NAME = "labeling-config.xml"
-
-
-def labelstudio_refusal(study: Study) -> str | None:
-    """Why this study cannot be exported for Label Studio, or None."""
-    return config_refusal(study.protocol_obj)
 
 
 def _file_path(image: ItemImage) -> str:

@@ -175,6 +175,43 @@ def _read_input(path: Address) -> tuple[bytes, str | None, FileSource | None]:
     return file_read(path)[1], None, None
 
 
+def _zipped_config(path: Address) -> str | None:
+    """The labeling config inside an export's zip (its one ``.xml``), reading nothing else of it."""
+    source = archive_open(path)
+    try:
+        xmls = [n for n in source.names() if n.lower().endswith(".xml")]
+        if len(xmls) > 1:
+            raise ImportRefused(
+                f"{address_name(path)}: holds several .xml files; it may hold one labeling config"
+            )
+        limit = settings.WORKBENCH_MAX_UPLOAD_BYTES
+        return _decode(source.read(xmls[0], limit=limit), xmls[0]) if xmls else None
+    finally:
+        source.close()
+
+
+def labelstudio_study_protocol(*, path: Address, config_path: Address | None, name: str) -> Protocol:
+    """The protocol a new study made from a Label Studio export gets: from its labeling config (the
+    separate file, else the one in the export's zip), refused as the import itself refuses it. For a
+    new study whose tasks a job imports (``labelstudio_import(..., study_from_config=True)``): the
+    study is made at once from this, before the tasks are read."""
+    if config_path is not None:
+        config_name, config_data = file_read(config_path)
+        config_text: str | None = _decode(config_data, config_name)
+    else:
+        config_text = _zipped_config(path) if address_name(path).lower().endswith(".zip") else None
+    if config_text is None:
+        raise ImportRefused("a new study needs the labeling config (--config CONFIG.xml) for its protocol")
+    try:
+        config = config_to_protocol(config_text, name=name)
+    except ConfigError as exc:
+        raise ImportRefused(f"labeling config, {exc.message}") from exc
+    try:
+        return protocol_resolve(protocol=config.protocol.to_dict(), source="labeling config")
+    except ValidationFailed as exc:
+        raise ImportRefused(exc.message) from exc
+
+
 def _decode(data: bytes, name: str) -> str:
     try:
         return data.decode("utf-8-sig")
@@ -924,15 +961,19 @@ def labelstudio_import(
     config_path: Address | None = None,
     config_text: str | None = None,
     media_root: Address | None = None,
+    study_from_config: bool = False,
     tick: Callable[[], None] = _no_tick,
     before_commit: Callable[[], None] = _no_tick,
 ) -> LabelStudioImportReport:
     """Import a Label Studio export (``.json``, or a ``.zip`` holding it with its config and media)
     into ``study``, or into a new study of ``owner`` named ``name`` whose protocol the labeling config
     gives. All or nothing; see the module docstring and docs/import-export.md. ``media_root``: a
-    local folder, a bucket prefix or a zip the tasks' files are read from; ``tick``: an import job's
-    heartbeat, called as files are stored; ``before_commit``: called last, inside the transaction
-    (an import job's check for a cancel: raising rolls everything back and deletes the files)."""
+    local folder, a bucket prefix or a zip the tasks' files are read from; ``study_from_config``:
+    ``study`` was just made from this export's config (:func:`labelstudio_study_protocol`, a new
+    study whose tasks a job imports), so the config's controls are read as for a new study;
+    ``tick``: an import job's heartbeat, called as files are stored; ``before_commit``: called last,
+    inside the transaction (an import job's check for a cancel: raising rolls everything back and
+    deletes the files)."""
     if (study is None) == (owner is None):
         raise ValidationFailed("give a study to import into, or an owner and a name for a new study")
     data, zipped_config, zipped_media = _read_input(path)
@@ -953,6 +994,7 @@ def labelstudio_import(
             config_text=config_text,
             media=media,
             source_name=address_name(path),
+            study_from_config=study_from_config,
             tick=tick,
             before_commit=before_commit,
         )
@@ -971,10 +1013,13 @@ def _import(
     config_text: str | None,
     media: FileSource | None,
     source_name: str,
+    study_from_config: bool,
     tick: Callable[[], None],
     before_commit: Callable[[], None],
 ) -> LabelStudioImportReport:
     report = LabelStudioImportReport()
+    if study_from_config and config_text is None:
+        raise ImportRefused("the labeling config this study was made from is missing")
     config: LabelStudioConfig | None = None
     if config_text is not None:
         try:
@@ -989,10 +1034,11 @@ def _import(
         assert config is not None
         protocol = config.protocol
     json_min = not any("data" in record for record in records)
-    if study is None:
+    if study is None or study_from_config:
         assert config is not None
         controls = config.controls
         report.protocol_restored = config.restored
+        report.created_study = study_from_config
     else:
         controls = _study_controls(protocol, records, json_min, config)
     if json_min:

@@ -509,13 +509,6 @@ def likert_as_rating(question: Question) -> bool:
     return question.kind == "likert" and _rating_scale(question)
 
 
-def config_refusal(protocol: Protocol) -> str | None:
-    """Why this protocol has no Label Studio config, or None: every protocol has one now (image sets
-    through ``valueList``, options from the item through dynamic choices)."""
-    del protocol
-    return None
-
-
 def options_field(question: Question) -> str:
     """The task data field that lists a question's options from the item (``value="$options_KEY"``)."""
     return f"{OPTIONS_PREFIX}{question.key}"
@@ -530,10 +523,9 @@ def task_options(question: Question, metadata: dict[str, Any]) -> list[dict[str,
 
 
 def protocol_to_config(protocol: Protocol) -> str:
-    """The labeling config of a protocol (see the module docstring); object ``image`` or ``text``."""
-    refusal = config_refusal(protocol)
-    if refusal is not None:
-        raise ConfigError(refusal)
+    """The labeling config of a protocol (see the module docstring); object ``image`` or ``text``.
+    Every protocol has one (image sets through ``valueList``, options from the item through dynamic
+    choices)."""
     obj = "text" if protocol.unit == "text" else "image"
     lines = ["<View>", "  " + _comment(protocol)]
     if protocol.unit == "image_set":

@@ -254,12 +254,21 @@ def consensus_adjudicate(
         answer = clean_answer(question, value, context=item_context(item), protocol=protocol)
     except AnswerError as exc:
         raise ValidationFailed(exc.message, {question_key: exc.message}) from exc
+    return _adjudicated_write(
+        study=study, item=item, question_key=question_key, value=answer.value, user=user, note=note
+    )
+
+
+def _adjudicated_write(
+    *, study: Study, item: Item, question_key: str, value: Any, user: User, note: str
+) -> ConsensusLabel:
+    """Write an expert's decision whose value has been validated (``clean_answer``'s value)."""
     label, _ = ConsensusLabel.objects.update_or_create(
         item=item,
         question_key=question_key,
         defaults={
             "study": study,
-            "value": answer.value,
+            "value": value,
             "resolved": True,
             "rule": "adjudicated",
             "params": {},
@@ -289,6 +298,8 @@ def consensus_adjudicate_item(
     one, none may be outside ``allowed`` (the item's flagged questions, and the others when the expert
     asked to see them) and each is validated like an answer. All are written, or none (ValidationFailed
     with the problems by question key)."""
+    if item.study_id != study.pk:
+        raise ValidationFailed("the item is not in this study")
     protocol = study.protocol_obj
     errors: dict[str, str] = {}
     for key in decisions:
@@ -311,6 +322,6 @@ def consensus_adjudicate_item(
     if not cleaned:
         raise ValidationFailed("no decision to record: choose an answer for at least one question")
     return [
-        consensus_adjudicate(study=study, item=item, question_key=key, value=value, user=user, note=note)
+        _adjudicated_write(study=study, item=item, question_key=key, value=value, user=user, note=note)
         for key, value in cleaned.items()
     ]

@@ -13,10 +13,12 @@ serving it asks the storage nothing.
 from __future__ import annotations
 
 import io
+import mimetypes
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from django.core.files import File
@@ -29,6 +31,8 @@ from common.errors import NotFoundError
 from common.file_storage import serve_by_redirect, storage_is_s3, url_ttl_seconds
 
 DISPLAY_SIZE = 1024
+# Item files never change, so an image's bytes at one URL never do: browsers may keep them a year.
+IMAGE_CACHE_CONTROL = "private, max-age=31536000, immutable"
 
 # The names item files were stored under inside each open ``item_files_kept_on_success`` block.
 _watching: ContextVar[tuple[list[str], ...]] = ContextVar("stored_files_watching", default=())
@@ -179,3 +183,48 @@ def stored_file_url(
     s3: Any = storage  # django-storages' S3Storage.url takes parameters and a lifetime
     url: str = s3.url(name, parameters=parameters, expire=url_ttl_seconds())
     return url
+
+
+@dataclass(frozen=True)
+class ServedImage:
+    """How an item image is answered: the stored name, its content type and the download name."""
+
+    name: str
+    content_type: str
+    filename: str
+
+    @property
+    def disposition(self) -> str:
+        return f'inline; filename="{self.filename}"'
+
+
+def item_image_served(image: ItemImage, *, display: bool = False) -> ServedImage:
+    """The original file of an image (``display``: its display version, made on first use)."""
+    original = image.file.name
+    if not original:  # what ``not image.file`` tests
+        raise NotFoundError("this item has no image there")
+    name = display_image_name(image) if display else original
+    content_type = (image.content_type if name == original else None) or mimetypes.guess_type(name)[0]
+    suffix = PurePosixPath(name).suffix
+    return ServedImage(
+        name=name,
+        content_type=content_type or "application/octet-stream",
+        filename=f"item-{image.item_id}-{image.position}{'-display' if display else ''}{suffix}",
+    )
+
+
+def item_image_direct_url(image: ItemImage) -> str | None:
+    """The presigned URL of an image's original file that the image page would redirect to, for an
+    answer that has already checked access (the claim and task API: the annotator's own task), so a
+    client loads the image from the bucket without another request to a web node; None where files
+    are streamed through Django (the filesystem, ``WORKBENCH_S3_SERVE=proxy``) or there is no file."""
+    if not image.file.name or not serve_by_redirect():
+        return None
+    served = item_image_served(image)
+    return stored_file_url(
+        image.file.storage,
+        served.name,
+        content_type=served.content_type,
+        disposition=served.disposition,
+        cache_control=IMAGE_CACHE_CONTROL,
+    )

@@ -8,8 +8,6 @@ drafts, the Previous/Next keys and the lease ahead (``ahead``). docs/annotating.
 
 from __future__ import annotations
 
-import mimetypes
-from pathlib import PurePosixPath
 from typing import Any
 
 from django.contrib import messages
@@ -42,12 +40,12 @@ from annotations.services.drafts import draft_drop, draft_fields_from_json, draf
 from annotations.services.invitations import participant_complete
 from annotations.services.reveals import reveal_log_create, reveal_record_agreement
 from annotations.services.skip_undo import assignment_skip_undo
-from annotations.services.stored_files import display_image_name
+from annotations.services.stored_files import IMAGE_CACHE_CONTROL, item_image_served
 from annotations.services.studies import annotator_for_user
 from annotations.views.pages import IMAGE_CSP
 from annotations.views.task_form import answers_from_form
 from common.checked_input import id_from_text, whole_number_from_text
-from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed, WorkbenchError
+from common.errors import Conflict, NotAllowed, QuotaReached, ValidationFailed, WorkbenchError
 
 MAX_TIME_MS = 24 * 3600 * 1000
 
@@ -387,21 +385,13 @@ def reveal(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def item_image_display(request: HttpRequest, pk: int, position: int) -> HttpResponseBase:
     """The resized display version of an item image (same access rule as the original)."""
-    item = access.item_get_for_user(user=request_user(request), id=pk)
-    image = item.images.filter(position=position).first()
-    if image is None:
-        raise NotFoundError("this item has no image there")
-    name = display_image_name(image)
-    content_type = (image.content_type if name == image.file.name else None) or mimetypes.guess_type(name)[0]
+    image = access.item_image_get_for_user(user=request_user(request), item_id=pk, position=position)
+    served = item_image_served(image, display=True)
     return stored_file_response(
         image.file.storage,
-        name,
-        content_type=content_type or "application/octet-stream",
-        filename=f"item-{item.pk}-{position}-display{PurePosixPath(name).suffix}",
+        served.name,
+        content_type=served.content_type,
+        filename=served.filename,
         attachment=False,
-        # Item files never change, so the URL's content never does: cache for a year, privately.
-        headers={
-            "Content-Security-Policy": IMAGE_CSP,
-            "Cache-Control": "private, max-age=31536000, immutable",
-        },
+        headers={"Content-Security-Policy": IMAGE_CSP, "Cache-Control": IMAGE_CACHE_CONTROL},
     )

@@ -63,20 +63,23 @@ def _partial(request: HttpRequest) -> bool:
 
 
 def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
+    """The study and its findings for a download; a query the findings refuse raises ValidationFailed."""
     study = study_for_page(request, pk, researcher=True)
-    try:
-        features = _features(request)
-        return study, metrics_report_cached(
-            study=study,
-            source=_source(request),
-            embeddings=features["embeddings"],
-            captions=features["captions"],
-            include_partial=_partial(request),
-            width=width_parse(request.GET.get("width")),
-            correction=correction_param(request.GET.get("correction")),
-        )
-    except ValidationFailed as exc:
-        raise Http404(exc.message) from exc
+    features = _features(request)
+    return study, metrics_report_cached(
+        study=study,
+        source=_source(request),
+        embeddings=features["embeddings"],
+        captions=features["captions"],
+        include_partial=_partial(request),
+        width=width_parse(request.GET.get("width")),
+        correction=correction_param(request.GET.get("correction")),
+    )
+
+
+def _refused(exc: ValidationFailed) -> HttpResponse:
+    """A download's query refused (a bad source, width, correction...): 400 and why, as the API."""
+    return HttpResponse(exc.message, status=400, content_type="text/plain; charset=utf-8")
 
 
 @login_required
@@ -251,7 +254,10 @@ def study_features_export(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def study_findings_csv(request: HttpRequest, pk: int, key: str) -> HttpResponse:
-    study, report = _report(request, pk)
+    try:
+        study, report = _report(request, pk)
+    except ValidationFailed as exc:
+        return _refused(exc)
     table = next((t for t in report["tables"] if t["key"] == key), None)
     if table is None:
         raise Http404("no such table for this study")
@@ -271,7 +277,10 @@ def study_findings_csv(request: HttpRequest, pk: int, key: str) -> HttpResponse:
 
 @login_required
 def study_findings_figure(request: HttpRequest, pk: int, key: str, fmt: str) -> HttpResponse:
-    study, report = _report(request, pk)
+    try:
+        study, report = _report(request, pk)
+    except ValidationFailed as exc:
+        return _refused(exc)
     params = {
         k: str(v)
         for k, v in request.GET.items()

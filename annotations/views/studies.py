@@ -47,9 +47,9 @@ from annotations.interchange.import_jobs import (
     import_job_summary,
     import_upload,
     items_import_uploads,
+    labelstudio_new_study,
 )
-from annotations.interchange.labelstudio_import import LabelStudioImportReport, labelstudio_import
-from annotations.interchange.sources import allowed_buckets, stored_delete, upload_keep
+from annotations.interchange.sources import allowed_buckets
 from annotations.models import ImportJob, Item, Study
 from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.protocols.manifests import example_items, manifest_template
@@ -58,6 +58,7 @@ from annotations.protocols.schema import Protocol, ProtocolError, list_presets, 
 from annotations.selectors import studies as selectors
 from annotations.selectors import tasks as task_selectors
 from annotations.services import studies as study_services
+from annotations.services.stored_files import IMAGE_CACHE_CONTROL, item_image_served
 from annotations.views.forms import (
     AnnotationUploadForm,
     BulkEnrollForm,
@@ -73,10 +74,6 @@ from annotations.views.forms import (
 )
 from annotations.views.pages import IMAGE_CSP, form_problems, import_outcome_message, study_for_page
 from common.errors import WorkbenchError
-from common.uploads import (
-    CONFIG_SUFFIXES,
-    LABELSTUDIO_SUFFIXES,
-)
 
 
 @login_required
@@ -168,35 +165,30 @@ def study_create_labelstudio(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"No study was created. {form_problems(form)}")
         return redirect("study-create")
     try:
-        report = _labelstudio_from_form(
-            form, study=None, name=form.cleaned_data["name"], owner=request_user(request)
+        outcome = labelstudio_new_study(
+            user=request_user(request),
+            name=form.cleaned_data["name"],
+            upload=form.cleaned_data["file"],
+            config=form.cleaned_data.get("config"),
         )
     except WorkbenchError as exc:
         messages.error(request, f"No study was created. {exc.message}")
         return redirect("study-create")
+    if outcome.job is not None:
+        job = outcome.job
+        messages.info(
+            request,
+            f"Study “{job.study.name}” created from the labeling config; its Label Studio tasks are "
+            f"imported in the background (import {job.pk}: its progress shows under Imports).",
+        )
+        return redirect("study-items", pk=job.study_id)
+    report = outcome.report or {}
     messages.success(
         request,
-        f"Study “{report.study_name}” created from {report.tasks} Label Studio tasks: "
-        f"{report.answers.get('created', 0)} answers, {report.answers.get('skips', 0)} skips.",
+        f"Study “{report['study_name']}” created from {report['tasks']} Label Studio tasks: "
+        f"{report['answers'].get('created', 0)} answers, {report['answers'].get('skips', 0)} skips.",
     )
-    return redirect("study-detail", pk=report.study_id)
-
-
-def _labelstudio_from_form(
-    form: LabelStudioUploadForm, *, study: Any, name: str | None = None, owner: Any = None
-) -> LabelStudioImportReport:
-    """A new study from a Label Studio export: within the request (a job needs its study first)."""
-    config = form.cleaned_data.get("config")
-    kept = [upload_keep(form.cleaned_data["file"], suffixes=LABELSTUDIO_SUFFIXES)]
-    try:
-        if config:
-            kept.append(upload_keep(config, suffixes=CONFIG_SUFFIXES, stem="config"))
-        return labelstudio_import(
-            path=kept[0], study=study, owner=owner, name=name, config_path=kept[1] if config else None
-        )
-    finally:
-        for stored in kept:
-            stored_delete(stored.name)
+    return redirect("study-detail", pk=report["study"])
 
 
 def _to_tab(pk: int, tab: str) -> HttpResponse:
@@ -716,24 +708,13 @@ def _item_details(item: Item) -> list[tuple[str, str]]:
 @login_required
 def item_image(request: HttpRequest, pk: int, position: int) -> HttpResponseBase:
     """An item's image file, to users who may see the item; sandboxed and cached privately."""
-    item = access.item_get_for_user(user=request_user(request), id=pk)
-    image = item.images.filter(position=position).first()
-    name = image.file.name if image is not None else None
-    if image is None or not name:  # what ``not image.file`` tests
-        raise Http404("this item has no image there")
+    image = access.item_image_get_for_user(user=request_user(request), item_id=pk, position=position)
+    served = item_image_served(image)
     return stored_file_response(
         image.file.storage,
-        name,
-        content_type=image.content_type or mimetypes.guess_type(name)[0] or "application/octet-stream",
-        filename=f"item-{item.pk}-{position}{_suffix(name)}",
+        served.name,
+        content_type=served.content_type,
+        filename=served.filename,
         attachment=False,
-        headers={
-            "Content-Security-Policy": IMAGE_CSP,
-            "Cache-Control": "private, max-age=31536000, immutable",
-        },
+        headers={"Content-Security-Policy": IMAGE_CSP, "Cache-Control": IMAGE_CACHE_CONTROL},
     )
-
-
-def _suffix(name: str) -> str:
-    dot = name.rfind(".")
-    return name[dot:] if dot >= 0 else ""

@@ -16,12 +16,13 @@ from annotations.selectors.labels import labels_for
 from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.consensus import (
     consensus_adjudicate,
+    consensus_adjudicate_item,
     consensus_compute,
     rules_chosen,
 )
 from annotations.services.studies import enrollment_add
 from common.errors import ValidationFailed
-from tests.factories import ItemFactory, UserFactory
+from tests.factories import ItemFactory, StudyFactory, UserFactory
 from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
@@ -174,6 +175,46 @@ def test_ties_and_machine_disagreements_go_to_adjudication_and_decisions_overrid
         "clear",
     )
     assert labels_for(judged, "gender").values[i3.pk] == "female"  # metrics read the stored consensus
+
+
+def test_an_items_decisions_are_all_written_or_none(judged, owner) -> None:
+    """``consensus_adjudicate_item``: every required question decided, each validated once, all
+    written or none; an item of another study is refused before anything is read."""
+    i2, i3 = Item.objects.get(external_id="i2"), Item.objects.get(external_id="i3")
+    with pytest.raises(ValidationFailed) as refused:
+        consensus_adjudicate_item(
+            study=judged,
+            item=i3,
+            decisions={"gender": "robot"},
+            allowed={"gender"},
+            required={"gender"},
+            user=owner,
+        )
+    assert "'robot' is not one of" in refused.value.details["gender"]
+    with pytest.raises(ValidationFailed, match="needs a decision"):
+        consensus_adjudicate_item(
+            study=judged, item=i3, decisions={}, allowed={"gender"}, required={"gender"}, user=owner
+        )
+    stranger = ItemFactory.create(study=StudyFactory.create(owner=owner))
+    with pytest.raises(ValidationFailed, match="not in this study"):
+        consensus_adjudicate_item(
+            study=judged,
+            item=stranger,
+            decisions={"gender": "female"},
+            allowed={"gender"},
+            required=set(),
+            user=owner,
+        )
+    assert not ConsensusLabel.objects.filter(rule="adjudicated").exists()
+    (label,) = consensus_adjudicate_item(
+        study=judged,
+        item=i2,
+        decisions={"gender": "female"},
+        allowed={"gender"},
+        required={"gender"},
+        user=owner,
+    )
+    assert (label.item, label.value, label.rule, label.adjudicated_by) == (i2, "female", "adjudicated", owner)
 
 
 def test_dawid_skene_rule_runs_over_the_question(judged) -> None:

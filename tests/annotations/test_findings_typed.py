@@ -253,6 +253,11 @@ def test_page_api_command_and_compare_take_the_correction(owner, client) -> None
     assert b"<b>x" not in wrong.content
     csv_text = client.get(f"/studies/{study.pk}/findings/ssi_comparisons.csv?correction=bh").content.decode()
     assert "p_value,significant,p_adjusted,significant_adjusted" in csv_text.splitlines()[0]
+    # The downloads refuse a bad query as the page and the API do: 400 and why, as plain text.
+    for download in ("ssi_comparisons.csv", "figures/ssi_comparisons.svg"):
+        refused = client.get(f"/studies/{study.pk}/findings/{download}?correction=%3Cb%3Ex")
+        assert refused.status_code == 400 and refused["Content-Type"].startswith("text/plain")
+        assert "correction must be one of holm, bh" in refused.content.decode()
 
     out = io.StringIO()
     call_command("metrics", str(study.pk), "--correction", "bh", "--json", stdout=out)

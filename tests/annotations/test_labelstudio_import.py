@@ -18,7 +18,17 @@ from django.test import Client
 
 from annotations.interchange.answer_import import stand_in_name
 from annotations.interchange.labelstudio_import import labelstudio_import
-from annotations.models import Annotation, Annotator, Assignment, Enrollment, Item, ItemImage, Study, User
+from annotations.models import (
+    Annotation,
+    Annotator,
+    Assignment,
+    Enrollment,
+    ImportJob,
+    Item,
+    ItemImage,
+    Study,
+    User,
+)
 from common.errors import ImportRefused
 from tests.annotations.builders import LABELSTUDIO_FIXTURES, row_counts
 from tests.annotations.imagefiles import png_bytes
@@ -587,3 +597,91 @@ def test_a_box_outside_a_reference_items_declared_size_is_refused(owner, change,
     detail = response.json()["detail"]
     assert "task 103, annotations[0].result[2]" in detail and message in detail
     assert row_counts() == before
+
+
+def _new_study(client: Any, name: str, path: Path, config: bytes | None = None) -> Any:
+    files = {"name": name, "file": SimpleUploadedFile(path.name, path.read_bytes())}
+    if config is not None:
+        files["config"] = SimpleUploadedFile("config.xml", config)
+    return client.post("/api/studies/labelstudio/", files, format="multipart")
+
+
+def test_a_large_new_study_upload_makes_the_study_then_a_job_fills_it(
+    owner, other_researcher, tmp_path, file_store: FileStore, settings, django_capture_on_commit_callbacks
+) -> None:
+    """Over ``WORKBENCH_IMPORT_INLINE_MB``: 202 and the job, the study made at once from the zip's
+    config; the job imports what the request would have (same items and answers), and leaves nothing
+    kept in storage."""
+    inline = _new_study(client_for(owner), "inline", _zip(tmp_path))
+    assert inline.status_code == 201, inline.content
+    settings.WORKBENCH_IMPORT_INLINE_BYTES = 0
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = _new_study(client_for(owner), "as a job", _zip(tmp_path))
+    assert answer.status_code == 202, answer.content
+    job = ImportJob.objects.get(pk=answer.json()["id"])
+    study = Study.objects.get(pk=answer.json()["study"])
+    assert (study.name, study.owner, job.status, job.kind) == ("as a job", owner, "done", "labelstudio")
+    assert job.report["created_study"] is True and job.report["study"] == study.pk
+    made = Study.objects.get(pk=inline.json()["study"])
+    unnamed = {**study.protocol, "name": ""}  # the protocol is named as its study
+    assert unnamed == {**made.protocol, "name": ""}
+
+    def judged(of: Study) -> list[tuple[str, str, str]]:  # stand-in names are salted per study
+        return sorted((item, key, json.dumps(value)) for (item, _who, key), value in answers(of).items())
+
+    assert judged(study) == judged(made) and judged(study)
+    assert study.items.count() == made.items.count() == 4
+    counts = {key: value for key, value in job.report["answers"].items() if key != "annotators_created"}
+    assert counts == {k: v for k, v in inline.json()["answers"].items() if k != "annotators_created"}
+    assert len(job.report["answers"]["annotators_created"]) == 3
+    assert file_store.names("uploads/") == []
+    # The job's status is its owner's; another researcher finds neither it nor the study.
+    assert client_for(owner).get(f"/api/imports/{job.pk}/").json()["status"] == "done"
+    assert client_for(other_researcher).get(f"/api/imports/{job.pk}/").status_code == 404
+
+
+def test_a_large_new_study_upload_with_a_bad_config_makes_nothing(
+    owner, tmp_path, file_store: FileStore, settings
+) -> None:
+    settings.WORKBENCH_IMPORT_INLINE_BYTES = 0
+    before = row_counts()
+    no_config = _new_study(client_for(owner), "x", _zip(tmp_path, with_config=False))
+    assert no_config.status_code == 400 and "needs the labeling config" in no_config.json()["detail"]
+    bad = _new_study(client_for(owner), "x", _zip(tmp_path, with_config=False), config=b"<View><Choices")
+    assert bad.status_code == 400 and "labeling config" in bad.json()["detail"]
+    assert row_counts() == before and file_store.names() == []
+
+
+def test_a_refused_task_fails_the_job_and_leaves_the_new_study_empty(
+    owner, tmp_path, file_store: FileStore, settings, django_capture_on_commit_callbacks
+) -> None:
+    settings.WORKBENCH_IMPORT_INLINE_BYTES = 0
+    tasks = project_tasks()
+    tasks[0]["annotations"][0]["result"][0]["value"]["rotation"] = 30
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = _new_study(client_for(owner), "refused", write_export(tmp_path, tasks), CONFIG.read_bytes())
+    assert answer.status_code == 202, answer.content
+    job = ImportJob.objects.get(pk=answer.json()["id"])
+    assert job.status == "failed" and "task 101" in job.error
+    study = Study.objects.get(pk=job.study_id)
+    assert not study.items.exists() and not Annotation.objects.filter(study=study).exists()
+    assert file_store.names() == []  # neither the kept upload nor any item file
+
+
+def test_the_new_study_page_queues_a_large_upload(
+    owner, tmp_path, settings, django_capture_on_commit_callbacks
+) -> None:
+    settings.WORKBENCH_IMPORT_INLINE_BYTES = 0
+    client = Client()
+    client.force_login(owner)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/studies/new/labelstudio/",
+            {"name": "<b>paged</b>", "file": SimpleUploadedFile("project.zip", _zip(tmp_path).read_bytes())},
+        )
+    study = Study.objects.get(name="<b>paged</b>")
+    assert response.status_code == 302 and response["Location"] == f"/studies/{study.pk}/items/"
+    page = client.get(response["Location"]).content.decode()
+    assert "created from the labeling config" in page and "&lt;b&gt;paged&lt;/b&gt;" in page
+    assert "<b>paged</b>" not in page
+    assert study.items.count() == 4 and ImportJob.objects.get(study=study).status == "done"

@@ -138,3 +138,53 @@ def test_settings_refuse_long_lived_urls_and_unknown_serving(name: str, value: s
         [sys.executable, "-c", "import django; django.setup()"], env=env, capture_output=True, text=True
     )
     assert done.returncode != 0 and message in done.stderr
+
+
+def test_the_task_carries_a_direct_url_to_its_own_annotator_only(
+    file_store: FileStore, shown, annotator_user, django_user_model
+) -> None:
+    """The claim's images carry the presigned URL ``url`` would redirect to (S3), or null (filesystem):
+    a client loads the image without another request to a web node."""
+    claimed = client_for(annotator_user).post(f"/api/studies/{shown.study_id}/assignments/next/")
+    assert claimed.status_code == 200
+    (image,) = claimed.json()["task"]["item"]["images"]
+    assert image["url"] == f"/items/{shown.pk}/images/0/"
+    if file_store.kind != "s3":
+        assert image["direct_url"] is None
+        return
+    direct = image["direct_url"]
+    assert direct.startswith(file_store.bucket.endpoint_url) and "X-Amz-Signature=" in direct
+    with urllib.request.urlopen(direct, timeout=10) as answer:
+        assert answer.headers["Content-Type"] == "image/png"
+        assert answer.headers["Content-Disposition"] == f'inline; filename="item-{shown.pk}-0.png"'
+        assert answer.read() == png_bytes(size=(2000, 1000))
+    # The same task read again by its annotator carries a URL; another annotator finds no task.
+    again = client_for(annotator_user).get(f"/api/assignments/{claimed.json()['id']}/")
+    assert again.json()["task"]["item"]["images"][0]["direct_url"].startswith(file_store.bucket.endpoint_url)
+    stranger = django_user_model.objects.create_user(username="stranger", password="x", role="annotator")
+    enrollment_add(study=shown.study, user=stranger)
+    refused = client_for(stranger).get(f"/api/assignments/{claimed.json()['id']}/")
+    assert refused.status_code == 404 and "X-Amz" not in refused.content.decode()
+
+
+def test_an_annotators_image_request_reads_the_image_in_one_query(
+    file_store: FileStore, shown, annotator_user, django_user_model, django_assert_max_num_queries
+) -> None:
+    """The session, the account, then one query that finds the image only on an item given to the
+    annotator; an annotator without the item is refused (404, no URL), as before."""
+    client_for(annotator_user).post(f"/api/studies/{shown.study_id}/assignments/next/")
+    client = login(annotator_user)
+    with django_assert_max_num_queries(3):
+        response = client.get(f"/items/{shown.pk}/images/0/")
+    assert fetch_download(response, file_store) == png_bytes(size=(2000, 1000))
+    client.get(f"/items/{shown.pk}/images/0/display/")  # makes the display version, names it on the row
+    with django_assert_max_num_queries(3):
+        display = client.get(f"/items/{shown.pk}/images/0/display/")
+    assert Image.open(io.BytesIO(fetch_download(display, file_store))).size == (1024, 512)
+    missing = client.get(f"/items/{shown.pk}/images/1/")
+    assert missing.status_code == 404 and "Location" not in missing
+    stranger = django_user_model.objects.create_user(username="stranger", password="x", role="annotator")
+    enrollment_add(study=shown.study, user=stranger)
+    for path in (f"/items/{shown.pk}/images/0/", f"/items/{shown.pk}/images/0/display/"):
+        refused = login(stranger).get(path)
+        assert refused.status_code == 404 and "Location" not in refused

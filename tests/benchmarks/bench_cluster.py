@@ -24,11 +24,13 @@ The study: ``--items`` image items (overlap 3, the test suite's example protocol
 JPEG in the bucket (32 distinct files, shared by name; written as rows, not imported, to keep the
 set-up short), N annotators each with an API token (claim and submit) and a signed-in session (the
 image page is a page, not an API). Each simulated annotator, after a random start, loops: claim
-(``POST /api/studies/ID/assignments/next/``), load the item's image (``GET /items/ID/images/0/``:
-the app checks access and answers 302 to a presigned URL, which the client then fetches from the S3
-server), think ``--think-min`` to ``--think-max`` seconds (default 1-3), submit. A request that gets
-502/503 or a broken connection (a node killed under it) is sent again (claim returns the lease you
-hold; submit changes your own answer), counted as a retry, and its latency includes the retries.
+(``POST /api/studies/ID/assignments/next/``), load the item's image through its presigned URL (by
+default the ``direct_url`` the claimed task carries, fetched from the S3 server; ``--image-via app``:
+``GET /items/ID/images/0/``, where the app checks access and answers 302 to a presigned URL, as a
+browser's ``<img>`` does), think ``--think-min`` to ``--think-max`` seconds (default 1-3), submit.
+A request that gets 502/503 or a broken connection (a node killed under it) is sent again (claim
+returns the lease you hold; submit changes your own answer), counted as a retry, and its latency
+includes the retries.
 Afterwards the database is checked: every assignment whose submit got a 2xx must be submitted with
 its answer stored ("lost" otherwise), and no item may have more submitted judgements than its
 overlap ("over-filled").
@@ -316,8 +318,9 @@ def start_node(processes: Processes, stack: Stack, name: str, args: argparse.Nam
     return port
 
 
-def start_worker(processes: Processes, stack: Stack, name: str) -> None:
+def start_worker(processes: Processes, stack: Stack, name: str, nice: int = 0) -> None:
     argv = [
+        *(["nice", "-n", str(nice)] if nice else []),
         str(ROOT / ".venv/bin/celery"),
         "-A",
         "workbench",
@@ -555,6 +558,7 @@ def annotator(
     stop_at: float,
     think: tuple[float, float],
     out: Outcome,
+    via_app: bool = False,
 ) -> None:
     session = Session(port, token, cookie)
     jitter = random.Random(token)
@@ -572,7 +576,12 @@ def annotator(
                 return
             task = json.loads(body)
             images = task["task"]["item"]["images"]
-            if images:
+            if images and not via_app and images[0]["direct_url"]:
+                # The task's presigned URL: the image straight from the bucket, no web request.
+                t0 = time.time()
+                session.fetch(images[0]["direct_url"])
+                out.images.append((t0, time.time() - t0))
+            elif images:
                 t0 = time.time()
                 status, body, headers = session.request("GET", images[0]["url"], headers=session.page_headers)
                 if status != 302:
@@ -604,6 +613,7 @@ def client_process(
     start_at: float,
     stop_at: float,
     think: tuple[float, float],
+    via_app: bool = False,
 ) -> tuple[Outcome, float]:
     """A thread per annotator; the merged outcome and the CPU seconds this process used."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops everything
@@ -611,7 +621,8 @@ def client_process(
     outcomes = [Outcome() for _ in annotators]
     threads = [
         threading.Thread(
-            target=annotator, args=(port, study_id, token, cookie, start_at, stop_at, think, outcomes[i])
+            target=annotator,
+            args=(port, study_id, token, cookie, start_at, stop_at, think, outcomes[i], via_app),
         )
         for i, (token, cookie) in enumerate(annotators)
     ]
@@ -860,11 +871,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--worker-class", default="gthread")
     parser.add_argument("--gunicorn-extra", default="", help="more gunicorn flags, space-separated")
     parser.add_argument("--client-processes", type=int, default=2)
+    parser.add_argument(
+        "--image-via",
+        choices=("direct", "app"),
+        default="direct",
+        help="direct: the presigned URL the claim's task carries (direct_url); app: the item's image "
+        "page, which checks access and answers 302 to a presigned URL (a browser's <img>)",
+    )
     parser.add_argument("--kill-node", action="store_true", help="SIGKILL web node 1 half-way through")
     parser.add_argument("--kill-worker", action="store_true", help="SIGKILL the worker running the import")
     parser.add_argument("--kill-after", type=float, default=3.0, help="seconds into the import job")
     parser.add_argument("--import-items", type=int, default=0, help="rows of a manifest imported as a job")
     parser.add_argument("--import-start", type=float, default=5.0, help="seconds into the run")
+    parser.add_argument(
+        "--worker-nice",
+        type=int,
+        default=0,
+        help="run the Celery workers under nice -n N (a worker sharing cores with the web nodes)",
+    )
     parser.add_argument("--stale-seconds", type=int, default=6, help="WORKBENCH_JOB_STALE_SECONDS")
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
     parser.add_argument(
@@ -918,7 +942,8 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
         f"  {args.annotators} annotators, {args.seconds:.0f} s, "
         f"think {args.think_min:g}-{args.think_max:g} s, {args.items} items (overlap {args.overlap}); "
         f"2 web nodes x gunicorn {args.workers} {args.worker_class} workers x {args.threads} threads; "
-        f"{'2' if args.import_items else 'no'} Celery workers; {args.client_processes} client processes",
+        f"{'2' if args.import_items else 'no'} Celery workers; {args.client_processes} client processes; "
+        f"images via {args.image_via}",
         flush=True,
     )
     stack = Stack(
@@ -942,7 +967,7 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
     node_ports = [start_node(processes, stack, name, args) for name in nodes]
     workers = ["worker1", "worker2"] if (args.import_items or args.kill_worker) else []
     for name in workers:
-        start_worker(processes, stack, name)
+        start_worker(processes, stack, name, nice=args.worker_nice)
     port = free_port()
     config = nginx_config(temp, port, node_ports)
     check = subprocess.run([NGINX, "-t", "-p", str(temp), "-c", str(config)], capture_output=True, text=True)
@@ -1015,7 +1040,9 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
     think = (args.think_min, args.think_max)
     with ProcessPoolExecutor(processes_n, mp_context=context) as pool:
         futures = [
-            pool.submit(client_process, port, setup.study_id, share, start_at, stop_at, think)
+            pool.submit(
+                client_process, port, setup.study_id, share, start_at, stop_at, think, args.image_via == "app"
+            )
             for share in shares
         ]
         results = [future.result() for future in futures]
@@ -1044,7 +1071,13 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
         f"{len(claims)} claims, {len(images)} image loads\n"
         f"  claim  p50/p95/p99 {fmt_ms(claims)} ms\n"
         f"  submit p50/p95/p99 {fmt_ms(submits)} ms\n"
-        f"  image  p50/p95/p99 {fmt_ms(images)} ms (the app's 302, then the presigned GET on the S3 server)\n"
+        f"  image  p50/p95/p99 {fmt_ms(images)} ms ("
+        + (
+            "the app's 302, then the presigned GET on the S3 server"
+            if args.image_via == "app"
+            else "the task's presigned URL, fetched from the S3 server"
+        )
+        + ")\n"
         f"  all API p99 {percentile(claims + submits, 99) * 1000:.0f} ms; "
         f"retries {outcome.retries}; errors {len(outcome.errors)}"
         + (f" {sorted(set(outcome.errors))[:3]}" if outcome.errors else "")

@@ -74,3 +74,8 @@ def test_options_size_the_study_and_a_killed_worker_implies_an_import() -> None:
     assert parse_args(["--database-url", DATABASE, "--kill-worker"]).import_items == 100_000
     with pytest.raises(SystemExit):
         parse_args(["--database-url", "sqlite:///x.db"])
+    # Images load from the task's presigned URL unless the browser's path is asked for.
+    assert args.image_via == "direct" and args.worker_nice == 0
+    assert parse_args(["--database-url", DATABASE, "--image-via", "app"]).image_via == "app"
+    with pytest.raises(SystemExit):
+        parse_args(["--database-url", DATABASE, "--image-via", "proxy"])
