@@ -1,38 +1,39 @@
 """The HEDS 3.0 datasheet of a study (Belz and Thomson, "HEDS 3.0: The Human Evaluation Data Sheet
-Version 3.0", arXiv:2412.07940, GEM 2025), filled in from the study's data, and its JSON renderer.
+Version 3.0", arXiv:2412.07940), filled in from the study's data, and its JSON renderer.
 
-HEDS 3.0 has five sections (the paper's introduction gives their question ranges, used here as they are):
-
-1. Main Reference and Supplementary Resources (Questions 1.1.1-1.3.2.3)
-2. Evaluated System(s) (Questions 2.1-2.5)
-3. Sample of System Outputs, Evaluators and Experimental Design (Questions 3.1.1-3.3.8)
-4. Definition and Operationalisation of Quality Criteria (Questions 4.1.1-4.3.12.2), once per criterion
-5. Ethics (Questions 5.1-5.4)
-
-The numbers of single questions could not be checked against the HEDS 3.0 form here, so answers are
-filed under their section (and its question range), each with the topic it answers, never under a
-question number we would have to guess (docs/reports.md). What the data cannot answer is listed per
-section under ``to_complete_by_the_authors``.
+Every answer is filed under the number of the HEDS 3.0 question it answers. The numbers and what each
+question asks are those of the HEDS 3.0 form (https://nlp-heds.github.io, the form the paper points to;
+its five sections and their ranges match the paper's introduction): ``QUESTIONS`` below, in the form's
+order. Section 4 is answered once per quality criterion, here once per question of the protocol. A
+question the data cannot answer is listed under ``to_complete_by_the_authors``; ``notes`` hold facts
+the data gives that no single question asks for (docs/reports.md, "The HEDS 3.0 datasheet").
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 from django.db.models import Count
 
-from annotations.models import Invitation, Study
+from annotations.models import Invitation, Item, Study
+from annotations.protocols.schema import Question
+from annotations.selectors.controls import quality_settings
 from annotations.selectors.counted import counted_items
+from metrics.multiple_testing import CORRECTION_NAMES
 from reports.document import BulletList, Facts, ReportDocument, Section
 from reports.formats import Rendered
+from reports.sections.agreement import consensus_rows
 
 VERSION = "HEDS 3.0"
 REFERENCE = "Belz and Thomson, HEDS 3.0: The Human Evaluation Data Sheet Version 3.0 (arXiv:2412.07940)"
+FORM = "https://nlp-heds.github.io"
 TO_COMPLETE = "to complete by the authors"
 NUMBERING_NOTE = (
-    "Answers are filed under their HEDS 3.0 section and its question range; copy each into the question of "
-    "the HEDS form that asks for it (single question numbers were not verified for this version)."
+    "Answers are filed under the HEDS 3.0 form's question numbers (Section 4 once per quality criterion: "
+    "here, per question of the protocol); load or copy them into the form, then complete the questions "
+    "listed under to_complete_by_the_authors."
 )
 SECTIONS = (
     ("1", "Main Reference and Supplementary Resources", "1.1.1-1.3.2.3"),
@@ -41,162 +42,411 @@ SECTIONS = (
     ("4", "Definition and Operationalisation of Quality Criteria", "4.1.1-4.3.12.2"),
     ("5", "Ethics", "5.1-5.4"),
 )
+# (number, what the question asks, in short): every question of the HEDS 3.0 form, in its order.
+QUESTIONS: tuple[tuple[str, str], ...] = (
+    ("1.1.1", "where the main reference for the evaluation experiment can be found"),
+    ("1.1.2", "which experiment of that reference this sheet is for"),
+    ("1.2", "where the resources used in the experiment can be found"),
+    ("1.3.1.1", "name of the person completing this sheet"),
+    ("1.3.1.2", "affiliation of the person completing this sheet"),
+    ("1.3.1.3", "email address of the person completing this sheet"),
+    ("1.3.2.1", "name of the contact author"),
+    ("1.3.2.2", "affiliation of the contact author"),
+    ("1.3.2.3", "email address of the contact author"),
+    ("2.1", "type of input the evaluated systems take"),
+    ("2.2", "type of output the evaluated systems generate"),
+    ("2.3", "task the systems perform in mapping inputs to outputs"),
+    ("2.4", "language(s) of the inputs"),
+    ("2.5", "language(s) of the outputs"),
+    ("3.1.1", "how many system outputs (evaluation items) are evaluated per system"),
+    ("3.1.2", "how the outputs are selected for inclusion"),
+    ("3.1.3.1", "statistical power analysis used to choose the sample size"),
+    ("3.1.3.2", "statistical power of the sample"),
+    ("3.1.3.3", "where the code of the power analysis can be found"),
+    ("3.2.1", "how many evaluators there are"),
+    ("3.2.2.1", "whether the evaluators are domain experts"),
+    ("3.2.2.2", "whether participants received payment"),
+    ("3.2.2.3", "whether participants were previously known to the authors"),
+    ("3.2.2.4", "whether researchers running the experiment were among the participants"),
+    ("3.2.3", "how evaluators are recruited"),
+    ("3.2.4", "training and practice given before the evaluation"),
+    ("3.2.5", "other characteristics of the evaluators"),
+    ("3.3.1", "whether the experimental design was preregistered"),
+    ("3.3.2", "by what medium responses are collected"),
+    ("3.3.3.1", "types of quality assurance of evaluators and their responses"),
+    ("3.3.3.2", "the methods used for each type of quality assurance"),
+    ("3.3.4.1", "where the form/interface shown to participants can be viewed"),
+    ("3.3.4.2", "what information evaluators are shown"),
+    ("3.3.5", "how free evaluators are as to when and how quickly to evaluate"),
+    ("3.3.6", "whether evaluators may ask questions or give feedback"),
+    ("3.3.7", "the conditions in which evaluators carry out the evaluation"),
+    ("3.3.8", "how those conditions vary between evaluators"),
+    ("4.1.1", "type of quality assessed (correctness, goodness, feature)"),
+    ("4.1.2", "aspect of the outputs assessed (form, content, both)"),
+    (
+        "4.1.3",
+        "whether outputs are assessed in their own right or against the input or an external reference",
+    ),
+    ("4.2.1", "whether an assessment is objective or subjective"),
+    ("4.2.2", "whether outputs are assessed in absolute or relative terms"),
+    ("4.2.3", "whether the evaluation is intrinsic or extrinsic"),
+    ("4.3.1.1", "the criterion's name in explanations and interfaces for evaluators"),
+    ("4.3.1.2", "the standardised criterion name it corresponds to"),
+    ("4.3.2", "the criterion's definition given to evaluators"),
+    ("4.3.3", "size of the scale or other rating instrument"),
+    ("4.3.4", "possible values of the scale or rating instrument"),
+    ("4.3.5", "how the scale or rating instrument is presented"),
+    ("4.3.6", "the task evaluators perform if there is no rating instrument"),
+    ("4.3.7", "the verbatim question, prompt or instruction given at each assessment"),
+    ("4.3.8", "form of response elicitation"),
+    ("4.3.9", "how raw responses are aggregated into reported scores"),
+    ("4.3.10", "methods for effect size and significance of findings"),
+    ("4.3.11.1", "how inter-annotator agreement was measured"),
+    ("4.3.11.2", "the inter-annotator agreement score"),
+    ("4.3.12.1", "how intra-annotator agreement was measured"),
+    ("4.3.12.2", "the intra-annotator agreement score"),
+    ("5.1", "which research ethics committee approved the experiment"),
+    ("5.2", "whether personal data (GDPR Art. 4) occur in the outputs or responses"),
+    ("5.3", "whether special category information (GDPR Art. 9) occurs"),
+    ("5.4", "whether impact assessments were carried out"),
+)
+ASKS = dict(QUESTIONS)
+ALPHA_ENTRIES_LISTED = 5  # beyond this many alphas (a many-option question) the score is a range
+KIND_NAMES = {"image": "images", "image_set": "sets of images", "text": "text"}
 
 
-def _section(number: str, answered: list[tuple[str, str]], missing: list[str]) -> dict[str, Any]:
-    title, questions = next((t, q) for n, t, q in SECTIONS if n == number)
-    return {
-        "section": number,
-        "title": title,
-        "questions": questions,
-        "answered": [{"topic": topic, "answer": answer} for topic, answer in answered],
-        "to_complete_by_the_authors": missing,
-    }
+def _records(numbers: list[str], answers: dict[str, str]) -> list[dict[str, Any]]:
+    return [{"question": n, "asks": ASKS[n], "answer": answers.get(n)} for n in numbers]
+
+
+def _numbers(section: str) -> list[str]:
+    return [number for number, _asks in QUESTIONS if number.split(".")[0] == section]
 
 
 def heds_datasheet(
     study: Study, *, metrics: dict[str, Any], agreement: dict[str, Any], quality: dict[str, Any]
 ) -> dict[str, Any]:
-    """The datasheet of ``study`` as JSON-ready data: for each HEDS 3.0 section what the data answers and
-    what is left to the authors (a flat ``to_complete_by_the_authors`` list too)."""
-    protocol = study.protocol_obj
+    """The datasheet of ``study`` as JSON-ready data: every HEDS 3.0 question by number with the data's
+    answer or None, Section 4 once per criterion, and the unanswered ones as one list."""
     items = counted_items(study)
-    models = sorted({m for m in items.values_list("model_name", flat=True) if m})
-    kinds = sorted(set(items.values_list("kind", flat=True)))
-    conditions = list(
-        items.values("condition").annotate(n=Count("id")).order_by("condition").values_list("condition", "n")
+    answers: dict[str, str] = {}
+    notes: dict[str, list[tuple[str, str]]] = {number: [] for number, _t, _q in SECTIONS}
+    _systems(study, items, answers, notes["2"])
+    _sample_and_design(study, items, metrics, quality, answers, notes["3"])
+    _ethics(study, answers)
+    notes["1"].append(
+        (
+            "Evaluation tool",
+            "Stereotype Audit Workbench (the report's reproducibility appendix gives its version, commit "
+            "and the sha256 of the study's export)",
+        )
     )
-    prompts = len(set(items.exclude(prompt="").values_list("prompt", flat=True)))
-    invitations = list(Invitation.objects.filter(study=study).order_by("created_at", "id"))
-    pools: dict[str, int] = {}
-    for person in quality["annotators"]:
-        pools[person["pool"]] = pools.get(person["pool"], 0) + 1
-    excluded = sum(1 for p in quality["annotators"] if p["excluded"])
-    sections = [
-        _section(
-            "1",
-            [
-                (
-                    "Evaluation tool",
-                    "Stereotype Audit Workbench (the reproducibility appendix gives version, commit and "
-                    "export sha256)",
-                )
-            ],
-            [
-                "main reference (the paper) and which experiment this sheet describes",
-                "links to released resources",
-                "names, affiliations and contact of the people completing the sheet",
-            ],
-        ),
-        _section(
-            "2",
-            [
-                ("Systems evaluated", ", ".join(models) or "not recorded on the items"),
-                ("Input", f"text prompts ({prompts:,} distinct)" if prompts else "not recorded on the items"),
-                ("Output", ", ".join(kinds) or "-"),
-            ],
-            ["the task the systems perform, in HEDS terms", "system descriptions beyond the model names"],
-        ),
-        _section(
-            "3",
-            [
-                (
-                    "Sample size (items evaluated)",
-                    f"{items.count():,} items; {metrics['coverage']['settled']:,} with every judgement the "
-                    f"overlap asks, {metrics['coverage']['partial']:,} partial",
-                ),
-                ("Items per condition", ", ".join(f"{c or '-'}: {n:,}" for c, n in conditions) or "-"),
-                (
-                    "Number of evaluators",
-                    ", ".join(f"{n:,} {pool}" for pool, n in sorted(pools.items())) or "0",
-                ),
-                ("Excluded evaluators", f"{excluded:,}"),
-                ("Judgements per item (overlap)", str(study.overlap)),
-                (
-                    "Recruitment",
-                    "; ".join(
-                        f"{inv.get_platform_display()} ({inv.pool}, {inv.uses} joined)" for inv in invitations
-                    )
-                    or "enrolled by the researcher or imported",
-                ),
-                (
-                    "Inter-rater agreement",
-                    "Krippendorff's alpha per question with bootstrap 95% intervals (Agreement section)",
-                ),
-            ],
-            [
-                "evaluators' expertise and background",
-                "how much evaluators were paid",
-                "where and when the experiment ran",
-                "how the items were chosen from the systems' outputs, if not all",
-            ],
-        ),
-        _section(
-            "4",
-            [
-                (
-                    f"Criterion {q.key}",
-                    f"{q.prompt} [{q.kind}"
-                    + (f": {', '.join(o.label for o in q.options)}]" if q.options else "]"),
-                )
-                for q in protocol.questions
+    criteria = _criteria(study, metrics, agreement)
+    sections: list[dict[str, Any]] = []
+    todo: list[str] = []
+    for number, title, questions in SECTIONS:
+        section: dict[str, Any] = {"section": number, "title": title, "questions": questions}
+        if number == "4":
+            section["criteria"] = [
+                {"criterion": key, "answers": _records(_numbers("4"), filled)} for key, filled in criteria
             ]
-            + [("Instructions shown to evaluators", protocol.instructions or "-")],
-            [
-                "each criterion's name and definition in the QCET taxonomy",
-                "what each criterion assesses (form, content, ...) and its frame of reference",
-            ],
-        ),
-        _section(
-            "5",
-            [
-                (
-                    "Consent text shown",
-                    " | ".join(inv.consent_text for inv in invitations if inv.consent_text)
-                    or "none recorded",
-                ),
-                (
-                    "Personal data collected",
-                    ", ".join(
-                        sorted({str(q.get("key")) for inv in invitations for q in inv.demographics or []})
-                    )
-                    or "no demographic form",
-                ),
-            ],
-            [
-                "ethics approval (body and reference)",
-                "how personal data were handled and stored",
-                "risks to evaluators and how they were addressed",
-            ],
-        ),
-    ]
+            missing = [
+                f"{n} (criterion {key}): {ASKS[n]}"
+                for key, filled in criteria
+                for n in _numbers("4")
+                if filled.get(n) is None
+            ]
+        else:
+            section["answers"] = _records(_numbers(number), answers)
+            missing = [f"{n}: {ASKS[n]}" for n in _numbers(number) if answers.get(n) is None]
+        section["notes"] = [{"topic": topic, "answer": answer} for topic, answer in notes[number]]
+        section["to_complete_by_the_authors"] = missing
+        todo += missing
+        sections.append(section)
     return {
         "version": VERSION,
         "reference": REFERENCE,
+        "form": FORM,
         "numbering": NUMBERING_NOTE,
         "study": study.pk,
         "sections": sections,
-        "to_complete_by_the_authors": [
-            f"Section {s['section']} ({s['questions']}): {topic}"
-            for s in sections
-            for topic in s["to_complete_by_the_authors"]
-        ],
+        "to_complete_by_the_authors": todo,
     }
 
 
-def heds_section(datasheet: dict[str, Any]) -> Section:
-    """The datasheet as the report's appendix section, so every format shows it."""
-    subsections = [
-        Section(
-            key=f"heds-{s['section']}",
-            title=f"HEDS {s['section']}. {s['title']} (Questions {s['questions']})",
-            blocks=[
-                Facts(pairs=[(a["topic"], a["answer"]) for a in s["answered"]]),
-                BulletList(items=[f"{topic}: {TO_COMPLETE}" for topic in s["to_complete_by_the_authors"]]),
-            ],
+def _systems(study: Study, items: Any, answers: dict[str, str], notes: list[tuple[str, str]]) -> None:
+    models = sorted({m for m in items.values_list("model_name", flat=True) if m})
+    kinds = sorted(set(items.values_list("kind", flat=True)))
+    prompts = len(set(items.exclude(prompt="").values_list("prompt", flat=True)))
+    notes.append(
+        ("Systems evaluated (the items' model names)", ", ".join(models) or "not recorded on the items")
+    )
+    if prompts:
+        answers["2.1"] = f"text: prompts ({prompts:,} distinct)"
+    if kinds:
+        answers["2.2"] = ", ".join(KIND_NAMES.get(kind, kind) for kind in kinds)
+    if prompts and models and set(kinds) <= {"image", "image_set"}:
+        answers["2.3"] = "text-to-image generation (HEDS: Other)"
+    if kinds and set(kinds) <= {"image", "image_set"}:
+        answers["2.5"] = "N/A: the outputs are images"
+
+
+def _sample_and_design(
+    study: Study,
+    items: Any,
+    metrics: dict[str, Any],
+    quality: dict[str, Any],
+    answers: dict[str, str],
+    notes: list[tuple[str, str]],
+) -> None:
+    per_model = list(
+        items.values("model_name")
+        .annotate(n=Count("id"))
+        .order_by("model_name")
+        .values_list("model_name", "n")
+    )
+    coverage = metrics["coverage"]
+    answers["3.1.1"] = (
+        "; ".join(f"{model or 'no model recorded'}: {n:,}" for model, n in per_model) or "0"
+    ) + (
+        f" ({items.count():,} items in all; {coverage['settled']:,} with every judgement the overlap asks, "
+        f"{coverage['partial']:,} partial)"
+    )
+    pools = Counter(person["pool"] for person in quality["annotators"])
+    people = len(quality["annotators"])
+    answers["3.2.1"] = f"{people:,}" + (
+        f" ({', '.join(f'{n:,} {pool}' for pool, n in sorted(pools.items()))})" if pools else ""
+    )
+    invitations = list(Invitation.objects.filter(study=study).order_by("created_at", "id"))
+    answers["3.2.3"] = (
+        "; ".join(f"{inv.get_platform_display()} ({inv.pool}, {inv.uses} joined)" for inv in invitations)
+        or "enrolled by the researcher or imported"
+    )
+    settings = quality_settings(study)
+    qualification = (
+        f"a qualification of {settings.qualification_items} gold items at accuracy >= "
+        f"{settings.qualification_min_accuracy:.2f} before the study's items"
+        if settings.qualification_items
+        else "no qualification"
+    )
+    answers["3.2.4"] = (
+        f"the protocol's instructions and each question's help on the task page; {qualification}"
+    )
+    asked = sorted({str(q.get("key")) for inv in invitations for q in inv.demographics or []})
+    if asked:
+        answers["3.2.5"] = (
+            f"demographic answers asked: {', '.join(asked)} (summarised in the report's People section; an "
+            "answer given by fewer than 5 people is not named)"
         )
-        for s in datasheet["sections"]
+    answers["3.3.2"] = "the workbench's web task page" + (
+        f", reached through {', '.join(sorted({inv.get_platform_display() for inv in invitations}))}"
+        if invitations
+        else ""
+    )
+    controls = dict(
+        Item.objects.filter(study=study)
+        .exclude(control_kind="")
+        .values_list("control_kind")
+        .annotate(n=Count("id"))
+    )
+    excluded = sum(1 for person in quality["annotators"] if person["excluded"])
+    kinds = [
+        name
+        for name, present in (
+            ("qualification test", settings.qualification_items > 0),
+            ("gold (control) items", controls.get("gold", 0) > 0),
+            ("attention checks", controls.get("attention", 0) > 0),
+            ("exclusion of evaluators", excluded > 0),
+        )
+        if present
     ]
+    answers["3.3.3.1"] = ", ".join(kinds) or "none recorded"
+    answers["3.3.3.2"] = (
+        f"{qualification}; {controls.get('gold', 0):,} gold and {controls.get('attention', 0):,} attention "
+        f"items, served at a control rate of {settings.control_rate:.2f}; {excluded:,} evaluators excluded "
+        "(the People section lists why)"
+    )
+    protocol = study.protocol_obj
+    shown = {
+        "image": "the item's image",
+        "image_set": "the item's images and its query",
+        "text": "the item's text",
+    }
+    answers["3.3.4.2"] = (
+        "; ".join(shown.get(kind, kind) for kind in sorted(set(items.values_list("kind", flat=True))))
+        + (", the protocol's instructions" if protocol.instructions else "")
+        + ", each question's prompt and help; never the item's metadata or other people's answers"
+    )
+    answers["3.3.5"] = (
+        f"each item is leased to one evaluator for {study.lease_minutes} minutes at a time; no other "
+        "limit is recorded"
+    )
+    notes.append(("Judgements asked per item (overlap)", str(study.overlap)))
+
+
+def _ethics(study: Study, answers: dict[str, str]) -> None:
+    invitations = Invitation.objects.filter(study=study).order_by("created_at", "id")
+    consent = " | ".join(inv.consent_text for inv in invitations if inv.consent_text)
+    asked = sorted({str(q.get("key")) for inv in invitations for q in inv.demographics or []})
+    if asked:
+        answers["5.2"] = f"the responses include demographic answers ({', '.join(asked)})" + (
+            f"; consent text shown: {consent}" if consent else "; no consent text recorded"
+        )
+
+
+def _criteria(
+    study: Study, metrics: dict[str, Any], agreement: dict[str, Any]
+) -> list[tuple[str, dict[str, str]]]:
+    """Section 4's answers for each question of the protocol (a quality criterion each)."""
+    protocol = study.protocol_obj
+    rules = {row[0]: row[1] for row in consensus_rows(study)}
+    by_key = {entry["key"]: entry for entry in agreement["questions"]}
+    tests = sorted(
+        {str(t["method"]["test"]) for t in metrics["tables"] if (t.get("method") or {}).get("test")}
+    )
+    significance = (
+        f"{'; '.join(tests)}; p-values corrected for multiple comparisons by "
+        f"{CORRECTION_NAMES.get(str(metrics.get('correction')), metrics.get('correction'))} "
+        "(each findings table's method)"
+        if tests
+        else None
+    )
+    criteria = []
+    for question in protocol.questions:
+        filled: dict[str, str] = {"4.2.2": "absolute: each output is judged on its own"}
+        if question.help:
+            filled["4.3.2"] = question.help
+        filled.update(_instrument(question))
+        filled["4.3.7"] = question.prompt + (
+            f" (instructions: {protocol.instructions})" if protocol.instructions else ""
+        )
+        if question.key in rules:
+            filled["4.3.9"] = f"consensus label per item by rule {rules[question.key]} (Agreement section)"
+        if significance:
+            filled["4.3.10"] = significance
+        filled.update(_agreement(by_key.get(question.key), agreement))
+        criteria.append((question.key, filled))
+    return criteria
+
+
+def _instrument(question: Question) -> dict[str, str]:
+    if question.kind in ("boxes", "text"):
+        task = (
+            "draw a box round each thing seen and label it with one of: "
+            + ", ".join(option.label for option in question.options)
+            if question.kind == "boxes"
+            else "write a free-text answer"
+        )
+        return {"4.3.3": "N/A", "4.3.4": "N/A", "4.3.5": "N/A", "4.3.6": task}
+    extra = [o.label for o in (question.unsure, question.none_option) if o is not None]
+    if question.options_from is not None:
+        size = f"per item (the options come from the item's {question.options_from!r})"
+        values = "per item" + (f", and {', '.join(extra)}" if extra else "")
+    else:
+        labels = [option.label for option in question.options] + extra
+        size, values = str(len(labels)), ", ".join(labels)
+    presented = {
+        "single": "multiple-choice options (one answer)",
+        "likert": "multiple-choice options on an ordered scale (one answer)",
+        "multi": "check-boxes (any number)",
+    }.get(question.kind, question.kind)
+    return {"4.3.3": size, "4.3.4": values, "4.3.5": presented, "4.3.6": "N/A: a rating instrument is used"}
+
+
+def _agreement(entry: dict[str, Any] | None, agreement: dict[str, Any]) -> dict[str, str]:
+    if entry is None:
+        return {}
+    if "boxes" in entry:
+        humans = entry["boxes"]["humans"]
+        rate = humans.get("match_rate")
+        return {
+            "4.3.11.1": f"box agreement: share of boxes matched between two people's boxes at IoU >= "
+            f"{humans['threshold']:g}, with their mean IoU",
+            "4.3.11.2": "undefined (no box pairs)"
+            if rate is None
+            else f"match rate {rate:.3f}, mean IoU {humans['mean_iou'] or 0:.3f} "
+            f"over {humans['n_items']:,} items",
+        }
+    alphas = entry.get("humans") or []
+    if not alphas:
+        return {}
+    method = (
+        f"Krippendorff's alpha ({alphas[0]['level']}) of the people's judgements, with a percentile "
+        f"bootstrap 95% interval over items ({agreement['n_resamples']} resamples, seed {agreement['seed']})"
+    )
+    defined = [a for a in alphas if a["value"] is not None]
+    if not defined:
+        score = f"undefined: {alphas[0]['undefined_reason']}"
+    elif len(alphas) <= ALPHA_ENTRIES_LISTED:
+        score = "; ".join(_alpha_text(a) for a in alphas)
+    else:
+        values = [a["value"] for a in defined]
+        score = (
+            f"{len(defined)} of {len(alphas)} alphas defined, from {min(values):.3f} to {max(values):.3f} "
+            "(the Agreement section lists each)"
+        )
+    return {"4.3.11.1": method, "4.3.11.2": score}
+
+
+def _alpha_text(alpha: dict[str, Any]) -> str:
+    if alpha["value"] is None:
+        return f"{alpha['label']}: undefined ({alpha['undefined_reason']})"
+    interval = (
+        f", 95% CI {alpha['ci_low']:.3f} to {alpha['ci_high']:.3f}"
+        if alpha["ci_low"] is not None and alpha["ci_high"] is not None
+        else ""
+    )
+    return f"{alpha['label']}: {alpha['value']:.3f}{interval} ({alpha['n_items']:,} items)"
+
+
+def heds_section(datasheet: dict[str, Any]) -> Section:
+    """The datasheet as the report's appendix section, so every format shows it: per section the answered
+    questions by number, the notes, and what is left to the authors."""
+    subsections = []
+    for s in datasheet["sections"]:
+        blocks: list[Any] = []
+        if "criteria" in s:
+            for criterion in s["criteria"]:
+                answered = [
+                    (f"{a['question']} {a['asks']}", a["answer"]) for a in criterion["answers"] if a["answer"]
+                ]
+                blocks.append(Facts(pairs=[(f"Criterion {criterion['criterion']}", ""), *answered]))
+            everyone = [c["criterion"] for c in s["criteria"]]
+            missing: dict[str, list[str]] = {}
+            for criterion in s["criteria"]:
+                for a in criterion["answers"]:
+                    if a["answer"] is None:
+                        missing.setdefault(a["question"], []).append(criterion["criterion"])
+            blocks.append(
+                BulletList(
+                    items=[
+                        f"{n} {ASKS[n]} ("
+                        + ("every criterion" if keys == everyone else f"criteria {', '.join(keys)}")
+                        + f"): {TO_COMPLETE}"
+                        for n, keys in missing.items()
+                    ]
+                )
+            )
+        else:
+            answered = [(f"{a['question']} {a['asks']}", a["answer"]) for a in s["answers"] if a["answer"]]
+            if answered or s["notes"]:
+                blocks.append(Facts(pairs=[*answered, *((n["topic"], n["answer"]) for n in s["notes"])]))
+            blocks.append(
+                BulletList(
+                    items=[
+                        f"{a['question']} {a['asks']}: {TO_COMPLETE}"
+                        for a in s["answers"]
+                        if a["answer"] is None
+                    ]
+                )
+            )
+        subsections.append(
+            Section(
+                key=f"heds-{s['section']}",
+                title=f"HEDS {s['section']}. {s['title']} (Questions {s['questions']})",
+                blocks=blocks,
+            )
+        )
     return Section(key="heds", title=f"{VERSION} datasheet", subsections=subsections)
 
 

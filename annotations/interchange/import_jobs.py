@@ -97,15 +97,13 @@ def import_upload(
             )
             return ImportOutcome(job=job)
     except BaseException:
-        for stored in kept.values():
-            stored_delete(stored.name)
+        _stored_delete_all(kept)
         raise
     try:
         others: dict[str, Address] = {role: stored for role, stored in kept.items() if role}
         report = spec.run(ImportRun(study=study, address=main, files=others, options=dict(options or {})))
     finally:
-        for stored in kept.values():
-            stored_delete(stored.name)
+        _stored_delete_all(kept)
     return ImportOutcome(report=report, summary=import_summary(kind, report))
 
 
@@ -146,17 +144,20 @@ def labelstudio_new_study(
                 )
             return ImportOutcome(job=job)
     except BaseException:
-        for stored in kept.values():
-            stored_delete(stored.name)
+        _stored_delete_all(kept)
         raise
     try:
         report = labelstudio_import(
             path=main, owner=user, name=name, config_path=kept.get("config")
         ).as_dict()
     finally:
-        for stored in kept.values():
-            stored_delete(stored.name)
+        _stored_delete_all(kept)
     return ImportOutcome(report=report, summary=import_summary(kind, report))
+
+
+def _stored_delete_all(kept: dict[str, Stored]) -> None:
+    for stored in kept.values():
+        stored_delete(stored.name)
 
 
 def items_import_uploads(

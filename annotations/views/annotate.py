@@ -20,7 +20,6 @@ from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.downloads import stored_file_response
 from annotations.models import Annotation, Annotator, Assignment, RevealLog, Study
 from annotations.presenters import image_display_url, image_views
 from annotations.protocols.answers import SubmissionError
@@ -40,9 +39,8 @@ from annotations.services.drafts import draft_drop, draft_fields_from_json, draf
 from annotations.services.invitations import participant_complete
 from annotations.services.reveals import reveal_log_create, reveal_record_agreement
 from annotations.services.skip_undo import assignment_skip_undo
-from annotations.services.stored_files import IMAGE_CACHE_CONTROL, item_image_served
 from annotations.services.studies import annotator_for_user
-from annotations.views.pages import IMAGE_CSP
+from annotations.views.pages import item_image_page
 from annotations.views.task_form import answers_from_form
 from common.checked_input import id_from_text, whole_number_from_text
 from common.errors import Conflict, NotAllowed, QuotaReached, ValidationFailed, WorkbenchError
@@ -385,13 +383,4 @@ def reveal(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def item_image_display(request: HttpRequest, pk: int, position: int) -> HttpResponseBase:
     """The resized display version of an item image (same access rule as the original)."""
-    image = access.item_image_get_for_user(user=request_user(request), item_id=pk, position=position)
-    served = item_image_served(image, display=True)
-    return stored_file_response(
-        image.file.storage,
-        served.name,
-        content_type=served.content_type,
-        filename=served.filename,
-        attachment=False,
-        headers={"Content-Security-Policy": IMAGE_CSP, "Cache-Control": IMAGE_CACHE_CONTROL},
-    )
+    return item_image_page(request, pk, position, display=True)

@@ -10,10 +10,13 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
 from annotations import access
+from annotations.downloads import stored_file_response
 from annotations.interchange.import_jobs import ImportOutcome
 from annotations.models import Study
+from annotations.services.stored_files import IMAGE_CACHE_CONTROL, item_image_served
 
 # Uploaded images are served under a sandbox so a crafted file cannot run script in our origin.
 IMAGE_CSP = "default-src 'none'; sandbox"
@@ -24,6 +27,21 @@ MAX_ROWS_SHOWN = 200
 def study_for_page(request: HttpRequest, pk: int, **kwargs: bool) -> Study:
     """``access.study_get_for_user`` for the signed-in user: not found -> 404, not allowed -> 403."""
     return access.study_get_for_user(user=access.request_user(request), id=pk, **kwargs)
+
+
+def item_image_page(request: HttpRequest, pk: int, position: int, *, display: bool) -> HttpResponseBase:
+    """An item's image (``display``: its resized version) to a user who may see the item: sandboxed,
+    cached privately; on S3 a redirect to a presigned URL (``annotations.downloads``)."""
+    image = access.item_image_get_for_user(user=access.request_user(request), item_id=pk, position=position)
+    served = item_image_served(image, display=display)
+    return stored_file_response(
+        image.file.storage,
+        served.name,
+        content_type=served.content_type,
+        filename=served.filename,
+        attachment=False,
+        headers={"Content-Security-Policy": IMAGE_CSP, "Cache-Control": IMAGE_CACHE_CONTROL},
+    )
 
 
 def form_problems(form: forms.BaseForm, field: str | None = None, default: str = "") -> str:

@@ -58,7 +58,6 @@ from annotations.protocols.schema import Protocol, ProtocolError, list_presets, 
 from annotations.selectors import studies as selectors
 from annotations.selectors import tasks as task_selectors
 from annotations.services import studies as study_services
-from annotations.services.stored_files import IMAGE_CACHE_CONTROL, item_image_served
 from annotations.views.forms import (
     AnnotationUploadForm,
     BulkEnrollForm,
@@ -72,7 +71,7 @@ from annotations.views.forms import (
     UnenrollForm,
     UploadForm,
 )
-from annotations.views.pages import IMAGE_CSP, form_problems, import_outcome_message, study_for_page
+from annotations.views.pages import form_problems, import_outcome_message, item_image_page, study_for_page
 from common.errors import WorkbenchError
 
 
@@ -708,13 +707,4 @@ def _item_details(item: Item) -> list[tuple[str, str]]:
 @login_required
 def item_image(request: HttpRequest, pk: int, position: int) -> HttpResponseBase:
     """An item's image file, to users who may see the item; sandboxed and cached privately."""
-    image = access.item_image_get_for_user(user=request_user(request), item_id=pk, position=position)
-    served = item_image_served(image)
-    return stored_file_response(
-        image.file.storage,
-        served.name,
-        content_type=served.content_type,
-        filename=served.filename,
-        attachment=False,
-        headers={"Content-Security-Policy": IMAGE_CSP, "Cache-Control": IMAGE_CACHE_CONTROL},
-    )
+    return item_image_page(request, pk, position, display=False)

@@ -15,7 +15,7 @@ from annotations.models import Invitation, Study, User
 from annotations.services.studies import annotator_for_user, enrollment_add
 from reports.document import Column, DocTable, Paragraph, ReportDocument, Section
 from reports.gather import report_build
-from reports.heds import TO_COMPLETE
+from reports.heds import QUESTIONS, TO_COMPLETE
 from reports.heds import render as heds_render
 from reports.render_markdown import escape, render
 from tests.factories import ItemFactory, StudyFactory, UserFactory
@@ -119,7 +119,7 @@ def test_heds_datasheet_fills_what_the_data_answers_and_lists_the_rest(owner: Us
     rendered = heds_render(document)
     assert rendered.content_type == "application/json" and rendered.filename.endswith("-heds.json")
     sheet = json.loads(rendered.body)
-    assert sheet["version"] == "HEDS 3.0"
+    assert sheet["version"] == "HEDS 3.0" and sheet["form"] == "https://nlp-heds.github.io"
     assert [s["section"] for s in sheet["sections"]] == ["1", "2", "3", "4", "5"]
     assert [s["questions"] for s in sheet["sections"]] == [
         "1.1.1-1.3.2.3",
@@ -128,19 +128,45 @@ def test_heds_datasheet_fills_what_the_data_answers_and_lists_the_rest(owner: Us
         "4.1.1-4.3.12.2",
         "5.1-5.4",
     ]
-    answers = {a["topic"]: a["answer"] for s in sheet["sections"] for a in s["answered"]}
-    assert answers["Systems evaluated"] == "sd-1.5"
-    assert answers["Input"] == "text prompts (1 distinct)"
-    assert answers["Consent text shown"] == "You agree to take part."
-    assert answers["Personal data collected"] == "region"
-    assert "Prolific" in answers["Recruitment"]
-    assert answers["Criterion gender"].startswith("What is the gender of the person? [single: male, female]")
+    # Every question of the form, by number, once (Section 4 once per criterion: per protocol question).
+    plain = [a["question"] for s in sheet["sections"] if s["section"] != "4" for a in s["answers"]]
+    (section4,) = [s for s in sheet["sections"] if s["section"] == "4"]
+    keys = [q.key for q in study.protocol_obj.questions]
+    assert [c["criterion"] for c in section4["criteria"]] == keys
+    for criterion in section4["criteria"]:
+        assert [a["question"] for a in criterion["answers"]] == [
+            n for n, _ in QUESTIONS if n.startswith("4.")
+        ]
+    assert plain == [n for n, _ in QUESTIONS if not n.startswith("4.")] and len(QUESTIONS) == 62
+    answers = {a["question"]: a["answer"] for s in sheet["sections"] if "answers" in s for a in s["answers"]}
+    assert answers["2.1"] == "text: prompts (1 distinct)"
+    assert answers["2.2"] == "images" and answers["2.3"] == "text-to-image generation (HEDS: Other)"
+    assert answers["3.1.1"].startswith("sd-1.5: 1 (1 items in all;")
+    assert "Prolific (crowd, 0 joined)" in answers["3.2.3"]
+    assert answers["5.2"] == (
+        "the responses include demographic answers (region); consent text shown: You agree to take part."
+    )
+    assert answers["1.1.1"] is None and answers["5.1"] is None
+    notes = {n["topic"]: n["answer"] for s in sheet["sections"] for n in s["notes"]}
+    assert notes["Systems evaluated (the items' model names)"] == "sd-1.5"
+    gender = {a["question"]: a["answer"] for a in section4["criteria"][keys.index("gender")]["answers"]}
+    question = study.protocol_obj.question("gender")
+    assert gender["4.3.7"].startswith(question.prompt)
+    assert gender["4.3.4"].startswith(", ".join(o.label for o in question.options))
+    assert gender["4.3.5"] == "multiple-choice options (one answer)" and gender["4.1.1"] is None
     todo = sheet["to_complete_by_the_authors"]
-    assert "Section 5 (5.1-5.4): ethics approval (body and reference)" in todo
-    assert any("how much evaluators were paid" in t for t in todo)
+    assert "5.1: which research ethics committee approved the experiment" in todo
+    assert "3.2.2.2: whether participants received payment" in todo
+    assert "4.3.1.2 (criterion gender): the standardised criterion name it corresponds to" in todo
+    assert not any(t.startswith(("2.1:", "3.2.3:", "4.3.7 ")) for t in todo)
     # the same datasheet is the report's appendix, in every format
     text = _markdown(document)
-    assert "## HEDS 3.0 datasheet" in text and f"ethics approval (body and reference): {TO_COMPLETE}" in text
+    assert "## HEDS 3.0 datasheet" in text
+    assert f"5.1 which research ethics committee approved the experiment: {TO_COMPLETE}" in text
+    assert (
+        f"4.1.1 type of quality assessed (correctness, goodness, feature) (every criterion): {TO_COMPLETE}"
+        in text
+    )
     assert "You agree to take part." in text
 
 

@@ -89,6 +89,19 @@ def test_the_full_release_report_in_markdown_and_heds_equals_the_api(owner: User
 
     sheet = json.loads(renderer("heds")(document).body)
     assert sheet["version"] == "HEDS 3.0" and sheet["study"] == study.pk
-    answers = {a["topic"]: a["answer"] for s in sheet["sections"] for a in s["answered"]}
-    assert answers["Number of evaluators"] == f"{len(quality['annotators']):,} crowd"
-    assert answers["Sample size (items evaluated)"].startswith(f"{agreement['n_items']:,} items")
+    answers = {a["question"]: a["answer"] for s in sheet["sections"] if "answers" in s for a in s["answers"]}
+    people = len(quality["annotators"])
+    assert answers["3.2.1"] == f"{people:,} ({people:,} crowd)"
+    assert f"({agreement['n_items']:,} items in all;" in answers["3.1.1"]
+    (section4,) = [s for s in sheet["sections"] if s["section"] == "4"]
+    scores = {
+        c["criterion"]: {a["question"]: a["answer"] for a in c["answers"]} for c in section4["criteria"]
+    }
+    first = agreement["questions"][0]
+    humans = first["humans"]
+    if len(humans) > 5:  # a many-option question: the range of its defined alphas
+        defined = [h["value"] for h in humans if h["value"] is not None]
+        assert scores[first["key"]]["4.3.11.2"] == (
+            f"{len(defined)} of {len(humans)} alphas defined, from {min(defined):.3f} to {max(defined):.3f} "
+            "(the Agreement section lists each)"
+        )
