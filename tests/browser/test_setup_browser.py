@@ -176,3 +176,36 @@ def test_a_chosen_folder_keeps_its_subfolders_for_the_manifest(
     item = Item.objects.get(study=study, external_id="f2")
     assert item.images.get().original_name == "day1/y.png"
     assert page.js_errors == []
+
+
+def test_a_large_label_studio_project_becomes_a_study_whose_tasks_a_job_imports(
+    browser: Any, server: Any, researcher: Any, tmp_path: Path, settings: Any
+) -> None:
+    """The new-study page's Label Studio form, over the inline size: the study is made from the zip's
+    labeling config, the page lands on its Items tab, and the import job there says what it imported."""
+    from annotations.models import ImportJob, Study
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "labelstudio"
+    settings.WORKBENCH_IMPORT_INLINE_BYTES = 0
+    with zipfile.ZipFile(tmp_path / "project.zip", "w") as archive:
+        archive.write(fixtures / "snapshot_export.json", "export.json")
+        archive.write(fixtures / "config.xml", "config.xml")
+        for file in (fixtures / "media").rglob("*.png"):
+            archive.write(file, file.relative_to(fixtures / "media").as_posix())
+    page = open_page(browser, server)
+    sign_in(page, "res")
+    page.goto("/studies/new/")
+    form = page.get_by_role("region", name="Or bring a Label Studio project")
+    form.get_by_label("Name", exact=True).fill("From <LS>")
+    form.get_by_label("Export: JSON").set_input_files(str(tmp_path / "project.zip"))
+    form.get_by_role("button", name="Create from Label Studio").click()
+    page.wait_for_url("**/items/")
+    study = Study.objects.get(name="From <LS>")
+    assert page.url.endswith(f"/studies/{study.pk}/items/")
+    body = page.locator("main").inner_text()
+    assert "Study “From <LS>” created from the labeling config" in body
+    job = page.locator("li.import-job")
+    assert "Label Studio" in job.inner_text() and "Imported 4 Label Studio tasks" in job.inner_text()
+    assert ImportJob.objects.get(study=study).status == "done" and study.items.count() == 4
+    shot(page, "setup-labelstudio-job")
+    assert page.js_errors == []
