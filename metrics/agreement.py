@@ -227,11 +227,7 @@ def alpha_with_bootstrap(
     linear interpolation). When alpha itself is undefined no resampling happens.
     Cost: O(n_resamples x distinct patterns) time, and memory bounded by chunking the resamples.
     """
-    _check_level(level)
-    if n_resamples < 1:
-        raise ValueError("n_resamples must be at least 1")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must lie strictly between 0 and 1")
+    _check_bootstrap(level, n_resamples, confidence)
     return _bootstrap(_pairable(matrix, level), level, n_resamples, seed, confidence)
 
 
@@ -245,12 +241,16 @@ def alpha_with_bootstrap_of_counts(
 ) -> AlphaResult:
     """``alpha_with_bootstrap`` of the matrix whose ``value_counts`` are ``counts``: the same point,
     the same resampling units (the pairable items) and the same seeded draws, so the same interval."""
+    _check_bootstrap(level, n_resamples, confidence)
+    return _bootstrap(_pairable_counts(counts, level), level, n_resamples, seed, confidence)
+
+
+def _check_bootstrap(level: Level, n_resamples: int, confidence: float) -> None:
     _check_level(level)
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must lie strictly between 0 and 1")
-    return _bootstrap(_pairable_counts(counts, level), level, n_resamples, seed, confidence)
 
 
 def _bootstrap(
