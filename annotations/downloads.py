@@ -13,6 +13,10 @@ from annotations.models import Study
 from annotations.services.stored_files import stored_file_url
 from common.file_storage import url_ttl_seconds
 
+# Uploaded images and generated files are served under a sandbox so a crafted file cannot run script in
+# our origin.
+SANDBOX_CSP = "default-src 'none'; sandbox"
+
 
 def raw_requested(value: str | None) -> bool:
     """``?raw=1`` (or ``true``): a CSV export with text as stored, for programs (docs/import-export.md)."""

@@ -15,8 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.access import request_user
-from annotations.downloads import stored_file_response
 from common.errors import ValidationFailed
+from reports.downloads import report_file_response
 from reports.formats import FORMATS
 from reports.jobs import (
     CORRECTIONS,
@@ -130,10 +130,4 @@ class StudyReportDownloadView(APIView):
         found = report_job_get_for_user(user=user, study=study, id=job_id)
         if found.status != ReportJob.Status.DONE or not found.file.name:
             raise ValidationFailed(f"report {found.pk} is {found.status}, not ready")
-        return stored_file_response(
-            found.file.storage,
-            found.file.name,
-            content_type=found.content_type or "application/octet-stream",
-            filename=found.filename or found.file.name.rsplit("/", 1)[-1],
-            attachment=True,
-        )
+        return report_file_response(found)

@@ -25,10 +25,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.downloads import stored_file_response
 from annotations.selectors.findings.report import default_source, sources_available
 from annotations.views.pages import IMAGE_CSP
 from common.errors import ValidationFailed
+from reports.downloads import report_file_response
 from reports.formats import FORMATS
 from reports.jobs import (
     CORRECTIONS,
@@ -160,11 +160,4 @@ def study_report_download(request: HttpRequest, pk: int, job_id: int) -> HttpRes
     if found.status != ReportJob.Status.DONE or not found.file.name:
         messages.error(request, f"Report {found.pk} is {found.get_status_display().lower()}, not ready.")
         return redirect(reverse("study-report", args=[study.pk]) + "#report-jobs")
-    return stored_file_response(
-        found.file.storage,
-        found.file.name,
-        content_type=found.content_type or "application/octet-stream",
-        filename=found.filename or found.file.name.rsplit("/", 1)[-1],
-        attachment=True,
-        headers={"Content-Security-Policy": IMAGE_CSP},
-    )
+    return report_file_response(found)

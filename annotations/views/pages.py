@@ -13,13 +13,12 @@ from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
 from annotations import access
-from annotations.downloads import stored_file_response
+from annotations.downloads import SANDBOX_CSP, stored_file_response
 from annotations.interchange.import_jobs import ImportOutcome
 from annotations.models import Study
 from annotations.services.stored_files import IMAGE_CACHE_CONTROL, item_image_served
 
-# Uploaded images are served under a sandbox so a crafted file cannot run script in our origin.
-IMAGE_CSP = "default-src 'none'; sandbox"
+IMAGE_CSP = SANDBOX_CSP  # the sandbox every served image and file gets (annotations.downloads)
 # A report table longer than this is cut on the page (its CSV has every row).
 MAX_ROWS_SHOWN = 200
 

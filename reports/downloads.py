@@ -1,0 +1,23 @@
+"""A finished report job's file as the Report tab and the API answer it (composition point for
+``reports.views`` and ``reports.api``)."""
+
+from __future__ import annotations
+
+from django.http.response import HttpResponseBase
+
+from annotations.downloads import SANDBOX_CSP, stored_file_response
+from reports.models import ReportJob
+
+
+def report_file_response(job: ReportJob) -> HttpResponseBase:
+    """The file of a finished job (the caller checked it is the user's and done): an attachment,
+    sandboxed where the app streams it (an HTML report must not run in the app's origin), a presigned
+    redirect on S3."""
+    return stored_file_response(
+        job.file.storage,
+        job.file.name,
+        content_type=job.content_type or "application/octet-stream",
+        filename=job.filename or job.file.name.rsplit("/", 1)[-1],
+        attachment=True,
+        headers={"Content-Security-Policy": SANDBOX_CSP},
+    )
