@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.http.response import HttpResponseBase
 
 from annotations.downloads import SANDBOX_CSP, stored_file_response
+from common.errors import NotFoundError
 from reports.models import ReportJob
 
 
@@ -13,11 +14,14 @@ def report_file_response(job: ReportJob) -> HttpResponseBase:
     """The file of a finished job (the caller checked it is the user's and done): an attachment,
     sandboxed where the app streams it (an HTML report must not run in the app's origin), a presigned
     redirect on S3."""
+    name = job.file.name
+    if not name:  # the callers answer "not ready" first; a job row without its file is not found
+        raise NotFoundError(f"report {job.pk} has no file")
     return stored_file_response(
         job.file.storage,
-        job.file.name,
+        name,
         content_type=job.content_type or "application/octet-stream",
-        filename=job.filename or job.file.name.rsplit("/", 1)[-1],
+        filename=job.filename or name.rsplit("/", 1)[-1],
         attachment=True,
         headers={"Content-Security-Policy": SANDBOX_CSP},
     )
