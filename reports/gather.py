@@ -19,7 +19,7 @@ from common.errors import ValidationFailed
 from metrics.multiple_testing import correction_parse
 from reports.document import DocTable, ReportDocument, Section
 from reports.heds import heds_datasheet, heds_section
-from reports.sections.agreement import agreement_section
+from reports.sections.agreement import agreement_section, consensus_rows
 from reports.sections.appendix import appendix_section
 from reports.sections.compare import compare_section, comparison_of
 from reports.sections.design import design_section
@@ -36,13 +36,14 @@ def _study_sections(
     metrics = findings_report(study, source, correction)
     agreement = agreement_report(study=study)
     quality = quality_report_cached(study=study)
+    consensus = consensus_rows(study)
     findings = findings_section(metrics)
     machines = machine_rows(agreement)
     tables = [b for b in findings.blocks if isinstance(b, DocTable)]
     sections = [
         design_section(study),
         people_section(study, quality),
-        agreement_section(study, agreement),
+        agreement_section(study, agreement, consensus),
         machines_section(study, agreement),
         findings,
         prose_section(
@@ -56,7 +57,9 @@ def _study_sections(
             correction=correction,
         ),
     ]
-    datasheet = heds_datasheet(study, metrics=metrics, agreement=agreement, quality=quality)
+    datasheet = heds_datasheet(
+        study, metrics=metrics, agreement=agreement, quality=quality, consensus=consensus
+    )
     sections.append(
         appendix_section(study, source=metrics["source"], correction=correction, generated_at=generated_at)
     )

@@ -24,7 +24,6 @@ from annotations.selectors.counted import counted_items
 from metrics.multiple_testing import CORRECTION_NAMES
 from reports.document import BulletList, Facts, ReportDocument, Section
 from reports.formats import Rendered
-from reports.sections.agreement import consensus_rows
 
 VERSION = "HEDS 3.0"
 REFERENCE = "Belz and Thomson, HEDS 3.0: The Human Evaluation Data Sheet Version 3.0 (arXiv:2412.07940)"
@@ -124,16 +123,23 @@ def _numbers(section: str) -> list[str]:
 
 
 def heds_datasheet(
-    study: Study, *, metrics: dict[str, Any], agreement: dict[str, Any], quality: dict[str, Any]
+    study: Study,
+    *,
+    metrics: dict[str, Any],
+    agreement: dict[str, Any],
+    quality: dict[str, Any],
+    consensus: list[list[Any]],
 ) -> dict[str, Any]:
     """The datasheet of ``study`` as JSON-ready data: every HEDS 3.0 question by number with the data's
-    answer or None, Section 4 once per criterion, and the unanswered ones as one list."""
+    answer or None, Section 4 once per criterion, and the unanswered ones as one list. ``consensus``:
+    ``reports.sections.agreement.consensus_rows``, read once for the report."""
     items = counted_items(study)
+    invitations = list(Invitation.objects.filter(study=study).order_by("created_at", "id"))
     answers: dict[str, str] = {}
     notes: dict[str, list[tuple[str, str]]] = {number: [] for number, _t, _q in SECTIONS}
     _systems(study, items, answers, notes["2"])
-    _sample_and_design(study, items, metrics, quality, answers, notes["3"])
-    _ethics(study, answers)
+    _sample_and_design(study, items, invitations, metrics, quality, answers, notes["3"])
+    _ethics(invitations, answers)
     notes["1"].append(
         (
             "Evaluation tool",
@@ -141,7 +147,7 @@ def heds_datasheet(
             "and the sha256 of the study's export)",
         )
     )
-    criteria = _criteria(study, metrics, agreement)
+    criteria = _criteria(study, metrics, agreement, {row[0]: row[1] for row in consensus})
     sections: list[dict[str, Any]] = []
     todo: list[str] = []
     for number, title, questions in SECTIONS:
@@ -194,6 +200,7 @@ def _systems(study: Study, items: Any, answers: dict[str, str], notes: list[tupl
 def _sample_and_design(
     study: Study,
     items: Any,
+    invitations: list[Invitation],
     metrics: dict[str, Any],
     quality: dict[str, Any],
     answers: dict[str, str],
@@ -217,7 +224,6 @@ def _sample_and_design(
     answers["3.2.1"] = f"{people:,}" + (
         f" ({', '.join(f'{n:,} {pool}' for pool, n in sorted(pools.items()))})" if pools else ""
     )
-    invitations = list(Invitation.objects.filter(study=study).order_by("created_at", "id"))
     answers["3.2.3"] = (
         "; ".join(f"{inv.get_platform_display()} ({inv.pool}, {inv.uses} joined)" for inv in invitations)
         or "enrolled by the researcher or imported"
@@ -284,8 +290,7 @@ def _sample_and_design(
     notes.append(("Judgements asked per item (overlap)", str(study.overlap)))
 
 
-def _ethics(study: Study, answers: dict[str, str]) -> None:
-    invitations = Invitation.objects.filter(study=study).order_by("created_at", "id")
+def _ethics(invitations: list[Invitation], answers: dict[str, str]) -> None:
     consent = " | ".join(inv.consent_text for inv in invitations if inv.consent_text)
     asked = sorted({str(q.get("key")) for inv in invitations for q in inv.demographics or []})
     if asked:
@@ -295,11 +300,11 @@ def _ethics(study: Study, answers: dict[str, str]) -> None:
 
 
 def _criteria(
-    study: Study, metrics: dict[str, Any], agreement: dict[str, Any]
+    study: Study, metrics: dict[str, Any], agreement: dict[str, Any], rules: dict[str, str]
 ) -> list[tuple[str, dict[str, str]]]:
-    """Section 4's answers for each question of the protocol (a quality criterion each)."""
+    """Section 4's answers for each question of the protocol (a quality criterion each); ``rules``: the
+    consensus rule(s) recorded per question."""
     protocol = study.protocol_obj
-    rules = {row[0]: row[1] for row in consensus_rows(study)}
     by_key = {entry["key"]: entry for entry in agreement["questions"]}
     tests = sorted(
         {str(t["method"]["test"]) for t in metrics["tables"] if (t.get("method") or {}).get("test")}

@@ -89,8 +89,8 @@ def consensus_rows(study: Study) -> list[list[Any]]:
     ]
 
 
-def consensus_table(study: Study) -> DocTable:
-    rows = consensus_rows(study)
+def consensus_table(rows: list[list[Any]]) -> DocTable:
+    """The consensus rows (``consensus_rows``) as the Agreement section's table."""
     return DocTable(
         key="agreement_consensus",
         title="Consensus per question",
@@ -109,8 +109,8 @@ def consensus_table(study: Study) -> DocTable:
     )
 
 
-def agreement_section(study: Study, agreement: dict[str, Any]) -> Section:
-    """The Agreement section from the study's agreement report."""
+def agreement_section(study: Study, agreement: dict[str, Any], consensus: list[list[Any]]) -> Section:
+    """The Agreement section from the study's agreement report and its ``consensus_rows``."""
     study_alpha = agreement["study_alpha"]
     if study_alpha["mean"] is None:
         text = f"No question has a defined alpha ({study_alpha['undefined_reason']})."
@@ -125,5 +125,5 @@ def agreement_section(study: Study, agreement: dict[str, Any]) -> Section:
     return Section(
         key="agreement",
         title="Agreement",
-        blocks=[Paragraph(text), alpha_table(agreement), consensus_table(study)],
+        blocks=[Paragraph(text), alpha_table(agreement), consensus_table(consensus)],
     )
