@@ -1,7 +1,8 @@
 # One image for every process of compose.yaml: web nodes (gunicorn), CPU and GPU workers (Celery).
 # The GPU worker's image is built with a CUDA build of torch:
 #   docker compose build --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128 worker-gpu
-FROM python:3.11-slim
+# A pinned base (docs/deploy.md, "Docker Compose": upgrading the images); tests/test_compose.py checks it.
+FROM python:3.11.13-slim-bookworm
 
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \

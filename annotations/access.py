@@ -13,13 +13,16 @@ annotate pages of any other study are not found for them, whatever enrolments ex
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Protocol, cast
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
 
 from annotations.models import (
     Annotation,
     Annotator,
+    AnnotatorExclusion,
     Assignment,
     Enrollment,
     Invitation,
@@ -123,24 +126,43 @@ def items_for_user(user: User) -> QuerySet[Item]:
 
 
 def item_get_for_user(*, user: User, id: int) -> Item:
-    """An item the user may look at: a researcher's study item, or an item the annotator was given."""
+    """An item the user may look at: a researcher's study item, or an item whose images the annotator
+    may see (``image_assignments``: leased or submitted to them, in a study they are still in)."""
     item = Item.objects.select_related("study").filter(pk=id).first()
     if item is None:
         raise NotFoundError(f"item {id} does not exist")
     if user.is_researcher and studies_for_user(user).filter(pk=item.study_id).exists():
         return item
-    annotator = getattr(user, "annotator", None)
-    if annotator is not None and item.assignments.filter(annotator=annotator).exists():
+    if user.is_authenticated and image_assignments(user.pk).filter(item=item).exists():
         return item
     raise NotFoundError(f"item {id} does not exist")
 
 
+# The assignments that show their item to their annotator: a lease (their current task, or a lapsed one
+# not yet taken back) and a submitted item (changeable, on "Your answers"). Expired or released leases
+# and skipped items show nothing: the item is no longer theirs.
+IMAGE_ASSIGNMENT_STATUSES = (Assignment.Status.LEASED, Assignment.Status.SUBMITTED)
+
+
+def image_assignments(user_id: int) -> QuerySet[Assignment]:
+    """The account's assignments whose item (and its images) it may see: leased or submitted, in a
+    study it is enrolled in now and not excluded from, so unenrolment or exclusion ends the sight of
+    every item of that study at once (docs/security.md). Subqueries only: the image pages' one query."""
+    enrolled = Enrollment.objects.filter(study_id=OuterRef("study_id"), user_id=user_id)
+    excluded = AnnotatorExclusion.objects.filter(
+        study_id=OuterRef("study_id"), annotator_id=OuterRef("annotator_id"), reinstated_at__isnull=True
+    )
+    return Assignment.objects.filter(
+        Exists(enrolled), ~Exists(excluded), annotator__user_id=user_id, status__in=IMAGE_ASSIGNMENT_STATUSES
+    )
+
+
 def item_image_get_for_user(*, user: User, item_id: int, position: int) -> ItemImage:
     """The image at ``position`` of an item the user may look at (``item_get_for_user``'s rule). An
-    annotator's own item is found in one query (every image request of the annotate pages); anyone
-    else, and every refusal, takes ``item_get_for_user``'s path and messages."""
+    annotator's own item (``image_assignments``) is found in one query (every image request of the
+    annotate pages); anyone else, and every refusal, takes ``item_get_for_user``'s path and messages."""
     if user.is_authenticated and item_id <= MAX_ID:  # a foreign key's lookup does not absorb a larger one
-        given = Assignment.objects.filter(item_id=OuterRef("item_id"), annotator__user_id=user.pk)
+        given = image_assignments(user.pk).filter(item_id=OuterRef("item_id"))
         image = ItemImage.objects.filter(item_id=item_id, position=position).filter(Exists(given)).first()
         if image is not None:
             return image
@@ -149,6 +171,19 @@ def item_image_get_for_user(*, user: User, item_id: int, position: int) -> ItemI
     if image is None:
         raise NotFoundError("this item has no image there")
     return image
+
+
+def assignment_gives_direct_urls(assignment: Assignment, *, now: datetime | None = None) -> bool:
+    """Whether a task answer may carry presigned ``direct_url``s of its item's images (the API): only
+    for its annotator's current lease (leased, the lease not run out) in a study they are still in
+    (enrolled, not excluded). The caller has fetched ``assignment`` as the user's own; one query, to be
+    asked only when there is a URL to give."""
+    if assignment.status != Assignment.Status.LEASED or assignment.lease_expires_at is None:
+        return False
+    if assignment.lease_expires_at <= (now or timezone.now()):
+        return False
+    user_id = assignment.annotator.user_id
+    return user_id is not None and image_assignments(user_id).filter(pk=assignment.pk).exists()
 
 
 def item_get_for_researcher(*, user: User, id: int, write: bool = False) -> Item:
@@ -326,8 +361,8 @@ def enrollment_check(*, by: User, study: Study, user: User) -> None:
 
 
 def token_signs_in(authorization: str) -> bool:
-    """Whether an ``Authorization`` header holds the token of an active account that may use the API
-    (``Token KEY``; not a participant's), as ``annotations.api.authentication`` would find it: one
+    """Whether an ``Authorization`` header holds the unexpired token of an active account that may use
+    the API (``Token KEY``; not a participant's), as ``annotations.api.authentication`` would find it: one
     indexed query, no body read. Asked from the headers alone by
     ``workbench.middleware.RequestLimitsMiddleware`` for a body over the anonymous limit: any other
     header (``Basic``, a made-up token) leaves the client anonymous, and its body limit too
@@ -340,4 +375,11 @@ def token_signs_in(authorization: str) -> bool:
     key = parts[1]
     if not (key.isascii() and key.isalnum() and len(key) <= TOKEN_KEY_LENGTH):
         return False  # no such key can exist: no query
-    return Token.objects.filter(key=key, user__is_active=True, user__participant__isnull=True).exists()
+    from annotations.selectors.api_tokens import api_token_lifetime
+
+    return Token.objects.filter(
+        key=key,
+        user__is_active=True,
+        user__participant__isnull=True,
+        created__gt=timezone.now() - api_token_lifetime(),  # an expired token signs no one in
+    ).exists()

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
+from annotations.interchange.bucket_addresses import BucketAddress, bucket_address_check
 from annotations.models import Study, User
 from common.errors import WorkbenchError
 
@@ -18,6 +19,23 @@ def file_arg(value: str) -> Path | str:
     """A local file or folder, or a bucket address (``s3://bucket/path``, read through
     ``annotations.interchange.sources``; another scheme is refused there)."""
     return value if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", value) else Path(value)
+
+
+def source_arg(value: Path | str, *, study: Study | None) -> Path | BucketAddress:
+    """A :func:`file_arg` ready to import: a bucket address checked as a page checks it, for
+    ``study`` (None: a study the command makes) with no account (entries naming ``{user}`` do not
+    apply on the command line); a refusal is the command's error."""
+    if isinstance(value, Path):
+        return value
+    try:
+        return bucket_address_check(value, study_id=study.pk if study else None, user_id=None)
+    except WorkbenchError as exc:
+        raise fail(exc) from exc
+
+
+def source_arg_or_none(value: Path | str | None, *, study: Study | None) -> Path | BucketAddress | None:
+    """:func:`source_arg` of an optional argument."""
+    return None if value is None else source_arg(value, study=study)
 
 
 def study_arg(value: str) -> Study:

@@ -31,7 +31,26 @@ def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _title(fig: Figure, table: dict[str, Any], text: str) -> None:
-    fig.suptitle(f"{text}\n(n = {table['n_items']} items)", fontsize=10)
+    """The figure's title, its n, and the table's reliability warning when it has one (a question whose
+    people do not agree reliably: the figure says so beside itself, as the table does)."""
+    warning = table.get("warning")
+    extra = "\n" + plain_text(textwrap.shorten(warning, 150, placeholder=" ...")) if warning else ""
+    fig.suptitle(f"{text}\n(n = {table['n_items']} items){extra}", fontsize=10)
+
+
+def _decided(row: dict[str, Any]) -> bool:
+    """The table's own decision on a row: the corrected one (``significant_adjusted``) where the table
+    corrects its tests, else the raw ``significant``; a figure's marks follow it."""
+    return bool(row["significant_adjusted"] if "significant_adjusted" in row else row.get("significant"))
+
+
+def _mark_text(table: dict[str, Any], test: str) -> str:
+    """The legend of a figure's significance mark, naming the decision it follows."""
+    if "p_adjusted" in table.get("columns", []):
+        method = table.get("method") or {}
+        how = (method.get("correction") or "corrected").split(" over ")[0]
+        return f"* {test} p_adjusted < 0.05, {how}"
+    return f"* {test} p < 0.05, uncorrected"
 
 
 def _visage(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
@@ -70,13 +89,14 @@ def _ssi(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
     ax.bar([x - 0.2 for x in xs], [r["initial_mean"] or 0 for r in rows], width=0.4, label="initial")
     ax.bar([x + 0.2 for x in xs], [r["refined_mean"] or 0 for r in rows], width=0.4, label="refined")
     for x, r in zip(xs, rows, strict=True):
-        if r["significant"]:
+        if _decided(r):
             top = max(r["initial_mean"] or 0, r["refined_mean"] or 0)
-            ax.annotate(f"* p={r['p_value']:.3f}", (x, top), ha="center", va="bottom", fontsize=8)
+            p = r["p_adjusted"] if "p_adjusted" in r else r["p_value"]
+            ax.annotate(f"* p={p:.3f}", (x, top), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(list(xs), [f"{r['category']}\n{r['model']}" for r in rows], fontsize=7)
     ax.set_ylabel("mean SSI")
     ax.legend(fontsize=8)
-    _title(fig, table, "SSI before and after refinement (* paired t-test p < 0.05, uncorrected)")
+    _title(fig, table, f"SSI before and after refinement ({_mark_text(table, 'paired t-test')})")
 
 
 def _empty(fig: Figure, table: dict[str, Any], why: str) -> None:
@@ -137,7 +157,7 @@ def _soda(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
     names = list(dict.fromkeys(f"{r['model']} / {r['object']}" for r in rows))
     conditions = sorted({r["condition"] for r in rows})
     cells = {(f"{r['model']} / {r['object']}", r["condition"]): r["bds"] for r in rows}
-    marks = {(f"{r['model']} / {r['object']}", r["condition"]): bool(r["significant"]) for r in rows}
+    marks = {(f"{r['model']} / {r['object']}", r["condition"]): _decided(r) for r in rows}
     _heatmap(
         fig,
         table,
@@ -145,7 +165,7 @@ def _soda(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
         conditions,
         cells,
         marks,
-        "BDS vs base prompt (* permutation p < 0.05, uncorrected)",
+        f"BDS vs base prompt ({_mark_text(table, 'permutation')})",
     )
 
 

@@ -982,6 +982,54 @@ class ValidationSample(models.Model):
         return f"validation sample of study {self.study_id}"
 
 
+class FindingsReliability(models.Model):
+    """A study's own thresholds for the reliability gate of its findings (docs/metrics.md, "Reliability
+    gate"); without a row Krippendorff's (2004) 0.800 / 0.667 and 10 pairable items apply."""
+
+    study = models.OneToOneField(
+        Study, primary_key=True, on_delete=models.CASCADE, related_name="findings_reliability"
+    )
+    reliable_at = models.FloatField(default=0.8)
+    tentative_at = models.FloatField(default=0.667)
+    min_items = models.PositiveIntegerField(default=10)
+    chosen_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(tentative_at__lte=F("reliable_at")), name="findings_reliability_ordered"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"reliability thresholds of study {self.study_id}"
+
+
+class FindingsExclusion(models.Model):
+    """A question a researcher left out of a study's findings (its labels feed no table), who and why;
+    the report states it (docs/metrics.md, "Reliability gate")."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="findings_exclusions")
+    question_key = models.CharField(max_length=64)
+    reason = models.TextField(blank=True)
+    excluded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question_key"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "question_key"], name="findings_exclusion_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question_key} left out of study {self.study_id}'s findings"
+
+
 class ValidationSampleItem(models.Model):
     """One item of a study's validation sample (an item of that study: the service checks it)."""
 

@@ -8,6 +8,12 @@ participant record) drops the account's entries in this process (Django's ``post
 *generation* under ``GENERATION_KEY``, at once and again at commit; every authenticated API call
 compares it with the generation its entry was loaded under, so the change is seen at once on every
 node. A sign-in's ``last_login`` stamp writes no generation (nothing a lookup uses changed).
+
+A save of an account that changes its password (set or reset), deactivates it or changes its role
+(``role``, ``is_staff``, ``is_superuser``) also deletes its API tokens: read before the save
+(``selectors.api_tokens.account_security_changes``, one query, none for a sign-in's stamp) and done
+after it (``services.api_tokens.api_tokens_revoke_for_security_change``), through each token's
+``post_delete`` below.
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 from rest_framework.authtoken.models import Token
 
 from annotations.models import Annotator, Participant, User
+from annotations.selectors.api_tokens import account_security_changes
+from annotations.services.api_tokens import api_tokens_revoke_for_security_change
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -105,6 +113,23 @@ def _forget_account(sender: Any, instance: User, **kwargs: Any) -> None:
                 del entries[key]
         return
     _forget_user(instance.pk)
+
+
+_SECURITY_CHANGES = "_workbench_security_changes"  # set on the instance between its pre_save and post_save
+
+
+@receiver(pre_save, sender=User, dispatch_uid="workbench-api-tokens-account-saving")
+def _note_security_changes(sender: Any, instance: User, raw: bool = False, **kwargs: Any) -> None:
+    if not raw:  # fixtures loaded as they are
+        changes = account_security_changes(user=instance, update_fields=kwargs.get("update_fields"))
+        setattr(instance, _SECURITY_CHANGES, changes)
+
+
+@receiver(post_save, sender=User, dispatch_uid="workbench-api-tokens-account-saved")
+def _revoke_on_security_changes(sender: Any, instance: User, **kwargs: Any) -> None:
+    changes = instance.__dict__.pop(_SECURITY_CHANGES, None)
+    if changes:
+        api_tokens_revoke_for_security_change(user=instance, changes=changes)
 
 
 @receiver(post_save, sender=Participant, dispatch_uid="workbench-token-cache-participant-saved")

@@ -64,6 +64,12 @@ urlpatterns = [
     path("studies/<int:pk>/findings/", findings.study_findings, name="study-findings"),
     path("studies/<int:pk>/findings/<slug:key>.csv", findings.study_findings_csv, name="study-findings-csv"),
     path(
+        "studies/<int:pk>/findings/reliability/",
+        findings.study_findings_reliability,
+        name="study-findings-reliability",
+    ),
+    path("studies/<int:pk>/findings/sample/", findings.study_findings_sample, name="study-findings-sample"),
+    path(
         "studies/<int:pk>/findings/stereotypes/",
         findings.study_stereotypes_import,
         name="study-stereotypes-import",

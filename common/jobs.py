@@ -322,6 +322,24 @@ def job_keepalive(model: type[BackgroundJob], job_id: int, token: str | None) ->
         thread.join()
 
 
+JobT = TypeVar("JobT", bound=BackgroundJob)
+
+
+def job_run(
+    model: type[JobT], job_id: int, run: Callable[[JobT, str], JobT], *, related: tuple[str, ...] = ("study",)
+) -> JobT:
+    """The one start of every job's run: claim the job (a pending one, or a stale one taken over,
+    compare-and-set), read it with ``related``, and call ``run(job, token)`` while a thread keeps its
+    heartbeat (``job_keepalive``). A job another run holds, or one already finished, is answered as
+    it is, untouched."""
+    claim = job_claim(model, job_id)
+    job = model._default_manager.select_related(*related).get(pk=job_id)
+    if claim is None:
+        return job
+    with job_keepalive(model, job.pk, claim.token):
+        return run(job, claim.token)
+
+
 def job_requeue_stale(model: type[BackgroundJob], job_id: int, **fields: Any) -> bool:
     """Put a stale RUNNING job back to PENDING (compare-and-set on the stale heartbeat, so one of
     several sweepers wins), count the takeover, and void the lost run's token. True when this call

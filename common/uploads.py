@@ -1,9 +1,15 @@
 """Uploaded files (pages and API): the checks an upload passes before it is kept in storage for its
-import (``annotations.interchange.sources.upload_keep`` and ``uploads_store``)."""
+import (``annotations.interchange.sources.upload_keep`` and ``uploads_store``), and how many rows it
+holds, counted without parsing it (:func:`upload_rows`: whether it is imported within the request)."""
 
 from __future__ import annotations
 
+import sys
+import zipfile
+import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
+from typing import IO, cast
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -107,3 +113,78 @@ def uploads_plan(
         for path, upload in zip(relative, uploads, strict=True)
     ]
     return plan, len(relative) == 1 and bool(manifests)
+
+
+ROW_SCAN_CHUNK = 1024 * 1024
+# What marks one row, by file type: a line of a manifest, an object of a JSON file (a Label Studio
+# task, its annotations and results, a COCO image or box: an upper bound of its records), a row of a
+# spreadsheet's sheet (an .xlsx is a zip of XML sheets).
+_ROW_MARKS = {".csv": b"\n", ".jsonl": b"\n", ".ndjson": b"\n", ".json": b"{", ".xml": b"<row "}
+_ZIP_SUFFIXES = (".zip", ".xlsx")
+
+
+def _count_marks(chunks: Iterable[bytes], mark: bytes, *, stop: int, budget: int) -> tuple[int, int]:
+    """How often ``mark`` occurs in ``chunks`` (a mark split between two chunks counted once) and the
+    bytes read: reading stops once the count is over ``stop`` or the bytes over ``budget``."""
+    found = read = 0
+    tail = b""
+    for chunk in chunks:
+        data = tail + chunk
+        found += data.count(mark)
+        tail = data[len(data) - len(mark) + 1 :] if len(mark) > 1 else b""
+        read += len(chunk)
+        if found > stop or read > budget:
+            break
+    return found, read
+
+
+def _stream_chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    while chunk := stream.read(ROW_SCAN_CHUNK):
+        yield chunk
+
+
+def _zip_rows(stream: IO[bytes], *, limit: int, unpacked_limit: int) -> int:
+    """The rows of a zip's members (:data:`_ROW_MARKS` by member type; any other member, an image, is
+    one row), at most ``unpacked_limit`` bytes unpacked in all: past it the count is ``limit + 1``."""
+    rows = unpacked = 0
+    with zipfile.ZipFile(stream) as archive:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            mark = _ROW_MARKS.get(PurePosixPath(info.filename).suffix.lower())
+            if mark is None:
+                rows += 1
+            else:
+                with archive.open(info) as member:
+                    found, read = _count_marks(
+                        _stream_chunks(member), mark, stop=limit - rows, budget=unpacked_limit - unpacked
+                    )
+                unpacked += read
+                if unpacked > unpacked_limit:
+                    return limit + 1
+                rows += found
+            if rows > limit:
+                return rows
+    return rows
+
+
+def upload_rows(upload: UploadedFile[bytes], *, limit: int, unpacked_limit: int) -> int:
+    """About how many rows an upload holds, found without parsing it and counted only until there are
+    more than ``limit``: the lines of a CSV or JSONL file, the objects (``{``) of a JSON file, the
+    rows of a zip's members (manifests, JSON, spreadsheet sheets; an image counts one) or of an
+    .xlsx's sheets, read at most ``unpacked_limit`` bytes unpacked (past that: ``limit + 1``, a small
+    zip of a large manifest is as long to import as the manifest); any other file (an image) is one
+    row. A file named .zip that is no zip (or a broken one) counts 0: its import refuses it."""
+    suffix = PurePosixPath(upload.name or "").suffix.lower()
+    mark = _ROW_MARKS.get(suffix)
+    if mark is None and suffix not in _ZIP_SUFFIXES:
+        return 1
+    upload.seek(0)
+    try:
+        if mark is None:
+            return _zip_rows(cast("IO[bytes]", upload), limit=limit, unpacked_limit=unpacked_limit)
+        return _count_marks(upload.chunks(ROW_SCAN_CHUNK), mark, stop=limit, budget=sys.maxsize)[0]
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError):
+        return 0
+    finally:
+        upload.seek(0)

@@ -28,15 +28,7 @@ from annotations.models import Item, ItemImage, Study, User
 from annotations.selectors.findings.visage import stereotype_table_rows
 from common.errors import ImportRefused, ValidationFailed, WorkbenchError
 from common.files import CheckedImage, image_check
-from common.jobs import (
-    job_claim,
-    job_enqueue,
-    job_finish,
-    job_heartbeat,
-    job_keepalive,
-    job_requeue_stale,
-    jobs_resume_stale,
-)
+from common.jobs import job_enqueue, job_finish, job_heartbeat, job_requeue_stale, job_run, jobs_resume_stale
 from common.planner_statistics import statistics_refresh
 from generation.model_source import model_source_resolve
 from generation.models import GenerationFailure, GenerationJob
@@ -471,19 +463,18 @@ def generation_job_run(
     lost worker); the stamp before every batch also asks whether to stop. ``encoder_threads``: PNG
     encoder threads beside the pipeline (default: two on a GPU, none on the CPU; see
     ``_encoder_for``)."""
-    claim = job_claim(GenerationJob, job_id)
-    job = GenerationJob.objects.select_related("study").get(pk=job_id)
-    if claim is None:
-        return job
-    with job_keepalive(GenerationJob, job.pk, claim.token):
-        return _generation_job_run_claimed(
+    return job_run(
+        GenerationJob,
+        job_id,
+        lambda job, token: _generation_job_run_claimed(
             job,
-            claim.token,
+            token,
             progress=progress,
             device=device,
             encoder_threads=encoder_threads,
             any_folder=any_folder,
-        )
+        ),
+    )
 
 
 def _generation_job_run_claimed(

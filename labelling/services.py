@@ -47,11 +47,10 @@ from common.errors import ValidationFailed
 from common.jobs import (
     Heartbeat,
     JobStopped,
-    job_claim,
     job_enqueue,
     job_finish,
     job_heartbeat,
-    job_keepalive,
+    job_run,
     jobs_resume_stale,
 )
 from common.outbound import outbound_url_check
@@ -373,12 +372,12 @@ def labelling_job_run(
     module docstring. While the run lasts a thread stamps the heartbeat (``job_keepalive``: a local
     model that loads, or a slow API, never looks like a lost worker); the stamps before every
     batch and between retries also ask whether to stop (cancelled, or taken over)."""
-    claim = job_claim(LabellingJob, job_id)
-    job = LabellingJob.objects.select_related("study", "annotator").get(pk=job_id)
-    if claim is None:
-        return job
-    with job_keepalive(LabellingJob, job.pk, claim.token):
-        return _labelling_job_run_claimed(job, claim.token, progress=progress, sleep=sleep)
+    return job_run(
+        LabellingJob,
+        job_id,
+        lambda job, token: _labelling_job_run_claimed(job, token, progress=progress, sleep=sleep),
+        related=("study", "annotator"),
+    )
 
 
 def _labelling_job_run_claimed(

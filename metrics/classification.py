@@ -10,11 +10,13 @@ prediction, in ``labels`` order):
 
 - accuracy = trace(C) / n;
 - Cohen's kappa (Cohen 1960): p_o = trace(C) / n, p_e = sum_k (row_k / n)(col_k / n),
-  kappa = (p_o - p_e) / (1 - p_e); undefined when p_e = 1 (both sides used one and the same label);
+  kappa = (p_o - p_e) / (1 - p_e); undefined when the reference or the prediction holds fewer than two
+  classes (then kappa is 0, or 0/0, whatever the labeller does: a number that says nothing, so it is None
+  with the reason, and so is its interval);
 - per class k: precision = C_kk / col_k, recall = C_kk / row_k, F1 = 2 C_kk / (row_k + col_k)
   (equal to the harmonic mean of precision and recall whenever both are defined, and 0 for a class that
   is present but never predicted, or predicted but never present); macro F1 = the mean F1 over the
-  classes whose F1 is defined;
+  classes whose F1 is defined, undefined when the reference holds fewer than two classes;
 - intervals of kappa and macro F1 (``confusion_intervals``): 95% percentile bootstrap over the compared
   items, 2,000 seeded resamples drawn from the confusion matrix (a multinomial of its cell shares).
 """
@@ -29,6 +31,23 @@ from typing import Any
 import numpy as np
 
 REASON_NO_PAIRS = "no pair has both a reference and a predicted label"
+REASON_ONE_CLASS_REFERENCE = (
+    "the reference holds one class: kappa is 0 whatever the labeller does (fewer than two classes)"
+)
+REASON_ONE_CLASS_PREDICTED = (
+    "the prediction holds one class: kappa is 0 whatever the reference is (fewer than two classes)"
+)
+REASON_ONE_CLASS_F1 = "the reference holds one class: macro F1 needs two or more"
+
+
+def kappa_one_class_reason(row: np.ndarray, col: np.ndarray) -> str | None:
+    """Why kappa is undefined for a confusion matrix with these row (reference) and column (prediction)
+    sums: fewer than two classes on either side; None when both sides hold two or more."""
+    if int(np.count_nonzero(row)) < 2:
+        return REASON_ONE_CLASS_REFERENCE
+    if int(np.count_nonzero(col)) < 2:
+        return REASON_ONE_CLASS_PREDICTED
+    return None
 
 
 @dataclass(frozen=True)
@@ -245,6 +264,9 @@ def _report_from_confusion(
     if math.isclose(p_e, 1.0, rel_tol=0.0, abs_tol=1e-12):
         kappa = None
         kappa_reason = "chance agreement is 1: reference and prediction use one and the same label"
+    elif (one_class := kappa_one_class_reason(row, col)) is not None:
+        kappa = None
+        kappa_reason = one_class
     else:
         kappa = (p_o - p_e) / (1.0 - p_e)
     return ClassificationReport(
@@ -304,11 +326,18 @@ def _kappa_f1(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     diagonal = np.diagonal(draws, axis1=1, axis2=2)
     p_o = diagonal.sum(axis=1) / n
     p_e = (rows * cols).sum(axis=1) / (n * n)
+    one_class = ((rows > 0).sum(axis=1) < 2) | ((cols > 0).sum(axis=1) < 2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        kappa = np.where(np.isclose(p_e, 1.0, rtol=0.0, atol=1e-12), np.nan, (p_o - p_e) / (1.0 - p_e))
+        kappa = np.where(
+            np.isclose(p_e, 1.0, rtol=0.0, atol=1e-12) | one_class, np.nan, (p_o - p_e) / (1.0 - p_e)
+        )
         f1 = np.where(rows + cols > 0, 2.0 * diagonal / (rows + cols), np.nan)
     defined = ~np.isnan(f1)
-    macro = np.where(defined.any(axis=1), np.nansum(f1, axis=1) / np.maximum(defined.sum(axis=1), 1), np.nan)
+    macro = np.where(
+        defined.any(axis=1) & ((rows > 0).sum(axis=1) >= 2),
+        np.nansum(f1, axis=1) / np.maximum(defined.sum(axis=1), 1),
+        np.nan,
+    )
     return kappa, macro
 
 
@@ -345,9 +374,15 @@ def confusion_intervals(
         return float(low), float(high)
 
     kappa = interval(kappas)
+    row, col = matrix.sum(axis=1), matrix.sum(axis=0)
+    one_class = kappa_one_class_reason(row, col)
     reason = (
-        "chance agreement is 1 in most resamples: kappa has no interval"
+        one_class
+        if one_class is not None
+        else "chance agreement is 1 in most resamples: kappa has no interval"
         if kappa == (None, None) and not np.isnan(point_kappa[0])
         else None
     )
+    if int(np.count_nonzero(row)) < 2:
+        return ConfusionIntervals(None, (None, None), (None, None), resamples, reason or REASON_ONE_CLASS_F1)
     return ConfusionIntervals(macro_f1, kappa, interval(macros), resamples, reason)

@@ -23,7 +23,14 @@ Its variance (the sample part is the linearised variance of a Hajek mean; the ma
 
     V(lambda) = sum_i w_i^2 ((Y_i - Ybar_w) - lambda (f_i - fbar_w))^2 / (n (n - 1)) + lambda^2 s2_F / N
 
-95% interval (CLT): theta +- z * sqrt(V), z = Phi^-1(0.975); for a proportion clipped to [0, 1].
+95% interval (CLT): theta +- z * sqrt(V), z = Phi^-1(0.975). Valid ranges: for a proportion the estimate and
+its interval are clipped to [0, 1] (theta(lambda) itself can leave it: a machine mean above the sample's
+pulls a small share below 0), and the reason says when the estimate was clipped; a difference of two
+proportions and its interval are clipped to [-1, 1]. Clipping moves a bound only towards the true value's
+range, so it never lowers coverage.
+
+Enough data: an estimate from fewer than ``min_labelled`` people-labelled items is undefined (None, with the
+reason); the selector asks for 10 per group by default (docs/metrics.md).
 
 Small samples of a proportion (Y in {0, 1}): the CLT interval undercovers when the sample holds a handful of
 positives or of machine errors (0.79-0.90 at 100 human labels of a 5% prevalence, docs/benchmarks.md), as
@@ -153,13 +160,15 @@ def ppi_mean(
     lam: float | None = None,
     confidence: float = 0.95,
     proportion: bool = False,
+    min_labelled: int = 2,
 ) -> PpiEstimate:
     """The PPI++ estimate of mean(Y) (formulas in the module docstring).
 
     ``y`` and ``f_labelled``: the human and the machine label of each people-labelled item (same order);
     ``f_all``: the machine label of every item (the labelled ones included); ``pi``: each labelled item's
     inclusion probability (None: a uniform design); ``lam``: a fixed lambda (None: power-tuned lambda*;
-    1: PPI; 0: human-only); ``proportion``: clip the interval to [0, 1].
+    1: PPI; 0: human-only); ``proportion``: clip the estimate and the interval to [0, 1];
+    ``min_labelled``: the fewest people-labelled items an estimate is given from (at least 2).
     """
     y_arr = np.asarray(y, dtype=float)
     f_arr = np.asarray(f_labelled, dtype=float)
@@ -174,10 +183,11 @@ def ppi_mean(
     machine_only = float(big.mean()) if n_all else None
     weights = hajek_weights(pi) if pi is not None else np.ones(n)
     weighted = pi is not None and bool(n) and not np.allclose(weights, 1.0)
-    if n < 2 or n_all < 2:
+    least = max(2, int(min_labelled))
+    if n < least or n_all < 2:
         reason = (
-            f"needs at least 2 people-labelled items (has {n})"
-            if n < 2
+            f"needs at least {least} people-labelled items (has {n}): no estimate"
+            if n < least
             else f"needs at least 2 machine-labelled items (has {n_all})"
         )
         return PpiEstimate(NONE, NONE, machine_only, None, n, n_all, None, None, weighted, reason)
@@ -217,12 +227,21 @@ def ppi_mean(
         se = math.sqrt(sample + machine)
         low, high = centre - z * se, centre + z * se
         if proportion:
-            low, high = max(0.0, low), min(1.0, high)
+            estimate, low, high = _bounded(estimate, 0.0, 1.0), max(0.0, low), min(1.0, high)
         return Interval(estimate, low, high, se)
 
     sample_now, machine_now = variance(lam)
     v_now, v_human = sample_now + machine_now, e
     n_eff = n * v_human / v_now if v_now > 0 else None
+    raw = y_bar_raw + lam * (big_bar - f_bar_raw)
+    reasons = [
+        *(["every label agrees: the interval has width 0 (the CLT says nothing here)"] if v_now <= 0 else []),
+        *(
+            [f"estimate clipped to [0, 1] (the PPI++ formula gives {raw:.4f})"]
+            if proportion and not 0.0 <= raw <= 1.0
+            else []
+        ),
+    ]
     return PpiEstimate(
         ppi=interval(lam),
         human_only=interval(0.0),
@@ -233,16 +252,21 @@ def ppi_mean(
         n_effective=n_eff,
         gain=n_eff / n if n_eff is not None else None,
         weighted=weighted,
-        reason=None
-        if v_now > 0
-        else "every label agrees: the interval has width 0 (the CLT says nothing here)",
+        reason="; ".join(reasons) or None,
         sample_term=sample_now * n,
         machine_term=machine_now,
     )
 
 
-def ppi_difference(a: PpiEstimate, b: PpiEstimate, *, confidence: float = 0.95) -> PpiDifference:
-    """theta_A - theta_B +- z sqrt(V_A + V_B) (independent: the two groups hold different items)."""
+def _bounded(value: float, low: float, high: float) -> float:
+    return min(high, max(low, value))
+
+
+def ppi_difference(
+    a: PpiEstimate, b: PpiEstimate, *, confidence: float = 0.95, proportion: bool = False
+) -> PpiDifference:
+    """theta_A - theta_B +- z sqrt(V_A + V_B) (independent: the two groups hold different items);
+    ``proportion``: a difference of two proportions, its estimate and interval clipped to [-1, 1]."""
     z = z_value(confidence)
 
     def diff(x: Interval, y: Interval) -> Interval:
@@ -250,7 +274,10 @@ def ppi_difference(a: PpiEstimate, b: PpiEstimate, *, confidence: float = 0.95) 
             return NONE
         estimate = x.estimate - y.estimate
         se = math.sqrt(x.se**2 + y.se**2)
-        return Interval(estimate, estimate - z * se, estimate + z * se, se)
+        low, high = estimate - z * se, estimate + z * se
+        if proportion:
+            estimate, low, high = _bounded(estimate, -1.0, 1.0), max(-1.0, low), min(1.0, high)
+        return Interval(estimate, low, high, se)
 
     machine = (
         a.machine_only - b.machine_only if a.machine_only is not None and b.machine_only is not None else None

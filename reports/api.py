@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.access import request_user
+from common.checked_input import MAX_ID
 from common.errors import ValidationFailed
 from reports.downloads import report_file_response
 from reports.formats import FORMATS
@@ -41,7 +42,7 @@ class ReportRequestSerializer(serializers.Serializer[dict[str, Any]]):
         max_length=16, required=False, default="holm", help_text=f"One of {', '.join(CORRECTIONS)}"
     )
     compare = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
         required=False,
         default=list,
         max_length=MAX_COMPARE,

@@ -20,8 +20,9 @@ from django.db.models import QuerySet
 from annotations import access
 from annotations.models import Annotation, Item, Study, User
 from annotations.services.stored_files import file_bytes_store
+from common.checked_input import id_from_text
 from common.errors import NotAllowed, NotFoundError, ValidationFailed
-from common.jobs import job_claim, job_enqueue, job_finish, job_heartbeat, job_keepalive, jobs_resume_stale
+from common.jobs import job_enqueue, job_finish, job_heartbeat, job_run, jobs_resume_stale
 from reports.formats import FORMATS, Rendered, renderer
 from reports.gather import report_build
 from reports.models import ReportJob
@@ -77,11 +78,11 @@ def report_options_check(
         raise ValidationFailed(f"compare: at most {MAX_COMPARE} studies")
     ids: list[int] = []
     for value in compare:
-        if isinstance(value, bool) or not (
-            isinstance(value, int) or (isinstance(value, str) and value.isdigit())
-        ):
+        # ASCII digits only, at most a database id (``str.isdigit`` takes '²' and Arabic-Indic digits,
+        # and ``int`` of 4,301 digits raises): anything else is not a study id.
+        pk = None if isinstance(value, bool) or not isinstance(value, int | str) else id_from_text(value)
+        if pk is None or pk < 1:
             raise ValidationFailed(f"compare: {str(value)[:40]!r} is not a study id")
-        pk = int(value)
         if pk == study.pk:
             raise ValidationFailed("compare: a study is not compared with itself")
         if pk in ids:
@@ -174,45 +175,43 @@ def report_job_run(*, job_id: int) -> ReportJob:
     this run replaces under the same name). A job whose cancellation was asked for before the run ends
     cancelled; a run that was taken over changes nothing. The studies compared are read again as the
     requester sees them now: one they may no longer see fails the job with the reason."""
-    claim = job_claim(ReportJob, job_id)
-    job = ReportJob.objects.select_related("study", "requested_by").get(pk=job_id)
-    if claim is None:
-        return job
-    with job_keepalive(ReportJob, job.pk, claim.token):
-        if job_heartbeat(ReportJob, job.pk, claim.token):
-            return job_finish(ReportJob, job.pk, status=ReportJob.Status.CANCELLED, token=claim.token)
-        try:
-            options = report_options_check(
-                user=job.requested_by,
-                study=job.study,
-                fmt=job.format,
-                source=job.source,
-                correction=job.correction,
-                compare=job.compare,
-            )
-            rendered = report_render(job.study, options)
-        except ValidationFailed as exc:
-            return job_finish(
-                ReportJob, job.pk, status=ReportJob.Status.FAILED, error=exc.message, token=claim.token
-            )
-        if job_heartbeat(ReportJob, job.pk, claim.token):
-            return job_finish(ReportJob, job.pk, status=ReportJob.Status.CANCELLED, token=claim.token)
-        stem = rendered.filename.rsplit(".", 1)[0] if "." in rendered.filename else rendered.filename
-        if stem == "report":  # LaTeX's main file is report.tex: the zip names the study
-            stem = f"report-study-{job.study_id}"
-        filename, content_type, data = report_bundle(rendered, stem)
-        stored = file_bytes_store(
-            storage=ReportJob.file.field.storage, name=report_job_file_name(job, filename), data=data
+    return job_run(ReportJob, job_id, _report_job_run_claimed, related=("study", "requested_by"))
+
+
+def _report_job_run_claimed(job: ReportJob, token: str) -> ReportJob:
+    """The run of a claimed report job (see ``report_job_run``)."""
+    if job_heartbeat(ReportJob, job.pk, token):
+        return job_finish(ReportJob, job.pk, status=ReportJob.Status.CANCELLED, token=token)
+    try:
+        options = report_options_check(
+            user=job.requested_by,
+            study=job.study,
+            fmt=job.format,
+            source=job.source,
+            correction=job.correction,
+            compare=job.compare,
         )
-        return job_finish(
-            ReportJob,
-            job.pk,
-            status=ReportJob.Status.DONE,
-            token=claim.token,
-            file=stored,
-            filename=filename,
-            content_type=content_type,
-        )
+        rendered = report_render(job.study, options)
+    except ValidationFailed as exc:
+        return job_finish(ReportJob, job.pk, status=ReportJob.Status.FAILED, error=exc.message, token=token)
+    if job_heartbeat(ReportJob, job.pk, token):
+        return job_finish(ReportJob, job.pk, status=ReportJob.Status.CANCELLED, token=token)
+    stem = rendered.filename.rsplit(".", 1)[0] if "." in rendered.filename else rendered.filename
+    if stem == "report":  # LaTeX's main file is report.tex: the zip names the study
+        stem = f"report-study-{job.study_id}"
+    filename, content_type, data = report_bundle(rendered, stem)
+    stored = file_bytes_store(
+        storage=ReportJob.file.field.storage, name=report_job_file_name(job, filename), data=data
+    )
+    return job_finish(
+        ReportJob,
+        job.pk,
+        status=ReportJob.Status.DONE,
+        token=token,
+        file=stored,
+        filename=filename,
+        content_type=content_type,
+    )
 
 
 def report_jobs_resume_stale() -> list[int]:

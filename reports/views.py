@@ -77,15 +77,23 @@ def _query(options: ReportOptions) -> str:
 @login_required
 @require_GET
 def study_report(request: HttpRequest, pk: int) -> HttpResponse:
-    user = request_user(request)
-    study = report_study_get(user=user, id=pk)
-    error = ""
-    preview = ""
-    large = report_is_large(study)
+    study = report_study_get(user=request_user(request), id=pk)
     try:
         options = _options(request, study, request.GET, "html")
     except ValidationFailed as exc:
-        error = exc.message
+        return _tab_page(request, study, None, error=exc.message)
+    return _tab_page(request, study, options)
+
+
+def _tab_page(
+    request: HttpRequest, study: Any, options: ReportOptions | None, *, error: str = ""
+) -> HttpResponse:
+    """The Report tab for ``options`` (None: options refused with ``error``; the tab answers 400 with
+    the reason and the default options)."""
+    user = request_user(request)
+    preview = ""
+    large = report_is_large(study)
+    if options is None:
         options = ReportOptions(fmt="html", source=None, correction="holm", compare=[])
     if not error and not large:
         try:
@@ -129,8 +137,7 @@ def study_report_make(request: HttpRequest, pk: int) -> HttpResponseBase:
     try:
         options = _options(request, study, request.POST, (request.POST.get("format") or "")[:16])
     except ValidationFailed as exc:
-        messages.error(request, exc.message)
-        return redirect(page)
+        return _tab_page(request, study, None, error=exc.message)
     if options.fmt in INLINE_FORMATS and not report_is_large(study):
         try:
             rendered = report_render(study, options)

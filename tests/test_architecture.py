@@ -35,10 +35,8 @@ MAY_IMPORT = {
     "reports": {"mitigation", "generation", "labelling", "annotations", "common", "metrics"},
     "workbench": {"reports", "mitigation", "annotations", "generation", "labelling", "common", "metrics"},
 }
-# Modules that compose apps the way ``workbench`` does, named in docs/architecture.md.
-COMPOSITION_POINTS = {
-    "annotations.management.commands.setup_demo": {"labelling"},
-}
+# Modules below ``workbench`` that compose apps the way it does (docs/architecture.md): none.
+COMPOSITION_POINTS: dict[str, set[str]] = {}
 PAGE_MODULES = {
     "annotations.views.studies",
     "annotations.views.annotate",
@@ -135,8 +133,8 @@ def test_services_and_selectors_stay_below_pages_and_tasks() -> None:
     assert wrong == []
 
 
-# The services that read files through a format adapter (docs/architecture.md names them).
-SERVICES_USING_INTERCHANGE = {"annotations.services.demo", "annotations.services.controls"}
+# The services that read files through a format adapter: none (imports are adapters above them).
+SERVICES_USING_INTERCHANGE: set[str] = set()
 
 
 def test_format_adapters_sit_between_the_pages_and_the_services() -> None:

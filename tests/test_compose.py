@@ -2,13 +2,21 @@
 every service has a health check, web nodes and workers share no folder (files go through the
 bucket), the GPU worker reserves an NVIDIA GPU, nginx balances over both web nodes, every variable
 given to the workbench is one the settings read, and those settings start in production mode.
-``nginx -t`` checks the nginx file with Debian's nginx where it is installed."""
+``nginx -t`` checks the nginx file with Debian's nginx where it is installed.
+
+Its defaults are safe (third hardening round, docs/deploy.md "Docker Compose"): MinIO's root account
+reaches only the minio and minio-init services, the app signs in as the user deploy/minio-init.sh
+makes (run here with a stand-in ``mc``: its policy names the bucket only, the one docs/deploy.md
+gives), files reach browsers through the app (MinIO is published nowhere), every image names a
+version, Redis asks for a password that every redis:// URL gives, nginx listens on 127.0.0.1 and ends
+TLS, and ``manage.py check --deploy`` is clean with the environment the web nodes get."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -21,6 +29,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "compose.yaml"
 NGINX = ROOT / "deploy" / "nginx.conf"
+MINIO_INIT = ROOT / "deploy" / "minio-init.sh"
+DOCKERFILE = ROOT / "Dockerfile"
+DEPLOY_DOCS = ROOT / "docs" / "deploy.md"
+MINIO_SERVICES = {"minio", "minio-init"}
+REDIS_PASSWORD = "${REDIS_PASSWORD:?set REDIS_PASSWORD in .env}"
 WEB_NODES = {"web1", "web2"}
 WORKERS = {"worker-cpu", "worker-gpu"}
 # Read by boto3 itself (docs/deploy.md, "Object storage"), not by workbench/settings.py.
@@ -52,6 +65,32 @@ def settings_names() -> set[str]:
 
 def workbench_services(services: dict[str, Any]) -> dict[str, Any]:
     return {name: s for name, s in services.items() if s.get("image", "").startswith("stereotype-audit")}
+
+
+def filled(value: Any, required: dict[str, str] | None = None) -> str:
+    """A compose value as compose fills it with an empty .env: ``${NAME:-default}`` gives the default,
+    ``${NAME:?message}`` the value in ``required`` (else a placeholder secret)."""
+    given = required or {}
+    text = re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", str(value))
+    return re.sub(r"\$\{([A-Z0-9_]+):\?[^}]*\}", lambda m: given.get(m.group(1), "secret-" + "x" * 50), text)
+
+
+def compose_env(service: dict[str, Any], required: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a workbench process of that service starts with (nothing of the caller's own)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKBENCH_", "DJANGO_", "CELERY_"))}
+    env.pop("DATABASE_URL", None)
+    env.update({key: filled(value, required) for key, value in service["environment"].items()})
+    env["DJANGO_SETTINGS_MODULE"] = "workbench.settings"
+    return env
+
+
+def strings(node: Any) -> list[str]:
+    """Every string in a parsed YAML tree (keys and values)."""
+    if isinstance(node, dict):
+        return [s for key, value in node.items() for s in strings(key) + strings(value)]
+    if isinstance(node, list):
+        return [s for item in node for s in strings(item)]
+    return [node] if isinstance(node, str) else []
 
 
 def test_every_service_has_a_health_check(services) -> None:
@@ -102,8 +141,8 @@ def test_every_variable_given_to_the_workbench_is_one_it_reads(services) -> None
         assert REQUIRED <= set(env), f"{name} lacks {REQUIRED - set(env)}"
         assert set(env) <= known, f"{name}: settings.py reads no {set(env) - known}"
         assert env["WORKBENCH_S3_ADDRESSING_STYLE"] == "path" and env["WORKBENCH_ENV"] == "production"
-        assert env["WORKBENCH_CACHE_URL"].startswith("redis://redis:")
-        assert env["CELERY_BROKER_URL"].startswith("redis://redis:")
+        assert env["WORKBENCH_CACHE_URL"].startswith(f"redis://:{REDIS_PASSWORD}@redis:")
+        assert env["CELERY_BROKER_URL"].startswith(f"redis://:{REDIS_PASSWORD}@redis:")
 
 
 PROBE = """
@@ -112,18 +151,13 @@ django.setup()
 from django.conf import settings
 print(json.dumps({"production": settings.PRODUCTION, "cache": settings.CACHES["default"]["BACKEND"],
                   "mail": settings.EMAIL_BACKEND, "bucket": settings.S3_BUCKET,
-                  "model_dirs": settings.WORKBENCH_MODEL_DIRS}))
+                  "model_dirs": settings.WORKBENCH_MODEL_DIRS, "serve": settings.S3_SERVE}))
 """
 
 
 def test_the_compose_environment_starts_the_settings_in_production(services, tmp_path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKBENCH_", "DJANGO_", "CELERY_"))}
-    env.pop("DATABASE_URL", None)
-    given = services["worker-gpu"]["environment"]
-    for key, value in given.items():  # ${NAME:-default} and ${NAME:?message} as compose fills them
-        filled = re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", str(value))
-        env[key] = re.sub(r"\$\{[A-Z0-9_]+:\?[^}]*\}", "secret-" + "x" * 50, filled)
-    env |= {"DJANGO_SETTINGS_MODULE": "workbench.settings", "WORKBENCH_DATA_DIR": str(tmp_path / "absent")}
+    env = compose_env(services["worker-gpu"])
+    env["WORKBENCH_DATA_DIR"] = str(tmp_path / "absent")
     out = subprocess.run(
         [sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
@@ -135,9 +169,42 @@ def test_the_compose_environment_starts_the_settings_in_production(services, tmp
         "mail": "django.core.mail.backends.smtp.EmailBackend",
         "bucket": "workbench",
         "model_dirs": ["/models"],
+        "serve": "proxy",
     }
     # Settings and start-up made no folder (no SQLite, no embedded broker, no secret-key file).
     assert not (tmp_path / "absent").exists()
+
+
+def throwaway_certificate(folder: Path) -> None:
+    """A self-signed fullchain.pem and privkey.pem for ``nginx -t`` (cryptography: moto brings it)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    folder.mkdir()
+    (folder / "fullchain.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "privkey.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
 
 
 @pytest.mark.skipif(
@@ -145,6 +212,8 @@ def test_the_compose_environment_starts_the_settings_in_production(services, tmp
 )
 def test_nginx_accepts_the_configuration(tmp_path) -> None:
     conf = NGINX.read_text().replace("web1:8000", "127.0.0.1:18001").replace("web2:8000", "127.0.0.1:18002")
+    throwaway_certificate(tmp_path / "tls")
+    conf = conf.replace("/etc/nginx/tls/", f"{tmp_path / 'tls'}/")
     path = tmp_path / "nginx.conf"
     path.write_text(conf)
     result = subprocess.run(
@@ -152,3 +221,197 @@ def test_nginx_accepts_the_configuration(tmp_path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "syntax is ok" in result.stderr and "test is successful" in result.stderr
+
+
+# --- Safe defaults (third hardening round) ---------------------------------------------------------
+
+
+def test_minio_root_credentials_reach_only_minio_and_minio_init(services) -> None:
+    for name, service in services.items():
+        seen = [s for s in strings(service) if "MINIO_ROOT_" in s]
+        if name in MINIO_SERVICES:
+            assert seen, f"{name} should hold MinIO's root account"
+        else:
+            assert not seen, f"{name} sees MinIO's root account: {seen}"
+
+
+def test_the_app_signs_in_to_minio_as_the_bucket_user_minio_init_makes(services) -> None:
+    init = services["minio-init"]
+    assert "./deploy/minio-init.sh:/minio-init.sh:ro" in init["volumes"]
+    assert init["entrypoint"] == ["/bin/sh", "/minio-init.sh"] and "command" not in init
+    user = init["environment"]["MINIO_WORKBENCH_USER"]
+    password = init["environment"]["MINIO_WORKBENCH_PASSWORD"]
+    assert re.fullmatch(r"\$\{MINIO_WORKBENCH_PASSWORD:\?[^}]+\}", password)  # required, no default
+    assert filled(user) != filled(services["minio"]["environment"]["MINIO_ROOT_USER"])
+    for name, service in workbench_services(services).items():
+        env = service["environment"]
+        assert (env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]) == (user, password), name
+        assert env["WORKBENCH_S3_BUCKET"] == init["environment"]["WORKBENCH_S3_BUCKET"], name
+
+
+FAKE_MC = """#!/bin/sh
+printf '%s\\n' "$*" >>"$MC_LOG"
+case "$1 $2 $3" in
+    "admin policy create") cp "$6" "$MC_POLICY" ;;
+    "admin policy attach")
+        if [ -n "${MC_ATTACH_ERROR:-}" ]; then printf '%s\\n' "$MC_ATTACH_ERROR" >&2; exit 1; fi ;;
+esac
+"""
+
+
+def run_minio_init(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """deploy/minio-init.sh with a stand-in ``mc`` that logs its arguments and keeps the policy file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "mc").write_text(FAKE_MC)
+    (bin_dir / "mc").chmod(0o755)
+    log = tmp_path / "mc.log"
+    log.unlink(missing_ok=True)
+    given = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "TMPDIR": str(tmp_path),
+        "MC_LOG": str(log),
+        "MC_POLICY": str(tmp_path / "policy.json"),
+        "MINIO_ROOT_USER": "root-user",
+        "MINIO_ROOT_PASSWORD": "root-password",
+        "MINIO_WORKBENCH_USER": "workbench-app",
+        "MINIO_WORKBENCH_PASSWORD": "app-password",
+        "WORKBENCH_S3_BUCKET": "audit-files",
+    } | env
+    result = subprocess.run(["sh", str(MINIO_INIT)], env=given, capture_output=True, text=True, timeout=60)
+    return result, log.read_text().splitlines() if log.exists() else []
+
+
+def documented_bucket_policy(bucket: str) -> Any:
+    """The policy of docs/deploy.md ("Object storage"), for ``bucket``."""
+    block = re.search(r"```json\n(.*?)```", DEPLOY_DOCS.read_text(), re.S)
+    assert block is not None, "docs/deploy.md gives no bucket policy"
+    return json.loads(block.group(1).replace("lab-audit-files", bucket))
+
+
+def test_minio_init_makes_a_user_whose_policy_names_the_bucket_only(tmp_path) -> None:
+    result, calls = run_minio_init(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert calls == [
+        "alias set local http://minio:9000 root-user root-password",
+        "mb --ignore-existing local/audit-files",
+        "anonymous set none local/audit-files",
+        f"admin policy create local workbench-bucket {tmp_path}/workbench-bucket-policy.json",
+        "admin user add local workbench-app app-password",
+        "admin policy attach local workbench-bucket --user workbench-app",
+    ]
+    policy = json.loads((tmp_path / "policy.json").read_text())
+    assert policy == documented_bucket_policy("audit-files")
+    for statement in policy["Statement"]:
+        assert statement["Effect"] == "Allow"
+        assert statement["Resource"] in ("arn:aws:s3:::audit-files", "arn:aws:s3:::audit-files/*")
+        for action in statement["Action"]:
+            assert action in {
+                "s3:GetObject",
+                "s3:PutObject",
+                "s3:DeleteObject",
+                "s3:AbortMultipartUpload",
+                "s3:ListBucket",
+            }, action
+
+
+def test_minio_init_runs_again_and_refuses_what_would_widen_the_policy(tmp_path) -> None:
+    again, _ = run_minio_init(
+        tmp_path, MC_ATTACH_ERROR="mc: <ERROR> The specified policy change is already in effect."
+    )
+    assert again.returncode == 0, again.stderr
+    failed, _ = run_minio_init(tmp_path, MC_ATTACH_ERROR="mc: <ERROR> Unable to connect")
+    assert failed.returncode != 0 and "Unable to connect" in failed.stderr
+    for bucket in ("*", "audit*", 'a"b', "audit-files/x", "Audit", "ab"):
+        refused, calls = run_minio_init(tmp_path, WORKBENCH_S3_BUCKET=bucket)
+        assert refused.returncode != 0 and calls == [], bucket
+    as_root, calls = run_minio_init(tmp_path, MINIO_WORKBENCH_USER="root-user")
+    assert as_root.returncode != 0 and calls == [] and "root" in as_root.stderr
+
+
+def test_every_image_names_a_version(services) -> None:
+    for name, service in services.items():
+        image = service["image"]
+        repository, _, tag = image.rpartition(":")
+        assert repository and tag and tag != "latest" and "/" not in tag, f"{name}: {image} names no version"
+        if "build" in service:  # built here from this checkout
+            assert repository.startswith("stereotype-audit-workbench"), name
+        elif repository.startswith("minio/"):
+            assert re.fullmatch(r"RELEASE\.\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}Z", tag), f"{name}: {image}"
+        else:
+            assert re.fullmatch(r"\d+\.\d+(\.\d+)?(-[a-z0-9]+)?", tag), f"{name}: {image}"
+    bases = re.findall(r"^FROM\s+(\S+)", DOCKERFILE.read_text(), re.M)
+    assert bases and all(re.fullmatch(r"[\w./-]+:\d+\.\d+\.\d+[\w.-]*", base) for base in bases), bases
+
+
+def test_redis_asks_for_a_password_and_every_redis_url_gives_it(services) -> None:
+    redis = services["redis"]
+    command = redis["command"]
+    assert command[command.index("--requirepass") + 1] == REDIS_PASSWORD
+    assert redis["environment"]["REDISCLI_AUTH"] == REDIS_PASSWORD  # the health check's redis-cli
+    urls = [s for s in strings(services) if "redis://" in s or "rediss://" in s]
+    assert urls
+    for url in urls:
+        assert url.startswith(f"redis://:{REDIS_PASSWORD}@redis:6379/"), url
+
+
+def published_ports(service: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(host address, host port, container port) of each published port, defaults filled."""
+    ports = []
+    for entry in service.get("ports", []):
+        if isinstance(entry, dict):
+            ports.append((filled(entry.get("host_ip", "")), filled(entry["published"]), str(entry["target"])))
+            continue
+        *address, port, target = filled(entry).split(":")  # [address:]port:target
+        ports.append((":".join(address), port, target))
+    return ports
+
+
+def test_nothing_is_published_beyond_this_machine_by_default(services) -> None:
+    nginx = published_ports(services["nginx"])
+    assert {(port, target) for _, port, target in nginx} == {("8443", "443"), ("8080", "80")}
+    for name, service in services.items():
+        for address, _, target in published_ports(service):
+            assert address == "127.0.0.1", f"{name} publishes port {target} on {address or 'every address'}"
+            assert target != "9000", f"{name} publishes MinIO's API"
+    for entry in services["nginx"]["ports"]:
+        assert entry.startswith("${WORKBENCH_BIND:-127.0.0.1}:"), entry  # .env widens it on purpose
+
+
+def test_nginx_ends_tls_with_the_mounted_certificate(services) -> None:
+    conf = NGINX.read_text()
+    assert re.search(r"listen 443 ssl;", conf)
+    assert "ssl_certificate /etc/nginx/tls/fullchain.pem;" in conf
+    assert "ssl_certificate_key /etc/nginx/tls/privkey.pem;" in conf
+    assert re.search(r"ssl_protocols TLSv1\.2 TLSv1\.3;", conf)
+    assert "return 301 https://$host$request_uri;" in conf
+    assert "${WORKBENCH_TLS_DIR:-./deploy/tls}:/etc/nginx/tls:ro" in services["nginx"]["volumes"]
+    # The key never goes into the app's image (COPY . .) nor into git.
+    assert "deploy/tls" in (ROOT / ".dockerignore").read_text().split()
+    assert (ROOT / "deploy" / "tls" / ".gitignore").read_text().splitlines()[1:] == ["*", "!.gitignore"]
+
+
+def test_files_reach_browsers_through_the_app_by_default(services) -> None:
+    for name, service in workbench_services(services).items():
+        env = service["environment"]
+        # The endpoint is a name only the containers resolve: a redirect there would fail in browsers.
+        assert filled(env["WORKBENCH_S3_ENDPOINT_URL"]) == "http://minio:9000", name
+        assert filled(env.get("WORKBENCH_S3_SERVE", "redirect")) == "proxy", name  # settings: redirect
+
+
+def test_check_deploy_is_clean_with_the_environment_the_web_nodes_get(services, tmp_path) -> None:
+    assert services["web1"]["environment"] == services["web2"]["environment"]
+    env = compose_env(services["web1"], {"DJANGO_SECRET_KEY": secrets.token_urlsafe(50)})
+    env["WORKBENCH_DATA_DIR"] = str(tmp_path / "absent")
+    assert env.get("DJANGO_SILENCED_SYSTEM_CHECKS", "") == ""  # nothing silenced by default
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout, result.stdout + result.stderr
+    assert not (tmp_path / "absent").exists()

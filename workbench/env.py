@@ -42,3 +42,8 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def env_list_or_none(name: str) -> list[str] | None:
+    """A comma-separated list, or None when the variable is not set at all (set and empty: [])."""
+    return None if os.environ.get(name) is None else env_list(name, [])

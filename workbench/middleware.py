@@ -1,7 +1,7 @@
-"""A content-security policy on every response (Django 5.2 has none built in), domain errors as
-404/403 pages, the fence that keeps participant accounts (made by invitation links) inside
-their study's annotate pages, and the limits on what a request may carry (checked before its body
-is read)."""
+"""A content-security policy on every response (Django 5.2 has none built in), ``no-store`` on API
+answers, domain errors as 404/403 pages, the fence that keeps participant accounts (made by
+invitation links) inside their study's annotate pages, and the limits on what a request may carry
+(checked before its body is read)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ PAGE_POLICY = (
     "script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
 
+API_CACHE_CONTROL = "private, no-store"
+
 
 class ContentSecurityPolicyMiddleware:
     """Adds the page policy unless the view set its own (file downloads set a sandbox)."""
@@ -39,6 +41,22 @@ class ContentSecurityPolicyMiddleware:
             response["Content-Security-Policy"] = (
                 PAGE_POLICY.replace("img-src 'self'", f"img-src 'self' {origin}") if origin else PAGE_POLICY
             )
+        return response
+
+
+class ApiNoStoreMiddleware:
+    """Every answer under ``/api/`` that sets no ``Cache-Control`` of its own gets ``private,
+    no-store``: API answers carry task data and presigned URLs (a task's ``direct_url``) that no
+    browser or proxy cache should keep. Answers that chose their caching (an item image, a redirect to
+    a presigned URL) keep theirs."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.path_info.startswith("/api/") and not response.has_header("Cache-Control"):
+            response["Cache-Control"] = API_CACHE_CONTROL
         return response
 
 

@@ -16,7 +16,7 @@ import dj_database_url
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
-from workbench.env import env_bool, env_int, env_list, env_str
+from workbench.env import env_bool, env_int, env_list, env_list_or_none, env_str
 
 # Lets generic Django classes be subscripted at run time (``admin.ModelAdmin[Study]``) for mypy.
 django_stubs_ext.monkeypatch()
@@ -87,6 +87,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "workbench.middleware.ApiNoStoreMiddleware",  # outside the rest: every /api/ answer, refusals too
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -176,6 +177,13 @@ AXES_VERBOSE = False
 # (docs/security.md, "Password reset"). Counted in Django's cache.
 WORKBENCH_PASSWORD_RESET_LIMIT = env_int("WORKBENCH_PASSWORD_RESET_LIMIT", 15)
 WORKBENCH_PASSWORD_RESET_WINDOW_MINUTES = env_int("WORKBENCH_PASSWORD_RESET_WINDOW_MINUTES", 15)
+# An API token is refused (401) this many days after it was made; making a new one replaces it. A
+# password change or reset, deactivation or a role change ends it at once (docs/api.md, "Authentication").
+WORKBENCH_API_TOKEN_DAYS = env_int("WORKBENCH_API_TOKEN_DAYS", 30)
+if WORKBENCH_API_TOKEN_DAYS < 1:
+    raise ImproperlyConfigured(
+        f"WORKBENCH_API_TOKEN_DAYS must be at least 1 (a token's lifetime), not {WORKBENCH_API_TOKEN_DAYS}"
+    )
 # Reverse proxies in front of the app that append to X-Forwarded-For (nginx: 1). 0: REMOTE_ADDR is the client.
 WORKBENCH_TRUSTED_PROXIES = env_int("WORKBENCH_TRUSTED_PROXIES", 0)
 
@@ -269,9 +277,16 @@ WORKBENCH_EXPORT_INLINE_LIMIT = env_int("WORKBENCH_EXPORT_INLINE_LIMIT", 20_000)
 # Uploads larger than this (all files of a request together) are stored and imported by a worker as
 # an import job; smaller ones finish within the request (docs/import-export.md, "Imports as jobs").
 WORKBENCH_IMPORT_INLINE_BYTES = env_int("WORKBENCH_IMPORT_INLINE_MB", 20) * 1024 * 1024
-# The buckets imports may read and exports may write (s3://bucket/prefix/); empty = only
-# WORKBENCH_S3_BUCKET. Researchers must not reach every bucket the server's credentials can.
+# ... and uploads of more rows than this (lines of a CSV/JSONL, objects of a JSON file; counted
+# cheaply, bounded) are imported by a worker too, whatever their size: a 19 MB manifest of 900,000
+# rows held a web worker for a minute (docs/import-export.md, "Imports as jobs").
+WORKBENCH_IMPORT_INLINE_ROWS = env_int("WORKBENCH_IMPORT_INLINE_ROWS", 5_000)
+# Where bucket addresses (s3://...) may point: entries "bucket" or "bucket/prefix/", the prefix may
+# name {study} or {user} (ids). Imports read under WORKBENCH_S3_IMPORT_BUCKETS, exports write under
+# WORKBENCH_S3_EXPORT_BUCKETS (unset: the import entries). None by default, and never the storage's
+# own folders (annotations/interchange/bucket_addresses.py; docs/security.md, "Buckets by tenant").
 WORKBENCH_S3_IMPORT_BUCKETS = env_list("WORKBENCH_S3_IMPORT_BUCKETS", [])
+WORKBENCH_S3_EXPORT_BUCKETS = env_list_or_none("WORKBENCH_S3_EXPORT_BUCKETS")
 # Local model folders that pages and the API may load (the command line may load any folder).
 WORKBENCH_MODEL_DIRS = env_list("WORKBENCH_MODEL_DIRS", [str(DATA_DIR / "models")])
 WORKBENCH_DEFAULT_LEASE_MINUTES = env_int("WORKBENCH_DEFAULT_LEASE_MINUTES", 30)

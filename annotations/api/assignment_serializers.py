@@ -8,6 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema_field
 from rest_framework import serializers
 
+from annotations.access import assignment_gives_direct_urls
 from annotations.models import Assignment
 from annotations.presenters import image_views
 from annotations.protocols.answers import questions_to_answer
@@ -15,6 +16,7 @@ from annotations.protocols.schema import Question
 from annotations.selectors.pools import sees_expert_questions
 from annotations.selectors.tasks import stored_answers
 from annotations.services.stored_files import item_image_direct_url
+from common.file_storage import serve_by_redirect
 
 
 def _question(question: Question, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +96,11 @@ def _task(assignment: Assignment) -> dict[str, Any]:
     item, annotator = assignment.item, assignment.annotator
     expert = sees_expert_questions(study=assignment.study, annotator=annotator)
     protocol = assignment.study.protocol_obj
-    direct_urls = {image.position: item_image_direct_url(image) for image in item.images.all()}
+    # Presigned bucket URLs only for the caller's current lease in a study they are still in (asked
+    # only when the files are answered by redirect and there is a file: no query otherwise).
+    stored = [image for image in item.images.all() if image.file.name]
+    direct = bool(stored) and serve_by_redirect() and assignment_gives_direct_urls(assignment)
+    direct_urls = {image.position: item_image_direct_url(image) for image in stored} if direct else {}
     return {
         "item": {
             "id": item.pk,
@@ -109,7 +115,8 @@ def _task(assignment: Assignment) -> dict[str, Any]:
                     "url": image.url,
                     "display_url": image.display_url,
                     # The presigned bucket URL ``url`` redirects to (files in S3), for the annotator's
-                    # own task: the client loads the image without another request to the workbench.
+                    # own current lease only: the client loads the image without another request to
+                    # the workbench. Null for anything else (a submitted, skipped or expired one).
                     "direct_url": direct_urls.get(image.position),
                     "width": image.width,
                     "height": image.height,

@@ -20,6 +20,11 @@ account or a new participant is refused at once on every web node. A sign-in's `
 changes nothing the lookup uses and writes no generation. Without a shared cache, other processes
 see such a change when their entry runs out, at most ``TOKEN_CACHE_SECONDS`` later (the API token
 page says so: ``annotations.token_cache.revocation_delay_seconds``).
+
+A token lives ``WORKBENCH_API_TOKEN_DAYS`` after it was made (``Token.created``, held by the cached
+entry: no query): after that it answers 401 ``TOKEN_EXPIRED`` until its owner makes a new one, which
+replaces it. A password change or reset, deactivation or a role change deletes the account's tokens
+(``annotations/services/api_tokens.py``), so a token taken before them is refused at once.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 
 from annotations.models import Annotator, User
+from annotations.selectors.api_tokens import TOKEN_EXPIRED, api_token_expired
 from annotations.token_cache import (
     GENERATION_KEY,
     TOKEN_CACHE_SECONDS,
@@ -88,6 +94,8 @@ class WorkbenchTokenAuthentication(TokenAuthentication):
         user = User.from_db("default", _USER_FIELDS, entry.user)
         if not user.is_active:
             raise AuthenticationFailed("User inactive or deleted.")
+        if api_token_expired(entry.token_created):
+            raise AuthenticationFailed(TOKEN_EXPIRED)
         if entry.participant:
             raise PermissionDenied(PARTICIPANT_REFUSED)
         # As ``select_related`` leaves them: the annotator along (the claim and submit endpoints need

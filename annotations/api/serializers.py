@@ -398,5 +398,14 @@ class ImportReportSerializer(serializers.Serializer[Any]):
         help_text="Items with a blank or single-colour image: external_id, positions, colours (#rrggbb)",
     )
     warnings = serializers.ListField(child=serializers.CharField(), required=False)
-    item_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    item_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="The first 100 new item ids (item_ids_count: how many; item_ids_truncated: some left out)",
+    )
+    item_ids_count = serializers.IntegerField(required=False)
+    item_ids_truncated = serializers.BooleanField(required=False)
+    duplicates_count = serializers.IntegerField(required=False)
+    identical_count = serializers.IntegerField(required=False)
+    blank_count = serializers.IntegerField(required=False)
     annotators_created = serializers.ListField(child=serializers.CharField(), required=False)

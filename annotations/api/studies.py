@@ -41,12 +41,14 @@ from annotations.interchange.import_jobs import (
     import_upload,
     items_import_uploads,
     labelstudio_new_study,
+    uploads_inline,
 )
+from annotations.interchange.import_kinds import items_report
 from annotations.models import Annotation, Annotator, ExportJob, ImportJob, Item, Study
 from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
 from annotations.selectors.features import features_export_lines
-from annotations.selectors.findings.ppi import width_parse
+from annotations.selectors.findings.ppi import ppi_min_people, width_parse
 from annotations.selectors.findings.report import correction_param, metrics_report_cached
 from annotations.selectors.studies import enrolled_account
 from annotations.selectors.study_options import with_study_options
@@ -222,14 +224,15 @@ class ItemImportView(APIView):
         responses={201: s.ImportReportSerializer, 202: s.ImportJobSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        """Small uploads are imported within the request (201, the report); a bucket ``address`` and
-        uploads over ``WORKBENCH_IMPORT_INLINE_MB`` become an import job (202; GET /api/imports/<id>/)."""
+        """Small uploads are imported within the request (201, the report: counts and the first 100
+        new item ids); a bucket ``address`` and uploads over ``WORKBENCH_IMPORT_INLINE_MB`` or
+        ``WORKBENCH_IMPORT_INLINE_ROWS`` become an import job (202; GET /api/imports/<id>/)."""
         study = access.study_get_for_user(user=request_user(request), id=pk, write=True)
         data = s.ItemUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload, address = data.validated_data.get("file"), data.validated_data.get("address")
         try:
-            if address or (upload.size or 0) > settings.WORKBENCH_IMPORT_INLINE_BYTES:
+            if address or not uploads_inline([upload]):
                 job = (
                     import_job_from_address(study=study, user=request_user(request), address=address)
                     if address
@@ -250,7 +253,7 @@ class ItemImportView(APIView):
                 **({"errors": exc.details} if exc.details else {}),
             }
             return Response(body, status=exc.status_code)
-        return Response(report.as_dict(), status=status.HTTP_201_CREATED)
+        return Response(items_report(report), status=status.HTTP_201_CREATED)
 
 
 def import_answer(outcome: ImportOutcome) -> Response:
@@ -650,6 +653,12 @@ class StudyMetricsView(APIView):
                 description="how tables that run many tests adjust their p-values (p_adjusted): holm "
                 "(default, Holm step-down) or bh (Benjamini-Hochberg); anything else is a 400",
             ),
+            OpenApiParameter(
+                "min_people",
+                int,
+                description="ppi: the fewest people-labelled items a row is estimated from (2 to 100000; "
+                "default WORKBENCH_PPI_MIN_PEOPLE, 10); anything else is a 400",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -665,6 +674,7 @@ class StudyMetricsView(APIView):
                 include_partial=query_flag(params.get("partial"), "partial"),
                 width=width_parse(params.get("width")),
                 correction=correction_param(params.get("correction")),
+                min_people=ppi_min_people(params.get("min_people")) if params.get("min_people") else None,
             )
         )
 

@@ -32,9 +32,9 @@ from django.db import connection, transaction
 from django.db.models import F, Func, Prefetch, Q, TextField
 from django.utils import timezone
 
+from annotations.interchange.bucket_addresses import BucketAddress, bucket_address_check
 from annotations.interchange.labelstudio_export import export_labelstudio
 from annotations.interchange.parquet_export import export_parquet
-from annotations.interchange.sources import bucket_address_check
 from annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -51,15 +51,14 @@ from annotations.presenters import labeller_summary
 from annotations.selectors.pools import attributes_in_study, pools_in_study
 from annotations.selectors.study_options import study_options
 from annotations.services.stored_files import export_file_store, item_file_open
-from common.errors import WorkbenchError
+from common.errors import ValidationFailed, WorkbenchError
 from common.jobs import (
     Heartbeat,
     JobStopped,
-    job_claim,
     job_enqueue,
     job_finish,
     job_heartbeat,
-    job_keepalive,
+    job_run,
     jobs_resume_stale,
 )
 from common.spreadsheet import csv_cell
@@ -679,30 +678,74 @@ def export_to_file(
 
 
 def export_to_bucket(
-    study: Study, fmt: str, address: str, *, raw: bool = False, tick: Callable[[], None] = lambda: None
+    study: Study,
+    fmt: str,
+    address: str,
+    *,
+    raw: bool = False,
+    user_id: int | None = None,
+    tick: Callable[[], None] = lambda: None,
 ) -> str:
-    """Write an export in ``fmt`` under a bucket prefix the deployment allows (``s3://bucket/prefix/``,
-    checked as imports check it) as ``<prefix>/study-<id>.<suffix>``; the object's address."""
-    bucket_address_check(address)
+    """Write an export in ``fmt`` under a bucket prefix this study (and account) may write
+    (``s3://bucket/prefix/``, :func:`bucket_address_check`) as ``<prefix>/study-<id>.<suffix>``, or the
+    next free name (:func:`_bucket_put`); the object's address."""
+    checked = bucket_address_check(address, study_id=study.pk, user_id=user_id, write=True)
     folder = Path(settings.DATA_DIR) / "tmp" / "exports" / f"bucket-{uuid.uuid4().hex}"
     folder.mkdir(parents=True)
     try:
         out = folder / export_filename(study.pk, fmt)
         export_to_file(study, fmt, out, raw=raw, tick=tick)
-        return _bucket_put(out, address)
+        return _bucket_put(out, checked, mark=uuid.uuid4().hex)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _bucket_put(path: Path, address: str) -> str:
-    """Upload a written export file under an allowed bucket prefix; the object's address."""
+EXPORT_MARK = "workbench-export"  # the object metadata naming the export run that wrote it
+MAX_BUCKET_PUT = 5 * 1024**3  # one PUT request's limit on S3
+_NAME_TRIES = 100
+
+
+def _bucket_put(path: Path, address: BucketAddress, *, mark: str) -> str:
+    """Store a written export file under a checked bucket prefix, never replacing an object this run
+    did not write: the first free name of ``study-<id>.<suffix>``, ``study-<id>-2.<suffix>``, ... is
+    taken by a conditional PUT (``If-None-Match: *``, so two exports racing for one name cannot both
+    have it); an object that carries this run's ``mark`` (a job's run that was taken over) is
+    replaced. The object's address."""
     from common.object_storage import s3_client
 
-    location = bucket_address_check(address)
+    if path.stat().st_size > MAX_BUCKET_PUT:
+        raise ValidationFailed("the export is larger than 5 GB, more than one request may store in a bucket")
+    location = address.location
     prefix = location.prefix if location.prefix.endswith("/") else f"{location.prefix}/"
-    key = prefix + path.name
-    s3_client().upload_file(str(path), location.bucket, key)
-    return f"s3://{location.bucket}/{key}"
+    stem, dot, suffix = path.name.partition(".")
+    client = s3_client()
+    for attempt in range(1, _NAME_TRIES + 1):
+        key = prefix + (path.name if attempt == 1 else f"{stem}-{attempt}{dot}{suffix}")
+        try:
+            found = client.head_object(Bucket=location.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey", "NotFound"):
+                raise
+            found = None
+        ours = found is not None and found.get("Metadata", {}).get(EXPORT_MARK) == mark
+        if found is not None and not ours:
+            continue
+        condition = {} if ours else {"IfNoneMatch": "*"}
+        try:
+            with path.open("rb") as body:
+                client.put_object(
+                    Bucket=location.bucket, Key=key, Body=body, Metadata={EXPORT_MARK: mark}, **condition
+                )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in (
+                "PreconditionFailed",
+                "412",
+                "ConditionalRequestConflict",
+            ):
+                continue  # another writer took this name between the look and the PUT
+            raise
+        return f"s3://{location.bucket}/{key}"
+    raise ValidationFailed(f"{address.url}: {_NAME_TRIES} export names are taken under this prefix")
 
 
 def export_size(study: Study) -> int:
@@ -717,8 +760,8 @@ def export_job_create(*, study: Study, user: Any, fmt: str, raw: bool = False, t
     """Queue a background export; the task runs after this transaction commits. ``raw``: CSV text as
     stored (no apostrophes before formula-like text). ``target``: a bucket prefix to write the file
     under instead of the deployment's storage (checked now: the bucket must be allowed)."""
-    if target:
-        bucket_address_check(target)
+    if target.strip():
+        target = bucket_address_check(target, study_id=study.pk, user_id=user.pk, write=True).url
     job = ExportJob.objects.create(study=study, requested_by=user, format=fmt, raw=raw, target=target.strip())
     job_enqueue(task_name=EXPORT_TASK, job_id=job.pk)
     return job
@@ -746,12 +789,7 @@ def export_job_run(*, job_id: int) -> ExportJob:
     (``job_keepalive``); the writing asks every few seconds whether to stop: a job whose
     cancellation is requested before or while it writes ends cancelled, and a run that was taken
     over stops without touching the job."""
-    claim = job_claim(ExportJob, job_id)
-    job = ExportJob.objects.select_related("study").get(pk=job_id)
-    if claim is None:
-        return job
-    with job_keepalive(ExportJob, job.pk, claim.token):
-        return _export_job_run_claimed(job, claim.token)
+    return job_run(ExportJob, job_id, _export_job_run_claimed)
 
 
 def _export_job_run_claimed(job: ExportJob, token: str) -> ExportJob:
@@ -771,7 +809,10 @@ def _export_job_run_claimed(job: ExportJob, token: str) -> ExportJob:
             return job_finish(ExportJob, job.pk, status=ExportJob.Status.FAILED, error=str(exc), token=token)
         if job.target:
             try:
-                written = _bucket_put(out, job.target)
+                checked = bucket_address_check(
+                    job.target, study_id=job.study_id, user_id=job.requested_by_id, write=True
+                )
+                written = _bucket_put(out, checked, mark=f"job-{job.pk}")
             except (WorkbenchError, OSError, ValueError, BotoCoreError, ClientError) as exc:
                 message = exc.message if isinstance(exc, WorkbenchError) else str(exc)
                 return job_finish(

@@ -28,13 +28,13 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count
 
+from annotations.interchange.records import jsonl_objects, utf8_text
 from annotations.interchange.sources import Address, file_read
 from annotations.models import Annotator, Item, ItemFeature, Study
 from annotations.services.annotation_writes import (
     machine_annotator_for_import,
     machine_annotator_imported_find,
 )
-from common.checked_input import InputRefused, MalformedJSON, json_loads
 from common.errors import ImportRefused
 
 MAX_DIMENSION = 8192
@@ -78,24 +78,11 @@ class _Feature:
 
 def _parse(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ImportRefused(f"{name}: is not UTF-8 text") from exc
-    records: list[tuple[int, dict[str, Any]]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        if len(records) >= MAX_LINES:
-            raise ImportRefused(f"{name}: more than {MAX_LINES} lines; split the file")
-        try:
-            record = json_loads(line, where=f"line {number}")
-        except MalformedJSON as exc:
-            raise ImportRefused(exc.message) from exc
-        except InputRefused as exc:  # nesting, NaN, 1e400, a huge integer, \u0000, a lone surrogate
-            raise ImportRefused(exc.message) from exc
-        if not isinstance(record, dict):
-            raise ImportRefused(f"line {number}: each line must be a JSON object")
-        records.append((number, record))
+        records = list(jsonl_objects(utf8_text(data, name), limit=MAX_LINES))
+    except ImportRefused as exc:
+        raise ImportRefused(
+            f"{name}: {exc.message}" if exc.message.startswith("more than") else exc.message
+        ) from exc
     if not records:
         raise ImportRefused(f"{name}: has no features")
     return records

@@ -3,17 +3,18 @@ job lifecycle of ``common.jobs`` (claim, heartbeat, takeover of a lost worker's 
 
 Every kind of import (``annotations.interchange.import_kinds``: items, Label Studio, COCO,
 annotations, features, stereotype table, controls) is one: :func:`import_upload` keeps the upload in
-storage and imports it within the request when it is small (``WORKBENCH_IMPORT_INLINE_MB``), else
-queues a job. The import itself is the kind's service (one transaction, the same report and refusals
-as within a request). A run that ends (done, failed, cancelled) deletes the kept files, so a
-cancelled or failed import leaves no object behind; a run whose worker died keeps them, and the run
-that takes the job over imports them again from the start (the lost run's transaction never
-committed). docs/import-export.md, "Imports as jobs".
+storage and imports it within the request when it is small (``WORKBENCH_IMPORT_INLINE_MB`` and
+``WORKBENCH_IMPORT_INLINE_ROWS``: :func:`uploads_inline`), else queues a job. The import itself is
+the kind's service (one transaction, the same report and refusals as within a request). A run that
+ends (done, failed, cancelled) deletes the kept files, so a cancelled or failed import leaves no
+object behind; a run whose worker died keeps them, and the run that takes the job over imports them
+again from the start (the lost run's transaction never committed). docs/import-export.md, "Imports as jobs".
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -22,6 +23,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
+from annotations.interchange.bucket_addresses import BucketAddress, bucket_address_check
 from annotations.interchange.import_kinds import KINDS, ImportRun, import_summary
 from annotations.interchange.item_import import ImportReport, items_import
 from annotations.interchange.labelstudio_import import labelstudio_import, labelstudio_study_protocol
@@ -40,14 +42,13 @@ from common.errors import WorkbenchError
 from common.jobs import (
     Heartbeat,
     JobStopped,
-    job_claim,
     job_enqueue,
     job_finish,
     job_heartbeat,
-    job_keepalive,
+    job_run,
     jobs_resume_stale,
 )
-from common.uploads import ITEM_SUFFIXES
+from common.uploads import ITEM_SUFFIXES, upload_rows
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,23 @@ class ImportOutcome:
     summary: str = ""
 
 
+def uploads_inline(uploads: Sequence[UploadedFile[bytes]]) -> bool:
+    """Whether uploads (all files of one request) are imported within the request: together within
+    ``WORKBENCH_IMPORT_INLINE_MB`` and within ``WORKBENCH_IMPORT_INLINE_ROWS`` rows, counted without
+    parsing and only up to the limit (``common.uploads.upload_rows``: lines, JSON objects, a zip's
+    members, unpacked at most the inline size); else an import job imports them on a worker."""
+    inline_bytes = settings.WORKBENCH_IMPORT_INLINE_BYTES
+    if sum(upload.size or 0 for upload in uploads) > inline_bytes:
+        return False
+    limit = settings.WORKBENCH_IMPORT_INLINE_ROWS
+    rows = 0
+    for upload in uploads:
+        rows += upload_rows(upload, limit=limit - rows, unpacked_limit=inline_bytes)
+        if rows > limit:
+            return False
+    return True
+
+
 def import_upload(
     *,
     study: Study,
@@ -75,18 +93,18 @@ def import_upload(
 ) -> ImportOutcome:
     """Keep an upload of an import of ``kind`` (and its other ``files`` by role: a Label Studio
     labeling config, stereotype ratings) in storage, checked as before (type, size); import it now
-    when all of it is within ``WORKBENCH_IMPORT_INLINE_MB``, else queue an import job. Within the
-    request the kept files are deleted once the import ends; a refusal raises as it did."""
+    when all of it is within the inline limits (:func:`uploads_inline`), else queue an import job.
+    Within the request the kept files are deleted once the import ends; a refusal raises as it did."""
     spec = KINDS[kind]
     uploads = {role: given for role, given in (files or {}).items() if given is not None}
+    inline = uploads_inline([upload, *uploads.values()])  # counted before storage takes the files
     kept: dict[str, Stored] = {}
     try:
         main = upload_keep(upload, suffixes=spec.suffixes)
         kept[""] = main
         for role, given in uploads.items():
             kept[role] = upload_keep(given, suffixes=spec.files[role], stem=role)
-        size = sum(given.size or 0 for given in (upload, *uploads.values()))
-        if size > settings.WORKBENCH_IMPORT_INLINE_BYTES:
+        if not inline:
             job = _job_create(
                 study=study,
                 user=user,
@@ -110,23 +128,22 @@ def import_upload(
 def labelstudio_new_study(
     *, user: Any, name: str, upload: UploadedFile[bytes], config: UploadedFile[bytes] | None
 ) -> ImportOutcome:
-    """A new study from a Label Studio export (and its labeling config). Within
-    ``WORKBENCH_IMPORT_INLINE_MB`` it is imported in the request: the study and its tasks together,
+    """A new study from a Label Studio export (and its labeling config). Within the inline limits
+    (:func:`uploads_inline`) it is imported in the request: the study and its tasks together,
     nothing left on a refusal. A larger upload is kept in storage, the study is made at once from the
     labeling config (a refused config refuses the upload, nothing made) and a job imports the tasks
     into it; a refusal of the tasks then leaves the new study empty, with the job's message on its
     Items tab (docs/import-export.md, "Label Studio")."""
     kind = ImportJob.Kind.LABELSTUDIO
     spec = KINDS[kind]
+    inline = uploads_inline([given for given in (upload, config) if given is not None])
     kept: dict[str, Stored] = {}
     try:
         main = kept[""] = upload_keep(upload, suffixes=spec.suffixes)
         if config is not None:
             kept["config"] = upload_keep(config, suffixes=spec.files["config"], stem="config")
         name = name or PurePosixPath(upload.name or "labelstudio").stem
-        if sum(given.size or 0 for given in (upload, config) if given is not None) > (
-            settings.WORKBENCH_IMPORT_INLINE_BYTES
-        ):
+        if not inline:
             # The config is read (and refused) before anything is written; the study and its job are
             # then made together.
             protocol = labelstudio_study_protocol(path=main, config_path=kept.get("config"), name=name)
@@ -188,10 +205,10 @@ def import_job_from_uploads(
 
 
 def import_job_from_address(*, study: Study, user: Any, address: str) -> ImportJob:
-    """Queue the import of a bucket address (checked now: the bucket must be allowed, and hold
-    something under the prefix)."""
-    bucket_address_found(address)
-    return _job_create(study=study, user=user, address=address.strip(), label=address.strip())
+    """Queue the import of a bucket address (checked now: it must lie where this study and account
+    may read, and hold something; the job checks it again when it runs)."""
+    checked = bucket_address_found(bucket_address_check(address, study_id=study.pk, user_id=user.pk))
+    return _job_create(study=study, user=user, address=checked.url, label=checked.url)
 
 
 @transaction.atomic
@@ -234,12 +251,7 @@ def import_job_cancel(*, job: ImportJob) -> ImportJob:
 
 def import_job_run(*, job_id: int) -> ImportJob:
     """Claim a pending import job, or take over a stale one (compare-and-set), and import it."""
-    claim = job_claim(ImportJob, job_id)
-    job = ImportJob.objects.select_related("study").get(pk=job_id)
-    if claim is None:
-        return job
-    with job_keepalive(ImportJob, job.pk, claim.token):
-        return _import_job_run_claimed(job, claim.token)
+    return job_run(ImportJob, job_id, _import_job_run_claimed)
 
 
 def _import_job_run_claimed(job: ImportJob, token: str) -> ImportJob:
@@ -258,7 +270,7 @@ def _import_job_run_claimed(job: ImportJob, token: str) -> ImportJob:
         report = KINDS[job.kind].run(
             ImportRun(
                 study=job.study,
-                address=Stored(job.upload) if job.upload else job.address,
+                address=Stored(job.upload) if job.upload else job_address(job),
                 files=files,
                 options={key: value for key, value in job.options.items() if key != "files"},
                 tick=Heartbeat(ImportJob, job.pk, token),
@@ -277,6 +289,12 @@ def _import_job_run_claimed(job: ImportJob, token: str) -> ImportJob:
         status, error = ImportJob.Status.FAILED, f"the import stopped: {type(exc).__name__}"
     _kept_delete(job)
     return job_finish(ImportJob, job.pk, status=status, error=error, report=report, token=token)
+
+
+def job_address(job: ImportJob) -> BucketAddress:
+    """A job's bucket address, checked again for its study and the account that asked: entries the
+    deployment withdrew since the job was queued are not read."""
+    return bucket_address_check(job.address, study_id=job.study_id, user_id=job.requested_by_id)
 
 
 def _kept_delete(job: ImportJob) -> None:

@@ -17,15 +17,15 @@ from typing import Any
 from django.db import transaction
 from django.template.defaultfilters import pluralize
 
+from annotations.interchange.annotation_import import annotations_import
 from annotations.interchange.coco_import import coco_import
+from annotations.interchange.control_import import controls_import
 from annotations.interchange.feature_import import features_import
-from annotations.interchange.item_import import items_import
+from annotations.interchange.item_import import ImportReport, items_import
 from annotations.interchange.labelstudio_import import labelstudio_import
 from annotations.interchange.sources import Address
 from annotations.interchange.visage_import import stereotype_table_import
 from annotations.models import ImportJob, Study
-from annotations.services.annotation_writes import annotations_import
-from annotations.services.controls import controls_import
 from common.uploads import (
     ANNOTATION_SUFFIXES,
     COCO_SUFFIXES,
@@ -36,6 +36,7 @@ from common.uploads import (
 )
 
 REPORT_EXAMPLES = 1_000  # entries kept of each list of a stored report (a million item ids are not)
+ID_EXAMPLES = 100  # new ids an import's answer (page, API, a job's report) lists: the first ones
 
 
 def _nothing() -> None:
@@ -74,13 +75,32 @@ def _atomic(run: ImportRun, write: Callable[[], dict[str, Any]]) -> dict[str, An
     return report
 
 
-def _items(run: ImportRun) -> dict[str, Any]:
-    report = items_import(study=run.study, path=run.address, tick=run.tick).as_dict()
-    kept = {key: value for key, value in report.items() if key != "item_ids"}
+def ids_bounded(report: dict[str, Any], key: str = "item_ids") -> dict[str, Any]:
+    """``report`` with its list of new ids ``key`` cut to the first :data:`ID_EXAMPLES`, with
+    ``<key>_count`` (how many there are) and ``<key>_truncated`` (whether some were left out): no
+    answer lists every id of a million-row import."""
+    ids = list(report.get(key) or [])
+    return {
+        **report,
+        key: ids[:ID_EXAMPLES],
+        f"{key}_count": len(ids),
+        f"{key}_truncated": len(ids) > ID_EXAMPLES,
+    }
+
+
+def items_report(report: ImportReport) -> dict[str, Any]:
+    """An item import's report as every answer gives it (the API, the upload script, a job's stored
+    report): the counts, at most :data:`REPORT_EXAMPLES` entries of each list (with ``<list>_count``)
+    and at most :data:`ID_EXAMPLES` new item ids (:func:`ids_bounded`)."""
+    kept = ids_bounded(report.as_dict())
     for key in ("duplicates", "identical", "blank"):
         kept[f"{key}_count"] = len(kept[key])
         kept[key] = kept[key][:REPORT_EXAMPLES]
     return kept
+
+
+def _items(run: ImportRun) -> dict[str, Any]:
+    return items_report(items_import(study=run.study, path=run.address, tick=run.tick))
 
 
 def _items_summary(report: dict[str, Any]) -> str:
@@ -176,7 +196,7 @@ def _stereotypes_summary(report: dict[str, Any]) -> str:
 
 
 def _controls(run: ImportRun) -> dict[str, Any]:
-    return _atomic(run, lambda: controls_import(study=run.study, path=run.address).as_dict())
+    return _atomic(run, lambda: ids_bounded(controls_import(study=run.study, path=run.address).as_dict()))
 
 
 def _controls_summary(report: dict[str, Any]) -> str:

@@ -36,6 +36,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, JSONField
 from django.utils import timezone
 
+from annotations.interchange.records import jsonl_objects
 from annotations.interchange.sources import Address, Opened, source_open
 from annotations.models import Item, ItemImage, Study
 from annotations.protocols.schema import Protocol, slugify_option
@@ -250,20 +251,11 @@ def _csv_manifest(
 
 
 def _jsonl_manifest(name: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json_loads(line, where=f"{name} line {number}")
-        except InputRefused as exc:
-            raise ImportRefused(exc.message) from exc
-        if not isinstance(record, dict):
-            raise ImportRefused(f"{name} line {number}: each line must be a JSON object")
-        yield number, record
+    return jsonl_objects(text, where=f"{name} ")
 
 
-def _read_manifest(name: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, record) of a CSV or JSONL manifest (control imports read it too)."""
+def manifest_records_read(name: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, record) of a CSV or JSONL manifest: the one record reader of item and control imports."""
     records, where_of = _manifest_records(name, data)
     for key, record in records:
         yield where_of(key), record

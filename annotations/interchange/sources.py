@@ -5,9 +5,10 @@ deployment's storage, and a bucket prefix (docs/import-export.md, "From a bucket
 Every source keeps the checks of ``common.files``: member paths made safe (no ``..``, no absolute
 names), a size limit on every read (the object's stated size is not trusted: at most ``limit + 1``
 bytes are read), at most ``WORKBENCH_MAX_ARCHIVE_MEMBERS`` members, and the zip checks (links,
-decompression bombs, the unpacked total). A bucket address is read only when its bucket is one the
-deployment allows (``WORKBENCH_S3_IMPORT_BUCKETS``, default ``WORKBENCH_S3_BUCKET`` alone): the
-server's credentials may reach more buckets than a researcher should.
+decompression bombs, the unpacked total). A bucket address arrives only as a
+:class:`~annotations.interchange.bucket_addresses.BucketAddress`, checked for its study and account
+against the entries the deployment allows (never the storage's own folders): the server's credentials
+reach more than a researcher should.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 
+from annotations.interchange.bucket_addresses import BucketAddress
 from common.errors import ImportRefused, ValidationFailed
 from common.files import FileSource, FolderSource, ZipSource, safe_member_path
-from common.object_storage import S3Location, parse_s3_url, s3_client
+from common.object_storage import S3Location, s3_client
 from common.uploads import upload_check, uploads_plan
 
 MANIFEST_SUFFIXES = (".csv", ".jsonl", ".ndjson")
@@ -40,9 +42,9 @@ class Stored:
     name: str
 
 
-# What an import reads: a local file or folder (the command line), a bucket address (``s3://...``),
-# or an upload kept in storage. Every import service takes one and reads it through this module.
-Address = Path | str | Stored
+# What an import reads: a local file or folder (the command line), a checked bucket address
+# (``s3://...``), or an upload kept in storage. Every import service takes one and reads it here.
+Address = Path | BucketAddress | Stored
 
 
 def _megabytes(n: int) -> str:
@@ -59,44 +61,21 @@ class Opened:
     manifest_limit: int | None = None  # None: WORKBENCH_MAX_UPLOAD_MB (a local file: no limit, as before)
 
 
-def allowed_buckets() -> list[str]:
-    return list(settings.WORKBENCH_S3_IMPORT_BUCKETS) or ([settings.S3_BUCKET] if settings.S3_BUCKET else [])
-
-
-def bucket_address_check(address: str) -> S3Location:
-    """``s3://bucket/prefix`` of a bucket this deployment allows, with a safe, non-empty prefix."""
-    location = parse_s3_url(address.strip())
-    allowed = allowed_buckets()
-    if location.bucket not in allowed:
-        named = ", ".join(allowed) if allowed else "none (set WORKBENCH_S3_IMPORT_BUCKETS)"
-        raise ValidationFailed(
-            f"bucket {location.bucket!r} is not one this deployment reads or writes; allowed: {named}"
-        )
-    if not location.prefix.strip("/"):
-        raise ValidationFailed(
-            f"{address.strip()}: give a prefix (s3://{location.bucket}/folder/), not a whole bucket"
-        )
-    try:
-        safe_member_path(location.prefix.rstrip("/"))
-    except ImportRefused as exc:
-        raise ValidationFailed(f"{address.strip()}: the prefix is not a plain path") from exc
-    return location
-
-
-def bucket_address_found(address: str) -> S3Location:
-    """A checked bucket address (:func:`bucket_address_check`) under which at least one object is
-    stored: refused now, before a job is queued, when there is none (or no such bucket)."""
+def bucket_address_found(address: BucketAddress) -> BucketAddress:
+    """A checked bucket address under which at least one object is stored: refused now, before a
+    job is queued, when there is none (or no such bucket). Only an address the study may read
+    reaches here, so what this says about existence stays within its own allowed place."""
     from botocore.exceptions import ClientError
 
-    location = bucket_address_check(address)
+    location = address.location
     try:
         listed = s3_client().list_objects_v2(Bucket=location.bucket, Prefix=location.prefix, MaxKeys=1)
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
         raise ImportRefused(f"s3://{location.bucket}/: the bucket answered {code or 'an error'}") from exc
     if not listed.get("KeyCount"):
-        raise ImportRefused(f"s3://{location.bucket}/{location.prefix}: nothing is stored under this prefix")
-    return location
+        raise ImportRefused(f"{address.url}: nothing is stored under this prefix")
+    return address
 
 
 class BucketSource(FileSource):
@@ -232,7 +211,7 @@ def source_open(address: Address) -> Opened:
     allowed, nothing at the address."""
     if isinstance(address, Stored):
         return stored_open(address.name)
-    if isinstance(address, str):
+    if isinstance(address, BucketAddress):
         return _bucket_open(address)
     path = address
     if path.is_dir():
@@ -250,8 +229,8 @@ def source_open(address: Address) -> Opened:
     raise ImportRefused(f"{path.name}: give a folder, a .zip, or a .csv/.jsonl manifest")
 
 
-def _bucket_open(address: str) -> Opened:
-    location = bucket_address_check(address)
+def _bucket_open(address: BucketAddress) -> Opened:
+    location = address.location
     key = location.prefix
     if not key.endswith("/") and _suffix(key) in (*MANIFEST_SUFFIXES, ".zip"):
         parent = str(PurePosixPath(key).parent)
@@ -279,10 +258,10 @@ def file_read(address: Address, *, limit: int | None = None) -> tuple[str, bytes
     if isinstance(address, Stored):
         folder_name, _, name = address.name.rpartition("/")
         return name, StorageSource(folder_name).read(name, limit=limit or settings.WORKBENCH_MAX_UPLOAD_BYTES)
-    if isinstance(address, str):
-        location = bucket_address_check(address)
+    if isinstance(address, BucketAddress):
+        location = address.location
         if location.prefix.endswith("/"):
-            raise ValidationFailed(f"{address.strip()}: name a file, not a prefix")
+            raise ValidationFailed(f"{address.url}: name a file, not a prefix")
         key = PurePosixPath(location.prefix)
         parent = "" if str(key.parent) == "." else str(key.parent)
         folder = BucketSource(S3Location(location.bucket, parent))
@@ -301,10 +280,10 @@ def archive_open(address: Address) -> FileSource:
         if _suffix(address.name) != ".zip":
             raise ValidationFailed(f"{address_name(address)}: not a .zip")
         return stored_open(address.name).source
-    if isinstance(address, str):
+    if isinstance(address, BucketAddress):
         opened = _bucket_open(address)
         if opened.manifest is not None or not isinstance(opened.source, ZipSource):
-            raise ValidationFailed(f"{address.strip()}: name a .zip")
+            raise ValidationFailed(f"{address.url}: name a .zip")
         return opened.source
     if not address.is_file():
         raise ImportRefused(f"{address}: no such file")
@@ -315,7 +294,7 @@ def address_name(address: Address) -> str:
     """The file name an address ends with (refusals and study names use it)."""
     if isinstance(address, Stored):
         return PurePosixPath(address.name.rstrip("/")).name
-    return address.name if isinstance(address, Path) else PurePosixPath(address.rstrip("/")).name
+    return address.name
 
 
 def folder_open(address: Address) -> FileSource:

@@ -10,7 +10,9 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils.dateparse import parse_datetime
 
 from annotations.access import studies_for_user, studies_writable_by
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
+from annotations.interchange.records import jsonl_objects
 from annotations.interchange.sources import Address, address_name, archive_open, file_read
 from annotations.models import (
     Annotation,
@@ -23,12 +25,10 @@ from annotations.models import (
     Study,
     User,
 )
-from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.controls import control_answers_clean
 from annotations.services.stored_files import item_files_kept_on_success
 from annotations.services.studies import protocol_resolve, study_create
 from annotations.services.study_options import study_options_parse, study_options_restore
-from common.checked_input import InputRefused, json_loads
 from common.errors import ImportRefused, ValidationFailed
 from common.files import FileSource
 
@@ -47,14 +47,10 @@ ITEM_FIELDS = (
 
 def _records(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
     records = []
-    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json_loads(line, where=f"{name} line {number}")
-        except InputRefused as exc:
-            raise ImportRefused(exc.message) from exc
-        if not isinstance(record, dict) or "type" not in record:
+    for number, record in jsonl_objects(
+        data.decode("utf-8"), where=f"{name} ", not_object="not a workbench export record"
+    ):
+        if "type" not in record:
             raise ImportRefused(f"{name} line {number}: not a workbench export record")
         records.append((number, record))
     if not records or records[0][1]["type"] != "study":

@@ -34,6 +34,7 @@ from typing import Any
 
 from django.db import transaction
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.interchange.sources import Address, address_name, file_read
 from annotations.models import StereotypeEntry, Study, User
@@ -44,7 +45,6 @@ from annotations.protocols.schema import (
     protocol_from_dict,
     slugify_option,
 )
-from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.studies import study_create
 from common.errors import ImportRefused
 

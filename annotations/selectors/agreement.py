@@ -6,10 +6,13 @@ Per question: Krippendorff's alpha of the humans (bootstrap 95% interval over it
 plus each labeller, and each labeller against the human consensus (accuracy, Cohen's kappa,
 per-option precision/recall/F1, confusion matrix), overall and per item condition (and per a
 metadata field when asked). Boxes: match rate at IoU >= threshold and mean IoU, between every two
-humans and between each labeller and each human. The study line is the mean of the defined
-per-question alphas (alphas of different levels are not pooled into one matrix). Control items and
-annotators excluded from the study are left out (``selectors.counted.counted_annotations``; the report's
-``left_out`` says how many).
+humans and between each labeller and each human. The study line (``study_alpha.headline``) is the
+per-question range and median of alpha with the count of reliable questions (``reliability``: one entry per
+question, a multi question's options pooled, with its verdict, ``findings/reliability.py``); ``mean``,
+``min`` and ``max`` over every alpha (options apart) stay in the JSON for old readers, but no page shows a
+mean of alphas (alphas of different levels are not on one scale, and a mean hides the weak question).
+Control items and annotators excluded from the study are left out
+(``selectors.counted.counted_annotations``; the report's ``left_out`` says how many).
 
 Every alpha entry carries ``small_sample``: None, or a warning in words when a defined alpha rests on
 fewer than ``SMALL_SAMPLE_ITEMS`` pairable items (docs/agreement.md, "Small samples"); an undefined
@@ -29,6 +32,11 @@ from django.db.models import Exists, OuterRef
 from annotations.models import Annotator, ConsensusLabel, Item, Study
 from annotations.protocols.schema import Question
 from annotations.selectors.counted import active_exclusions, counted_annotations, counted_items
+from annotations.selectors.findings.reliability import (
+    reliability_entries,
+    reliability_headline,
+    reliability_thresholds,
+)
 from annotations.selectors.labels import labels_for
 from annotations.selectors.matrices import LEVELS, json_key, plurality, question_matrix, reliability_for
 from annotations.selectors.pools import attributes_in_study
@@ -198,6 +206,10 @@ def agreement_report(
         questions.append(entry)
     defined = [a["value"] for q in questions for a in q.get("humans", []) if a["value"] is not None]
     small = sum(1 for q in questions for a in q.get("humans", []) if a["small_sample"])
+    # The study line: per question (a multi question's options pooled) the range and median of alpha and
+    # how many questions are reliable under the study's thresholds; never a mean of alphas.
+    thresholds = reliability_thresholds(study)
+    reliability = reliability_entries(study, [q.key for q in protocol.questions], thresholds)
     report: dict[str, Any] = {
         "study": study.pk,
         "name": study.name,
@@ -213,7 +225,10 @@ def agreement_report(
             "n_alphas": len(defined),
             "n_small_sample": small,
             "undefined_reason": None if defined else "no question has a defined alpha",
+            "headline": reliability_headline(reliability),
         },
+        "reliability": reliability,
+        "reliability_thresholds": {**thresholds.to_dict(), "statement": thresholds.statement()},
         "questions": questions,
         "left_out": {
             "control_items": Item.objects.filter(study=study).exclude(control_kind="").count(),

@@ -143,7 +143,9 @@ def answer_rows(
     rows = []
     for assignment in shown:
         item = assignment.item
-        first = next(iter(item.images.all()), None)
+        # A skipped item's images are no longer the annotator's to see (``access.image_assignments``).
+        skipped = assignment.status == Assignment.Status.SKIPPED
+        first = None if skipped else next(iter(item.images.all()), None)
         row = AnswerRow(
             assignment=assignment,
             thumbnail_position=first.position if first is not None else None,

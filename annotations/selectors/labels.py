@@ -16,13 +16,20 @@ annotators excluded from the study; ``items_info`` lists the real items only.
 
 Reads are flat ``values_list`` queries (one per question), so 100k annotations cost one query and a
 Python pass, not 100k model instances.
+
+``findings_reading(excluded)``: while a findings report is built, the questions ``labels_for`` and
+``judgements_for`` are asked for are recorded (the report's reliability gate lists one entry per question the
+findings read) and a question the researcher left out of the findings reads as unanswered (no labels), so
+no table counts it (docs/metrics.md, "Reliability gate").
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import QuerySet
@@ -35,6 +42,39 @@ from metrics.consensus import Rule, majority, per_option, rule_named
 
 CONSENSUS = "consensus"
 JUDGEMENTS = "judgements"
+
+
+@dataclass
+class FindingsReading:
+    """The questions a findings report read (in order) and those it must not read (left out)."""
+
+    excluded: frozenset[str] = frozenset()
+    read: list[str] = field(default_factory=list)
+
+    def note(self, question_key: str) -> bool:
+        """Record ``question_key`` as read; whether it is left out (then it reads as unanswered)."""
+        if question_key not in self.read:
+            self.read.append(question_key)
+        return question_key in self.excluded
+
+
+_READING: ContextVar[FindingsReading | None] = ContextVar("findings_reading", default=None)
+
+
+@contextmanager
+def findings_reading(excluded: Iterable[str] = ()) -> Iterator[FindingsReading]:
+    """Record the questions read inside the block; ``excluded`` ones read as unanswered (module docstring)."""
+    reading = FindingsReading(frozenset(excluded))
+    token = _READING.set(reading)
+    try:
+        yield reading
+    finally:
+        _READING.reset(token)
+
+
+def _left_out(question_key: str) -> bool:
+    reading = _READING.get()
+    return reading.note(question_key) if reading is not None else False
 
 
 @dataclass(frozen=True)
@@ -140,6 +180,14 @@ def source_parse(study: Study, source: str | None) -> LabelSource:
     return LabelSource(name, "labeller", ids)
 
 
+def labeller_named(study: Study, name: str) -> Annotator:
+    """The machine labeller ``name[@version]`` of ``study`` (``source_parse``'s rule; refused otherwise)."""
+    parsed = source_parse(study, name)
+    if not parsed.is_machine:
+        raise ValidationFailed(f"{name[:64]!r} is not a machine labeller", {"labeller": "not a labeller"})
+    return Annotator.objects.get(pk=parsed.annotator_ids[0])
+
+
 def items_info(study: Study) -> dict[int, ItemInfo]:
     """Every item of the study with the fields metrics group by (one query)."""
     rows = counted_items(study).values_list(
@@ -161,6 +209,8 @@ def judgements_for(
 ) -> list[Judgement]:
     """Every human judgement of one question (or those of ``annotator_ids``; on ``item_ids`` only when
     given), ordered by item."""
+    if _left_out(question_key):
+        return []
     qs = _annotations(study, question_key)
     if item_ids is not None:
         wanted = set(item_ids)
@@ -315,6 +365,8 @@ def labels_for(study: Study, question_key: str, source: LabelSource | str = CONS
     kind = protocol.question(question_key).kind
     if parsed.kind == JUDGEMENTS:
         raise ValidationFailed("labels_for gives one label per item; use judgements_for for every judgement")
+    if _left_out(question_key):
+        return LabelSet(parsed.name, question_key, {}, {} if kind == "multi" else None, 0, 0)
     if parsed.kind == CONSENSUS:
         stored = _stored_labels(study, question_key, kind)
         labels = stored if stored is not None else _rule_labels(study, question_key, kind)

@@ -26,6 +26,7 @@ from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QueryS
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotations.locks import item_lock_or_none
 from annotations.models import (
     Annotation,
     Annotator,
@@ -611,7 +612,7 @@ def _submit(
             and assignment.lease_expires_at > now
         )
     ):  # (a control item has no slots to fill: every annotator may answer it)
-        Item.objects.select_for_update().filter(pk=assignment.item_id).first()
+        item_lock_or_none(assignment.item_id)
         occupied = (
             Assignment.objects.filter(_occupying(now), item_id=assignment.item_id)
             .exclude(pk=assignment.pk)

@@ -17,6 +17,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from annotations.locks import study_lock
 from annotations.models import (
     Annotator,
     ConsensusLabel,
@@ -113,7 +114,7 @@ def consensus_rule_choose(*, study: Study, question_keys: list[str], rule: dict[
     """Make ``rule`` (checked) the study's rule for each of ``question_keys``, replacing earlier choices."""
     rule = rule_check(rule)
     params = {key: value for key, value in rule.items() if key != "rule"}
-    locked = Study.objects.select_for_update().get(pk=study.pk)
+    locked = study_lock(study.pk)
     for key in question_keys:
         ConsensusRuleChoice.objects.update_or_create(
             study=locked, question_key=key, defaults={"rule": rule["rule"], "params": params}

@@ -24,13 +24,12 @@ mix controls into an annotator's queue (docs/crowd.md, "Quality control").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from annotations.interchange.sources import Address, file_read
+from annotations.locks import item_lock, study_lock_only
 from annotations.models import ControlKind, Item, Study, StudyQualitySettings
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Protocol
@@ -41,7 +40,7 @@ from annotations.selectors.controls import (
     quality_settings,
 )
 from annotations.services.annotation_writes import item_context
-from common.errors import ImportRefused, ValidationFailed
+from common.errors import ValidationFailed
 
 DEFAULT_CONTROL_RATE = 0.1
 MAX_NOTE = 2000
@@ -65,7 +64,7 @@ def quality_settings_update(*, study: Study, changes: Mapping[str, Any]) -> Qual
     if unknown:
         raise ValidationFailed(f"unknown quality setting {unknown[0]!r} (known: {', '.join(SETTINGS)})")
     clean = {name: quality_setting_value(name, value) for name, value in changes.items()}
-    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk").get()
+    study_lock_only(study.pk)
     if clean:
         _quality_write(study, clean)
     return quality_settings(study)
@@ -113,7 +112,7 @@ def _touch(study: Study) -> None:
 
 def _turn_mixing_on(study: Study) -> None:
     """Marking a study's first control sets the control rate to 10% unless one was chosen (even 0)."""
-    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk").get()
+    study_lock_only(study.pk)
     chosen = (
         StudyQualitySettings.objects.filter(study_id=study.pk).values_list("control_rate", flat=True).first()
     )
@@ -134,7 +133,7 @@ def control_mark(*, study: Study, item: Item, kind: str, answers: Mapping[str, A
     if len(note) > MAX_NOTE:
         raise ValidationFailed(f"the note is longer than {MAX_NOTE} characters", {"note": "too long"})
     clean = control_answers_clean(protocol=study.protocol_obj, item=item, answers=answers)
-    item = Item.objects.select_for_update().get(pk=item.pk)
+    item = item_lock(item.pk)
     item.control_kind, item.control_answers, item.note = kind, clean, note
     item.save(update_fields=["control_kind", "control_answers", "note"])
     _turn_mixing_on(study)
@@ -147,93 +146,11 @@ def control_unmark(*, study: Study, item: Item) -> Item:
     """Make a control a real item again (its expected answers and note are removed)."""
     if item.study_id != study.pk:
         raise ValidationFailed("the item is not in this study")
-    item = Item.objects.select_for_update().get(pk=item.pk)
+    item = item_lock(item.pk)
     item.control_kind, item.control_answers, item.note = "", {}, ""
     item.save(update_fields=["control_kind", "control_answers", "note"])
     _touch(study)
     return item
-
-
-@dataclass
-class ControlImportReport:
-    marked: int = 0
-    replaced: int = 0
-    item_ids: list[int] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-RESERVED = {"external_id", "kind", "note", "answers"}
-
-
-def _answers_from_record(record: dict[str, Any], protocol: Protocol) -> dict[str, Any]:
-    if "answers" in record:
-        return record["answers"] if isinstance(record["answers"], dict) else {"answers": record["answers"]}
-    answers: dict[str, Any] = {}
-    for key, value in record.items():
-        if key in RESERVED or value in ("", None):
-            continue
-        if isinstance(value, str) and protocol.has_question(key) and protocol.question(key).kind == "multi":
-            value = [part.strip() for part in value.split(";") if part.strip()]
-        answers[key] = value
-    return answers
-
-
-@transaction.atomic
-def controls_import(
-    *, study: Study, path: Address, default_kind: str = ControlKind.GOLD
-) -> ControlImportReport:
-    """Mark controls from a CSV or JSONL file (see docs/crowd.md); one transaction, a bad row stops it.
-
-    Each row names an item (``external_id``), optionally its ``kind`` (gold or attention; else
-    ``default_kind``) and ``note``, and its expected answers: in JSONL an ``answers`` object or one key
-    per question; in CSV one column per question (a multi question's options separated by ``;`` or as
-    a JSON list). Empty cells are no answer.
-    """
-    from annotations.interchange.item_import import _read_manifest
-
-    if default_kind not in ControlKind.values:
-        raise ValidationFailed(f"kind must be one of {', '.join(ControlKind.values)}")
-    protocol = study.protocol_obj
-    report = ControlImportReport()
-    seen: set[str] = set()
-    name, data = file_read(path)
-    rows = list(_read_manifest(name, data))
-    if not rows:
-        raise ImportRefused(f"{name}: has no rows")
-    items = {
-        item.external_id: item
-        for item in Item.objects.filter(
-            study=study, external_id__in=[str(record.get("external_id", "")) for _where, record in rows]
-        )
-    }
-    for where, record in rows:
-        external_id = str(record.get("external_id", "")).strip()
-        if not external_id:
-            raise ImportRefused(f"{where}: external_id is required")
-        if external_id in seen:
-            raise ImportRefused(f"{where}: item {external_id!r} appears twice")
-        seen.add(external_id)
-        item = items.get(external_id)
-        if item is None:
-            raise ImportRefused(f"{where}: no item {external_id!r} in this study")
-        kind = str(record.get("kind") or default_kind).strip()
-        try:
-            was_control = bool(item.control_kind)
-            control_mark(
-                study=study,
-                item=item,
-                kind=kind,
-                answers=_answers_from_record(record, protocol),
-                note=str(record.get("note") or ""),
-            )
-        except ValidationFailed as exc:
-            raise ImportRefused(f"{where}: {exc.message}") from exc
-        report.replaced += was_control
-        report.marked += not was_control
-        report.item_ids.append(item.pk)
-    return report
 
 
 # --- Mixing controls into claims -------------------------------------------------------------------

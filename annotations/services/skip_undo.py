@@ -17,7 +17,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotations.models import Assignment, Item, Participant, Study, User
+from annotations.locks import item_lock_or_none
+from annotations.models import Assignment, Participant, Study, User
 from annotations.selectors.counted import active_exclusions
 from common.errors import Conflict, NotAllowed
 
@@ -36,7 +37,7 @@ def assignment_skip_undo(*, assignment: Assignment, user: User, now: Any = None)
     come back (not skipped, study not handing out items, excluded, quota reached, or filled by others)."""
     now = now or timezone.now()
     # The item first (the lock every claim takes before counting), then the assignment.
-    Item.objects.select_for_update().filter(pk=assignment.item_id).first()
+    item_lock_or_none(assignment.item_id)
     locked = (
         Assignment.objects.select_for_update(of=("self",))
         .select_related("study", "annotator", "item")

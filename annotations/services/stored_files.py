@@ -31,8 +31,11 @@ from common.errors import NotFoundError
 from common.file_storage import serve_by_redirect, storage_is_s3, url_ttl_seconds
 
 DISPLAY_SIZE = 1024
-# Item files never change, so an image's bytes at one URL never do: browsers may keep them a year.
-IMAGE_CACHE_CONTROL = "private, max-age=31536000, immutable"
+# An item image may stay in the browser's own cache (never a shared one) ten minutes: long enough
+# for the task page's prefetch of the next item, short enough that a shared computer does not keep
+# an annotator's images for the next person (never a year, never ``immutable``).
+IMAGE_CACHE_MAX_AGE = 600
+IMAGE_CACHE_CONTROL = f"private, max-age={IMAGE_CACHE_MAX_AGE}"
 
 # The names item files were stored under inside each open ``item_files_kept_on_success`` block.
 _watching: ContextVar[tuple[list[str], ...]] = ContextVar("stored_files_watching", default=())

@@ -16,6 +16,7 @@ from annotations.access import (
     studies_writable_by,
     study_can_write,
 )
+from annotations.locks import study_lock
 from annotations.models import Annotator, Assignment, Enrollment, Participant, Pool, Study, User
 from annotations.protocols.schema import (
     Protocol,
@@ -129,7 +130,7 @@ def study_update(
         )
     if not changes:
         return study
-    study = Study.objects.select_for_update().get(pk=study.pk)
+    study = study_lock(study.pk)
     if study.status == Study.Status.DRAFT and changes.get("status") == Study.Status.ACTIVE:
         refusal = launch_refusal(study)
         if refusal:
@@ -313,7 +314,7 @@ def enrollment_add_pool(*, study: Study, pool: str, by: User) -> list[Enrollment
 def study_launch(*, study: Study) -> Study:
     """Launch a draft study: it becomes active and hands out items (refused with the reason when it has
     no items or no one to judge them; see ``launch_refusal``)."""
-    locked = Study.objects.select_for_update().get(pk=study.pk)
+    locked = study_lock(study.pk)
     if locked.status != Study.Status.DRAFT:
         raise ValidationFailed(
             f"the study is already {locked.get_status_display().lower()}; only a draft is launched",
@@ -336,7 +337,7 @@ def study_set_reveal(*, study: Study, reveal: bool) -> Study:
     """Switch reveal after submit: show machine labels to a person once they have answered (and log it)."""
     if not isinstance(reveal, bool):
         raise ValidationFailed("reveal_after_submit must be true or false")
-    locked = Study.objects.select_for_update().get(pk=study.pk)
+    locked = study_lock(study.pk)
     locked.reveal_after_submit = reveal
     locked.save(update_fields=["reveal_after_submit", "updated_at"])
     study.reveal_after_submit = reveal

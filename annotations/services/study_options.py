@@ -22,6 +22,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 
+from annotations.locks import study_lock
 from annotations.models import (
     QUALITY_SETTINGS,
     Annotator,
@@ -202,7 +203,7 @@ def study_options_replace(*, study: Study, options: Any, linkable: QuerySet[Stud
     """Replace the study's settings with an options object (see the module docstring); ``linkable``: the
     studies the caller may read, one of which the visual-ness study must be. Returns the study, fresh."""
     parsed = study_options_parse(options, protocol=study.protocol_obj)
-    locked = Study.objects.select_for_update().get(pk=study.pk)
+    locked = study_lock(study.pk)
     visualness = _linked(parsed, linkable)
     if parsed.visualness_study is not None and visualness is None:
         raise _refuse("visualness_study", f"names no study {parsed.visualness_study} that you can read")
@@ -233,5 +234,5 @@ def study_options_replace(*, study: Study, options: Any, linkable: QuerySet[Stud
 @transaction.atomic
 def study_options_restore(*, study: Study, options: StudyOptions, linkable: QuerySet[Study]) -> Study:
     """Give a study just imported the checked settings of its export (see the module docstring)."""
-    locked = Study.objects.select_for_update().get(pk=study.pk)
+    locked = study_lock(study.pk)
     return _write(locked, options, visualness=_linked(options, linkable.exclude(pk=locked.pk)))

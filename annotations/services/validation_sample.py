@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from django.db import transaction
 
+from annotations.locks import study_lock
 from annotations.models import Annotation, Annotator, Item, Study, ValidationSample, ValidationSampleItem
 from common.errors import ValidationFailed
 from metrics.validation_sampling import (
@@ -194,7 +195,7 @@ def validation_sample_store(
         raise ValidationFailed(
             f"item {missing[0]} is not an item of this study", {"item_ids": "unknown item"}
         )
-    locked = Study.objects.select_for_update().get(pk=study.pk)
+    locked = study_lock(study.pk)
     ValidationSample.objects.filter(study=locked).delete()
     record = ValidationSample.objects.create(
         study=locked,
@@ -221,6 +222,6 @@ def validation_sample_store(
 @transaction.atomic
 def validation_sample_clear(*, study: Study) -> None:
     """Drop the study's validation sample: humans are given every item again."""
-    locked = Study.objects.select_for_update().get(pk=study.pk)
+    locked = study_lock(study.pk)
     if ValidationSample.objects.filter(study=locked).delete()[0]:
         locked.save(update_fields=["updated_at"])

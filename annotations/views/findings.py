@@ -29,9 +29,16 @@ from annotations.figures import DRAW, FORMATS, figure_render
 from annotations.interchange.import_jobs import import_upload
 from annotations.models import ImportJob
 from annotations.selectors.features import features_export_lines
-from annotations.selectors.findings.ppi import width_parse
+from annotations.selectors.findings.ppi import PREFIX, ppi_min_people, width_parse
 from annotations.selectors.findings.report import correction_param, metrics_report_cached
 from annotations.selectors.findings.visage import stereotype_table_size
+from annotations.selectors.labels import labeller_named, machine_labellers
+from annotations.services.findings_reliability import (
+    findings_question_exclude,
+    findings_question_include,
+    findings_thresholds_set,
+)
+from annotations.services.validation_sample import validation_sample_create
 from annotations.views.forms import StereotypeTableForm, UploadForm
 from annotations.views.pages import (
     IMAGE_CSP,
@@ -74,7 +81,14 @@ def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
         include_partial=_partial(request),
         width=width_parse(request.GET.get("width")),
         correction=correction_param(request.GET.get("correction")),
+        min_people=_min_people(request),
     )
+
+
+def _min_people(request: HttpRequest) -> int | None:
+    """``?min_people=`` (ppi rows): None for the default; a bad value is refused (ValidationFailed)."""
+    raw = request.GET.get("min_people")
+    return ppi_min_people(raw) if raw else None
 
 
 def _refused(exc: ValidationFailed) -> HttpResponse:
@@ -97,6 +111,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             include_partial=include_partial,
             width=width_parse(request.GET.get("width")),
             correction=correction_param(request.GET.get("correction")),
+            min_people=_min_people(request),
         )
     except ValidationFailed as exc:
         return render(
@@ -112,10 +127,12 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
         | ({"partial": "1"} if include_partial else {})
         | ({"width": str(report["width"])} if report.get("width") else {})
         | ({"correction": correction} if correction != DEFAULT_CORRECTION else {})
+        | ({"min_people": str(report["min_people"])} if request.GET.get("min_people") else {})
     )
     base_url = reverse("study-findings", args=[study.pk])
+    words = report["source_labels"]
     switch = [
-        {"name": name, "url": f"{base_url}?{urlencode({'source': name})}"}
+        {"name": words.get(name, name), "url": f"{base_url}?{urlencode({'source': name})}"}
         for name in report["sources_available"]
         if name != report["source"]
     ]
@@ -167,6 +184,10 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "corrections": list(CORRECTION_NAMES.items()),
             "max_rows": MAX_ROWS_SHOWN,
             "can_write": access.study_can_write(request_user(request), study),
+            "labellers": machine_labellers(study),
+            "source_options": [(name, words.get(name, name)) for name in report["sources"]],
+            "designs": SAMPLE_DESIGNS,
+            "gated": [e for e in report["reliability"] if not e.get("excluded")],
             "show_stereotypes": report["protocol"] == "stereotype-markers"
             or any(t["key"] in ("visage_pull", "visage_salience") for t in report["tables"]),
             "stereotype_rows": stereotype_table_size(study),
@@ -284,7 +305,7 @@ def study_findings_figure(request: HttpRequest, pk: int, key: str, fmt: str) -> 
     params = {
         k: str(v)
         for k, v in request.GET.items()
-        if k not in ("source", "embeddings", "captions", "partial", "width", "correction")
+        if k not in ("source", "embeddings", "captions", "partial", "width", "correction", "min_people")
     }
     data = figure_render(report, key, params, fmt)
     if data is None:
@@ -295,3 +316,88 @@ def study_findings_figure(request: HttpRequest, pk: int, key: str, fmt: str) -> 
     response["Content-Security-Policy"] = IMAGE_CSP
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+SAMPLE_DESIGNS = ("uniform", "stratified", "active")
+
+
+def _refuse_read_only(request: HttpRequest, study: Any) -> None:
+    if not access.study_can_write(request_user(request), study):
+        raise WorkbenchError("you may read this study but not change it")
+
+
+@login_required
+@require_POST
+def study_findings_reliability(request: HttpRequest, pk: int) -> HttpResponse:
+    """Leave a question out of the findings (with the reason), take it back, or choose the study's
+    reliability thresholds: the services of ``findings_reliability``; back to the page's gate."""
+    target = reverse("study-findings", args=[pk]) + "#reliability"
+    action = request.POST.get("action", "")
+    study = study_for_page(request, pk, researcher=True)  # 404 / 403 answered by the middleware
+    try:
+        _refuse_read_only(request, study)
+        user = request_user(request)
+        question = request.POST.get("question", "")
+        if action == "exclude":
+            findings_question_exclude(
+                study=study, question_key=question, reason=request.POST.get("reason", ""), user=user
+            )
+            messages.success(request, f"{question} is left out of the findings (the report says why).")
+        elif action == "include":
+            findings_question_include(study=study, question_key=question)
+            messages.success(request, f"{question} is read by the findings again.")
+        elif action == "thresholds":
+            try:
+                values = [float(request.POST.get(k, "")) for k in ("reliable_at", "tentative_at")]
+                least = int(request.POST.get("min_items", ""))
+            except ValueError as exc:
+                raise ValidationFailed("thresholds must be numbers", {"thresholds": "invalid"}) from exc
+            findings_thresholds_set(
+                study=study, reliable_at=values[0], tentative_at=values[1], min_items=least, user=user
+            )
+            messages.success(request, "The study's reliability thresholds are saved.")
+        else:
+            raise ValidationFailed("unknown action", {"action": "unknown"})
+    except WorkbenchError as exc:
+        messages.error(request, f"Nothing was changed. {exc.message}")
+    return redirect(target)
+
+
+@login_required
+@require_POST
+def study_findings_sample(request: HttpRequest, pk: int) -> HttpResponse:
+    """Draw the study's validation sample from the page (design, size, stratification, seed): the service
+    ``manage.py sample_for_validation`` calls, with the same rules; then show the ppi: source."""
+    target = reverse("study-findings", args=[pk]) + "#validation-sample"
+    post = request.POST
+    study = study_for_page(request, pk, researcher=True)
+    try:
+        _refuse_read_only(request, study)
+        labeller = labeller_named(study, post.get("labeller", "")[:200])
+        against = labeller_named(study, post["against"][:200]) if post.get("against") else None
+        try:
+            size = int(post.get("size", ""))
+            seed = int(post.get("seed") or 0)
+            mix = float(post.get("mix") or 0.5)
+        except ValueError as exc:
+            raise ValidationFailed("size and seed must be whole numbers, mix a number") from exc
+        outcome = validation_sample_create(
+            study=study,
+            labeller=labeller,
+            size=size,
+            stratify_by=(post.get("stratify_by") or "condition").strip()[:200],
+            seed=seed,
+            design=post.get("design", ""),
+            against=against,
+            mix=mix,
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"No sample was drawn. {exc.message}")
+        return redirect(target)
+    messages.success(
+        request,
+        f"Drew {outcome.get('size', size)} items for people to validate ({post.get('design')} design, seed "
+        f"{seed}); the estimates below read them.",
+    )
+    name = post.get("labeller", "")
+    return redirect(reverse("study-findings", args=[pk]) + "?" + urlencode({"source": PREFIX + name}))

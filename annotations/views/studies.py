@@ -32,6 +32,7 @@ from django.views.decorators.http import require_POST
 from annotations import access
 from annotations.access import request_user
 from annotations.downloads import raw_requested, stored_file_response, streaming_export
+from annotations.interchange.bucket_addresses import bucket_entries
 from annotations.interchange.exports import (
     FILE_FORMATS,
     FORMATS,
@@ -48,8 +49,9 @@ from annotations.interchange.import_jobs import (
     import_upload,
     items_import_uploads,
     labelstudio_new_study,
+    uploads_inline,
 )
-from annotations.interchange.sources import allowed_buckets
+from annotations.interchange.import_kinds import items_report
 from annotations.models import ImportJob, Item, Study
 from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.protocols.manifests import example_items, manifest_template
@@ -210,7 +212,11 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "is_owner": request_user(request).is_admin or study.owner_id == request_user(request).pk,
         "enrollments": study.enrollments.select_related("user").order_by("user__username"),
         "export_jobs": study.export_jobs.filter(requested_by=request_user(request))[:5],
-        "buckets": allowed_buckets(),  # the bucket export form only where a bucket is allowed
+        # The bucket export form only where this study and account may write somewhere.
+        "buckets": [
+            str(entry)
+            for entry in bucket_entries(study_id=study.pk, user_id=request_user(request).pk, write=True)
+        ],
         # Invitation links are secrets: only those who may change the study see them (as on their page).
         "invitations": study.invitations.order_by("-created_at", "-id")[:20] if can_write else [],
         "upload_form": UploadForm(),
@@ -337,7 +343,7 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
             uploads = form.cleaned_data["images"] or [form.cleaned_data["file"]]
             images = bool(form.cleaned_data["images"])
             paths = request.POST.getlist("paths") if images else []
-            if sum(upload.size or 0 for upload in uploads) > settings.WORKBENCH_IMPORT_INLINE_BYTES:
+            if not uploads_inline(uploads):
                 job = import_job_from_uploads(
                     study=study, user=request_user(request), uploads=uploads, paths=paths, images=images
                 )
@@ -365,7 +371,7 @@ def study_import_items(request: HttpRequest, pk: int) -> HttpResponse:
         messages.info(request, f"Import {job.pk} ({job.label}) is queued; its progress shows under Imports.")
         return redirect("study-items", pk=pk)
     if wants_json:
-        return JsonResponse({"ok": True, **report.as_dict(), "templates": templates})
+        return JsonResponse({"ok": True, **items_report(report), "templates": templates})
     text = f"Imported {report.created} items ({report.references} without image files)."
     if report.duplicates:
         text += f" Skipped {len(report.duplicates)} duplicates: " + ", ".join(
@@ -673,7 +679,10 @@ def study_items(request: HttpRequest, pk: int) -> HttpResponse:
             "conditions": conditions,
             "models": models,
             "problems": problems,
-            "buckets": allowed_buckets(),  # the bucket import form only where a bucket is allowed
+            # The bucket import form only where this study and account may read somewhere.
+            "buckets": [
+                str(entry) for entry in bucket_entries(study_id=study.pk, user_id=request_user(request).pk)
+            ],
             "n_blank": selectors.blank_items_count(study),
             "filters": ("&" + urlencode(chosen)) if chosen else "",
             "without_blank": urlencode({k: v for k, v in chosen.items() if k != "blank"}),

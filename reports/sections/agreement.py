@@ -112,13 +112,13 @@ def consensus_table(rows: list[list[Any]]) -> DocTable:
 def agreement_section(study: Study, agreement: dict[str, Any], consensus: list[list[Any]]) -> Section:
     """The Agreement section from the study's agreement report and its ``consensus_rows``."""
     study_alpha = agreement["study_alpha"]
-    if study_alpha["mean"] is None:
-        text = f"No question has a defined alpha ({study_alpha['undefined_reason']})."
+    headline = study_alpha["headline"]
+    if headline["median"] is None:
+        text = f"No question has a defined alpha ({headline['reason']})."
     else:
         text = (
-            f"Across {study_alpha['n_alphas']} defined alphas the mean is {study_alpha['mean']:.3f} "
-            f"(from {study_alpha['min']:.3f} to {study_alpha['max']:.3f}); "
-            f"{study_alpha['n_small_sample']} rest "
+            f"Per question, {headline['text']} ({agreement['reliability_thresholds']['statement']}); "
+            f"{study_alpha['n_small_sample']} alphas rest "
             f"on fewer than 10 items judged by two or more people. {agreement['human_annotators']} people "
             f"judged {agreement['n_items']} items."
         )

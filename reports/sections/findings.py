@@ -83,7 +83,8 @@ def doc_table(table: dict[str, Any]) -> DocTable:
         ],
         rows=[list(row) for row in table["rows"]],
         n=table["n_items"],
-        notes=list(table.get("notes") or []),
+        # the reliability gate's warning first: the table reads a question people do not agree on
+        notes=[*([table["warning"]] if table.get("warning") else []), *(table.get("notes") or [])],
         method=method_of(table),
         source_key=f"metrics:{table['key']}",
         empty_reason=table.get("empty_reason"),
@@ -117,7 +118,10 @@ def findings_report(study: Study, source: str | None, correction: str) -> dict[s
 def findings_section(report: dict[str, Any]) -> Section:
     """The Findings section: the report's source, then each table followed by its figures."""
     figures = doc_figures(report)
-    blocks: list[Any] = [Paragraph(report["source_note"])]
+    blocks: list[Any] = [
+        Paragraph(f"Source: {report.get('source_label') or report['source']}. {report['source_note']}"),
+        *([Paragraph(report["reliability_note"])] if report.get("reliability_note") else []),
+    ]
     if report.get("warning"):
         blocks.append(Paragraph(report["warning"]))
     for table in report["tables"]:

@@ -37,6 +37,17 @@ def _row(question: str, labeller: str, group: str, report: dict[str, Any]) -> li
     bootstrap = confusion_intervals(report["confusion"]) if report["n_pairs"] else None
     kappa_low, kappa_high = bootstrap.kappa if bootstrap and report["kappa"] is not None else (None, None)
     f1_low, f1_high = bootstrap.macro_f1_interval if bootstrap else (None, None)
+    # Fewer than two classes in the reference: macro F1 says nothing (as kappa), so none is given.
+    f1 = macro_f1(report) if bootstrap is None or bootstrap.macro_f1 is not None else None
+    reasons = [
+        r
+        for r in (
+            report.get("accuracy_undefined_reason"),
+            f"kappa: {report['kappa_undefined_reason']}" if report.get("kappa_undefined_reason") else None,
+            f"macro F1: {bootstrap.reason}" if bootstrap and f1 is None and bootstrap.reason else None,
+        )
+        if r
+    ]
     return [
         question,
         labeller,
@@ -48,9 +59,10 @@ def _row(question: str, labeller: str, group: str, report: dict[str, Any]) -> li
         report["kappa"],
         kappa_low,
         kappa_high,
-        macro_f1(report),
+        f1,
         f1_low,
         f1_high,
+        "; ".join(dict.fromkeys(reasons)) or None,
     ]
 
 
@@ -88,6 +100,7 @@ def machines_table(agreement: dict[str, Any]) -> DocTable:
             Column("macro_f1", "Macro F1", "estimate"),
             Column("macro_f1_low", "95% low", "low"),
             Column("macro_f1_high", "95% high", "high"),
+            Column("reason", "Why a number is undefined", "text"),
         ],
         rows=rows,
         n=None,

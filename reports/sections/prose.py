@@ -109,15 +109,12 @@ def results_paragraph(
 ) -> Paragraph:
     """The headline numbers: the study alpha, each labeller's overall accuracy and kappa, and the findings
     summary's numbers."""
-    alpha = agreement["study_alpha"]
+    headline = agreement["study_alpha"]["headline"]
     parts = []
-    if alpha["mean"] is None:
-        parts.append(f"No alpha is defined ({alpha['undefined_reason']}).")
+    if headline["median"] is None:
+        parts.append(f"No alpha is defined ({headline['reason']}).")
     else:
-        parts.append(
-            f"Mean alpha over {alpha['n_alphas']} questions is {alpha['mean']:.3f} "
-            f"(range {alpha['min']:.3f} to {alpha['max']:.3f})."
-        )
+        parts.append(f"Agreement per question: {headline['text']}.")
     for row in machine_rows:
         question, labeller, group, n, accuracy, low, high, kappa, kappa_low, kappa_high = row[:10]
         if group != "all":
@@ -163,6 +160,23 @@ def limitations(
         items.append(
             f"Alpha is undefined for {_plural(len(labels), 'question')} ({', '.join(labels)}): {reason}."
         )
+    for entry in metrics.get("reliability", []):
+        alpha = "undefined" if entry["alpha"] is None else f"{entry['alpha']:.3f}"
+        if entry.get("excluded"):
+            left: dict[str, Any] = next(
+                (e for e in metrics.get("excluded_questions", []) if e["question"] == entry["question"]), {}
+            )
+            items.append(
+                f"{entry['question']} (alpha {alpha}, {entry['verdict']}) is left out of the findings by "
+                f"{left.get('by') or 'a researcher'}: {left.get('reason') or 'no reason given'}."
+            )
+        elif entry["verdict"] != "reliable":
+            items.append(
+                f"{entry['question']}: alpha {alpha}, {entry['verdict']} ({entry['reason']}); the findings "
+                "that read it are tentative at best."
+            )
+    if metrics.get("reliability_note") and not metrics.get("reliability"):
+        items.append(str(metrics["reliability_note"]))
     for table in metrics["tables"]:
         if not table["rows"]:
             items.append(f"{table['title']}: no rows ({table.get('empty_reason') or 'nothing to compute'}).")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
 import openpyxl
 from django.core.files.base import ContentFile
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.models import (
     Annotation,
@@ -20,7 +22,6 @@ from annotations.models import (
     User,
 )
 from annotations.protocols.schema import load_preset
-from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.studies import study_create
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import ItemFactory
@@ -182,3 +183,55 @@ B_MARKED = {("q1", "initial"): 9, ("q1", "refined"): 3, ("q2", "initial"): 3, ("
 OCCUPATIONAL = [
     q.key for q in load_preset("ssi-rubric").questions if q.applies_to({"category": "occupational"})
 ]
+
+
+RELIABILITY_ITEMS = 30
+AGES = ("young", "middle", "old")
+
+
+def reliability_study(owner: User) -> Study:
+    """A bias-axes study of 30 nurses judged by 3 people and the labeller ``vlm@1``, built for the
+    reliability gate (docs/metrics.md): ``gender`` answered at random (alpha near 0), ``age`` in full
+    agreement (alpha 1), ``person`` "yes" from everyone (a consensus of one class; the labeller says "no"
+    on 5 of 30), and a subgroup of 3 items (condition ``gender:female``)."""
+    rng = random.Random(11)
+    n_items = RELIABILITY_ITEMS
+    items = [
+        {
+            "external_id": f"i{n}",
+            "prompt": "a nurse",
+            "condition": "gender:female" if n >= n_items - 3 else "base",
+            "metadata": {"occupation": "nurse"},
+        }
+        for n in range(n_items)
+    ]
+    answers: list[dict[str, Any]] = []
+    for rater in ("h1", "h2", "h3"):
+        for n in range(n_items):
+            answers += [
+                {"item": f"i{n}", "annotator": rater, "question": "person", "value": "yes"},
+                {"item": f"i{n}", "annotator": rater, "question": "age", "value": AGES[n % 3]},
+                {
+                    "item": f"i{n}",
+                    "annotator": rater,
+                    "question": "gender",
+                    "value": rng.choice(["male", "female"]),
+                },
+            ]
+    for n in range(n_items):
+        for key, value in (
+            ("person", "no" if n % 6 == 0 else "yes"),
+            ("age", AGES[n % 3]),
+            ("gender", "female" if n % 2 else "male"),
+        ):
+            answers.append(
+                {
+                    "item": f"i{n}",
+                    "annotator": "vlm",
+                    "annotator_kind": "machine",
+                    "annotator_version": "1",
+                    "question": key,
+                    "value": value,
+                }
+            )
+    return make_study(owner, "bias-axes", items, answers)

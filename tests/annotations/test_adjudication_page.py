@@ -8,9 +8,9 @@ import re
 import pytest
 from django.test import Client
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.models import ConsensusLabel, Study, User
 from annotations.protocols.schema import load_preset
-from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.consensus import consensus_compute
 from annotations.services.studies import study_create
 from tests.annotations.builders import image_item

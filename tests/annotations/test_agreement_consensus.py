@@ -9,11 +9,11 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.models import Annotator, ConsensusLabel, Item, Study, ValidationSampleItem
 from annotations.selectors.adjudication import adjudication_queue
 from annotations.selectors.agreement import agreement_report
 from annotations.selectors.labels import labels_for
-from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.consensus import (
     consensus_adjudicate,
     consensus_adjudicate_item,
@@ -74,8 +74,10 @@ def test_alpha_among_humans_is_the_hand_computed_value(judged) -> None:
     # The labeller against the consensus (i1 male, i2 female; i3 is a tie): right on i1, wrong on i2.
     machine = gender["machines_vs_consensus"][0]
     assert machine["labeller"] == "bot" and machine["n_items"] == 2
-    # accuracy 1/2; kappa: p_o 1/2, p_e = 1/2*1 + 1/2*0 = 1/2, so (1/2 - 1/2)/(1 - 1/2) = 0.
-    assert machine["overall"]["accuracy"] == 0.5 and machine["overall"]["kappa"] == 0.0
+    # accuracy 1/2; kappa: p_o 1/2, p_e = 1/2*1 + 1/2*0 = 1/2, so (1/2 - 1/2)/(1 - 1/2) = 0, but the
+    # labeller answered one class only, so kappa is 0 whatever it does: undefined, with the reason.
+    assert machine["overall"]["accuracy"] == 0.5 and machine["overall"]["kappa"] is None
+    assert "one class" in machine["overall"]["kappa_undefined_reason"]
     assert [g["group"] for g in machine["by_condition"]] == ["gender:women"]
     # Boxes: (0,0,10,10) vs (5,0,10,10): intersection 50, union 150, IoU 1/3 < 0.5: no match.
     boxes = next(q for q in report["questions"] if q["key"] == "boxes")["boxes"]["humans"]

@@ -11,11 +11,11 @@ import json
 import numpy as np
 import pytest
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.models import Annotation, Annotator
 from annotations.protocols.schema import load_protocol_text
 from annotations.selectors.agreement import agreement_report
 from annotations.selectors.matrices import question_matrix, question_rows, reliability_for
-from annotations.services.annotation_writes import annotations_import_records
 from metrics.agreement import krippendorff_alpha, krippendorff_alpha_of_counts, value_counts
 from tests.factories import ItemFactory, StudyFactory
 

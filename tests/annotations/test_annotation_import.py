@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from annotations.interchange.annotation_import import annotations_import
 from annotations.models import Annotation, AnnotationRevision, Annotator, ItemImage
-from annotations.services.annotation_writes import annotations_import
 from common.errors import ImportRefused
 from tests.factories import ItemFactory
 

@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import item_add_files
 from annotations.models import Annotation, AnnotationRevision, Annotator, Item, Study
 from annotations.protocols.answers import CleanAnswer
 from annotations.protocols.schema import load_protocol_text
-from annotations.services.annotation_writes import AnswerToSave, annotations_import_records, annotations_save
+from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.studies import enrollment_add
 from labelling.services import labeller_register, labelling_job_create, labelling_job_run

@@ -8,8 +8,8 @@ import re
 import pytest
 from django.test import Client
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.models import Study, User
-from annotations.services.annotation_writes import annotations_import_records
 from tests.factories import ItemFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db

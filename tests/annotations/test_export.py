@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from annotations.interchange.annotation_import import annotations_import
 from annotations.interchange.exports import export_csv, export_job_create, export_jsonl, export_to_file
 from annotations.interchange.item_import import items_import
 from annotations.interchange.study_import import study_import
 from annotations.models import Annotation, AnnotationRevision, ExportJob, Item, ItemImage, Study
-from annotations.services.annotation_writes import annotations_import
 from common.errors import ImportRefused
 from tests.annotations.imagefiles import write_png
 from tests.helpers import streamed

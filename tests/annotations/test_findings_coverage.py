@@ -18,13 +18,13 @@ import pytest
 from django.core.management import call_command
 from django.test import Client, override_settings
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.exports import export_jsonl
 from annotations.interchange.item_import import items_import_records
 from annotations.models import ConsensusLabel, Study, User
 from annotations.protocols.schema import load_preset
 from annotations.selectors.adjudication import adjudication_queue
 from annotations.selectors.labels import labels_for
-from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.consensus import consensus_compute
 from annotations.services.studies import study_create
 from tests.helpers import client_for

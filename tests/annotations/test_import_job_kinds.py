@@ -353,7 +353,10 @@ def test_a_refused_upload_type_is_still_a_400_before_anything_is_kept(owner, fil
     assert not ImportJob.objects.exists() and file_store.names("uploads/") == []
 
 
-def test_the_stereotype_and_label_studio_commands_read_a_bucket(owner, s3_bucket: S3Bucket, capsys) -> None:
+def test_the_stereotype_and_label_studio_commands_read_a_bucket(
+    owner, s3_bucket: S3Bucket, capsys, settings
+) -> None:
+    settings.WORKBENCH_S3_IMPORT_BUCKETS = [f"{s3_bucket.name}/tables/", f"{s3_bucket.name}/media/"]
     client = s3_bucket.client()
     client.put_object(Bucket=s3_bucket.name, Key="tables/seegull.csv", Body=SEEGULL)
     client.put_object(Bucket=s3_bucket.name, Key="tables/ratings.xlsx", Body=_ratings())

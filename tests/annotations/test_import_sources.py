@@ -56,6 +56,18 @@ def s3_storage(s3_bucket: S3Bucket, settings: Any) -> S3Bucket:
     return s3_bucket
 
 
+# The lab's folders of the test bucket that these tests read and write (the deployment lists them:
+# WORKBENCH_S3_IMPORT_BUCKETS; nothing is allowed by default, tests/annotations/test_bucket_tenancy.py).
+LAB_FOLDERS = ("batch1", "deep", "loose", "zips", "nothing-here", "out", "studies")
+
+
+@pytest.fixture(autouse=True)
+def _lab_folders_allowed(request: pytest.FixtureRequest, settings: Any) -> None:
+    if "s3_bucket" in request.fixturenames:
+        bucket = request.getfixturevalue("s3_bucket").name
+        settings.WORKBENCH_S3_IMPORT_BUCKETS = [f"{bucket}/{folder}/" for folder in LAB_FOLDERS]
+
+
 def _page_client(user: Any) -> Client:
     client = Client()
     client.force_login(user)
@@ -101,8 +113,9 @@ def test_a_bucket_prefix_of_images_without_a_manifest_and_a_zip_in_a_bucket(stud
     ("address", "says"),
     [
         ("https://example.org/x/", "Not a bucket address"),
-        ("s3://someone-elses-bucket/data/", "is not one this deployment reads or writes"),
+        ("s3://someone-elses-bucket/data/", "not a place this study may read from"),
         ("s3://{bucket}/", "give a prefix"),
+        ("s3://{bucket}/items/", "not a place this study may read from"),
         ("s3://{bucket}/nothing-here/", "no files under this prefix"),
         ("s3://{bucket}/../x/", "not a plain path"),
     ],
@@ -119,9 +132,9 @@ def test_a_second_bucket_is_read_only_once_the_deployment_allows_it(study, s3_bu
     other = S3Bucket(name=f"{s3_bucket.name}-lab", endpoint_url=s3_bucket.endpoint_url)
     other.client().create_bucket(Bucket=other.name)
     _put_batch(other)
-    with pytest.raises(CommandError, match="is not one this deployment"):
+    with pytest.raises(CommandError, match="not a place this study may read from"):
         call_command("import_items", str(study.pk), f"s3://{other.name}/batch1/")
-    settings.WORKBENCH_S3_IMPORT_BUCKETS = [s3_bucket.name, other.name]
+    settings.WORKBENCH_S3_IMPORT_BUCKETS = [other.name]
     call_command("import_items", str(study.pk), f"s3://{other.name}/batch1/")
     assert Item.objects.filter(study=study).count() == 2
 
@@ -149,7 +162,7 @@ def test_the_items_page_imports_a_bucket_prefix_as_a_job_and_shows_its_progress(
 @pytest.mark.parametrize(
     ("address", "says"),
     [
-        ("s3://someone-elses-bucket/data/", "is not one this deployment reads or writes"),
+        ("s3://someone-elses-bucket/data/", "not a place this study may read from"),
         ("s3:/broken", "Not a bucket address"),
         ("s3://{bucket}/nothing-here/", "nothing is stored under this prefix"),
     ],
@@ -184,7 +197,7 @@ def test_the_api_imports_a_bucket_address_as_a_job(
     refused = client.post(
         f"/api/studies/{study.pk}/items/import/", {"address": "s3://elsewhere/x/"}, format="multipart"
     )
-    assert refused.status_code == 400 and "not one this deployment" in json.dumps(refused.json())
+    assert refused.status_code == 400 and "not a place this study may read from" in json.dumps(refused.json())
 
 
 def test_an_upload_over_the_inline_size_is_kept_in_storage_imported_by_a_job_then_deleted(
@@ -306,12 +319,12 @@ def test_a_bucket_member_larger_than_the_image_limit_is_refused(study, s3_bucket
 
 def test_export_writes_to_a_bucket_prefix(study, s3_bucket, capsys) -> None:
     Item.objects.create(study=study, external_id="e1", prompt="p")
-    call_command("export", str(study.pk), "--format", "jsonl", "--to", f"s3://{s3_bucket.name}/exports/")
-    key = f"exports/study-{study.pk}.jsonl"
-    assert s3_bucket.keys("exports/") == [key]
+    call_command("export", str(study.pk), "--format", "jsonl", "--to", f"s3://{s3_bucket.name}/out/")
+    key = f"out/study-{study.pk}.jsonl"
+    assert s3_bucket.keys("out/") == [key]
     body = s3_bucket.client().get_object(Bucket=s3_bucket.name, Key=key)["Body"].read().decode()
     assert '"e1"' in body
-    with pytest.raises(CommandError, match="is not one this deployment"):
+    with pytest.raises(CommandError, match="not a place this study may write to"):
         call_command("export", str(study.pk), "--to", "s3://elsewhere/exports/")
 
 
@@ -334,7 +347,7 @@ def test_the_export_page_writes_an_export_job_to_a_bucket_prefix(
         {"format": "csv", "target": "s3://elsewhere/out/"},
         HTTP_ACCEPT="application/json",
     )
-    assert refused.status_code == 400 and "is not one this deployment" in refused.json()["error"]
+    assert refused.status_code == 400 and "not a place this study may write to" in refused.json()["error"]
     assert ExportJob.objects.count() == 1
 
 
@@ -393,7 +406,7 @@ def test_every_file_import_command_refuses_a_bucket_it_may_not_read(study, s3_bu
         ("import_study", ["s3://elsewhere/s.jsonl", "--owner", "owner"]),
         ("mark_gold", [str(study.pk), "s3://elsewhere/g.csv"]),
     ):
-        with pytest.raises(CommandError, match="is not one this deployment"):
+        with pytest.raises(CommandError, match="not a place this study may read from"):
             call_command(command, *args)
 
 

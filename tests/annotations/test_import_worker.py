@@ -26,8 +26,10 @@ def test_a_worker_process_imports_a_bucket_prefix(settings, s3_bucket) -> None:
     )
     owner = UserFactory.create(username="w-owner", role="researcher")
     study = StudyFactory.create(owner=owner)
+    settings.WORKBENCH_S3_IMPORT_BUCKETS = [f"{s3_bucket.name}/w/"]
     job = import_job_from_address(study=study, user=owner, address=f"s3://{s3_bucket.name}/w/")
     s3_env = {
+        "WORKBENCH_S3_IMPORT_BUCKETS": f"{s3_bucket.name}/w/",  # the worker checks the address again
         "WORKBENCH_S3_BUCKET": s3_bucket.name,
         "WORKBENCH_S3_ENDPOINT_URL": s3_bucket.endpoint_url,
         "WORKBENCH_S3_REGION": settings.S3_REGION,

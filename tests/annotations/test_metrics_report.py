@@ -392,7 +392,7 @@ def test_each_protocol_reads_its_papers_source_by_default(visage_studies, owner,
     client.force_login(owner)
     page = client.get(f"/studies/{study.pk}/findings/").content.decode()
     assert "Labels from judgements, the default for stereotype-markers" in page
-    assert f'href="/studies/{study.pk}/findings/?source=consensus">consensus</a>' in page
+    assert f'href="/studies/{study.pk}/findings/?source=consensus">human consensus</a>' in page
     visualness = metrics_report(study=visage_studies["visualness"])
     assert visualness["source"] == "consensus"  # appendix 8.1 counts the label 2 of 3 raters gave
     assert metrics_report(study=subgroup_study(owner))["source"] == "consensus"
@@ -426,7 +426,10 @@ def test_an_empty_table_says_why_and_its_figure_is_an_empty_state(owner, client)
         assert figure.status_code == 200 and figure.content.startswith(magic)
     page = client.get(f"/studies/{study.pk}/findings/").content.decode()
     assert "No rows: consensus has no labels in this study (nobody has answered yet)." in page
-    assert f'href="/studies/{study.pk}/findings/?source=colour-rule%401">colour-rule@1</a>' in page
+    assert (
+        f'href="/studies/{study.pk}/findings/?source=colour-rule%401">colour-rule v1 (machine labeller)</a>'
+        in page
+    )
     assert "figures/soda_bds.png" not in page  # no broken or empty picture on the page
     body = client_for(owner).get(f"/api/studies/{study.pk}/metrics/").json()
     assert body["sources_available"] == ["colour-rule@1"]

@@ -12,10 +12,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.models import Annotation, Annotator, ValidationSample, ValidationSampleItem
 from annotations.protocols.schema import load_protocol_text
-from annotations.services.annotation_writes import annotations_import_records
 from annotations.services.studies import study_create
 from annotations.services.validation_sample import validation_sample_store
 from metrics.ppi import labels_needed, ppi_difference, ppi_mean
@@ -106,7 +106,7 @@ def test_uniform_design_stores_probabilities_and_the_command_reads_ppi(study) ->
     assert drawn["design"] == "uniform" and drawn["size"] == 10
     chances = sampled(study)
     assert len(chances) == 10 and set(chances.values()) == {0.25}
-    report = run("metrics", str(study.pk), "--source", "ppi:vlm@1", "--json")
+    report = run("metrics", str(study.pk), "--source", "ppi:vlm@1", "--json", "--min-people", "2")
     assert report["source"] == "ppi:vlm@1"
     found = {(r["option"], r["group_by"], r["group"]): r for r in rows(report, "ppi_estimates")}
     want = expected(list(range(N)), chances)
@@ -150,7 +150,7 @@ def test_stratified_design_weights_unequal_probabilities(study) -> None:
     chances = sampled(study)
     # quotas 5.25 and 1.75: 5 of 30 and 2 of 10 drawn
     assert sorted(set(chances.values())) == pytest.approx([5 / 30, 2 / 10])
-    report = run("metrics", str(study.pk), "--source", "ppi:vlm@1", "--json")
+    report = run("metrics", str(study.pk), "--source", "ppi:vlm@1", "--json", "--min-people", "2")
     row = next(r for r in rows(report, "ppi_estimates") if (r["option"], r["group"]) == ("female", "all"))
     assert row["estimate"] == pytest.approx(expected(list(range(N)), chances).ppi.estimate)
 
@@ -177,7 +177,7 @@ def test_active_design_oversamples_disagreement(study) -> None:
     # disagreeing items (n % 5 == 0, 8 of 40): pi = 12 (0.5/40 + 0.5/8) = 0.9; the others 12 * 0.5/40 = 0.15
     for n, p in chances.items():
         assert p == pytest.approx(0.9 if n % 5 == 0 else 0.15)
-    report = run("metrics", str(study.pk), "--source", "ppi:vlm@1", "--json")
+    report = run("metrics", str(study.pk), "--source", "ppi:vlm@1", "--json", "--min-people", "2")
     row = next(r for r in rows(report, "ppi_estimates") if (r["option"], r["group"]) == ("female", "all"))
     assert row["estimate"] == pytest.approx(expected(list(range(N)), chances).ppi.estimate)
     with pytest.raises(CommandError, match="active design only"):
@@ -321,7 +321,7 @@ def test_likert_means_and_multi_options_from_item_metadata(owner) -> None:
         "2",
     )
     chances = sampled(study)
-    report = run("metrics", str(study.pk), "--source", "ppi:bot", "--json")
+    report = run("metrics", str(study.pk), "--source", "ppi:bot", "--json", "--min-people", "2")
     found = {(r["question"], r["option"], r["group"]): r for r in rows(report, "ppi_estimates")}
     # likert: mean scale position, 1 = agree
     pos = {n: float(scale.index(v) + 1) for n, v in human.items()}

@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from annotations.interchange.control_import import controls_import
 from annotations.models import (
     Annotation,
     Annotator,
@@ -29,12 +30,7 @@ from annotations.selectors.labels import labels_for
 from annotations.selectors.quality import claim_refusal, quality_report
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.consensus import consensus_compute
-from annotations.services.controls import (
-    control_mark,
-    control_unmark,
-    controls_import,
-    quality_settings_update,
-)
+from annotations.services.controls import control_mark, control_unmark, quality_settings_update
 from annotations.services.quality import annotator_exclude, annotator_reinstate
 from annotations.services.studies import enrollment_add, study_create
 from common.errors import Conflict, ImportRefused, ValidationFailed

@@ -370,8 +370,8 @@ def test_pages_of_the_grid_keep_the_filters(owner) -> None:
 # --- Docs -----------------------------------------------------------------------------------------
 
 
-def test_docs_are_served_escaped_with_links_to_other_docs(owner) -> None:
-    client = login(owner)
+def test_docs_are_served_escaped_with_links_to_other_docs(admin_user) -> None:
+    client = login(admin_user)  # every doc, the internal ones too (tests/test_information_exposure.py)
     page = client.get("/docs/import-export/")
     text = page.content.decode()
     assert page.status_code == 200 and '<pre class="doc">' in text

@@ -267,6 +267,7 @@ class Stack:
                 "CELERY_BROKER_URL": self.redis_url,
                 "WORKBENCH_CACHE_URL": self.redis_url,
                 "WORKBENCH_S3_BUCKET": self.bucket,
+                "WORKBENCH_S3_IMPORT_BUCKETS": f"{self.bucket}/manifests/",  # the bench's manifests
                 "WORKBENCH_S3_ENDPOINT_URL": self.s3_endpoint,
                 "WORKBENCH_S3_REGION": REGION,
                 "WORKBENCH_S3_ADDRESSING_STYLE": "path",

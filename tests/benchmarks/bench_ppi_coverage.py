@@ -135,7 +135,7 @@ def run(y: np.ndarray, ident: np.ndarray, names: list[str], reps: int) -> list[d
                 in_a = half[chosen]
                 a = ppi_mean(y[chosen][in_a], f[chosen][in_a], f[half], pi=pi[in_a], proportion=True)
                 b = ppi_mean(y[chosen][~in_a], f[chosen][~in_a], f[~half], pi=pi[~in_a], proportion=True)
-                diff = ppi_difference(a, b)
+                diff = ppi_difference(a, b, proportion=True)
                 if diff.ppi.low is not None and diff.ppi.high is not None:
                     hits["ppi_diff"] += diff.ppi.low <= truth_diff <= diff.ppi.high
                 if diff.human_only.low is not None and diff.human_only.high is not None:

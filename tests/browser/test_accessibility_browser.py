@@ -27,9 +27,9 @@ def demo(transactional_db: None, settings: Any, tmp_path: Any) -> dict[str, Any]
     from django.utils import timezone
 
     from annotations.models import Annotator, Item, User
-    from annotations.services.demo import demo_accounts_ensure, demo_study_ensure
     from annotations.services.invitations import invitation_create
     from tests.annotations.builders import A_MARKED, B_MARKED, ssi_study
+    from workbench.demo import demo_accounts_ensure, demo_study_ensure
 
     settings.DATA_DIR = tmp_path
     demo_accounts_ensure()

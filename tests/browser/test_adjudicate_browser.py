@@ -18,7 +18,7 @@ def _line(item: str, who: str, value: str, kind: str = "human") -> dict[str, Any
 
 @pytest.fixture
 def judged(transactional_db: None) -> dict[str, Any]:
-    from annotations.services.annotation_writes import annotations_import_records
+    from annotations.interchange.annotation_import import annotations_import_records
     from annotations.services.consensus import consensus_compute
     from annotations.services.studies import enrollment_add
     from tests.factories import ItemFactory, StudyFactory, UserFactory
@@ -129,8 +129,8 @@ def test_a_crowd_annotator_cannot_open_the_queue_or_an_item(
 @pytest.fixture
 def boxed(transactional_db: None, settings: Any, tmp_path: Any) -> dict[str, Any]:
     """A stereotype-markers item (2000x1000) on which two annotators drew boxes, its attributes a tie."""
+    from annotations.interchange.annotation_import import annotations_import_records
     from annotations.protocols.schema import load_preset
-    from annotations.services.annotation_writes import annotations_import_records
     from annotations.services.consensus import consensus_compute
     from annotations.services.studies import study_create
     from tests.annotations.builders import image_item

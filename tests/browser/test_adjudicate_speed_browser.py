@@ -26,7 +26,7 @@ OLD_KEYS_PER_DECISION = 14
 @pytest.fixture
 def demo(transactional_db: None, settings: Any, tmp_path: Any) -> Any:
     from annotations.models import User
-    from annotations.services.demo import demo_accounts_ensure, demo_study_ensure
+    from workbench.demo import demo_accounts_ensure, demo_study_ensure
 
     settings.DATA_DIR = tmp_path
     demo_accounts_ensure()

@@ -17,7 +17,7 @@ from tests.browser.pages import PASSWORD, open_page, sign_in
 @pytest.fixture
 def demo(transactional_db: None, settings: Any, tmp_path: Any) -> Any:
     from annotations.models import User
-    from annotations.services.demo import demo_accounts_ensure, demo_study_ensure
+    from workbench.demo import demo_accounts_ensure, demo_study_ensure
 
     settings.DATA_DIR = tmp_path
     demo_accounts_ensure()

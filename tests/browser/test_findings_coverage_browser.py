@@ -20,9 +20,9 @@ TERMS = ("kind", "sombrero", "talkative")
 
 @pytest.fixture
 def pilot(transactional_db: None) -> dict[str, Any]:
+    from annotations.interchange.annotation_import import annotations_import_records
     from annotations.interchange.item_import import items_import_records
     from annotations.protocols.schema import load_preset
-    from annotations.services.annotation_writes import annotations_import_records
     from annotations.services.studies import study_create
     from tests.factories import UserFactory
 

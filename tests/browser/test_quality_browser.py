@@ -138,9 +138,9 @@ def demo_with_a_straight_liner(transactional_db: None, settings: Any, tmp_path: 
     """The demo study (three honest annotators, ``setup_demo``) and a fourth annotator who answers the
     first option of every question on the items left open, through the assignments API."""
     from annotations.models import Item, User
-    from annotations.services.demo import demo_accounts_ensure, demo_study_ensure
     from annotations.services.studies import enrollment_add
     from tests.helpers import client_for
+    from workbench.demo import demo_accounts_ensure, demo_study_ensure
 
     settings.DATA_DIR = tmp_path
     demo_accounts_ensure()

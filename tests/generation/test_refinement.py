@@ -14,9 +14,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from PIL import Image
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.models import Item
 from annotations.protocols.schema import load_preset
-from annotations.services.annotation_writes import annotations_import_records
 from common.chat_client import ChatClient, ChatError, ChatSettings
 from generation import pipelines
 from generation.models import GenerationJob

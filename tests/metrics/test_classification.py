@@ -7,6 +7,8 @@ import pytest
 
 from metrics.classification import (
     REASON_NO_PAIRS,
+    REASON_ONE_CLASS_PREDICTED,
+    REASON_ONE_CLASS_REFERENCE,
     classification_by_group,
     classification_from_codes,
     classification_report,
@@ -57,8 +59,9 @@ def test_explicit_label_order_and_absent_class() -> None:
     z = _by_label(report, "z")
     assert (z.precision, z.recall, z.f1) == (None, None, None)
     assert set(z.undefined_reasons) == {"precision", "recall", "f1"}
-    # p_o = 1/2; rows (y 1, x 1), columns (x 2): p_e = (1/2)(1) = 1/2 -> kappa = 0.
-    assert report.kappa == pytest.approx(0.0)
+    # p_o = 1/2; rows (y 1, x 1), columns (x 2): p_e = (1/2)(1) = 1/2 -> kappa = 0 whatever the reference:
+    # the prediction holds one class, so kappa is undefined (fewer than two classes), with the reason.
+    assert report.kappa is None and report.kappa_undefined_reason == REASON_ONE_CLASS_PREDICTED
 
 
 def test_kappa_negative_and_undefined() -> None:
@@ -163,9 +166,10 @@ def test_confusion_intervals_of_perfect_agreement_and_of_one_class() -> None:
     # chance of 2 / 2^10, dropped as undefined) and every F1 1.
     perfect = confusion_intervals([[5, 0], [0, 5]])
     assert perfect.kappa == (1.0, 1.0) and perfect.macro_f1 == 1.0 and perfect.macro_f1_interval == (1.0, 1.0)
-    # One class on both sides: chance agreement 1, so kappa is undefined in every resample; F1 is 1.
+    # One class on both sides: kappa and macro F1 are undefined (fewer than two classes), with the reason.
     single = confusion_intervals([[10]])
-    assert single.kappa == (None, None) and single.macro_f1_interval == (1.0, 1.0)
+    assert single.kappa == (None, None) and single.macro_f1_interval == (None, None)
+    assert single.macro_f1 is None and single.reason == REASON_ONE_CLASS_REFERENCE
     empty = confusion_intervals([[0, 0], [0, 0]])
     assert empty.kappa == (None, None) and empty.macro_f1 is None and empty.reason is not None
 
@@ -185,3 +189,21 @@ def test_confusion_intervals_match_the_large_sample_spread_of_kappa() -> None:
     f1_low, f1_high = result.macro_f1_interval
     assert f1_low is not None and f1_high is not None and f1_low < result.macro_f1 < f1_high
     assert confusion_intervals(confusion) == result  # seeded: the same matrix, the same intervals
+
+
+def test_kappa_on_a_consensus_of_one_class_is_undefined_not_zero() -> None:
+    # The case: the consensus holds one class (6 "no"), the labeller says "yes" once. p_o = 5/6,
+    # p_e = 1 x 5/6 = 5/6, so the formula gives kappa = 0 beside accuracy 0.833: a number that says nothing.
+    report = classification_report(["no"] * 6, ["no"] * 5 + ["yes"])
+    assert report.accuracy == pytest.approx(5 / 6)
+    assert report.kappa is None and report.kappa_undefined_reason == REASON_ONE_CLASS_REFERENCE
+    bootstrap = confusion_intervals(report.confusion)
+    assert bootstrap.kappa == (None, None) and bootstrap.macro_f1 is None
+    assert bootstrap.macro_f1_interval == (None, None) and bootstrap.reason == REASON_ONE_CLASS_REFERENCE
+
+
+def test_kappa_with_two_classes_on_both_sides_stays_defined() -> None:
+    # p_o = 3/4; rows (a 2, b 2), columns (a 1, b 3): p_e = (2*1 + 2*3)/16 = 1/2
+    # -> kappa = (3/4 - 1/2)/(1/2) = 1/2.
+    report = classification_report(["a", "a", "b", "b"], ["a", "b", "b", "b"])
+    assert report.kappa == pytest.approx(0.5) and report.kappa_undefined_reason is None

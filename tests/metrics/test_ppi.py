@@ -195,3 +195,34 @@ def test_coverage_with_a_biased_labeller(design: str) -> None:
     assert human_covered / reps >= 0.90
     # a labeller this good narrows the interval
     assert np.mean(widths) < np.mean(human_widths)
+
+
+def test_a_proportion_estimate_below_zero_is_clipped_with_the_reason() -> None:
+    # Humans: 0 of 10 positive; the machine says 1 on 2 of the sample and on 0 of 40 others: theta(1) =
+    # 0 + 1 x (2/50 - 2/10) = -0.16 by the formula, clipped to 0 with the reason.
+    y = [0.0] * 10
+    f = [1.0, 1.0] + [0.0] * 8
+    f_all = f + [0.0] * 40
+    result = ppi_mean(y, f, f_all, lam=1.0, proportion=True)
+    assert result.ppi.estimate == 0.0 and result.ppi.low == 0.0 and 0.0 <= result.ppi.high <= 1.0
+    assert "clipped to [0, 1]" in result.reason and "-0.1600" in result.reason
+    plain = ppi_mean(y, f, f_all, lam=1.0)
+    assert plain.ppi.estimate == pytest.approx(-0.16)  # a mean that is not a proportion is not clipped
+
+
+def test_a_difference_of_proportions_stays_in_minus_one_one() -> None:
+    high = ppi_mean([1.0] * 9 + [0.0], [1.0] * 10, [1.0] * 10, lam=0.0, proportion=True)
+    low = ppi_mean([0.0] * 9 + [1.0], [0.0] * 10, [0.0] * 10, lam=0.0, proportion=True)
+    diff = ppi_difference(high, low, proportion=True)
+    assert -1.0 <= diff.ppi.low <= diff.ppi.estimate <= diff.ppi.high <= 1.0
+    unbounded = ppi_difference(high, low)
+    assert unbounded.ppi.high > 1.0  # the CLT interval of 0.8 +- 1.96 sqrt(V_A + V_B) leaves the range
+
+
+def test_too_few_people_labelled_items_give_no_estimate() -> None:
+    result = ppi_mean(
+        [1.0, 0.0, 1.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 1.0], proportion=True, min_labelled=10
+    )
+    assert result.ppi == result.human_only and result.ppi.estimate is None and result.ppi.low is None
+    assert result.reason == "needs at least 10 people-labelled items (has 3): no estimate"
+    assert ppi_mean([1.0, 0.0, 1.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 1.0]).ppi.estimate is not None

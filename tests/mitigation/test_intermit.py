@@ -20,10 +20,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import item_add_files
 from annotations.models import Annotation, Item, Study
 from annotations.protocols.schema import load_preset, load_protocol_text
-from annotations.services.annotation_writes import annotations_import_records
 from generation import pipelines
 from generation.models import GenerationJob
 from generation.pipelines import ModelSpec

@@ -141,7 +141,8 @@ def test_a_bad_option_on_the_tab_is_said_not_raised(
         and f"study {hidden.pk} does not exist or is not yours" in page.content.decode()
     )
     refused = login(owner).post(f"/studies/{named_study.pk}/report/make/", {"format": "docx"})
-    assert refused.status_code == 302 and not ReportJob.objects.exists()
+    assert refused.status_code == 400 and "unknown report format" in refused.content.decode()
+    assert not ReportJob.objects.exists()
 
 
 # --- The API ---------------------------------------------------------------------------------------
@@ -302,3 +303,21 @@ def test_the_tab_offers_the_sources_that_hold_labels(demo_study: Study) -> None:
     chosen = sources[1]
     page = client.get(f"/studies/{demo_study.pk}/report/", {"source": chosen}).content.decode()
     assert f'<option value="{chosen}" selected>' in page
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "1" * 4401, "-1", "0", "9" * 20])
+def test_a_compare_value_that_is_not_a_plain_study_id_is_a_400_on_every_door(
+    owner: User, named_study: Study, value: str
+) -> None:
+    """Third hardening round, L1: '²' and a 4,401-digit value answered 500 on the Report tab and its
+    make button, and Arabic-Indic digits were read as a study id."""
+    page = login(owner)
+    tab = page.get(f"/studies/{named_study.pk}/report/", {"compare": value})
+    make = page.post(f"/studies/{named_study.pk}/report/make/", {"format": "md", "compare": value})
+    api = client_for(owner).post(
+        f"/api/studies/{named_study.pk}/report/", {"format": "md", "compare": [value]}, format="json"
+    )
+    for answer in (tab, make, api):
+        assert answer.status_code == 400, (answer.status_code, answer.content[:300])
+    assert "not a study id" in tab.content.decode() or "compare" in tab.content.decode()
+    assert not ReportJob.objects.exists()

@@ -75,10 +75,12 @@ def test_the_full_release_report_in_markdown_and_heds_equals_the_api(owner: User
 
     markdown = renderer("md")(document).body.decode()
     assert "## Agreement" in markdown and "## HEDS 3.0 datasheet" in markdown
+    # the study line is the per-question range and median with the count of reliable questions, never a mean
+    headline = alphas["headline"]
     assert (
-        f"Across {alphas['n_alphas']} defined alphas the mean is {alphas['mean']:.3f} "
-        f"(from {alphas['min']:.3f} to {alphas['max']:.3f})"
-    ) in markdown
+        headline["n_questions"] == 1 and f"Per question, {headline['text']}".replace("_", "\\_") in markdown
+    )
+    assert "the mean is" not in markdown
     assert "17930 people judged 2025 items" in markdown
     assert re.search(r"\*\*People who judged\*\*: 17,930", markdown)
     # one row per option of the attributes question, each with the API's alpha to three places

@@ -31,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--to",
             metavar="S3_PREFIX",
-            help="Write the file under a bucket prefix (s3://bucket/prefix/) of an allowed bucket",
+            help="Write the file under a bucket prefix (s3://bucket/prefix/) this study may write",
         )
         parser.add_argument(
             "--raw",

@@ -4,9 +4,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.command_args import dump, fail, file_arg, study_arg
+from annotations.command_args import dump, fail, file_arg, source_arg, study_arg
+from annotations.interchange.annotation_import import annotations_import
 from annotations.interchange.coco_import import coco_import
-from annotations.services.annotation_writes import annotations_import
 from common.errors import WorkbenchError
 
 
@@ -35,7 +35,7 @@ class Command(BaseCommand):
                     raise CommandError("--format coco needs --question BOXES_QUESTION")
                 report = coco_import(
                     study=study,
-                    path=options["file"],
+                    path=source_arg(options["file"], study=study),
                     question=options["question"],
                     annotator=options["annotator"],
                     kind=options["kind"],
@@ -43,7 +43,9 @@ class Command(BaseCommand):
             else:
                 if coco_only:
                     raise CommandError(f"--{coco_only[0]} goes with --format coco")
-                report = annotations_import(study=study, path=options["file"]).as_dict()
+                report = annotations_import(
+                    study=study, path=source_arg(options["file"], study=study)
+                ).as_dict()
         except WorkbenchError as exc:
             raise fail(exc) from exc
         self.stdout.write(dump(report | {"study": study.pk}))

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.command_args import dump, fail, file_arg, study_arg
+from annotations.command_args import dump, fail, file_arg, source_arg, study_arg
 from annotations.interchange.feature_import import features_import
 from common.errors import WorkbenchError
 
@@ -23,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         try:
-            report = features_import(study=study, path=options["file"])
+            report = features_import(study=study, path=source_arg(options["file"], study=study))
         except WorkbenchError as exc:
             raise fail(exc) from exc
         self.stdout.write(dump(report.as_dict() | {"study": study.pk}))

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.command_args import dump, fail, file_arg, study_arg
+from annotations.command_args import dump, fail, file_arg, source_arg, study_arg
 from annotations.interchange.item_import import items_import
 from common.errors import WorkbenchError
 
@@ -28,7 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         try:
-            report = items_import(study=study, path=options["path"])
+            report = items_import(study=study, path=source_arg(options["path"], study=study))
         except WorkbenchError as exc:
             raise fail(exc) from exc
         for warning in report.warnings():

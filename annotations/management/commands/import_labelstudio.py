@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.command_args import dump, fail, file_arg, study_arg, user_arg
+from annotations.command_args import dump, fail, file_arg, source_arg, source_arg_or_none, study_arg, user_arg
 from annotations.interchange.labelstudio_import import labelstudio_import
 from common.errors import WorkbenchError
 
@@ -35,12 +35,12 @@ class Command(BaseCommand):
             raise CommandError("--owner goes with --create")
         try:
             report = labelstudio_import(
-                path=options["export"],
+                path=source_arg(options["export"], study=study),
                 study=study,
                 owner=owner,
                 name=options["create"],
-                config_path=options["config"],
-                media_root=options["media_root"],
+                config_path=source_arg_or_none(options["config"], study=study),
+                media_root=source_arg_or_none(options["media_root"], study=study),
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.command_args import dump, fail, file_arg, study_arg
+from annotations.command_args import dump, fail, file_arg, source_arg, source_arg_or_none, study_arg
 from annotations.interchange.visage_import import stereotype_table_import
 from common.errors import WorkbenchError
 
@@ -26,7 +26,9 @@ class Command(BaseCommand):
         study = study_arg(options["study"])
         try:
             rows = stereotype_table_import(
-                study=study, path=options["path"], visual_attributes_path=options["visual_attributes"]
+                study=study,
+                path=source_arg(options["path"], study=study),
+                visual_attributes_path=source_arg_or_none(options["visual_attributes"], study=study),
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc

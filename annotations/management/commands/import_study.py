@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.command_args import dump, fail, file_arg, user_arg
+from annotations.command_args import dump, fail, file_arg, source_arg, user_arg
 from annotations.interchange.study_import import study_import
 from common.errors import WorkbenchError
 
@@ -20,7 +20,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         owner = user_arg(options["owner"])
         try:
-            study = study_import(owner=owner, path=options["path"], name=options["name"])
+            study = study_import(
+                owner=owner, path=source_arg(options["path"], study=None), name=options["name"]
+            )
         except WorkbenchError as exc:
             raise fail(exc) from exc
         self.stdout.write(

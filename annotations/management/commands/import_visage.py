@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations.command_args import dump, fail, file_arg, user_arg
+from annotations.command_args import dump, fail, file_arg, source_arg, source_arg_or_none, user_arg
 from annotations.interchange.visage_import import visage_import
 from common.errors import WorkbenchError
 
@@ -35,9 +35,9 @@ class Command(BaseCommand):
         try:
             report = visage_import(
                 owner=owner,
-                annotations_path=options["annotations"],
-                seegull_path=options["seegull"],
-                visual_attributes_path=options["visual_attributes"],
+                annotations_path=source_arg(options["annotations"], study=None),
+                seegull_path=source_arg(options["seegull"], study=None),
+                visual_attributes_path=source_arg_or_none(options["visual_attributes"], study=None),
                 name=options["name"],
             )
         except WorkbenchError as exc:

@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.command_args import dump, file_arg, study_arg
+from annotations.command_args import dump, file_arg, source_arg, study_arg
+from annotations.interchange.control_import import controls_import
 from annotations.models import ControlKind
-from annotations.services.controls import controls_import
 from common.errors import WorkbenchError
 
 
@@ -29,10 +29,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
-        path: Path | str = options["file"]
+        path = source_arg(options["file"], study=study)
         if isinstance(path, Path) and not path.is_file():
             raise CommandError(f"no file {path}")
-        if PurePosixPath(str(path)).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+        if PurePosixPath(path.name).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
             raise CommandError("the file must be .csv or .jsonl")
         try:
             report = controls_import(study=study, path=path, default_kind=options["kind"])

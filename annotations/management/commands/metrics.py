@@ -34,6 +34,12 @@ class Command(BaseCommand):
             help="ppi: the 95%% interval width to say how many more human labels would reach (default 0.1)",
         )
         parser.add_argument(
+            "--min-people",
+            type=int,
+            help="ppi: the fewest people-labelled items a row is estimated from (default "
+            "WORKBENCH_PPI_MIN_PEOPLE, 10); fewer: no estimate, with the reason",
+        )
+        parser.add_argument(
             "--correction",
             choices=CORRECTIONS,
             default=DEFAULT_CORRECTION,
@@ -65,6 +71,7 @@ class Command(BaseCommand):
                 include_partial=options["partial"],
                 width=options["width"],
                 correction=options["correction"],
+                min_people=options["min_people"],
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc
@@ -76,6 +83,12 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"  {report['source_note']}")
         self.stdout.write(f"  items: {report['coverage']['summary']}")
+        self.stdout.write(f"  reliability: {report['reliability_note']}")
+        for entry in report["reliability"]:
+            alpha = "undefined" if entry["alpha"] is None else f"{entry['alpha']:.3f}"
+            left = " (left out of the findings)" if entry.get("excluded") else ""
+            why = f": {entry['reason']}" if entry["reason"] else ""
+            self.stdout.write(f"    {entry['question']}: alpha {alpha}, {entry['verdict']}{left}{why}")
         if any("p_adjusted" in table["columns"] for table in report["tables"]):
             self.stdout.write(f"  multiple comparisons: {report['correction_note']}")
         if report["warning"]:
@@ -86,5 +99,7 @@ class Command(BaseCommand):
             empty = f" ({table['empty_reason']})" if table.get("empty_reason") else ""
             rows = f"{len(table['rows'])} rows, {table['n_items']} items behind it"
             self.stdout.write(f"  table {table['key']}: {rows}{empty}")
+            if table.get("warning"):
+                self.stdout.write(f"    warning: {table['warning']}")
         for note in report["notes"]:
             self.stdout.write(f"  note: {note}")

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from django.conf import settings
+
 from annotations.models import Study, ValidationSample
 from annotations.selectors.findings.tables import Method, Report, Table
 from annotations.selectors.labels import (
@@ -39,6 +41,9 @@ from metrics.ppi import PpiEstimate, labels_needed, ppi_difference, ppi_mean
 
 PREFIX = "ppi:"
 DEFAULT_WIDTH = 0.1
+# A row (a group) rests on at least this many people-labelled items, else it has no estimate (overridable:
+# WORKBENCH_PPI_MIN_PEOPLE, or min_people= on the page, the API and manage.py metrics).
+MIN_PEOPLE = 10
 MEAN_KINDS = ("single", "binary", "multi", "likert", "text")
 # A text question (an observed colour) gives the share of each of its most frequent machine answers.
 MAX_TEXT_VALUES = 30
@@ -88,9 +93,29 @@ PPI_ESTIMATOR = (
 )
 PPI_INTERVAL = (
     "95% normal (CLT) interval, estimate +- 1.96 sqrt(V); for a proportion centred and with V read from the "
-    "sample plus Agresti and Coull's four pseudo-items, clipped to [0, 1]; human_low/human_high: the same "
-    "with lambda = 0 (human labels only)"
+    "sample plus Agresti and Coull's four pseudo-items; a proportion's estimate and interval clipped to "
+    "[0, 1], a difference of proportions' to [-1, 1] (the reason says when an estimate was clipped); "
+    "human_low/human_high: the same with lambda = 0 (human labels only)"
 )
+
+
+def ppi_min_people(raw: str | int | None = None) -> int:
+    """The fewest people-labelled items a PPI row is estimated from: ``raw`` (a query parameter or option:
+    a whole number from 2 to 100000), else ``WORKBENCH_PPI_MIN_PEOPLE``, else 10. Refused otherwise."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return max(2, int(getattr(settings, "WORKBENCH_PPI_MIN_PEOPLE", MIN_PEOPLE)))
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = 0
+    if not 2 <= value <= 100_000:
+        raise ValidationFailed(
+            f"min_people must be a whole number from 2 to 100000, not {str(raw)[:40]!r}",
+            {"min_people": "invalid"},
+        )
+    return value
+
+
 PPI_REFERENCE = "Angelopoulos et al. 2023 (PPI) and PPI++ (arXiv:2311.01453); docs/metrics.md"
 
 
@@ -104,7 +129,7 @@ def sample_probabilities(study: Study) -> tuple[ValidationSample, dict[int, floa
     sample = ValidationSample.objects.filter(study=study).first()
     how = (
         "draw one with known probabilities: manage.py sample_for_validation STUDY --labeller NAME --design "
-        "uniform|stratified|active --size N"
+        "uniform|stratified|active --size N, or the findings page's Validation sample form"
     )
     if sample is None:
         raise ValidationFailed(
@@ -235,6 +260,7 @@ def _estimate(
     human: LabelSet,
     chances: dict[int, float],
     proportion: bool,
+    min_people: int = MIN_PEOPLE,
 ) -> PpiEstimate:
     f_all: list[float] = []
     y: list[float] = []
@@ -253,7 +279,7 @@ def _estimate(
                 y.append(yx)
                 f.append(fx)
                 pi.append(chances[item_id])
-    return ppi_mean(y, f, f_all, pi=pi, proportion=proportion)
+    return ppi_mean(y, f, f_all, pi=pi, proportion=proportion, min_labelled=min_people)
 
 
 def ppi_section(
@@ -264,6 +290,7 @@ def ppi_section(
     *,
     human: LabelSource,
     width: float = DEFAULT_WIDTH,
+    min_people: int = MIN_PEOPLE,
 ) -> None:
     """The PPI tables of ``study`` from ``machine`` (narrowed to the items it answered) and the consensus
     on the validation sample (``human``, narrowed to the counted items); see the module docstring."""
@@ -377,7 +404,9 @@ def ppi_section(
             found: dict[tuple[str, str], PpiEstimate] = {}
             for (group_by, group), ids in groups.items():
                 scoped = ids if applies is None else applies & ids
-                result = _estimate(scoped, encode, machine_labels, human_labels, chances, proportion)
+                result = _estimate(
+                    scoped, encode, machine_labels, human_labels, chances, proportion, min_people
+                )
                 if not result.n_machine:
                     continue  # the labeller answered no item of this group on this option
                 found[(group_by, group)] = result
@@ -390,7 +419,9 @@ def ppi_section(
                 for name in names:
                     if name == reference:
                         continue
-                    diff = ppi_difference(found[(group_by, name)], found[(group_by, reference)])
+                    diff = ppi_difference(
+                        found[(group_by, name)], found[(group_by, reference)], proportion=proportion
+                    )
                     differences.rows.append(
                         [
                             question.key,
@@ -423,6 +454,7 @@ def ppi_section(
                 pi=[p for _a, p in known],
                 lam=0.0,
                 proportion=True,
+                min_labelled=min_people,
             )
             needed = labels_needed(result, width)
             accuracy.rows.append(
@@ -446,11 +478,16 @@ def ppi_section(
         f"weighted human mean; machine_only: the plain mean of {machine.name}'s labels (biased by its "
         "errors; no interval); n_effective = n_people x V(human-only) / V(PPI), gain = n_effective / "
         "n_people; "
-        f"more_for_width: human labels to add for a 95% interval {width} wide."
+        f"more_for_width: human labels to add for a 95% interval {width} wide. "
+        "A proportion, its interval and its PPI estimate lie in [0, 1]: the formula can leave it, so the "
+        "estimate and bounds are clipped (the reason says when an estimate was). "
+        f"A group with fewer than {min_people} people-labelled items has no estimate (null, with the "
+        "reason): its interval would rest on a handful of labels."
     )
     differences.notes.append(
         "Each condition against base (else the first), each model against the first; the two groups hold "
-        "different items, so their variances add."
+        "different items, so their variances add. A difference of proportions and its interval lie in "
+        "[-1, 1] (clipped); a group without an estimate has no difference."
     )
     accuracy.notes.append(
         "Human-only (lambda 0): nothing stands in for correctness on items people did not label. Weighted by "
@@ -468,6 +505,7 @@ def ppi_section(
         "n_people": len(people),
         "n_machine": len(machine_items),
         "target_width": width,
+        "min_people": min_people,
     }
     if sample.labeller_name and sample.labeller_name != machine.name.partition("@")[0]:
         report.notes.append(

@@ -33,7 +33,15 @@ from typing import Any
 from django.core.cache import cache
 from django.db.models import Count, Max
 
-from annotations.models import Annotation, Annotator, ConsensusLabel, Item, StereotypeEntry, Study
+from annotations.models import (
+    Annotation,
+    Annotator,
+    ConsensusLabel,
+    Item,
+    StereotypeEntry,
+    Study,
+    ValidationSample,
+)
 from annotations.selectors.counted import counted_annotations, counted_items
 from annotations.selectors.coverage import Coverage, coverage_of, findings_minimum, item_judges, short_items
 from annotations.selectors.features import (
@@ -50,8 +58,16 @@ from annotations.selectors.findings.ppi import (
     PREFIX,
     human_source,
     is_ppi_source,
+    ppi_min_people,
     ppi_section,
     ppi_sources,
+)
+from annotations.selectors.findings.reliability import (
+    findings_exclusions,
+    reliability_apply,
+    reliability_entries,
+    reliability_headline,
+    reliability_thresholds,
 )
 from annotations.selectors.findings.soda import soda_section
 from annotations.selectors.findings.ssi import ssi_section
@@ -68,6 +84,7 @@ from annotations.selectors.labels import (
     JUDGEMENTS,
     ItemInfo,
     LabelSource,
+    findings_reading,
     items_info,
     machine_labellers,
     source_parse,
@@ -227,6 +244,7 @@ def metrics_report(
     include_partial: bool = False,
     width: float | None = None,
     correction: str = DEFAULT_CORRECTION,
+    min_people: int | None = None,
 ) -> dict[str, Any]:
     """Every metric that applies to ``study``'s protocol from ``source`` (see the module docstring);
     ``source`` None or blank: the protocol's default (``DEFAULT_SOURCES``).
@@ -249,6 +267,12 @@ def metrics_report(
     SODA's permutation tests) adjusts its p-values for multiple comparisons: its ``p_adjusted`` and
     ``significant_adjusted`` columns, beside the raw ``p_value`` and the paper's ``significant``
     (``metrics.multiple_testing``); the report says which (``correction``).
+
+    ``reliability``: the gate (``findings/reliability.py``): one entry per question the findings read with
+    Krippendorff's alpha of the people, its interval and verdict under the study's thresholds; each table
+    and figure reading a question that is not reliable carries a ``warning`` naming it; questions the
+    researcher left out (``excluded_questions``) feed no table. ``min_people`` (ppi only): the fewest
+    people-labelled items a PPI row is estimated from (default ``WORKBENCH_PPI_MIN_PEOPLE``, 10).
 
     Raises ValidationFailed for an unknown correction, an unknown source, or ``judgements`` where metrics
     need one label per item (every protocol but stereotype-markers and visualness). Reads only; no locks.
@@ -284,17 +308,38 @@ def metrics_report(
     counted = {i: info for i, info in items.items() if i in parsed.items}
     report = Report(correction=correction)
     features = visage_features_apply(kind, items)
-    if ppi:
-        _coverage, people = findings_coverage(study, human_source(), items, include_partial)
-        ppi_section(study, parsed, counted, report, human=people, width=width or DEFAULT_WIDTH)
-        parsed = replace(parsed, name=PREFIX + parsed.name)
-    elif kind is None and not features:
-        report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
-    elif kind is not None:
-        SECTIONS[kind](study, parsed, counted, report)
+    thresholds = reliability_thresholds(study)
+    exclusions = findings_exclusions(study)
+    excluded = [e["question"] for e in exclusions]
+    least = ppi_min_people(min_people) if ppi else None
+    machine_name = parsed.name
+    with findings_reading(excluded) as reading:
+        if ppi:
+            _coverage, people = findings_coverage(study, human_source(), items, include_partial)
+            ppi_section(
+                study,
+                parsed,
+                counted,
+                report,
+                human=people,
+                width=width or DEFAULT_WIDTH,
+                min_people=least or 10,
+            )
+            parsed = replace(parsed, name=PREFIX + parsed.name)
+        elif kind is None and not features:
+            report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
+        elif kind is not None:
+            SECTIONS[kind](study, parsed, counted, report)
     if features and not ppi:
         visage_pull_section(study, items, report, embedding_source)
         visage_salience_section(study, items, report, caption_source)
+    machine_only = parsed.is_machine and not ppi
+    read = [key for key in reading.read if key not in excluded]
+    entries = [] if machine_only else reliability_entries(study, read, thresholds)
+    entries += [
+        {**entry, "excluded": True}
+        for entry in reliability_entries(study, [k for k in excluded if k in reading.read], thresholds)
+    ]
     blank = counted_items(study).filter(images__is_blank=True).distinct().count()
     if blank:
         report.notes.append(
@@ -315,6 +360,8 @@ def metrics_report(
         }
     available = sources_available(study)
     counts = coverage.as_dict()
+    if ppi:
+        counts = _ppi_coverage(counts, report.summary.get("ppi") or {}, machine_name)
     for table in report.tables:
         if table.key not in FEATURE_TABLES:
             table.coverage = counts
@@ -350,6 +397,9 @@ def metrics_report(
                 *ppi_sources(study, machine_labellers(study)),
             ],
             "sources_available": available,
+            "source_labels": _source_labels(
+                study, [CONSENSUS, JUDGEMENTS, *machine_labellers(study), *available]
+            ),
             "embeddings": embedding_source.name if embedding_source else None,
             "captions": caption_source.name if caption_source else None,
             "embedding_sources": feature_sources(study, EMBEDDING),
@@ -365,13 +415,101 @@ def metrics_report(
                 "switch with ?correction=holm|bh (page and API) or --correction (manage.py metrics)."
             ),
             "warning": coverage.warning(),
+            "source_label": source_words(parsed.name, report.summary.get("ppi")),
+            "reliability": entries,
+            "reliability_thresholds": {**thresholds.to_dict(), "statement": thresholds.statement()},
+            "reliability_headline": reliability_headline(entries),
+            "reliability_note": _reliability_note(parsed.name, machine_only, ppi, entries),
+            "excluded_questions": exclusions,
+            "min_people": least,
             "summary": report.summary,
             "notes": report.notes,
             "tables": report.tables,
             "figures": report.figures,
         }
     )
+    reliability_apply(report_json, [e for e in entries if not e.get("excluded")])
     return report_json
+
+
+def _words(name: str) -> str:
+    """A labeller's ``name@version`` as a person reads it: 'vlm-x v1', 'colour-rule c8b2d0e364c'."""
+    base, _at, version = name.partition("@")
+    if not version:
+        return base
+    return (
+        f"{base} v{version.removeprefix('v')}"
+        if version.removeprefix("v")[:1].isdigit()
+        else f"{base} {version}"
+    )
+
+
+def source_words(name: str, ppi: dict[str, Any] | None = None) -> str:
+    """The source named in words wherever a person reads it: 'human consensus', 'every human judgement',
+    'vlm-x v1 (machine labeller)', 'vlm-x v1 + human sample (uniform, 60)'."""
+    if name == CONSENSUS:
+        return "human consensus"
+    if name == JUDGEMENTS:
+        return "every human judgement"
+    if name.startswith(PREFIX):
+        labeller = _words(name[len(PREFIX) :])
+        if ppi:
+            return f"{labeller} + human sample ({ppi.get('design')}, {ppi.get('sample_size')})"
+        return f"{labeller} + human sample"
+    return f"{_words(name)} (machine labeller)"
+
+
+def _source_labels(study: Study, names: list[str]) -> dict[str, str]:
+    """Each source named in words (``source_words``), a ppi: source with its sample's design and size."""
+    sample: dict[str, Any] | None = None
+    if any(name.startswith(PREFIX) for name in names):
+        row = ValidationSample.objects.filter(study=study).first()
+        if row is not None:
+            design = row.design + (
+                f" by {row.stratify_by}" if row.design == "stratified" and row.stratify_by else ""
+            )
+            sample = {"design": design, "sample_size": row.items.count()}
+    names = [*names, *ppi_sources(study, machine_labellers(study))] if sample else names
+    return {name: source_words(name, sample) for name in dict.fromkeys(names)}
+
+
+def _reliability_note(source: str, machine_only: bool, ppi: bool, entries: list[dict[str, Any]]) -> str:
+    if machine_only:
+        return (
+            f"Labels from {source_words(source)}: a machine's labels carry no human reliability, so no "
+            "question is gated here. How far it agrees with people is the agreement page's comparison (and "
+            "ppi_accuracy with a validation sample)."
+        )
+    part = "the human sample part of these estimates" if ppi else "these findings"
+    weak = [
+        e["question"]
+        for e in entries
+        if e["verdict"] != "reliable" and not e.get("excluded") and e.get("n_raters")
+    ]
+    return (
+        f"Krippendorff's alpha of the people on each question {part} read; "
+        + (
+            f"not reliable: {', '.join(weak)} (each table that reads one says so)."
+            if weak
+            else "every one is reliable."
+        )
+        + (" The machine part carries no human reliability." if ppi else "")
+    )
+
+
+def _ppi_coverage(counts: dict[str, Any], ppi: dict[str, Any], machine: str) -> dict[str, Any]:
+    """The coverage of a ppi: source, its machine and its human items counted apart."""
+    sampled, people = ppi.get("sample_size", 0), ppi.get("n_people", 0)
+    human = {"sampled": sampled, "labelled": people, "waiting": max(0, sampled - people)}
+    return {
+        **counts,
+        "machine": {key: counts[key] for key in ("settled", "partial", "none", "n_items", "basis")},
+        "human": human,
+        "summary": (
+            f"machine part: {counts['settled']} of {counts['n_items']} items answered by {machine}; human "
+            f"part: {people} of the {sampled} sampled items carry a settled human consensus"
+        ),
+    }
 
 
 def correction_param(raw: str | None) -> str:
@@ -391,6 +529,7 @@ def _fingerprint(
     include_partial: bool = False,
     width: float | None = None,
     correction: str = DEFAULT_CORRECTION,
+    min_people: int | None = None,
 ) -> str:
     annotations = Annotation.objects.filter(study=study).aggregate(n=Count("id"), last=Max("updated_at"))
     entries = StereotypeEntry.objects.filter(study=study).count()
@@ -398,6 +537,7 @@ def _fingerprint(
     items = Item.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
     raw = (
         f"{study.pk}|{source}|{embeddings}|{captions}|{include_partial}|{width}|{correction}|"
+        f"{min_people or ppi_min_people()}|"
         f"{findings_minimum()}|{study.overlap}|"
         f"{study.updated_at.isoformat()}|{annotations['n']}|"
         f"{annotations['last']}|{entries}|{items['n']}|{items['last']}|{consensus['n']}|{consensus['last']}|"
@@ -415,6 +555,7 @@ def metrics_report_cached(
     include_partial: bool = False,
     width: float | None = None,
     correction: str = DEFAULT_CORRECTION,
+    min_people: int | None = None,
     timeout: int = 3600,
 ) -> dict[str, Any]:
     """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table,
@@ -427,6 +568,7 @@ def metrics_report_cached(
         include_partial,
         width,
         correction,
+        min_people,
     )
     cached: dict[str, Any] | None = cache.get(key)
     if cached is None:
@@ -438,6 +580,7 @@ def metrics_report_cached(
             include_partial=include_partial,
             width=width,
             correction=correction,
+            min_people=min_people,
         )
         cache.set(key, cached, timeout)
     return cached

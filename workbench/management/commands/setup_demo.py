@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotations.models import Study
-from annotations.services.demo import demo_accounts_ensure, demo_accounts_file, demo_study_ensure
+from workbench.demo import demo_accounts_ensure, demo_accounts_file, demo_study_ensure
 
 # Labellers whose "weights" ship inside their packages, so the demo's machine labels are real.
 DEMO_LABELLERS = {

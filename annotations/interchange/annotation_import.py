@@ -1,0 +1,343 @@
+"""Annotations from a JSONL file (docs/import-export.md, "Annotations"): every line checked against its
+question by ``annotations.protocols.answers`` and stored through ``annotations_save``, all or nothing.
+The record form (``annotations_import_records``) is what study archives, ViSAGe and Label Studio
+imports store their answers through."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+
+from annotations.interchange.records import jsonl_objects, utf8_text
+from annotations.interchange.sources import Address, file_read
+from annotations.models import Annotation, Annotator, Item, ItemImage, Study
+from annotations.protocols.answers import (
+    AnswerError,
+    CleanAnswer,
+    ItemContext,
+    clean_answer,
+    missing_boxes_message,
+    options_without_box,
+)
+from annotations.protocols.schema import Protocol
+from annotations.services.annotation_writes import (
+    BULK_BATCH,
+    MAX_TIME_SPENT_MS,
+    AnswerToSave,
+    annotations_save,
+    machine_annotator_for_import,
+)
+from common.errors import ImportRefused
+from common.planner_statistics import statistics_refresh
+
+
+@dataclass
+class AnnotationImportReport:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    annotators_created: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "annotators_created": self.annotators_created,
+        }
+
+
+@dataclass
+class _Line:
+    number: int
+    item_id: int
+    annotator_key: tuple[str, str, str]
+    answer: CleanAnswer
+    time_spent_ms: int | None
+
+
+REQUIRED_FIELDS = ("item", "annotator", "question", "value")
+ALLOWED_FIELDS = {
+    *REQUIRED_FIELDS,
+    "annotator_kind",
+    "annotator_version",
+    "reason",
+    "shown",
+    "time_spent_ms",
+    "pool",
+    "annotator_attributes",
+}
+
+
+def _parse_lines(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
+    records = []
+    for number, record in jsonl_objects(utf8_text(data, name)):
+        missing = [key for key in REQUIRED_FIELDS if key not in record]
+        if missing:
+            raise ImportRefused(f"line {number}: '{missing[0]}' is missing")
+        unknown = sorted(set(record) - ALLOWED_FIELDS)
+        if unknown:
+            raise ImportRefused(f"line {number}: unknown field '{unknown[0]}'")
+        records.append((number, record))
+    if not records:
+        raise ImportRefused(f"{name}: has no annotations")
+    return records
+
+
+def annotations_import(*, study: Study, path: Address) -> AnnotationImportReport:
+    """Import a JSONL file of annotations into ``study``; all or nothing.
+
+    A line: ``{"item": EXTERNAL_ID, "annotator": NAME, "annotator_kind": "human"|"machine",
+    "question": KEY, "value": ..., "reason": ..., "shown": [...]}`` (see docs/import-export.md).
+    Unknown items, questions or options, and values that do not fit their question, stop the
+    import with the line number; so do a multi answer that ``require_all_shown`` and whose ``shown``
+    misses an option, and selected options without a box where the boxes question says
+    ``boxes_required: each_selected`` (checked per item and annotator, file and stored answers
+    together: ``_check_boxes_cover_selections``). Human annotators named in the file become annotators of this
+    study (without accounts); so do machine annotators, by (name, version)
+    (``machine_annotator_for_import``).
+    """
+    name, data = file_read(path)
+    return annotations_import_records(study=study, records=_parse_lines(data, name))
+
+
+def annotations_import_records(
+    *, study: Study, records: list[tuple[int, dict[str, Any]]]
+) -> AnnotationImportReport:
+    protocol = study.protocol_obj
+    wanted = {str(record["item"]) for _number, record in records}
+    items = {item.external_id: item for item in Item.objects.filter(study=study, external_id__in=wanted)}
+    sizes: dict[int, list[tuple[int, int] | None]] = {}
+    for image in ItemImage.objects.filter(item__in=items.values()).order_by("item_id", "position"):
+        sizes.setdefault(image.item_id, []).append(
+            (image.width, image.height) if image.width and image.height else None
+        )
+    annotator_specs: dict[tuple[str, str, str], dict[str, Any]] = {}
+    parsed: list[tuple[int, dict[str, Any], Item]] = []
+    for number, record in records:
+        item = items.get(str(record["item"]))
+        if item is None:
+            raise ImportRefused(f"line {number}: item {record['item']!r} is not in this study")
+        kind = record.get("annotator_kind", "human")
+        if kind not in Annotator.Kind.values:
+            raise ImportRefused(f"line {number}: annotator_kind must be 'human' or 'machine'")
+        name = str(record["annotator"]).strip()
+        if not name or len(name) > 150:
+            raise ImportRefused(f"line {number}: annotator must be a name of 1 to 150 characters")
+        version = str(record.get("annotator_version", "") or "") if kind == "machine" else ""
+        pool = record.get("pool")
+        if pool is not None and pool not in Annotator.Pool.values:
+            raise ImportRefused(f"line {number}: pool must be 'crowd' or 'expert'")
+        attributes = record.get("annotator_attributes")
+        if attributes is not None and not isinstance(attributes, dict):
+            raise ImportRefused(f"line {number}: annotator_attributes must be a JSON object")
+        spec = annotator_specs.setdefault((kind, name, version), {})
+        if pool:
+            spec["pool"] = pool
+        if attributes:
+            spec["attributes"] = attributes
+        parsed.append((number, record, item))
+    # Non-box answers first: boxes are checked against the options selected in their linked question.
+    parsed.sort(key=lambda entry: _is_boxes(protocol, entry[1]))
+    selected: dict[tuple[int, tuple[str, str, str], str], Any] = {}
+    lines: list[_Line] = []
+    seen: dict[tuple[int, tuple[str, str, str], str], int] = {}
+    for number, record, item in parsed:
+        kind = record.get("annotator_kind", "human")
+        name = str(record["annotator"]).strip()
+        version = str(record.get("annotator_version", "") or "") if kind == "machine" else ""
+        annotator_key = (kind, name, version)
+        question_key = str(record["question"])
+        if not protocol.has_question(question_key):
+            raise ImportRefused(f"line {number}: question {question_key!r} is not in the protocol")
+        question = protocol.question(question_key)
+        if not question.applies_to(item.metadata):
+            raise ImportRefused(
+                f"line {number}: question {question_key!r} does not apply to item {item.external_id!r}"
+            )
+        key = (item.pk, annotator_key, question_key)
+        if key in seen:
+            raise ImportRefused(f"line {number}: repeats the answer of line {seen[key]}")
+        seen[key] = number
+        boxes_selected = None
+        if question.kind == "boxes" and question.linked_question:
+            boxes_selected = selected.get((item.pk, annotator_key, question.linked_question))
+            if boxes_selected is None:
+                boxes_selected = _stored_selection(study, item, annotator_key, question.linked_question)
+        context = ItemContext(metadata=item.metadata, image_sizes=sizes.get(item.pk, []))
+        try:
+            answer = clean_answer(
+                question,
+                record["value"],
+                context=context,
+                protocol=protocol,
+                shown=record.get("shown"),
+                reason=record.get("reason", ""),
+                selected=boxes_selected,
+            )
+        except AnswerError as exc:
+            raise ImportRefused(f"line {number}: {exc}") from exc
+        time_spent = record.get("time_spent_ms")
+        if time_spent is not None and (
+            isinstance(time_spent, bool)
+            or not isinstance(time_spent, int)
+            or not 0 <= time_spent <= MAX_TIME_SPENT_MS
+        ):
+            raise ImportRefused(
+                f"line {number}: time_spent_ms must be a whole number of milliseconds from 0 to "
+                f"{MAX_TIME_SPENT_MS} (a day)"
+            )
+        if question.kind == "multi":
+            selected[key] = answer.value
+        lines.append(_Line(number, item.pk, annotator_key, answer, time_spent))
+    _check_boxes_cover_selections(study, protocol, items.values(), selected, seen)
+    return _write_imported(study, lines, annotator_specs)
+
+
+def _check_boxes_cover_selections(
+    study: Study,
+    protocol: Protocol,
+    items: Iterable[Item],
+    selected: dict[tuple[int, tuple[str, str, str], str], Any],
+    seen: dict[tuple[int, tuple[str, str, str], str], int],
+) -> None:
+    """``boxes_required: each_selected`` for the selections of a file whose boxes are not in it.
+
+    An import line holds one question, so the rule is checked per (item, annotator): a selection
+    with a boxes line in the file was checked with that line (``clean_answer`` is told the selection);
+    one without is checked against the boxes already stored for that annotator and item. A human with
+    no boxes at all, neither in the file nor stored, is refused like a task page submit; a machine
+    annotator is not (a labeller may answer the multi question alone, docs/protocols.md).
+    """
+    external = {item.pk: item for item in items}
+    for boxes_question in protocol.questions:
+        if boxes_question.kind != "boxes" or boxes_question.boxes_required != "each_selected":
+            continue
+        linked = protocol.question(boxes_question.linked_question or "")
+        none_key = linked.none_option.key if linked.none_option else None
+        open_groups = {
+            (item_id, annotator_key): value
+            for (item_id, annotator_key, question_key), value in selected.items()
+            if question_key == linked.key
+            and (item_id, annotator_key, boxes_question.key) not in seen
+            and boxes_question.applies_to(external[item_id].metadata)
+            and options_without_box(boxes_question, [], value, none_key)
+        }
+        stored = _stored_answers(study, boxes_question.key, set(open_groups))
+        for (item_id, annotator_key), value in open_groups.items():
+            boxes = stored.get((item_id, annotator_key))
+            if boxes is None and annotator_key[0] == Annotator.Kind.MACHINE:
+                continue
+            missing = options_without_box(boxes_question, boxes or [], value, none_key)
+            if missing:
+                where = "the file has no" if boxes is None else "the stored and the file's"
+                raise ImportRefused(
+                    f"line {seen[(item_id, annotator_key, linked.key)]}: '{boxes_question.key}': "
+                    f"{missing_boxes_message(missing, linked.key)} ({where} '{boxes_question.key}' "
+                    f"answer of {annotator_key[1]!r} on item {external[item_id].external_id!r})"
+                )
+
+
+def _stored_answers(
+    study: Study, question_key: str, groups: set[tuple[int, tuple[str, str, str]]]
+) -> dict[tuple[int, tuple[str, str, str]], Any]:
+    """The stored answers to ``question_key`` of the (item id, annotator key) ``groups``, in bulk
+    (by name, and machines by version, among this study's own annotators, as the import finds them)."""
+    found: dict[tuple[int, tuple[str, str, str]], Any] = {}
+    item_ids = sorted({item_id for item_id, _annotator in groups})
+    for start in range(0, len(item_ids), BULK_BATCH):
+        rows = Annotation.objects.filter(
+            study=study, question_key=question_key, item_id__in=item_ids[start : start + BULK_BATCH]
+        ).values_list(
+            "item_id",
+            "annotator__kind",
+            "annotator__name",
+            "annotator__version",
+            "annotator__study_id",
+            "value",
+        )
+        for item_id, kind, name, version, annotator_study, value in rows:
+            if annotator_study != study.pk and (kind == Annotator.Kind.HUMAN or annotator_study is not None):
+                continue  # an account's answers are never matched by an imported name
+            key = (item_id, (kind, name, version if kind == Annotator.Kind.MACHINE else ""))
+            if key in groups:
+                found[key] = value if isinstance(value, list) else []
+    return found
+
+
+def _stored_selection(
+    study: Study, item: Item, annotator_key: tuple[str, str, str], question_key: str
+) -> list[str]:
+    """The options an annotator already selected (in the database) for a boxes question's linked question."""
+    kind, name, version = annotator_key
+    annotators = Annotator.objects.filter(kind=kind, name=name)
+    annotators = (
+        annotators.filter(Q(study=study) | Q(study__isnull=True), version=version)
+        if kind == Annotator.Kind.MACHINE
+        else annotators.filter(study=study)
+    )
+    stored = Annotation.objects.filter(item=item, annotator__in=annotators, question_key=question_key).first()
+    return list(stored.value) if stored is not None and isinstance(stored.value, list) else []
+
+
+def _is_boxes(protocol: Any, record: dict[str, Any]) -> bool:
+    key = str(record.get("question"))
+    return bool(protocol.has_question(key) and protocol.question(key).kind == "boxes")
+
+
+@transaction.atomic
+def _write_imported(
+    study: Study, lines: list[_Line], annotator_specs: dict[tuple[str, str, str], dict[str, Any]]
+) -> AnnotationImportReport:
+    """Find or create the file's annotators, then store its answers with ``annotations_save``; one
+    transaction, so a failed import leaves nothing behind."""
+    report = AnnotationImportReport()
+    annotators: dict[tuple[str, str, str], Annotator] = {}
+    # Study-scoped humans in bulk (a published dataset can name thousands of anonymous raters).
+    human_names = [name for (kind, name, _version) in annotator_specs if kind == Annotator.Kind.HUMAN]
+    known = {
+        a.name: a
+        for a in Annotator.objects.filter(kind=Annotator.Kind.HUMAN, study=study, name__in=human_names)
+    }
+    new_humans = [
+        Annotator(
+            kind=Annotator.Kind.HUMAN,
+            study=study,
+            name=name,
+            study_pool=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("pool", Annotator.Pool.CROWD),
+            study_attributes=annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("attributes", {}),
+        )
+        for name in human_names
+        if name not in known
+    ]
+    for annotator in Annotator.objects.bulk_create(new_humans, batch_size=BULK_BATCH):
+        known[annotator.name] = annotator
+    new_names = {annotator.name for annotator in new_humans}
+    for kind, name, version in annotator_specs:
+        if kind == Annotator.Kind.MACHINE:
+            annotator, created = machine_annotator_for_import(study=study, name=name, version=version)
+        else:
+            annotator, created = known[name], name in new_names
+        if created:
+            report.annotators_created.append(name if not version else f"{name} {version}")
+        annotators[(kind, name, version)] = annotator
+    counts = annotations_save(
+        study_id=study.pk,
+        answers=[
+            AnswerToSave(
+                item_id=line.item_id,
+                annotator=annotators[line.annotator_key],
+                answer=line.answer,
+                time_spent_ms=line.time_spent_ms,
+            )
+            for line in lines
+        ],
+        source=Annotation.Source.IMPORT,
+    )
+    report.created, report.updated, report.unchanged = counts.created, counts.updated, counts.unchanged
+    statistics_refresh(Annotation, Annotator, rows=counts.created + len(new_humans))
+    return report

@@ -1,0 +1,168 @@
+"""The reliability gate of a study's findings (docs/metrics.md, "Reliability gate"): Krippendorff's alpha of
+the people on every question the findings read, its verdict (``metrics.reliability``), the questions a
+researcher left out, and the warning each table and figure carries when it reads a question that is not
+reliable.
+
+Alpha here is the agreement page's: every counted human judgement of the question (no control items, no
+excluded annotators), the level of its kind (likert ordinal, the others nominal), a multi question's options
+pooled into one 0/1 alpha over (item, option) units; a seeded percentile bootstrap over units gives the
+interval.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from annotations.models import Annotator, FindingsExclusion, FindingsReliability, Study
+from annotations.selectors.counted import counted_annotations
+from annotations.selectors.matrices import LEVELS, reliability_for
+from metrics.agreement import AlphaResult, ValueCounts, alpha_with_bootstrap_of_counts
+from metrics.reliability import Thresholds, headline, pooled_counts, verdict
+
+BOOTSTRAP_RESAMPLES = 500
+BOOTSTRAP_SEED = 0
+# Tables read from stored embeddings and captions, not from any question's labels.
+NO_LABELS = ("visage_pull", "visage_salience")
+
+
+def reliability_thresholds(study: Study) -> Thresholds:
+    """The study's chosen thresholds (``FindingsReliability``), else Krippendorff's."""
+    row = FindingsReliability.objects.filter(study=study).first()
+    if row is None:
+        return Thresholds()
+    return Thresholds(row.reliable_at, row.tentative_at, row.min_items)
+
+
+def findings_exclusions(study: Study) -> list[dict[str, Any]]:
+    """The questions left out of the study's findings: question, reason, by whom and when."""
+    return [
+        {
+            "question": question_key,
+            "reason": reason,
+            "by": username or "",
+            "at": created_at.isoformat(),
+        }
+        for question_key, reason, username, created_at in FindingsExclusion.objects.filter(
+            study=study
+        ).values_list("question_key", "reason", "excluded_by__username", "created_at")
+    ]
+
+
+def _human_ids(study: Study) -> list[int]:
+    return sorted(
+        set(
+            counted_annotations(study)
+            .filter(annotator__kind=Annotator.Kind.HUMAN)
+            .values_list("annotator_id", flat=True)
+            .distinct()
+        )
+    )
+
+
+def _alpha(study: Study, key: str, humans: list[int]) -> tuple[str, AlphaResult, int]:
+    """(level, alpha with its bootstrap interval, raters) of the people on question ``key``."""
+    question = study.protocol_obj.question(key)
+    level = LEVELS.get(question.kind, "nominal")
+    parts = reliability_for(study, question, annotator_ids=humans) if humans else []
+    counts = (
+        pooled_counts([p.counts for p in parts])
+        if question.kind == "multi"
+        else parts[0].counts
+        if parts
+        else ValueCounts(counts=np.zeros((0, 0), dtype=np.int64), domain=np.zeros(0))
+    )
+    raters = len(parts[0].annotator_ids) if parts else 0
+    result = alpha_with_bootstrap_of_counts(
+        counts, level=level, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED
+    )
+    return level, result, raters
+
+
+def reliability_entries(study: Study, keys: list[str], thresholds: Thresholds) -> list[dict[str, Any]]:
+    """One entry per question of ``keys`` (boxes questions have no alpha here and are left out):
+    {question, level, alpha, low, high, n_items, n_raters, verdict, reason}."""
+    humans = _human_ids(study)
+    protocol = study.protocol_obj
+    entries = []
+    for key in keys:
+        if not protocol.has_question(key) or protocol.question(key).kind == "boxes":
+            continue
+        level, result, raters = _alpha(study, key, humans)
+        gate = verdict(
+            result.value,
+            n_items=result.n_items,
+            n_raters=raters,
+            undefined_reason=result.undefined_reason,
+            thresholds=thresholds,
+        )
+        defined = gate.verdict != "undefined"
+        entries.append(
+            {
+                "question": key,
+                "level": level,
+                "alpha": result.value if defined else None,
+                "low": result.ci_low if defined else None,
+                "high": result.ci_high if defined else None,
+                "n_items": result.n_items,
+                "n_raters": raters,
+                "verdict": gate.verdict,
+                "reason": gate.reason,
+            }
+        )
+    return entries
+
+
+def _named(entry: dict[str, Any]) -> str:
+    alpha = entry["alpha"]
+    value = f"alpha {alpha:.3f}" if alpha is not None else "alpha undefined"
+    why = f": {entry['reason']}" if entry["verdict"] == "undefined" and entry["reason"] else ""
+    return f"{entry['question']} ({value}, {entry['verdict']}{why})"
+
+
+def table_warning(entries: list[dict[str, Any]], questions: list[str] | None) -> str | None:
+    """The warning of a table (or figure) that reads ``questions`` (None: every question of ``entries``):
+    each of them whose verdict is not reliable, named with its alpha; None when all are reliable."""
+    weak = [
+        e
+        for e in entries
+        if e["verdict"] != "reliable"
+        and not e.get("excluded")
+        and e["n_raters"]  # a question nobody answered feeds nothing
+        and (questions is None or e["question"] in questions)
+    ]
+    if not weak:
+        return None
+    return (
+        "Reads labels people do not agree on reliably: "
+        + "; ".join(_named(e) for e in weak)
+        + ". Read it as tentative at best (docs/metrics.md, Reliability gate)."
+    )
+
+
+def reliability_apply(report: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+    """Put each table's ``warning`` and ``reliability`` (the verdicts of the questions it reads) and each
+    figure's ``warning`` on the report JSON."""
+    warnings: dict[str, str | None] = {}
+    for table in report["tables"]:
+        if table["key"] in NO_LABELS:
+            table["warning"], table["reliability"] = None, []
+            continue
+        questions: list[str] | None = None
+        if "question" in table["columns"]:
+            at = table["columns"].index("question")
+            questions = sorted({str(row[at]) for row in table["rows"]})
+        table["reliability"] = [
+            {"question": e["question"], "alpha": e["alpha"], "verdict": e["verdict"]}
+            for e in entries
+            if (questions is None or e["question"] in questions) and not e.get("excluded") and e["n_raters"]
+        ]
+        table["warning"] = warnings[table["key"]] = table_warning(entries, questions)
+    for figure in report["figures"]:
+        figure["warning"] = warnings.get(figure["table"])
+
+
+def reliability_headline(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The study-level line: per-question range and median and the count of reliable questions."""
+    return headline([(e["alpha"], e["verdict"]) for e in entries if not e.get("excluded")]).to_dict()
