@@ -180,6 +180,8 @@ WORKBENCH_PASSWORD_RESET_WINDOW_MINUTES = env_int("WORKBENCH_PASSWORD_RESET_WIND
 # An API token is refused (401) this many days after it was made; making a new one replaces it. A
 # password change or reset, deactivation or a role change ends it at once (docs/api.md, "Authentication").
 WORKBENCH_API_TOKEN_DAYS = env_int("WORKBENCH_API_TOKEN_DAYS", 30)
+# The fewest people-labelled items a PPI row is estimated from (docs/metrics.md, "Valid ranges").
+WORKBENCH_PPI_MIN_PEOPLE = env_int("WORKBENCH_PPI_MIN_PEOPLE", 10)
 if WORKBENCH_API_TOKEN_DAYS < 1:
     raise ImproperlyConfigured(
         f"WORKBENCH_API_TOKEN_DAYS must be at least 1 (a token's lifetime), not {WORKBENCH_API_TOKEN_DAYS}"

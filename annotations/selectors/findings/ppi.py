@@ -36,6 +36,7 @@ from annotations.selectors.labels import (
     labels_for,
     machine_labellers_of,
 )
+from common.checked_input import whole_number_from_text
 from common.errors import ValidationFailed
 from metrics.ppi import PpiEstimate, labels_needed, ppi_difference, ppi_mean
 
@@ -103,12 +104,9 @@ def ppi_min_people(raw: str | int | None = None) -> int:
     """The fewest people-labelled items a PPI row is estimated from: ``raw`` (a query parameter or option:
     a whole number from 2 to 100000), else ``WORKBENCH_PPI_MIN_PEOPLE``, else 10. Refused otherwise."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return max(2, int(getattr(settings, "WORKBENCH_PPI_MIN_PEOPLE", MIN_PEOPLE)))
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = 0
-    if not 2 <= value <= 100_000:
+        return max(2, int(settings.WORKBENCH_PPI_MIN_PEOPLE))
+    value = whole_number_from_text(raw, low=2, high=100_000)  # ASCII digits only ('٣' is not 3)
+    if value is None:
         raise ValidationFailed(
             f"min_people must be a whole number from 2 to 100000, not {str(raw)[:40]!r}",
             {"min_people": "invalid"},
