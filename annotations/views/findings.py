@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from typing import Any
 from urllib.parse import urlencode
 
@@ -47,6 +48,7 @@ from annotations.views.pages import (
     import_outcome_message,
     study_for_page,
 )
+from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT, whole_number_from_text
 from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed, WorkbenchError
 from common.query_params import query_flag
@@ -375,12 +377,15 @@ def study_findings_sample(request: HttpRequest, pk: int) -> HttpResponse:
         _refuse_read_only(request, study)
         labeller = labeller_named(study, post.get("labeller", "")[:200])
         against = labeller_named(study, post["against"][:200]) if post.get("against") else None
+        # ASCII digits within the database's range ('٣', '²' and 4,401 digits are refused, not read).
+        size = whole_number_from_text(post.get("size", ""), low=1, high=MAX_POSITIVE_INT)
+        seed = whole_number_from_text(post.get("seed") or "0", low=MIN_BIG_INT, high=MAX_ID)
         try:
-            size = int(post.get("size", ""))
-            seed = int(post.get("seed") or 0)
-            mix = float(post.get("mix") or 0.5)
-        except ValueError as exc:
-            raise ValidationFailed("size and seed must be whole numbers, mix a number") from exc
+            mix = float((post.get("mix") or "0.5")[:32])
+        except ValueError:
+            mix = math.nan
+        if size is None or seed is None or not 0 <= mix <= 1:
+            raise ValidationFailed("size and seed must be whole numbers, mix a number from 0 to 1")
         outcome = validation_sample_create(
             study=study,
             labeller=labeller,

@@ -242,6 +242,9 @@ def test_the_page_forms_write_through_the_services_and_refuse_with_the_reason(
     assert "No sample was drawn" in refused.content.decode() and "unknown design" in refused.content.decode()
     no_size = client.post(sample, {"labeller": "vlm@1", "design": "uniform", "size": "abc"}, follow=True)
     assert "No sample was drawn" in no_size.content.decode()
+    for bad_input in ({"size": "٣"}, {"size": "5", "seed": "9" * 4401}, {"size": "5", "mix": "nan"}):
+        odd = client.post(sample, {"labeller": "vlm@1", "design": "uniform", **bad_input}, follow=True)
+        assert odd.status_code == 200 and "size and seed must be whole numbers" in odd.content.decode()
     drawn = client.post(sample, {"labeller": "vlm@1", "design": "uniform", "size": "12", "seed": "1"})
     assert drawn.status_code == 302 and "source=ppi%3Avlm%401" in drawn["Location"]
     assert client.post(sample, {"labeller": "nobody", "design": "uniform", "size": "5"}).status_code == 302
