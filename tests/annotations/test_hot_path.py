@@ -46,6 +46,20 @@ def enrolled(study, annotator_user) -> Study:
     return study
 
 
+def _unsigned(payload: Any) -> Any:
+    """The payload with each presigned `direct_url` cut to its address (signatures a second apart differ)."""
+    if isinstance(payload, dict):
+        return {
+            key: value.split("?", 1)[0]
+            if key == "direct_url" and isinstance(value, str)
+            else _unsigned(value)
+            for key, value in payload.items()
+        }
+    if isinstance(payload, list):
+        return [_unsigned(value) for value in payload]
+    return payload
+
+
 def test_claim_and_submit_take_at_most_four_statements_each(enrolled, annotator_user) -> None:
     api, _token = _token_client(annotator_user)
     api.post(f"/api/studies/{enrolled.pk}/assignments/next/")  # fills the token cache, makes the annotator
@@ -187,7 +201,7 @@ def test_claim_and_submit_answer_what_the_serializers_give(enrolled, annotator_u
     claimed = api.post(f"/api/studies/{enrolled.pk}/assignments/next/")
     assert claimed.status_code == 200
     lease = Assignment.objects.select_related("study", "item", "annotator").get(pk=claimed.json()["id"])
-    assert claimed.json() == TaskSerializer(lease).data
+    assert _unsigned(claimed.json()) == _unsigned(TaskSerializer(lease).data)
     assert claimed.json()["lease_expires_at"].endswith("Z") and claimed.json()["completed_at"] is None
     done = api.post(
         f"/api/assignments/{lease.pk}/submit/", {"answers": ANSWERS, "time_spent_ms": 1234}, format="json"
@@ -262,4 +276,4 @@ def test_a_claimed_image_item_lists_its_images_in_order(study, annotator_user) -
     images = claimed.json()["task"]["item"]["images"]
     assert [(i["position"], i["width"], i["height"]) for i in images] == [(0, 10, 20), (1, 30, 40)]
     lease = Assignment.objects.select_related("study", "item", "annotator").get(pk=claimed.json()["id"])
-    assert claimed.json() == TaskSerializer(lease).data
+    assert _unsigned(claimed.json()) == _unsigned(TaskSerializer(lease).data)
