@@ -4,8 +4,6 @@ from annotations.views import (
     agreement,
     annotate,
     api_token,
-    compare,
-    findings,
     invitations,
     join,
     progress,
@@ -61,38 +59,6 @@ urlpatterns = [
     path("studies/<int:pk>/launch/", studies.study_launch, name="study-launch"),
     path("studies/<int:pk>/enroll/accounts.json", studies.enroll_candidates, name="study-enroll-candidates"),
     path("items/<int:pk>/images/<int:position>/", studies.item_image, name="item-image"),
-    path("studies/<int:pk>/findings/", findings.study_findings, name="study-findings"),
-    path("studies/<int:pk>/findings/<slug:key>.csv", findings.study_findings_csv, name="study-findings-csv"),
-    path(
-        "studies/<int:pk>/findings/reliability/",
-        findings.study_findings_reliability,
-        name="study-findings-reliability",
-    ),
-    path("studies/<int:pk>/findings/sample/", findings.study_findings_sample, name="study-findings-sample"),
-    path(
-        "studies/<int:pk>/findings/stereotypes/",
-        findings.study_stereotypes_import,
-        name="study-stereotypes-import",
-    ),
-    path(
-        "studies/<int:pk>/findings/figures/<slug:key>.<str:fmt>",
-        findings.study_findings_figure,
-        name="study-findings-figure",
-    ),
-    path(
-        "studies/<int:pk>/findings/features/import/",
-        findings.study_features_import,
-        name="study-features-import",
-    ),
-    path(
-        "studies/<int:pk>/findings/features.jsonl",
-        findings.study_features_export,
-        name="study-features-export",
-    ),
-    # Comparisons across studies (compare.py)
-    path("compare/", compare.compare, name="compare"),
-    path("compare/csv/", compare.compare_csv, name="compare-csv"),
-    path("compare/figures/<slug:key>.<str:fmt>", compare.compare_figure, name="compare-figure"),
     # Annotators (annotate.py)
     path("annotate/", annotate.dashboard, name="annotate-dashboard"),
     path("annotate/studies/<int:pk>/next/", annotate.study_next, name="annotate-next"),

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from annotations.interchange.item_import import items_add_files
 from annotations.models import Item, ItemImage, Study, User
-from annotations.selectors.findings.visage import stereotype_table_rows
+from annotations.selectors.stereotypes import stereotype_table_rows
 from common.errors import ImportRefused, ValidationFailed, WorkbenchError
 from common.files import CheckedImage, image_check
 from common.jobs import job_enqueue, job_finish, job_heartbeat, job_requeue_stale, job_run, jobs_resume_stale

@@ -25,11 +25,11 @@ from typing import Any
 from annotations import access
 from annotations.models import Annotator, Study, User
 from annotations.selectors.coverage import coverage_of, item_judges
-from annotations.selectors.findings.biasconnect import axis_images, bias_axes, group_of
-from annotations.selectors.findings.report import study_metric_kind
-from annotations.selectors.findings.tables import jsonable
 from annotations.selectors.labels import CONSENSUS, ItemInfo, LabelSource, items_info, source_parse
 from common.errors import NotFoundError, ValidationFailed
+from findings.papers.biasconnect import axis_images, bias_axes, group_of
+from findings.report import study_metric_kind
+from findings.tables import jsonable
 from generation.prompts.biasconnect import biasconnect_axes
 from metrics import biasconnect
 from mitigation.models import MitigationLoop, MitigationStep

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotations.selectors.findings.tables import COLUMN_KINDS, Method
+from findings.tables import COLUMN_KINDS, Method
 
 # How many decimals a renderer prints for an estimate, interval bound or statistic; p-values print with
 # 3 significant digits and "< 0.001" below that.

@@ -16,6 +16,7 @@ from annotations.models import Study
 from annotations.selectors.agreement import agreement_report
 from annotations.selectors.quality import quality_report_cached
 from common.errors import ValidationFailed
+from findings.report import findings_report_cached
 from metrics.multiple_testing import correction_parse
 from reports.document import DocTable, ReportDocument, Section
 from reports.heds import heds_datasheet, heds_section
@@ -23,7 +24,7 @@ from reports.sections.agreement import agreement_section, consensus_rows
 from reports.sections.appendix import appendix_section
 from reports.sections.compare import compare_section, comparison_of
 from reports.sections.design import design_section
-from reports.sections.findings import findings_report, findings_section
+from reports.sections.findings import findings_section
 from reports.sections.machines import machine_rows, machines_section
 from reports.sections.people import people_section
 from reports.sections.prose import prose_section
@@ -33,7 +34,7 @@ def _study_sections(
     study: Study, *, source: str | None, correction: str, generated_at: str
 ) -> tuple[list[Section], dict[str, object], str]:
     """One study's sections, its HEDS datasheet and the source its findings read."""
-    metrics = findings_report(study, source, correction)
+    metrics = findings_report_cached(study=study, source=source, correction=correction)
     agreement = agreement_report(study=study)
     quality = quality_report_cached(study=study)
     consensus = consensus_rows(study)
@@ -61,10 +62,10 @@ def _study_sections(
         study, metrics=metrics, agreement=agreement, quality=quality, consensus=consensus
     )
     sections.append(
-        appendix_section(study, source=metrics["source"], correction=correction, generated_at=generated_at)
+        appendix_section(study, source=metrics.source, correction=correction, generated_at=generated_at)
     )
     sections.append(heds_section(datasheet))
-    return sections, datasheet, str(metrics["source"])
+    return sections, datasheet, metrics.source
 
 
 def report_build(

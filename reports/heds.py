@@ -21,6 +21,7 @@ from annotations.models import Invitation, Item, Study
 from annotations.protocols.schema import Question
 from annotations.selectors.controls import quality_settings
 from annotations.selectors.counted import counted_items
+from findings.report import FindingsReport
 from metrics.multiple_testing import CORRECTION_NAMES
 from reports.document import BulletList, Facts, ReportDocument, Section
 from reports.formats import Rendered
@@ -125,7 +126,7 @@ def _numbers(section: str) -> list[str]:
 def heds_datasheet(
     study: Study,
     *,
-    metrics: dict[str, Any],
+    metrics: FindingsReport,
     agreement: dict[str, Any],
     quality: dict[str, Any],
     consensus: list[list[Any]],
@@ -201,7 +202,7 @@ def _sample_and_design(
     study: Study,
     items: Any,
     invitations: list[Invitation],
-    metrics: dict[str, Any],
+    metrics: FindingsReport,
     quality: dict[str, Any],
     answers: dict[str, str],
     notes: list[tuple[str, str]],
@@ -212,7 +213,7 @@ def _sample_and_design(
         .order_by("model_name")
         .values_list("model_name", "n")
     )
-    coverage = metrics["coverage"]
+    coverage = metrics.coverage
     answers["3.1.1"] = (
         "; ".join(f"{model or 'no model recorded'}: {n:,}" for model, n in per_model) or "0"
     ) + (
@@ -300,18 +301,16 @@ def _ethics(invitations: list[Invitation], answers: dict[str, str]) -> None:
 
 
 def _criteria(
-    study: Study, metrics: dict[str, Any], agreement: dict[str, Any], rules: dict[str, str]
+    study: Study, metrics: FindingsReport, agreement: dict[str, Any], rules: dict[str, str]
 ) -> list[tuple[str, dict[str, str]]]:
     """Section 4's answers for each question of the protocol (a quality criterion each); ``rules``: the
     consensus rule(s) recorded per question."""
     protocol = study.protocol_obj
     by_key = {entry["key"]: entry for entry in agreement["questions"]}
-    tests = sorted(
-        {str(t["method"]["test"]) for t in metrics["tables"] if (t.get("method") or {}).get("test")}
-    )
+    tests = sorted({t.method.test for t in metrics.tables if t.method is not None and t.method.test})
     significance = (
         f"{'; '.join(tests)}; p-values corrected for multiple comparisons by "
-        f"{CORRECTION_NAMES.get(str(metrics.get('correction')), metrics.get('correction'))} "
+        f"{CORRECTION_NAMES.get(metrics.correction, metrics.correction)} "
         "(each findings table's method)"
         if tests
         else None

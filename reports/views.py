@@ -25,9 +25,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.selectors.findings.report import default_source, sources_available
 from annotations.views.pages import IMAGE_CSP
 from common.errors import ValidationFailed
+from findings.report import default_source, sources_available
 from reports.downloads import report_file_response
 from reports.formats import FORMATS
 from reports.jobs import (

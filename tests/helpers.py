@@ -34,3 +34,10 @@ def streamed(response: Any) -> Iterator[bytes]:
     """The body of a streaming response, chunk by chunk (the test client's stubs do not declare it)."""
     chunks: Iterator[bytes] = response.streaming_content
     return chunks
+
+
+def metrics_json(**kwargs: Any) -> dict[str, Any]:
+    """``findings_report(**kwargs)`` as the metrics API gives it (its JSON)."""
+    from findings.report import findings_report
+
+    return findings_report(**kwargs).to_json()

@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "django_celery_results",
     "axes",
     "annotations",
+    "findings",
     "generation",
     "labelling",
     "mitigation",

@@ -27,7 +27,7 @@ from annotations.protocols.schema import PLACEHOLDER_RE, Protocol
 
 FORMATS = ("csv", "jsonl")
 
-# Metadata the findings of a paper read (annotations/selectors/findings/): not needed to annotate,
+# Metadata the findings of a paper read (findings/): not needed to annotate,
 # but without them a section of the findings stays empty. (name, meaning, two examples)
 PAPER_FIELDS: dict[str, list[tuple[str, str, tuple[Any, Any]]]] = {
     "visage": [

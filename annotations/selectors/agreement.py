@@ -32,14 +32,14 @@ from django.db.models import Exists, OuterRef
 from annotations.models import Annotator, ConsensusLabel, Item, Study
 from annotations.protocols.schema import Question
 from annotations.selectors.counted import active_exclusions, counted_annotations, counted_items
-from annotations.selectors.findings.reliability import (
+from annotations.selectors.labels import labels_for
+from annotations.selectors.matrices import LEVELS, json_key, plurality, question_matrix, reliability_for
+from annotations.selectors.pools import attributes_in_study
+from annotations.selectors.reliability import (
     reliability_entries,
     reliability_headline,
     reliability_thresholds,
 )
-from annotations.selectors.labels import labels_for
-from annotations.selectors.matrices import LEVELS, json_key, plurality, question_matrix, reliability_for
-from annotations.selectors.pools import attributes_in_study
 from metrics.agreement import (
     alpha_with_bootstrap,
     alpha_with_bootstrap_of_counts,

@@ -1,7 +1,7 @@
 """Choosing what humans validate: a seeded sample of a labeller's items under a design whose inclusion
 probabilities are stored with it (``uniform``, ``stratified`` by condition or another field, ``active``:
 oversampling the items where the labeller is unsure or disagrees with another labeller), so the
-machine + human sample estimates (PPI, ``annotations/selectors/findings/ppi.py``) can weight by them.
+machine + human sample estimates (PPI, ``findings/papers/ppi.py``) can weight by them.
 
 The sample is a ``ValidationSample`` row with a ``ValidationSampleItem`` per item; while a study has
 one, the assignment service hands out only the sampled items (humans' time goes where it measures the

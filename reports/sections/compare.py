@@ -3,13 +3,48 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from annotations.models import Study
-from annotations.selectors.comparison import ComparisonSide, comparison_report
+from findings.comparison import ComparisonSide, comparison_report
 from reports.document import BulletList, Column, DocTable, Facts, Section
-from reports.sections.findings import column_kind
+
+# An aligned comparison table's columns carry no declared kinds: read from the column's name and values.
+N_NAMES = re.compile(r"^(n|count|support|correct|k)$|^n_|_n$|^n\d|_count$|^items?$|^images?$|^judgements$")
+P_NAMES = re.compile(r"^p$|^p_value$|^pvalue$|_p$|^p_raw$")
+P_ADJUSTED_NAMES = re.compile(r"^p_(holm|bh|adj|adjusted|corrected)|_(holm|bh|adjusted)$")
+LOW_NAMES = re.compile(r"(^|_)(ci_)?low$|_lo$|^lower$")
+HIGH_NAMES = re.compile(r"(^|_)(ci_)?high$|_hi$|^upper$")
+STATISTIC_NAMES = re.compile(r"^(t|t_stat|t_statistic|statistic|z|chi2|u)$")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def column_kind(name: str, values: list[Any], position: int) -> str:
+    """The kind of one undeclared column, from its name and its values (None values ignored)."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return "flag"
+    numbers = bool(present) and all(_number(v) for v in present)
+    if not numbers:
+        return "label" if position == 0 else "text"
+    if P_ADJUSTED_NAMES.search(name):
+        return "p_adjusted"
+    if P_NAMES.search(name):
+        return "p"
+    if LOW_NAMES.search(name):
+        return "low"
+    if HIGH_NAMES.search(name):
+        return "high"
+    if STATISTIC_NAMES.search(name):
+        return "statistic"
+    if N_NAMES.search(name) and all(float(v).is_integer() for v in present):
+        return "n"
+    return "estimate"
 
 
 def comparison_of(studies: Sequence[Study], source: str | None) -> dict[str, Any]:

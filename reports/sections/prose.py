@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from findings.report import FindingsReport
 from reports.document import BulletList, DocTable, Paragraph, Section
 
 CORRECTION_NAMES = {"holm": "Holm's step-down method", "bh": "the Benjamini-Hochberg procedure"}
@@ -20,7 +21,7 @@ def _plural(n: int, word: str) -> str:
 def methods_paragraphs(
     *,
     study_name: str,
-    metrics: dict[str, Any],
+    metrics: FindingsReport,
     agreement: dict[str, Any],
     quality: dict[str, Any],
     tables: list[DocTable],
@@ -33,8 +34,8 @@ def methods_paragraphs(
     for person in quality["annotators"]:
         pools[person["pool"]] = pools.get(person["pool"], 0) + 1
     who = ", ".join(f"{n:,} {pool}" for pool, n in sorted(pools.items())) or "no"
-    default = metrics["source_default"]
-    why = default["why"] if metrics["source"] == default["source"] else "chosen for this report"
+    default = metrics.source_default
+    why = default["why"] if metrics.source == default["source"] else "chosen for this report"
     text = (
         f"In {study_name}, {_plural(len(quality['annotators']), 'person')} ({who}) judged "
         f"{_plural(agreement['n_items'], 'item')} (target {overlap} judgements per item) on "
@@ -44,8 +45,8 @@ def methods_paragraphs(
         f"{agreement['seed']}); control items and excluded people are left out. Machine labellers are "
         "compared with the human consensus by accuracy (Wilson 95% interval), Cohen's kappa and macro F1 "
         "(95% percentile bootstrap intervals over the compared items, 2,000 seeded resamples). "
-        f"The findings read labels from {metrics['source']} ({why}) over "
-        f"{_plural(metrics['n_items'], 'item')}."
+        f"The findings read labels from {metrics.source} ({why}) over "
+        f"{_plural(metrics.n_items, 'item')}."
     )
     described = []
     for table in tables:
@@ -105,7 +106,7 @@ def multiple_tests_text(tables: list[DocTable], correction: str) -> str:
 
 
 def results_paragraph(
-    *, metrics: dict[str, Any], agreement: dict[str, Any], machine_rows: list[list[Any]]
+    *, metrics: FindingsReport, agreement: dict[str, Any], machine_rows: list[list[Any]]
 ) -> Paragraph:
     """The headline numbers: the study alpha, each labeller's overall accuracy and kappa, and the findings
     summary's numbers."""
@@ -130,7 +131,7 @@ def results_paragraph(
         f"{key.replace('_', ' ')} = {value:.3f}"
         if isinstance(value, float)
         else f"{key.replace('_', ' ')} = {value}"
-        for key, value in (metrics.get("summary") or {}).items()
+        for key, value in metrics.summary.items()
         if isinstance(value, int | float) and not isinstance(value, bool)
     ]
     if summary:
@@ -140,7 +141,7 @@ def results_paragraph(
 
 def limitations(
     *,
-    metrics: dict[str, Any],
+    metrics: FindingsReport,
     agreement: dict[str, Any],
     quality: dict[str, Any],
     machine_rows: list[list[Any]],
@@ -160,11 +161,11 @@ def limitations(
         items.append(
             f"Alpha is undefined for {_plural(len(labels), 'question')} ({', '.join(labels)}): {reason}."
         )
-    for entry in metrics.get("reliability", []):
+    for entry in metrics.reliability:
         alpha = "undefined" if entry["alpha"] is None else f"{entry['alpha']:.3f}"
         if entry.get("excluded"):
             left: dict[str, Any] = next(
-                (e for e in metrics.get("excluded_questions", []) if e["question"] == entry["question"]), {}
+                (e for e in metrics.excluded_questions if e["question"] == entry["question"]), {}
             )
             items.append(
                 f"{entry['question']} (alpha {alpha}, {entry['verdict']}) is left out of the findings by "
@@ -175,14 +176,14 @@ def limitations(
                 f"{entry['question']}: alpha {alpha}, {entry['verdict']} ({entry['reason']}); the findings "
                 "that read it are tentative at best."
             )
-    if metrics.get("reliability_note") and not metrics.get("reliability"):
-        items.append(str(metrics["reliability_note"]))
-    for table in metrics["tables"]:
-        if not table["rows"]:
-            items.append(f"{table['title']}: no rows ({table.get('empty_reason') or 'nothing to compute'}).")
-    if metrics.get("warning"):
-        items.append(str(metrics["warning"]))
-    for note in metrics["notes"]:
+    if metrics.reliability_note and not metrics.reliability:
+        items.append(metrics.reliability_note)
+    for found in metrics.tables:
+        if not found.rows:
+            items.append(f"{found.title}: no rows ({found.empty_reason or 'nothing to compute'}).")
+    if metrics.warning:
+        items.append(metrics.warning)
+    for note in metrics.notes:
         if "paired" in note.lower() or "unpaired" in note.lower():
             items.append(note)
     for row in machine_rows:
@@ -216,7 +217,7 @@ def prose_section(
     *,
     study_name: str,
     overlap: int,
-    metrics: dict[str, Any],
+    metrics: FindingsReport,
     agreement: dict[str, Any],
     quality: dict[str, Any],
     tables: list[DocTable],

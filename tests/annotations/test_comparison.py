@@ -13,14 +13,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotations.models import Study, User
-from annotations.selectors.comparison import (
+from annotations.services.studies import enrollment_add, study_share
+from common.errors import ValidationFailed
+from findings.comparison import (
     ComparisonSide,
     comparison_long_rows,
     comparison_query_parse,
     comparison_report,
 )
-from annotations.services.studies import enrollment_add, study_share
-from common.errors import ValidationFailed
 from tests.annotations.builders import A_MARKED, B_MARKED, OCCUPATIONAL, make_study, ssi_study, subgroup_study
 from tests.helpers import client_for
 
@@ -499,10 +499,10 @@ def test_every_report_table_has_an_alignment_spec() -> None:
     import re
     from pathlib import Path
 
-    from annotations.selectors.comparison import TABLE_SPECS
-    from annotations.selectors.findings import report as metrics_report
+    from findings import report as metrics_report
+    from findings.comparison import TABLE_SPECS
 
-    source = "".join(f.read_text() for f in sorted(Path(metrics_report.__file__).parent.glob("*.py")))
+    source = "".join(f.read_text() for f in sorted(Path(metrics_report.__file__).parent.rglob("*.py")))
     keys = set(re.findall(r'Table\(\s*"(\w+)"', source))
     assert len(keys) >= 20 and keys <= set(TABLE_SPECS), keys - set(TABLE_SPECS)
 
@@ -520,7 +520,7 @@ def test_a_narrowing_that_matches_nothing_says_so(two_models) -> None:
 def test_figure_legend_names_each_side_with_its_n_and_is_never_clipped(owner) -> None:
     """Issue 25 point 5: two sides of one study (model m1, model m2) had the same legend ("the study's
     name, 4 items"), cut off at the figure's edge; each side is now named by what it is, with its n."""
-    from annotations.figures import comparison_figure
+    from findings.figures import comparison_figure
 
     colours = {"a1": ("m1", "red"), "a2": ("m1", "red"), "b1": ("m2", "red"), "b2": ("m2", "blue")}
     items = [

@@ -20,11 +20,10 @@ from django.urls import reverse
 from annotations.interchange.feature_import import features_import
 from annotations.interchange.item_import import item_add_files
 from annotations.models import Annotator, ItemFeature, StereotypeEntry, Study
-from annotations.selectors.findings.report import metrics_report
 from common.errors import ImportRefused
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import StudyFactory
-from tests.helpers import client_for
+from tests.helpers import client_for, metrics_json
 
 pytestmark = pytest.mark.django_db
 
@@ -295,7 +294,7 @@ def test_bad_input_is_a_clear_400_and_the_page_upload(pull_study, tmp_path, othe
 
 
 def test_without_embeddings_or_captions_the_report_says_what_to_run(pull_study) -> None:
-    report = metrics_report(study=pull_study)
+    report = metrics_json(study=pull_study)
     pull = table_meta(report, "visage_pull")
     assert pull["rows"] == [] and any("run an embedding labeller (kind clip)" in n for n in pull["notes"])
     assert any("import_features" in n for n in pull["notes"])
@@ -304,7 +303,7 @@ def test_without_embeddings_or_captions_the_report_says_what_to_run(pull_study) 
     assert any("embedding labeller" in n for n in report["notes"])
     # A study without the pull sets says how to make them.
     plain = StudyFactory.create(owner=pull_study.owner, protocol=pull_study.protocol)
-    assert not any(t["key"] == "visage_pull" for t in metrics_report(study=plain)["tables"])
+    assert not any(t["key"] == "visage_pull" for t in metrics_json(study=plain)["tables"])
 
 
 def test_a_clip_labelling_job_feeds_the_pull(pull_study, tmp_path) -> None:
@@ -320,7 +319,7 @@ def test_a_clip_labelling_job_feeds_the_pull(pull_study, tmp_path) -> None:
     )
     job = labelling_job_create(study=pull_study, annotator=clip, user=None, enqueue=False)
     assert labelling_job_run(job_id=job.pk).status == "done"
-    report = metrics_report(study=pull_study, embeddings="clip-tiny")
+    report = metrics_json(study=pull_study, embeddings="clip-tiny")
     x = next(r for r in table(report, "visage_pull") if r["identity"] == "Xland")
     vectors = {
         pull_study.items.get(pk=item_id).external_id: v[0]

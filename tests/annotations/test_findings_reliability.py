@@ -20,6 +20,7 @@ from annotations.services.findings_reliability import (
 )
 from annotations.services.validation_sample import validation_sample_create
 from common.errors import ValidationFailed
+from findings.tables import Column, Method, Table
 from tests.annotations.builders import RELIABILITY_ITEMS, reliability_study
 from tests.helpers import client_for
 
@@ -182,29 +183,29 @@ def test_kappa_on_a_one_class_consensus_is_undefined_with_its_reason(study, owne
 def test_a_figure_marks_the_tables_corrected_decision_and_carries_its_warning() -> None:
     from matplotlib.figure import Figure
 
-    from annotations.figures import DRAW
+    from findings.figures import DRAW
 
     columns = [
-        "model",
-        "object",
-        "condition",
-        "bds",
-        "p_value",
-        "significant",
-        "p_adjusted",
-        "significant_adjusted",
+        Column("model", "label"),
+        Column("object", "label"),
+        Column("condition", "label"),
+        Column("bds", "estimate"),
+        Column("p_value", "p"),
+        Column("significant", "flag"),
+        Column("p_adjusted", "p_adjusted"),
+        Column("significant_adjusted", "flag"),
     ]
     row: list[Any] = ["m", "car", "gender:women", 0.2, 0.01, True, 0.06, False]
-    table: dict[str, Any] = {
-        "key": "soda_bds",
-        "title": "BDS",
-        "n_items": 40,
-        "columns": columns,
+    table = Table(
+        key="soda_bds",
+        title="BDS",
+        n_items=40,
+        columns=columns,
         # raw p 0.01 would be starred by the uncorrected decision; Holm's 0.06 is not significant
-        "rows": [row],
-        "method": {"correction": "Holm step-down (family-wise error) over 6 tests (...)"},
-        "warning": "Reads labels people do not agree on reliably: car_body_type (alpha 0.026, unreliable).",
-    }
+        rows=[row],
+        method=Method("BDS", correction="Holm step-down (family-wise error) over 6 tests (...)"),
+        warning="Reads labels people do not agree on reliably: car_body_type (alpha 0.026, unreliable).",
+    )
     fig = Figure()
     DRAW["soda_bds"](fig, table, {})
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]

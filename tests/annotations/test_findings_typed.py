@@ -13,14 +13,13 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from annotations.figures import FORMATS, table_figure
 from annotations.protocols.schema import load_preset
-from annotations.selectors.comparison import ComparisonSide, comparison_report
-from annotations.selectors.findings.report import metrics_report
-from annotations.selectors.findings.tables import COLUMN_KINDS
 from common.errors import ValidationFailed
+from findings.comparison import ComparisonSide, comparison_report
+from findings.figures import FORMATS, table_figure
+from findings.tables import COLUMN_KINDS, Table
 from tests.annotations.builders import make_study, subgroup_study
-from tests.helpers import client_for
+from tests.helpers import client_for, metrics_json
 
 pytestmark = pytest.mark.django_db
 
@@ -129,15 +128,15 @@ def assert_typed(report: dict[str, Any]) -> set[str]:
 def test_every_table_of_every_protocol_is_typed(visage_studies, owner, tmp_path) -> None:
     subgroup = subgroup_study(owner)
     reports = [
-        metrics_report(study=visage_studies["stereotype-markers"]),
-        metrics_report(study=visage_studies["stereotype-markers"], source="consensus"),
-        metrics_report(study=visage_studies["visualness"]),
-        metrics_report(study=subgroup),
-        metrics_report(study=subgroup, source="vlm@1"),
-        metrics_report(study=two_model_ssi(owner)),
-        metrics_report(study=two_model_ssi(owner), correction="bh"),
-        metrics_report(study=bias_axes_study(owner)),
-        metrics_report(study=soda_study(owner)),
+        metrics_json(study=visage_studies["stereotype-markers"]),
+        metrics_json(study=visage_studies["stereotype-markers"], source="consensus"),
+        metrics_json(study=visage_studies["visualness"]),
+        metrics_json(study=subgroup),
+        metrics_json(study=subgroup, source="vlm@1"),
+        metrics_json(study=two_model_ssi(owner)),
+        metrics_json(study=two_model_ssi(owner), correction="bh"),
+        metrics_json(study=bias_axes_study(owner)),
+        metrics_json(study=soda_study(owner)),
     ]
     out = io.StringIO()
     call_command(
@@ -151,11 +150,11 @@ def test_every_table_of_every_protocol_is_typed(visage_studies, owner, tmp_path)
         "3",
         stdout=out,
     )
-    reports.append(metrics_report(study=subgroup, source="ppi:vlm@1"))
+    reports.append(metrics_json(study=subgroup, source="ppi:vlm@1"))
     seen: set[str] = set()
     for report in reports:
         seen |= assert_typed(report)
-    # Every table a section builds (grep "Table(" in annotations/selectors/findings/) was checked.
+    # Every table a section builds (grep "Table(" in findings/) was checked.
     assert seen >= {
         "visage_tendency",
         "visage_likelihoods",
@@ -188,7 +187,7 @@ def test_every_table_of_every_protocol_is_typed(visage_studies, owner, tmp_path)
 
 def test_ssi_t_tests_are_corrected_holm_by_default_and_bh_on_request(owner) -> None:
     study = two_model_ssi(owner)
-    holm = metrics_report(study=study)
+    holm = metrics_json(study=study)
     by_model = {r["model"]: r for r in rows(holm, "ssi_comparisons")}
     assert set(by_model) == {"m1", "m2", "all"}
     assert by_model["m1"]["p_value"] == pytest.approx(P_MODEL)
@@ -207,18 +206,18 @@ def test_ssi_t_tests_are_corrected_holm_by_default_and_bh_on_request(owner) -> N
     assert holm["correction"] == "holm" and "Holm" in holm["correction_note"]
     # BH over 3 tests: m p / j = 3 P_ALL, 3 P_MODEL / 2, P_MODEL; the running minimum from the top gives
     # P_MODEL to both models.
-    bh = metrics_report(study=study, correction="bh")
+    bh = metrics_json(study=study, correction="bh")
     by_model = {r["model"]: r for r in rows(bh, "ssi_comparisons")}
     assert by_model["all"]["p_adjusted"] == pytest.approx(3 * P_ALL)
     assert by_model["m1"]["p_adjusted"] == pytest.approx(P_MODEL)
     assert by_model["m2"]["p_value"] == pytest.approx(P_MODEL)
     assert the_table(bh, "ssi_comparisons")["method"]["correction"].startswith("Benjamini-Hochberg")
     with pytest.raises(ValidationFailed, match="holm, bh"):
-        metrics_report(study=study, correction="bonferroni")
+        metrics_json(study=study, correction="bonferroni")
 
 
 def test_soda_permutation_tests_are_corrected(owner) -> None:
-    report = metrics_report(study=soda_study(owner))
+    report = metrics_json(study=soda_study(owner))
     by_condition = {r["condition"]: r for r in rows(report, "soda_bds")}
     assert set(by_condition) == {"gender:women", "age:old"}
     raw = {c: r["p_value"] for c, r in by_condition.items()}
@@ -281,27 +280,30 @@ def test_page_api_command_and_compare_take_the_correction(owner, client) -> None
 
 
 def test_figures_are_drawn_outside_the_pages_in_png_svg_and_pdf(owner, client) -> None:
-    report = metrics_report(study=two_model_ssi(owner))
-    table = the_table(report, "ssi_comparisons")
-    figure = next(f for f in report["figures"] if f["table"] == "ssi_comparisons")
+    report = metrics_json(study=two_model_ssi(owner))
+    raw = the_table(report, "ssi_comparisons")
+    table = Table.from_json(raw)
+    params = next(f for f in report["figures"] if f["table"] == "ssi_comparisons")["params"]
     assert set(FORMATS) == {"png", "svg", "pdf"}
-    png = table_figure(table, figure, "png")
-    svg = table_figure(table, figure, "svg")
-    pdf = table_figure(table, figure, "pdf")
+    png = table_figure(table, params, "png")
+    svg = table_figure(table, params, "svg")
+    pdf = table_figure(table, params, "pdf")
     assert png is not None and png.startswith(b"\x89PNG\r\n\x1a\n")
     assert svg is not None and b"<svg" in svg and b"<script" not in svg.lower()
     assert pdf is not None and pdf.startswith(b"%PDF") and b"%%EOF" in pdf[-32:]
     # No date in SVG or PDF: the same table gives the same bytes.
-    assert table_figure(table, figure, "svg") == svg and table_figure(table, None, "pdf") == pdf
-    assert table_figure(the_table(report, "ssi_cells"), None, "png") is None  # no figure for it
-    assert table_figure(table, figure, "gif") is None
+    assert table_figure(table, params, "svg") == svg and table_figure(table, None, "pdf") == pdf
+    assert table_figure(Table.from_json(the_table(report, "ssi_cells")), None, "png") is None  # no figure
+    assert table_figure(table, params, "gif") is None
     # Untrusted text in a table never turns into markup or a script in the SVG.
-    hostile = {
-        **table,
-        "title": "<script>alert(1)</script>",
-        "rows": [["<script>x</script>", "$\\alpha$", *row[2:]] for row in table["rows"]],
-    }
-    drawn = table_figure(hostile, figure, "svg")
+    hostile = Table.from_json(
+        {
+            **raw,
+            "title": "<script>alert(1)</script>",
+            "rows": [["<script>x</script>", "$\\alpha$", *row[2:]] for row in raw["rows"]],
+        }
+    )
+    drawn = table_figure(hostile, params, "svg")
     assert drawn is not None and b"<script" not in drawn.lower()
     client.force_login(owner)
     study = report["study"]

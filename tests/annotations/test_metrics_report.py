@@ -13,11 +13,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotations.protocols.schema import load_preset
-from annotations.selectors.findings.report import metrics_report
 from annotations.selectors.labels import labels_for
 from annotations.services.studies import enrollment_add, study_create
+from findings.report import FindingsReport
 from tests.annotations.builders import make_study, subgroup_study
-from tests.helpers import client_for
+from tests.helpers import client_for, metrics_json
 
 pytestmark = pytest.mark.django_db
 
@@ -28,18 +28,20 @@ def table(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def assert_figures(report: dict[str, Any]) -> None:
-    from annotations.figures import figure_render
+    from findings.figures import figure_render
+    from findings.report import FindingsReport
 
     assert report["figures"]
+    typed = FindingsReport.from_json(report)
     for figure in report["figures"]:
         for fmt in ("png", "svg"):
-            assert figure_render(report, figure["table"], figure["params"], fmt), figure["key"]
+            assert figure_render(typed, figure["table"], figure["params"], fmt), figure["key"]
 
 
 def test_visage_from_every_judgement(visage_studies) -> None:
     # Showings: hat 2 of 3, sombrero 1 of 1 (stereotypical: NA_stereo >= 2, visual); poor 1 of 4,
     # cheerful 0/4, tall 0/4, none of the above 0/4 (random terms).
-    report = metrics_report(study=visage_studies["stereotype-markers"], source="judgements")
+    report = metrics_json(study=visage_studies["stereotype-markers"], source="judgements")
     row = table(report, "visage_tendency")[0]
     assert row["identity"] == "Xland" and row["n_images"] == 1 and row["n_showings"] == 20
     assert row["l_stereo"] == pytest.approx((2 / 3 + 1) / 2)
@@ -63,7 +65,7 @@ def test_visage_from_consensus_is_per_image(visage_studies) -> None:
     labels = labels_for(study, "attributes")
     (item_id,) = labels.values
     assert sorted(labels.values[item_id]) == ["hat", "sombrero"]
-    report = metrics_report(study=study, source="consensus")  # (issue 14: judgements is the default now)
+    report = metrics_json(study=study, source="consensus")  # (issue 14: judgements is the default now)
     row = table(report, "visage_tendency")[0]
     assert (row["l_stereo"], row["l_random"], row["theta"]) == (1.0, 0.0, None)
     assert "L(random, id) is 0" in row["reason"]
@@ -74,7 +76,7 @@ def test_visualness_shares_and_visual_list(visage_studies) -> None:
     # hat (5,4,5) x2, sombrero (5,5,5), poor (4,4,2): majority SA, SA, SA, A.
     study = visage_studies["visualness"]
     for source in ("consensus", "judgements"):
-        report = metrics_report(study=study, source=source)
+        report = metrics_json(study=study, source=source)
         shares = {r["label"]: (r["count"], r["share"]) for r in table(report, "visualness_shares")}
         assert shares["strongly_agree"] == (3, 0.75) and shares["agree"] == (1, 0.25)
         assert shares["disagree"] == (0, 0.0)
@@ -96,14 +98,14 @@ def test_unknown_source_and_judgements_where_they_do_not_apply(owner) -> None:
 
 def test_agent_scores_and_machine_vs_human(owner) -> None:
     study = subgroup_study(owner)
-    report = metrics_report(study=study)
+    report = metrics_json(study=study)
     (score,) = table(report, "agent_scores")
     assert (score["majority"], score["detected"], score["n"]) == ("female", True, 3)
     assert score["score"] == pytest.approx(2 / 3)
     (dim,) = table(report, "agent_comparison")
     assert dim["labeller"] == "vlm@1" and dim["mean_abs_difference"] == pytest.approx(2 / 3 - 1 / 3)
     assert report["summary"]["detection_accuracy"]["vlm@1"] == {"detection_accuracy": 0.0, "n_pairs": 1}
-    machine = metrics_report(study=study, source="vlm@1")
+    machine = metrics_json(study=study, source="vlm@1")
     assert table(machine, "agent_scores")[0]["majority"] == "male" and machine["source"] == "vlm@1"
     assert any(f["key"] == "agent_scatter" for f in report["figures"])
 
@@ -126,7 +128,7 @@ def test_ssi_means_drop_and_paired_t(owner) -> None:
         for (q, c), n in marked.items()
         for i, k in enumerate(keys)
     ]
-    report = metrics_report(study=make_study(owner, "ssi-rubric", items, answers))
+    report = metrics_json(study=make_study(owner, "ssi-rubric", items, answers))
     row = next(r for r in table(report, "ssi_comparisons") if r["model"] == "m")
     assert row["initial_mean"] == pytest.approx((3 / 9 + 6 / 9) / 2)
     assert row["refined_mean"] == pytest.approx((0 + 2 / 9) / 2)
@@ -146,7 +148,7 @@ def test_biasconnect_is_cell(owner) -> None:
     genders = {"base1": "male", "base2": "male", "age:old1": "male", "age:old2": "female"}
     answers = [{"item": i, "annotator": "h1", "question": "person", "value": "yes"} for i in genders]
     answers += [{"item": i, "annotator": "h1", "question": "gender", "value": g} for i, g in genders.items()]
-    report = metrics_report(study=make_study(owner, "bias-axes", items, answers))
+    report = metrics_json(study=make_study(owner, "bias-axes", items, answers))
     cells = {(r["intervened_axis"], r["axis"]): r["is"] for r in table(report, "biasconnect_is")}
     # base gender (1, 0): w = 1; after age: (1/2, 1/2): w = 0 -> IS = 1
     assert cells[("age", "gender")] == pytest.approx(1.0)
@@ -171,7 +173,7 @@ def test_soda_bds_of_disjoint_colours(owner) -> None:
         {"item": k, "annotator": "h1", "question": "product_color", "value": v}
         for k, (_, v) in colours.items()
     ]
-    report = metrics_report(study=make_study(owner, "object-attributes", items, answers))
+    report = metrics_json(study=make_study(owner, "object-attributes", items, answers))
     (row,) = table(report, "soda_bds")
     assert row["bds"] == pytest.approx(math.sqrt(math.log(2)), abs=1e-6)  # JS distance of two one-hots, nats
     assert (row["n_base"], row["n_group"], row["n_attributes"]) == (2, 2, 1)
@@ -257,16 +259,17 @@ def test_findings_page_tables_csv_and_figures(owner, client) -> None:
 
 
 def test_every_figure_renders(visage_studies, owner) -> None:
-    from annotations.figures import figure_render
+    from findings.figures import figure_render
 
     reports = [
-        metrics_report(study=visage_studies["stereotype-markers"], source="judgements"),
-        metrics_report(study=visage_studies["visualness"]),
+        metrics_json(study=visage_studies["stereotype-markers"], source="judgements"),
+        metrics_json(study=visage_studies["visualness"]),
     ]
     for report in reports:
+        typed = FindingsReport.from_json(report)
         for figure in report["figures"]:
             for fmt in ("png", "svg"):
-                assert figure_render(report, figure["table"], figure["params"], fmt), figure["key"]
+                assert figure_render(typed, figure["table"], figure["params"], fmt), figure["key"]
 
 
 def test_csv_cells_cannot_become_formulas(owner, client) -> None:
@@ -393,9 +396,9 @@ def test_each_protocol_reads_its_papers_source_by_default(visage_studies, owner,
     page = client.get(f"/studies/{study.pk}/findings/").content.decode()
     assert "Labels from judgements, the default for stereotype-markers" in page
     assert f'href="/studies/{study.pk}/findings/?source=consensus">human consensus</a>' in page
-    visualness = metrics_report(study=visage_studies["visualness"])
+    visualness = metrics_json(study=visage_studies["visualness"])
     assert visualness["source"] == "consensus"  # appendix 8.1 counts the label 2 of 3 raters gave
-    assert metrics_report(study=subgroup_study(owner))["source"] == "consensus"
+    assert metrics_json(study=subgroup_study(owner))["source"] == "consensus"
 
 
 def machine_only_soda_study(owner) -> Any:

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from annotations.selectors.findings.tables import Method
+from findings.tables import Method
 from reports.document import (
     BulletList,
     Column,

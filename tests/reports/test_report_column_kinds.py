@@ -1,8 +1,13 @@
-"""Column kinds: declared ones are used as they are; undeclared ones are inferred conservatively."""
+"""Column kinds: findings tables declare theirs (kept as they are); an aligned comparison table's are inferred
+conservatively from their names and values."""
 
 from __future__ import annotations
 
-from reports.sections.findings import column_kind, column_kinds, doc_table
+import pytest
+
+from findings.tables import Column, Method, Table
+from reports.sections.compare import column_kind
+from reports.sections.findings import doc_table
 
 
 def test_undeclared_kinds_are_inferred_from_name_and_values() -> None:
@@ -20,23 +25,23 @@ def test_undeclared_kinds_are_inferred_from_name_and_values() -> None:
     assert column_kind("share", [0.25], 1) == "estimate"
 
 
-def test_declared_kinds_win_and_rows_are_kept_as_they_are() -> None:
-    table = {
-        "key": "k",
-        "title": "T",
-        "columns": ["group", "n", "p_value"],
-        "rows": [["a", 2, 0.5]],
-        "n_items": 2,
-        "kinds": ["label", "estimate", "p_adjusted"],
-        "method": {
-            "estimator": "share k/n",
-            "interval": "Wilson",
-            "reference": "X Table 1",
-            "unit": "images",
-        },
-    }
-    assert column_kinds(table) == ["label", "estimate", "p_adjusted"]
+def test_declared_kinds_are_kept_and_rows_are_kept_as_they_are() -> None:
+    """A findings table's columns keep the kinds they declare (no guessing from names): ``n`` declared an
+    estimate stays an estimate, ``p_value`` declared adjusted stays adjusted."""
+    table = Table(
+        key="k",
+        title="T",
+        columns=[Column("group", "label"), Column("n", "estimate"), Column("p_value", "p_adjusted")],
+        rows=[["a", 2, 0.5]],
+        n_items=2,
+        method=Method("share k/n", interval="Wilson", reference="X Table 1", unit="images"),
+    )
     doc = doc_table(table)
+    assert [c.kind for c in doc.columns] == ["label", "estimate", "p_adjusted"]
     assert doc.rows == [["a", 2, 0.5]] and doc.source_key == "metrics:k" and doc.n == 2
     assert doc.method is not None and doc.method.interval == "Wilson" and doc.method.unit == "images"
-    assert column_kinds({**table, "kinds": []}) == ["label", "n", "p"]
+
+
+def test_a_column_without_a_known_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown kind"):
+        Column("n", "count")  # type: ignore[arg-type]

@@ -291,7 +291,7 @@ def test_a_large_study_makes_every_format_in_the_background(
 
 @pytest.mark.django_db
 def test_the_tab_offers_the_sources_that_hold_labels(demo_study: Study) -> None:
-    from annotations.selectors.findings.report import sources_available
+    from findings.report import sources_available
 
     sources = sources_available(demo_study)
     assert "consensus" in sources and len(sources) >= 2  # the people and the colour rule

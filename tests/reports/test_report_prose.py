@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from annotations.selectors.findings.tables import Method
+from findings.tables import Method
 from reports.document import Column, DocTable
 from reports.sections.prose import multiple_tests_text, p_values_in
 

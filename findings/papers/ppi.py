@@ -27,7 +27,6 @@ from typing import Any
 from django.conf import settings
 
 from annotations.models import Study, ValidationSample
-from annotations.selectors.findings.tables import Method, Report, Table
 from annotations.selectors.labels import (
     CONSENSUS,
     ItemInfo,
@@ -38,6 +37,7 @@ from annotations.selectors.labels import (
 )
 from common.checked_input import whole_number_from_text
 from common.errors import ValidationFailed
+from findings.tables import Column, Method, PaperFindings, Table
 from metrics.ppi import PpiEstimate, labels_needed, ppi_difference, ppi_mean
 
 PREFIX = "ppi:"
@@ -56,37 +56,22 @@ NOT_MEANS = (
     "t-tests) and Krippendorff's alpha are not offered from this source: read them from consensus or from "
     "the labeller. No bootstrap over the combined estimator is offered yet."
 )
+# The columns every PPI estimate row ends with.
 ESTIMATE_COLUMNS = [
-    "estimate",
-    "low",
-    "high",
-    "human_only",
-    "human_low",
-    "human_high",
-    "machine_only",
-    "lambda",
-    "n_people",
-    "n_machine",
-    "n_effective",
-    "gain",
-    "more_for_width",
-    "reason",
-]
-ESTIMATE_KINDS = [
-    "estimate",
-    "low",
-    "high",
-    "estimate",
-    "low",
-    "high",
-    "estimate",
-    "estimate",
-    "n",
-    "n",
-    "n",
-    "estimate",
-    "n",
-    "text",
+    Column("estimate", "estimate"),
+    Column("low", "low"),
+    Column("high", "high"),
+    Column("human_only", "estimate"),
+    Column("human_low", "low"),
+    Column("human_high", "high"),
+    Column("machine_only", "estimate"),
+    Column("lambda", "estimate"),
+    Column("n_people", "n"),
+    Column("n_machine", "n"),
+    Column("n_effective", "n"),
+    Column("gain", "estimate"),
+    Column("more_for_width", "n"),
+    Column("reason", "text"),
 ]
 PPI_ESTIMATOR = (
     "PPI++: the design-weighted human mean on the validation sample + lambda x (the machine mean on every "
@@ -280,27 +265,20 @@ def _estimate(
     return ppi_mean(y, f, f_all, pi=pi, proportion=proportion, min_labelled=min_people)
 
 
-def ppi_section(
-    study: Study,
-    machine: LabelSource,
-    items: dict[int, ItemInfo],
-    report: Report,
-    *,
-    human: LabelSource,
-    width: float = DEFAULT_WIDTH,
-    min_people: int = MIN_PEOPLE,
-) -> None:
-    """The PPI tables of ``study`` from ``machine`` (narrowed to the items it answered) and the consensus
-    on the validation sample (``human``, narrowed to the counted items); see the module docstring."""
-    sample, chances = sample_probabilities(study)
-    groups = _groups(items)
+def _ppi_tables(name: str) -> tuple[Table, Table, Table]:
+    """The three PPI tables of labeller ``name``, without rows yet: estimates, differences, accuracy."""
     estimates = Table(
         "ppi_estimates",
-        f"Machine ({machine.name}) + human sample: PPI++ estimates with 95% intervals",
-        ["question", "option", "group_by", "group", *ESTIMATE_COLUMNS],
+        f"Machine ({name}) + human sample: PPI++ estimates with 95% intervals",
+        [
+            Column("question", "label"),
+            Column("option", "label"),
+            Column("group_by", "label"),
+            Column("group", "label"),
+            *ESTIMATE_COLUMNS,
+        ],
         [],
         0,
-        kinds=["label", "label", "label", "label", *ESTIMATE_KINDS],
         method=Method(
             PPI_ESTIMATOR,
             interval=PPI_INTERVAL,
@@ -312,37 +290,22 @@ def ppi_section(
         "ppi_differences",
         "Differences between conditions and between models (PPI++, 95% intervals)",
         [
-            "question",
-            "option",
-            "group_by",
-            "group",
-            "reference",
-            "difference",
-            "low",
-            "high",
-            "human_only",
-            "human_low",
-            "human_high",
-            "machine_only",
-            "reason",
+            Column("question", "label"),
+            Column("option", "label"),
+            Column("group_by", "label"),
+            Column("group", "label"),
+            Column("reference", "label"),
+            Column("difference", "estimate"),
+            Column("low", "low"),
+            Column("high", "high"),
+            Column("human_only", "estimate"),
+            Column("human_low", "low"),
+            Column("human_high", "high"),
+            Column("machine_only", "estimate"),
+            Column("reason", "text"),
         ],
         [],
         0,
-        kinds=[
-            "label",
-            "label",
-            "label",
-            "label",
-            "label",
-            "estimate",
-            "low",
-            "high",
-            "estimate",
-            "low",
-            "high",
-            "estimate",
-            "text",
-        ],
         method=Method(
             "difference of two PPI++ estimates (group - reference); the groups hold different items, so "
             "their variances add",
@@ -353,11 +316,20 @@ def ppi_section(
     )
     accuracy = Table(
         "ppi_accuracy",
-        f"Accuracy of {machine.name} against the human consensus on the sample (design-weighted)",
-        ["question", "group_by", "group", "accuracy", "low", "high", "n_people", "more_for_width", "reason"],
+        f"Accuracy of {name} against the human consensus on the sample (design-weighted)",
+        [
+            Column("question", "label"),
+            Column("group_by", "label"),
+            Column("group", "label"),
+            Column("accuracy", "estimate"),
+            Column("low", "low"),
+            Column("high", "high"),
+            Column("n_people", "n"),
+            Column("more_for_width", "n"),
+            Column("reason", "text"),
+        ],
         [],
         0,
-        kinds=["label", "label", "label", "estimate", "low", "high", "n", "n", "text"],
         method=Method(
             "design-weighted share of the sample's human-labelled items where the labeller answered as the "
             "consensus (Hajek weights 1/pi; lambda 0: human labels only)",
@@ -367,6 +339,110 @@ def ppi_section(
             unit="sample items with a human consensus label",
         ),
     )
+    return estimates, differences, accuracy
+
+
+def _difference_rows(
+    key: str, option: str, found: dict[tuple[str, str], PpiEstimate], proportion: bool
+) -> list[list[Any]]:
+    """Each condition against base (else the first) and each model against the first, as rows of the
+    differences table."""
+    rows: list[list[Any]] = []
+    for group_by in ("condition", "model"):
+        names = [g for f, g in found if f == group_by]
+        if len(names) < 2:
+            continue
+        reference = "base" if group_by == "condition" and "base" in names else names[0]
+        for name in names:
+            if name == reference:
+                continue
+            diff = ppi_difference(
+                found[(group_by, name)], found[(group_by, reference)], proportion=proportion
+            )
+            rows.append(
+                [
+                    key,
+                    option,
+                    group_by,
+                    name,
+                    reference,
+                    diff.ppi.estimate,
+                    diff.ppi.low,
+                    diff.ppi.high,
+                    diff.human_only.estimate,
+                    diff.human_only.low,
+                    diff.human_only.high,
+                    diff.machine_only,
+                    diff.reason,
+                ]
+            )
+    return rows
+
+
+def _table_notes(
+    estimates: Table, differences: Table, accuracy: Table, name: str, width: float, min_people: int
+) -> None:
+    """How to read each PPI table."""
+    estimates.notes.append(
+        "estimate: PPI++ with power-tuned lambda (0 = human-only, 1 = PPI); human_only: the same design's "
+        f"weighted human mean; machine_only: the plain mean of {name}'s labels (biased by its "
+        "errors; no interval); n_effective = n_people x V(human-only) / V(PPI), gain = n_effective / "
+        "n_people; "
+        f"more_for_width: human labels to add for a 95% interval {width} wide. "
+        "A proportion, its interval and its PPI estimate lie in [0, 1]: the formula can leave it, so the "
+        "estimate and bounds are clipped (the reason says when an estimate was). "
+        f"A group with fewer than {min_people} people-labelled items has no estimate (null, with the "
+        "reason): its interval would rest on a handful of labels."
+    )
+    differences.notes.append(
+        "Each condition against base (else the first), each model against the first; the two groups hold "
+        "different items, so their variances add. A difference of proportions and its interval lie in "
+        "[-1, 1] (clipped); a group without an estimate has no difference."
+    )
+    accuracy.notes.append(
+        "Human-only (lambda 0): nothing stands in for correctness on items people did not label. Weighted by "
+        "1/pi, so an active sample that oversampled doubtful items does not understate the accuracy."
+    )
+
+
+def _sample_notes(sample: Any, name: str, n_machine: int, sampled: int, n_people: int) -> list[str]:
+    """What a reader of the PPI tables must know about the validation sample behind them."""
+    notes: list[str] = []
+    if sample.labeller_name and sample.labeller_name != name.partition("@")[0]:
+        notes.append(
+            f"The validation sample was drawn from {sample.labeller_name}'s items; its probabilities hold "
+            f"for {name} only if both labelled the same items."
+        )
+    if sample.frame_size is not None and sample.frame_size != n_machine:
+        notes.append(
+            f"The sample was drawn from {sample.frame_size} items; {name} has labelled "
+            f"{n_machine} now. Items added after the draw could not be drawn, which the weights "
+            "do not correct: redraw."
+        )
+    waiting = sampled - n_people
+    if waiting:
+        notes.append(
+            f"{waiting} of the {sampled} sampled items have no counted human label yet (pending, tied "
+            "or not judged); the estimates use the others, assuming those are missing at random."
+        )
+    return notes
+
+
+def ppi_section(
+    study: Study,
+    machine: LabelSource,
+    items: dict[int, ItemInfo],
+    report: PaperFindings,
+    *,
+    human: LabelSource,
+    width: float = DEFAULT_WIDTH,
+    min_people: int = MIN_PEOPLE,
+) -> None:
+    """The PPI tables of ``study`` from ``machine`` (narrowed to the items it answered) and the consensus
+    on the validation sample (``human``, narrowed to the counted items); see the module docstring."""
+    sample, chances = sample_probabilities(study)
+    groups = _groups(items)
+    estimates, differences, accuracy = _ppi_tables(machine.name)
     people: set[int] = set()
     machine_items: set[int] = set()
     protocol = study.protocol_obj
@@ -409,34 +485,7 @@ def ppi_section(
                     continue  # the labeller answered no item of this group on this option
                 found[(group_by, group)] = result
                 estimates.rows.append([question.key, option, group_by, group, *_row(result, width)])
-            for group_by in ("condition", "model"):
-                names = [g for f, g in found if f == group_by]
-                if len(names) < 2:
-                    continue
-                reference = "base" if group_by == "condition" and "base" in names else names[0]
-                for name in names:
-                    if name == reference:
-                        continue
-                    diff = ppi_difference(
-                        found[(group_by, name)], found[(group_by, reference)], proportion=proportion
-                    )
-                    differences.rows.append(
-                        [
-                            question.key,
-                            option,
-                            group_by,
-                            name,
-                            reference,
-                            diff.ppi.estimate,
-                            diff.ppi.low,
-                            diff.ppi.high,
-                            diff.human_only.estimate,
-                            diff.human_only.low,
-                            diff.human_only.high,
-                            diff.machine_only,
-                            diff.reason,
-                        ]
-                    )
+            differences.rows += _difference_rows(question.key, option, found, proportion)
 
         for (group_by, group), ids in groups.items():
             if group_by in GROUP_FIELDS:
@@ -471,26 +520,7 @@ def ppi_section(
     estimates.n_items = len(machine_items)
     differences.n_items = len(machine_items)
     accuracy.n_items = len(people)
-    estimates.notes.append(
-        "estimate: PPI++ with power-tuned lambda (0 = human-only, 1 = PPI); human_only: the same design's "
-        f"weighted human mean; machine_only: the plain mean of {machine.name}'s labels (biased by its "
-        "errors; no interval); n_effective = n_people x V(human-only) / V(PPI), gain = n_effective / "
-        "n_people; "
-        f"more_for_width: human labels to add for a 95% interval {width} wide. "
-        "A proportion, its interval and its PPI estimate lie in [0, 1]: the formula can leave it, so the "
-        "estimate and bounds are clipped (the reason says when an estimate was). "
-        f"A group with fewer than {min_people} people-labelled items has no estimate (null, with the "
-        "reason): its interval would rest on a handful of labels."
-    )
-    differences.notes.append(
-        "Each condition against base (else the first), each model against the first; the two groups hold "
-        "different items, so their variances add. A difference of proportions and its interval lie in "
-        "[-1, 1] (clipped); a group without an estimate has no difference."
-    )
-    accuracy.notes.append(
-        "Human-only (lambda 0): nothing stands in for correctness on items people did not label. Weighted by "
-        "1/pi, so an active sample that oversampled doubtful items does not understate the accuracy."
-    )
+    _table_notes(estimates, differences, accuracy, machine.name, width, min_people)
     report.tables.extend([estimates, differences, accuracy])
     design = sample.design + (
         f" by {sample.stratify_by}" if sample.design == "stratified" and sample.stratify_by else ""
@@ -505,23 +535,7 @@ def ppi_section(
         "target_width": width,
         "min_people": min_people,
     }
-    if sample.labeller_name and sample.labeller_name != machine.name.partition("@")[0]:
-        report.notes.append(
-            f"The validation sample was drawn from {sample.labeller_name}'s items; its probabilities hold "
-            f"for {machine.name} only if both labelled the same items."
-        )
-    if sample.frame_size is not None and sample.frame_size != len(machine_items):
-        report.notes.append(
-            f"The sample was drawn from {sample.frame_size} items; {machine.name} has labelled "
-            f"{len(machine_items)} now. Items added after the draw could not be drawn, which the weights "
-            "do not correct: redraw."
-        )
-    waiting = len(chances) - len(people)
-    if waiting:
-        report.notes.append(
-            f"{waiting} of the {len(chances)} sampled items have no counted human label yet (pending, tied "
-            "or not judged); the estimates use the others, assuming those are missing at random."
-        )
+    report.notes += _sample_notes(sample, machine.name, len(machine_items), len(chances), len(people))
     if unlabelled:
         report.notes.append(f"{machine.name} answered no item on: {', '.join(unlabelled)} (no rows).")
     if skipped:

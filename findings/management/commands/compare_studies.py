@@ -5,9 +5,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotations.command_args import dump, fail, study_arg
-from annotations.selectors.comparison import comparison_query_parse, comparison_report, comparison_sides
 from common.display import cell_display
 from common.errors import WorkbenchError
+from findings.comparison import comparison_query_parse, comparison_report, comparison_sides
 
 
 class Command(BaseCommand):

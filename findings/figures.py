@@ -1,11 +1,11 @@
 """Figures of report tables, drawn with matplotlib's object API (no pyplot state): shared by the findings
 and compare pages, their downloads and the audit report (``reports/``), so no page module draws.
 
-``table_figure(table, figure, fmt)`` is the one drawing entry point: a report table in the dict form the
-pages use (``metrics_report(...)["tables"][i]``), the report's figure that draws it (its ``params``
-narrow the rows, e.g. one BiasConnect group; a dict, a findings ``Figure`` or None) and a format (png,
-svg, pdf: ``FORMATS``) -> the bytes, or None when that table has no figure. ``figure_render(report,
-table_key, params, fmt)`` finds the table in a report first (the findings page's figure URLs).
+``table_figure(table, params, fmt)`` is the one drawing entry point: a typed findings ``Table``, the
+params of the report's figure that draws it (they narrow the rows, e.g. one BiasConnect group) and a
+format (png, svg, pdf: ``FORMATS``) -> the bytes, or None when that table has no figure.
+``figure_render(report, table_key, params, fmt)`` finds the table in a report first (the findings page's
+figure URLs).
 
 Each figure says in its title how many items are behind it. A table with no rows (or nothing to draw)
 gives a picture that says so and why, never an error. SVG carries no script and no date, PDF no creation
@@ -17,25 +17,30 @@ from __future__ import annotations
 
 import io
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
+
+from findings.tables import Table
+
+if TYPE_CHECKING:
+    from findings.report import FindingsReport
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 MAX_BARS = 29  # the length of visage Table 1
 
 
-def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
-    return [dict(zip(table["columns"], row, strict=True)) for row in table["rows"]]
+def _rows(table: Table) -> list[dict[str, Any]]:
+    return table.records()
 
 
-def _title(fig: Figure, table: dict[str, Any], text: str) -> None:
+def _title(fig: Figure, table: Table, text: str) -> None:
     """The figure's title, its n, and the table's reliability warning when it has one (a question whose
     people do not agree reliably: the figure says so beside itself, as the table does)."""
-    warning = table.get("warning")
+    warning = table.warning
     extra = "\n" + plain_text(textwrap.shorten(warning, 150, placeholder=" ...")) if warning else ""
-    fig.suptitle(f"{text}\n(n = {table['n_items']} items){extra}", fontsize=10)
+    fig.suptitle(f"{text}\n(n = {table.n_items} items){extra}", fontsize=10)
 
 
 def _decided(row: dict[str, Any]) -> bool:
@@ -44,16 +49,16 @@ def _decided(row: dict[str, Any]) -> bool:
     return bool(row["significant_adjusted"] if "significant_adjusted" in row else row.get("significant"))
 
 
-def _mark_text(table: dict[str, Any], test: str) -> str:
+def _mark_text(table: Table, test: str) -> str:
     """The legend of a figure's significance mark, naming the decision it follows."""
-    if "p_adjusted" in table.get("columns", []):
-        method = table.get("method") or {}
-        how = (method.get("correction") or "corrected").split(" over ")[0]
+    if "p_adjusted" in table.names:
+        correction = table.method.correction if table.method else None
+        how = (correction or "corrected").split(" over ")[0]
         return f"* {test} p_adjusted < 0.05, {how}"
     return f"* {test} p < 0.05, uncorrected"
 
 
-def _visage(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+def _visage(fig: Figure, table: Table, _params: dict[str, str]) -> None:
     rows = [r for r in _rows(table) if r["eligible"]][:MAX_BARS]
     ax = fig.add_subplot()
     ys = range(len(rows))
@@ -66,7 +71,7 @@ def _visage(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None
     _title(fig, table, "Stereotypical vs random attribute likelihood")
 
 
-def _visualness(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+def _visualness(fig: Figure, table: Table, _params: dict[str, str]) -> None:
     rows = _rows(table)
     ax = fig.add_subplot()
     ax.bar([r["label"].replace("_", " ") for r in rows], [100 * (r["share"] or 0) for r in rows])
@@ -82,7 +87,7 @@ def _visualness(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> 
     _title(fig, table, "Visual-ness consensus")
 
 
-def _ssi(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+def _ssi(fig: Figure, table: Table, _params: dict[str, str]) -> None:
     rows = _rows(table)
     ax = fig.add_subplot()
     xs = range(len(rows))
@@ -99,17 +104,17 @@ def _ssi(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
     _title(fig, table, f"SSI before and after refinement ({_mark_text(table, 'paired t-test')})")
 
 
-def _empty(fig: Figure, table: dict[str, Any], why: str) -> None:
+def _empty(fig: Figure, table: Table, why: str) -> None:
     """The empty state: the table's title and why there is nothing to draw."""
     ax = fig.add_subplot()
     ax.set_axis_off()
     ax.text(0.5, 0.5, plain_text(f"Nothing to draw: {why}"), ha="center", va="center", wrap=True, fontsize=9)
-    fig.suptitle(plain_text(f"{table['title']}\n(n = {table['n_items']} items)"), fontsize=10)
+    fig.suptitle(plain_text(f"{table.title}\n(n = {table.n_items} items)"), fontsize=10)
 
 
 def _heatmap(
     fig: Figure,
-    table: dict[str, Any],
+    table: Table,
     rows: list[str],
     cols: list[str],
     cells: dict[tuple[str, str], float | None],
@@ -134,7 +139,7 @@ def _heatmap(
     _title(fig, table, text)
 
 
-def _biasconnect(fig: Figure, table: dict[str, Any], params: dict[str, str]) -> None:
+def _biasconnect(fig: Figure, table: Table, params: dict[str, str]) -> None:
     rows = _rows(table)
     groups = sorted({r["group"] for r in rows})
     group = params.get("group") if params.get("group") in groups else (groups[0] if groups else "")
@@ -152,7 +157,7 @@ def _biasconnect(fig: Figure, table: dict[str, Any], params: dict[str, str]) -> 
     )
 
 
-def _soda(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+def _soda(fig: Figure, table: Table, _params: dict[str, str]) -> None:
     rows = _rows(table)
     names = list(dict.fromkeys(f"{r['model']} / {r['object']}" for r in rows))
     conditions = sorted({r["condition"] for r in rows})
@@ -169,7 +174,7 @@ def _soda(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
     )
 
 
-def _agent(fig: Figure, table: dict[str, Any], params: dict[str, str]) -> None:
+def _agent(fig: Figure, table: Table, params: dict[str, str]) -> None:
     rows = _rows(table)
     ax = fig.add_subplot()
     for labeller in dict.fromkeys(r["labeller"] for r in rows):
@@ -188,7 +193,7 @@ def _agent(fig: Figure, table: dict[str, Any], params: dict[str, str]) -> None:
     _title(fig, table, "Stereotype score, human vs machine")
 
 
-def _pull(fig: Figure, table: dict[str, Any], _params: dict[str, str]) -> None:
+def _pull(fig: Figure, table: Table, _params: dict[str, str]) -> None:
     rows = [r for r in _rows(table) if r["mean_sim"] is not None][:MAX_BARS]
     ax = fig.add_subplot()
     ys = range(len(rows))
@@ -223,37 +228,28 @@ DRAW = {
 }
 
 
-def _params(figure: Any) -> dict[str, str]:
-    """The ``params`` of a report figure given as a dict, a findings ``Figure`` or None."""
-    if figure is None:
-        return {}
-    params = figure.get("params") if isinstance(figure, dict) else getattr(figure, "params", None)
-    return {str(k): str(v) for k, v in (params or {}).items()}
-
-
-def table_figure(table: dict[str, Any], figure: Any, fmt: str) -> bytes | None:
-    """The bytes (``fmt``: png, svg or pdf) of the figure that draws ``table`` (a report table as a dict:
-    key, title, columns, rows, n_items, empty_reason), narrowed by ``figure``'s params (the report's
-    figure as a dict or a findings ``Figure``; None: no params); None when that table has no figure or
+def table_figure(table: Table, params: dict[str, str] | None, fmt: str) -> bytes | None:
+    """The bytes (``fmt``: png, svg or pdf) of the figure that draws ``table``, narrowed by ``params``
+    (the report figure's, e.g. one BiasConnect group; None: none); None when that table has no figure or
     ``fmt`` is not one of FORMATS. A table without rows gives the "nothing to draw" picture."""
-    key = table["key"]
+    key = table.key
     if key not in DRAW or fmt not in FORMATS:
         return None
-    tall = key in ("visage_tendency", "visage_pull") and bool(table["rows"])
+    tall = key in ("visage_tendency", "visage_pull") and bool(table.rows)
     fig = Figure(figsize=(7, 7 if tall else 4.5), layout="constrained")
-    if table["rows"]:
-        DRAW[key](fig, table, _params(figure))
+    if table.rows:
+        DRAW[key](fig, table, {str(k): str(v) for k, v in (params or {}).items()})
     else:
-        _empty(fig, table, table.get("empty_reason") or "the table has no rows")
+        _empty(fig, table, table.empty_reason or "the table has no rows")
     return figure_bytes(fig, fmt)
 
 
-def figure_render(report: dict[str, Any], table_key: str, params: dict[str, str], fmt: str) -> bytes | None:
+def figure_render(report: FindingsReport, table_key: str, params: dict[str, str], fmt: str) -> bytes | None:
     """The bytes of the figure of ``table_key`` in ``report`` (``table_figure``); None when there is none."""
-    table = next((t for t in report["tables"] if t["key"] == table_key), None)
+    table = report.table(table_key)
     if table is None:
         return None
-    return table_figure(table, {"params": params}, fmt)
+    return table_figure(table, params, fmt)
 
 
 # No date in an SVG or PDF: the same figure gives the same bytes.

@@ -4,7 +4,7 @@
 parameters pair by position (one value applies to every study). Thin views: ``comparison_query_parse``
 reads the query, ``access.studies_get_for_user`` decides who may look (the studies' researchers: another
 researcher's study is 404, an annotator 403), ``comparison_report`` aligns the cached metrics reports,
-templates and ``annotations.figures`` show them. Bad input shows the page with the message, never
+templates and ``findings.figures`` show them. Bad input shows the page with the message, never
 a 500.
 """
 
@@ -23,10 +23,15 @@ from django.urls import reverse
 
 from annotations import access
 from annotations.access import request_user
-from annotations.figures import FORMATS, comparison_figure_render, comparison_numeric_values
 from annotations.models import Study
 from annotations.selectors import studies as selectors
-from annotations.selectors.comparison import (
+from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, machine_labellers_of
+from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN
+from common.display import cell_display
+from common.errors import NotAllowed, NotFoundError, ValidationFailed
+from common.query_params import query_flag
+from common.spreadsheet import csv_cell
+from findings.comparison import (
     MAX_SIDES,
     ComparisonSide,
     SideQuery,
@@ -36,15 +41,10 @@ from annotations.selectors.comparison import (
     comparison_sides,
     side_label,
 )
-from annotations.selectors.findings.ppi import PREFIX as PPI_PREFIX
-from annotations.selectors.findings.ppi import ppi_sources_of
-from annotations.selectors.findings.report import JUDGEMENT_PROTOCOLS, correction_param, study_metric_kind
-from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, machine_labellers_of
-from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN
-from common.display import cell_display
-from common.errors import NotAllowed, NotFoundError, ValidationFailed
-from common.query_params import query_flag
-from common.spreadsheet import csv_cell
+from findings.figures import FORMATS, comparison_figure_render, comparison_numeric_values
+from findings.papers.ppi import PREFIX as PPI_PREFIX
+from findings.papers.ppi import ppi_sources_of
+from findings.report import JUDGEMENT_PROTOCOLS, correction_param, study_metric_kind
 from metrics.multiple_testing import CORRECTION_NAMES, DEFAULT_CORRECTION
 
 FORM_ROWS = 3

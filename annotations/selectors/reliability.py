@@ -23,8 +23,6 @@ from metrics.reliability import Thresholds, headline, pooled_counts, verdict
 
 BOOTSTRAP_RESAMPLES = 500
 BOOTSTRAP_SEED = 0
-# Tables read from stored embeddings and captions, not from any question's labels.
-NO_LABELS = ("visage_pull", "visage_salience")
 
 
 def reliability_thresholds(study: Study) -> Thresholds:
@@ -112,55 +110,6 @@ def reliability_entries(study: Study, keys: list[str], thresholds: Thresholds) -
             }
         )
     return entries
-
-
-def _named(entry: dict[str, Any]) -> str:
-    alpha = entry["alpha"]
-    value = f"alpha {alpha:.3f}" if alpha is not None else "alpha undefined"
-    why = f": {entry['reason']}" if entry["verdict"] == "undefined" and entry["reason"] else ""
-    return f"{entry['question']} ({value}, {entry['verdict']}{why})"
-
-
-def table_warning(entries: list[dict[str, Any]], questions: list[str] | None) -> str | None:
-    """The warning of a table (or figure) that reads ``questions`` (None: every question of ``entries``):
-    each of them whose verdict is not reliable, named with its alpha; None when all are reliable."""
-    weak = [
-        e
-        for e in entries
-        if e["verdict"] != "reliable"
-        and not e.get("excluded")
-        and e["n_raters"]  # a question nobody answered feeds nothing
-        and (questions is None or e["question"] in questions)
-    ]
-    if not weak:
-        return None
-    return (
-        "Reads labels people do not agree on reliably: "
-        + "; ".join(_named(e) for e in weak)
-        + ". Read it as tentative at best (docs/metrics.md, Reliability gate)."
-    )
-
-
-def reliability_apply(report: dict[str, Any], entries: list[dict[str, Any]]) -> None:
-    """Put each table's ``warning`` and ``reliability`` (the verdicts of the questions it reads) and each
-    figure's ``warning`` on the report JSON."""
-    warnings: dict[str, str | None] = {}
-    for table in report["tables"]:
-        if table["key"] in NO_LABELS:
-            table["warning"], table["reliability"] = None, []
-            continue
-        questions: list[str] | None = None
-        if "question" in table["columns"]:
-            at = table["columns"].index("question")
-            questions = sorted({str(row[at]) for row in table["rows"]})
-        table["reliability"] = [
-            {"question": e["question"], "alpha": e["alpha"], "verdict": e["verdict"]}
-            for e in entries
-            if (questions is None or e["question"] in questions) and not e.get("excluded") and e["n_raters"]
-        ]
-        table["warning"] = warnings[table["key"]] = table_warning(entries, questions)
-    for figure in report["figures"]:
-        figure["warning"] = warnings.get(figure["table"])
 
 
 def reliability_headline(entries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -19,7 +19,6 @@ import numpy as np
 from annotations.models import StereotypeEntry, Study
 from annotations.protocols.schema import NONE_OPTION_KEY
 from annotations.selectors.features import FeatureSource, captions_by_item, embeddings_by_item
-from annotations.selectors.findings.tables import Figure, Method, Report, Table, jsonable
 from annotations.selectors.labels import (
     CONSENSUS,
     JUDGEMENTS,
@@ -28,6 +27,7 @@ from annotations.selectors.labels import (
     judgements_for,
     labels_for,
 )
+from findings.tables import Column, Figure, Method, PaperFindings, Table, jsonable
 from metrics import visage
 
 # A stereotype-table pair is stereotypical when at least this many North-American annotators marked it.
@@ -41,8 +41,11 @@ def _identity_of(info: ItemInfo) -> str:
     return str(info.metadata.get("identity", ""))
 
 
-def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report) -> None:
-    """Stereotype likelihood, tendency and offensiveness per identity (ViSAGe Table 1)."""
+def _showings(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: PaperFindings
+) -> tuple[list[visage.Showing], dict[str, set[int]]]:
+    """Every showing of an attribute with an image (every judgement, or one label per image from
+    ``source``) and each identity's images."""
     question = study.protocol_obj.question("attributes")
     label_maps: dict[int, dict[str, str]] = {}
 
@@ -78,6 +81,136 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
             + "); the paper's "
             "Table 1 counts every judgement: use source=judgements to reproduce it."
         )
+    return showings, images_by_identity
+
+
+def _tendency_table(
+    eligible: list[visage.Tendency],
+    rest: list[visage.Tendency],
+    images_by_identity: dict[str, set[int]],
+    n_images: int,
+    unit: str,
+) -> Table:
+    """ViSAGe Table 1: L(stereo), L(random) and theta per identity, eligible ones first."""
+    return Table(
+        "visage_tendency",
+        "Stereotype likelihood and tendency per identity (ViSAGe Table 1)",
+        [
+            Column("identity", "label"),
+            Column("l_stereo", "estimate"),
+            Column("l_random", "estimate"),
+            Column("theta", "estimate"),
+            Column("eligible", "flag"),
+            Column("n_stereo_attributes", "n"),
+            Column("n_random_terms", "n"),
+            Column("n_showings", "n"),
+            Column("n_images", "n"),
+            Column("reason", "text"),
+        ],
+        [
+            [
+                t.identity,
+                t.l_stereo,
+                t.l_random,
+                t.theta,
+                t.eligible,
+                t.n_stereo_attributes,
+                t.n_random_terms,
+                t.n_showings,
+                len(images_by_identity.get(t.identity, ())),
+                t.reason,
+            ]
+            for t in eligible + rest
+        ],
+        n_images,
+        [
+            f"Stereotypical: stereotype-table pairs with NA_stereo >= {MIN_NA_STEREO} whose attribute "
+            "is visual; 'None of the above' counts as one more random term; theta only with >= 2 "
+            "stereotypical attributes."
+        ],
+        method=Method(
+            "L(stereo) and L(random) = mean of L(attr, id) = k/n over the identity's stereotypical "
+            "attributes and over its other attributes plus 'None of the above'; theta = L(stereo) / "
+            "L(random), eligible with at least 2 stereotypical attributes shown",
+            reference="ViSAGe Table 1 (section 4.2)",
+            unit=unit,
+        ),
+    )
+
+
+def _likelihood_table(
+    likelihoods: dict[Any, visage.Likelihood], stereotypes: set[tuple[str, str]], n_images: int, unit: str
+) -> Table:
+    """L(attr, id) = k/n per identity and attribute."""
+    return Table(
+        "visage_likelihoods",
+        "L(attr, id) = k/n per identity and attribute",
+        [
+            Column("identity", "label"),
+            Column("attribute", "label"),
+            Column("stereotypical", "flag"),
+            Column("k", "n"),
+            Column("n", "n"),
+            Column("likelihood", "estimate"),
+        ],
+        [
+            [lk.identity, lk.attribute, (lk.identity, lk.attribute) in stereotypes, lk.k, lk.n, lk.value]
+            for lk in likelihoods.values()
+        ],
+        n_images,
+        method=Method(
+            "L(attr, id) = k/n: of n showings of the attribute with the identity's images, k chose it",
+            reference="ViSAGe section 4.2",
+            unit=unit,
+        ),
+    )
+
+
+def _offensiveness_table(offensive: list[visage.Offensiveness], n_images: int, unit: str) -> Table:
+    """O(id) of the stereotypes found present."""
+    return Table(
+        "visage_offensiveness",
+        "Offensiveness O(id) of the stereotypes found present",
+        [
+            Column("identity", "label"),
+            Column("offensiveness", "estimate"),
+            Column("l_stereo", "estimate"),
+            Column("n_present", "n"),
+            Column("present_attributes", "text"),
+            Column("n_missing_score", "n"),
+            Column("reason", "text"),
+        ],
+        [
+            [
+                o.identity,
+                o.value,
+                o.l_stereo,
+                len(o.present_attributes),
+                "; ".join(o.present_attributes),
+                o.n_missing_score,
+                o.reason,
+            ]
+            for o in sorted(offensive, key=lambda o: (o.value is None, -(o.value or 0.0), o.identity))
+        ],
+        n_images,
+        [
+            "Present = selected at least once (L > 0); the paper's ranking does not reproduce "
+            "(docs/metrics.md)."
+        ],
+        method=Method(
+            "O(id) = (1/n) L(stereo, id) x the sum of SeeGULL's mean offensiveness over the n "
+            "stereotypical attributes present (L > 0)",
+            reference="ViSAGe section 5 (offensiveness)",
+            unit=unit,
+        ),
+    )
+
+
+def visage_section(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: PaperFindings
+) -> None:
+    """Stereotype likelihood, tendency and offensiveness per identity (ViSAGe Table 1)."""
+    showings, images_by_identity = _showings(study, source, items, report)
     entries = list(
         StereotypeEntry.objects.filter(study=study).values_list(
             "identity", "attribute", "na_stereo", "offensiveness", "visual"
@@ -110,110 +243,9 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
 
     eligible = sorted((t for t in tendencies if t.eligible), key=order)
     rest = sorted((t for t in tendencies if not t.eligible), key=lambda t: t.identity)
-    report.tables.append(
-        Table(
-            "visage_tendency",
-            "Stereotype likelihood and tendency per identity (ViSAGe Table 1)",
-            [
-                "identity",
-                "l_stereo",
-                "l_random",
-                "theta",
-                "eligible",
-                "n_stereo_attributes",
-                "n_random_terms",
-                "n_showings",
-                "n_images",
-                "reason",
-            ],
-            [
-                [
-                    t.identity,
-                    t.l_stereo,
-                    t.l_random,
-                    t.theta,
-                    t.eligible,
-                    t.n_stereo_attributes,
-                    t.n_random_terms,
-                    t.n_showings,
-                    len(images_by_identity.get(t.identity, ())),
-                    t.reason,
-                ]
-                for t in eligible + rest
-            ],
-            n_images,
-            [
-                f"Stereotypical: stereotype-table pairs with NA_stereo >= {MIN_NA_STEREO} whose attribute "
-                "is visual; 'None of the above' counts as one more random term; theta only with >= 2 "
-                "stereotypical attributes."
-            ],
-            kinds=["label", "estimate", "estimate", "estimate", "flag", "n", "n", "n", "n", "text"],
-            method=Method(
-                "L(stereo) and L(random) = mean of L(attr, id) = k/n over the identity's stereotypical "
-                "attributes and over its other attributes plus 'None of the above'; theta = L(stereo) / "
-                "L(random), eligible with at least 2 stereotypical attributes shown",
-                reference="ViSAGe Table 1 (section 4.2)",
-                unit=unit,
-            ),
-        )
-    )
-    report.tables.append(
-        Table(
-            "visage_likelihoods",
-            "L(attr, id) = k/n per identity and attribute",
-            ["identity", "attribute", "stereotypical", "k", "n", "likelihood"],
-            [
-                [lk.identity, lk.attribute, (lk.identity, lk.attribute) in stereotypes, lk.k, lk.n, lk.value]
-                for lk in likelihoods.values()
-            ],
-            n_images,
-            kinds=["label", "label", "flag", "n", "n", "estimate"],
-            method=Method(
-                "L(attr, id) = k/n: of n showings of the attribute with the identity's images, k chose it",
-                reference="ViSAGe section 4.2",
-                unit=unit,
-            ),
-        )
-    )
-    report.tables.append(
-        Table(
-            "visage_offensiveness",
-            "Offensiveness O(id) of the stereotypes found present",
-            [
-                "identity",
-                "offensiveness",
-                "l_stereo",
-                "n_present",
-                "present_attributes",
-                "n_missing_score",
-                "reason",
-            ],
-            [
-                [
-                    o.identity,
-                    o.value,
-                    o.l_stereo,
-                    len(o.present_attributes),
-                    "; ".join(o.present_attributes),
-                    o.n_missing_score,
-                    o.reason,
-                ]
-                for o in sorted(offensive, key=lambda o: (o.value is None, -(o.value or 0.0), o.identity))
-            ],
-            n_images,
-            [
-                "Present = selected at least once (L > 0); the paper's ranking does not reproduce "
-                "(docs/metrics.md)."
-            ],
-            kinds=["label", "estimate", "estimate", "n", "text", "n", "text"],
-            method=Method(
-                "O(id) = (1/n) L(stereo, id) x the sum of SeeGULL's mean offensiveness over the n "
-                "stereotypical attributes present (L > 0)",
-                reference="ViSAGe section 5 (offensiveness)",
-                unit=unit,
-            ),
-        )
-    )
+    report.tables.append(_tendency_table(eligible, rest, images_by_identity, n_images, unit))
+    report.tables.append(_likelihood_table(likelihoods, stereotypes, n_images, unit))
+    report.tables.append(_offensiveness_table(offensive, n_images, unit))
     report.summary["thrice_ratio"] = jsonable(ratio)
     report.summary["identities_eligible"] = len(eligible)
     report.figures.append(
@@ -221,7 +253,9 @@ def visage_section(study: Study, source: LabelSource, items: dict[int, ItemInfo]
     )
 
 
-def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report) -> None:
+def visualness_section(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: PaperFindings
+) -> None:
     """Consensus shares of the visual-ness labels and the visual attributes (ViSAGe Fig. 6, appendix 8.1)."""
     question = study.protocol_obj.question("visual")
     keys = [o.key for o in question.options] + ([question.unsure.key] if question.unsure else [])
@@ -254,11 +288,15 @@ def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemI
         Table(
             "visualness_shares",
             "Consensus shares of the visual-ness labels (ViSAGe Fig. 6)",
-            ["label", "count", "n_items", "share"],
+            [
+                Column("label", "label"),
+                Column("count", "n"),
+                Column("n_items", "n"),
+                Column("share", "estimate"),
+            ],
             rows,
             n,
             [note],
-            kinds=["label", "n", "n", "estimate"],
             method=Method(
                 "share of the rated attributes given the label: count / n_items (the note says how read)",
                 reference="ViSAGe Fig. 6, appendix 8.1",
@@ -270,7 +308,7 @@ def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemI
         Table(
             "visual_attributes",
             "Visual attributes (every rating Agree or Strongly Agree)",
-            ["attribute", "partial"],
+            [Column("attribute", "label"), Column("partial", "flag")],
             [[a, a in partial_terms] for a in sorted(visual)],
             n,
             [
@@ -278,7 +316,6 @@ def visualness_section(study: Study, source: LabelSource, items: dict[int, ItemI
                 f"once. Only terms with every rating the overlap asks for ({study.overlap}) are listed "
                 "unless partial items are included (partial = True: fewer ratings, provisional)."
             ],
-            kinds=["label", "flag"],
             method=Method(
                 "the attributes every rating of which is Agree or Strongly Agree (listed; no statistic)",
                 reference="ViSAGe appendix 8.1",
@@ -323,7 +360,7 @@ def visage_features_apply(kind: str | None, items: dict[int, ItemInfo]) -> bool:
 
 
 def visage_pull_section(
-    study: Study, items: dict[int, ItemInfo], report: Report, source: FeatureSource | None
+    study: Study, items: dict[int, ItemInfo], report: PaperFindings, source: FeatureSource | None
 ) -> None:
     """Stereotypical pull per identity: Sim(d,s), Sim(d,ns), Sim(s,ns) and their mean over the stored image
     embeddings of ``source`` (ViSAGe section 6, Tables 2-4), with the images and items behind each set."""
@@ -401,19 +438,19 @@ def visage_pull_section(
             "Stereotypical pull per identity: mean cosine similarity between the default (d), "
             "stereotypical (s) and non-stereotypical (ns) image sets (ViSAGe section 6)",
             [
-                "identity",
-                "sim_d_s",
-                "sim_d_ns",
-                "sim_s_ns",
-                "mean_sim",
-                "pulled",
-                "n_d_images",
-                "n_s_images",
-                "n_ns_images",
-                "n_d_items",
-                "n_s_items",
-                "n_ns_items",
-                "reason",
+                Column("identity", "label"),
+                Column("sim_d_s", "estimate"),
+                Column("sim_d_ns", "estimate"),
+                Column("sim_s_ns", "estimate"),
+                Column("mean_sim", "estimate"),
+                Column("pulled", "flag"),
+                Column("n_d_images", "n"),
+                Column("n_s_images", "n"),
+                Column("n_ns_images", "n"),
+                Column("n_d_items", "n"),
+                Column("n_s_items", "n"),
+                Column("n_ns_items", "n"),
+                Column("reason", "text"),
             ],
             rows,
             n_used,
@@ -425,7 +462,6 @@ def visage_pull_section(
                 "pulled = Sim(d,s) > Sim(d,ns).",
                 *notes,
             ],
-            kinds=["label", "estimate", "estimate", "estimate", "estimate", "flag", *["n"] * 6, "text"],
             method=Method(
                 "Sim(X, Y) = mean cosine similarity over every pair of image embeddings (x in X, y in Y) of "
                 "the default, stereotypical and non-stereotypical sets; pulled = Sim(d,s) > Sim(d,ns)",
@@ -457,7 +493,7 @@ def salience_attributes(study: Study, items: dict[int, ItemInfo]) -> dict[str, l
 
 
 def visage_salience_section(
-    study: Study, items: dict[int, ItemInfo], report: Report, source: FeatureSource | None
+    study: Study, items: dict[int, ItemInfo], report: PaperFindings, source: FeatureSource | None
 ) -> None:
     """Salience S(attr, id) = tf * idf of each stereotypical attribute in the captions of each identity's
     images (ViSAGe section 4.3), ranked per identity; definitions in ``metrics.visage.salience``."""
@@ -518,7 +554,17 @@ def visage_salience_section(
         Table(
             "visage_salience",
             "Salience of stereotypical attributes in the captions of each identity's images (ViSAGe 4.3)",
-            ["identity", "rank", "attribute", "mentions", "n_captions", "tf", "idf", "salience", "reason"],
+            [
+                Column("identity", "label"),
+                Column("rank", "label"),
+                Column("attribute", "label"),
+                Column("mentions", "n"),
+                Column("n_captions", "n"),
+                Column("tf", "estimate"),
+                Column("idf", "estimate"),
+                Column("salience", "estimate"),
+                Column("reason", "text"),
+            ],
             rows,
             n_used,
             [
@@ -528,7 +574,6 @@ def visage_salience_section(
                 "images prompted with an attribute are left out (docs/metrics.md).",
                 *notes,
             ],
-            kinds=["label", "label", "label", "n", "n", "estimate", "estimate", "estimate", "text"],
             method=Method(
                 "S(attr, id) = tf(attr, id) x idf(attr, C) over the captions of the identity's images",
                 reference="ViSAGe section 4.3",
@@ -537,18 +582,3 @@ def visage_salience_section(
         )
     )
     report.notes.extend(n for n in notes if n == NO_CAPTIONS)
-
-
-def stereotype_table_rows(study: Study) -> list[tuple[str, str, int | None, bool | None]]:
-    """The study's stereotype table as (identity, attribute, na_stereo, visual), in table order: what
-    the visage pull prompt set is made of (``generation.prompts.visage.stereotypes_from_table``)."""
-    return list(
-        StereotypeEntry.objects.filter(study=study)
-        .order_by("identity", "attribute")
-        .values_list("identity", "attribute", "na_stereo", "visual")
-    )
-
-
-def stereotype_table_size(study: Study) -> int:
-    """How many rows the study's stereotype table holds (0: none imported)."""
-    return StereotypeEntry.objects.filter(study=study).count()

@@ -1,9 +1,10 @@
-"""Every metric that applies to a study's protocol, as one JSON-serialisable report (SPEC 6, docs/metrics.md).
+"""Every metric that applies to a study's protocol, as one typed report (SPEC 6, docs/metrics.md).
 
-``metrics_report(study=..., source=...)`` reads labels through ``annotations.selectors.labels`` and calls the
-pure functions of ``metrics/``. The report is a list of *tables* (key, title, columns, rows, ``n_items``
-behind it, notes), a ``summary`` of headline numbers and the *figures* the findings page draws from the
-tables. It writes nothing; ``metrics_report_cached`` keeps a report until the study's annotations or
+``findings_report(study=..., source=...)`` reads labels through ``annotations.selectors.labels`` and
+calls the pure functions of ``metrics/``. The report (``FindingsReport``) is a list of typed *tables*
+(key, title, columns with their kinds, rows, ``n_items`` behind it, notes), a ``summary`` of headline
+numbers and the *figures* the findings page draws from the tables; ``to_json`` makes the API's JSON at its
+edge. It writes nothing; ``findings_report_cached`` keeps a report until the study's annotations or
 stereotype table change.
 
 Which labels a report reads: the caller's ``source``, else the protocol's default from ``DEFAULT_SOURCES``
@@ -27,7 +28,7 @@ built in the module of its name beside this one (mirroring ``metrics/``); the sh
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from django.core.cache import cache
@@ -47,37 +48,10 @@ from annotations.selectors.coverage import Coverage, coverage_of, findings_minim
 from annotations.selectors.features import (
     CAPTIONS,
     EMBEDDING,
+    FeatureSource,
     feature_source_parse,
     feature_sources,
     features_fingerprint,
-)
-from annotations.selectors.findings.agent import agent_section
-from annotations.selectors.findings.biasconnect import biasconnect_section
-from annotations.selectors.findings.ppi import (
-    DEFAULT_WIDTH,
-    PREFIX,
-    human_source,
-    is_ppi_source,
-    ppi_min_people,
-    ppi_section,
-    ppi_sources,
-)
-from annotations.selectors.findings.reliability import (
-    findings_exclusions,
-    reliability_apply,
-    reliability_entries,
-    reliability_headline,
-    reliability_thresholds,
-)
-from annotations.selectors.findings.soda import soda_section
-from annotations.selectors.findings.ssi import ssi_section
-from annotations.selectors.findings.tables import Report, Section, jsonable
-from annotations.selectors.findings.visage import (
-    visage_features_apply,
-    visage_pull_section,
-    visage_salience_section,
-    visage_section,
-    visualness_section,
 )
 from annotations.selectors.labels import (
     CONSENSUS,
@@ -89,7 +63,35 @@ from annotations.selectors.labels import (
     machine_labellers,
     source_parse,
 )
+from annotations.selectors.reliability import (
+    findings_exclusions,
+    reliability_entries,
+    reliability_headline,
+    reliability_thresholds,
+)
 from common.errors import ValidationFailed
+from findings.papers.agent import agent_section
+from findings.papers.biasconnect import biasconnect_section
+from findings.papers.ppi import (
+    DEFAULT_WIDTH,
+    PREFIX,
+    human_source,
+    is_ppi_source,
+    ppi_min_people,
+    ppi_section,
+    ppi_sources,
+)
+from findings.papers.soda import soda_section
+from findings.papers.ssi import ssi_section
+from findings.papers.visage import (
+    visage_features_apply,
+    visage_pull_section,
+    visage_salience_section,
+    visage_section,
+    visualness_section,
+)
+from findings.reliability_gate import reliability_apply
+from findings.tables import Figure, PaperFindings, Section, Table, jsonable
 from metrics.multiple_testing import CORRECTION_NAMES, CORRECTIONS, DEFAULT_CORRECTION, correction_parse
 
 # The protocols whose metrics can read every judgement (source=judgements), not only one label per item.
@@ -235,48 +237,93 @@ def findings_coverage(
     return coverage, replace(source, items=counted, short=short, provisional=include_partial)
 
 
-def metrics_report(
-    *,
+@dataclass
+class FindingsReport:
+    """Every finding of one study from one label source: the one thing the findings app hands out.
+
+    ``tables`` and ``figures`` are typed (each column declares its kind); the rest says which labels the
+    findings read and how far they can be trusted. ``to_json`` gives the metrics API's JSON (and
+    ``manage.py metrics --json``'s); ``from_json`` reads it back (the cache keeps JSON)."""
+
+    study: int
+    name: str
+    protocol: str | None
+    source: str
+    source_default: dict[str, str]
+    source_note: str
+    sources: list[str]
+    sources_available: list[str]
+    source_labels: dict[str, str]
+    embeddings: str | None
+    captions: str | None
+    embedding_sources: list[str]
+    caption_sources: list[str]
+    n_items: int
+    coverage: dict[str, Any]
+    include_partial: bool
+    width: float | None
+    correction: str
+    correction_note: str
+    warning: str | None
+    source_label: str
+    reliability: list[dict[str, Any]]
+    reliability_thresholds: dict[str, Any]
+    reliability_headline: dict[str, Any]
+    reliability_note: str
+    excluded_questions: list[dict[str, Any]]
+    min_people: int | None
+    summary: dict[str, Any]
+    notes: list[str]
+    tables: list[Table]
+    figures: list[Figure]
+
+    def table(self, key: str) -> Table | None:
+        """The table keyed ``key``, or None."""
+        return next((table for table in self.tables if table.key == key), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as the metrics API gives it."""
+        out: dict[str, Any] = {
+            f.name: jsonable(getattr(self, f.name))
+            for f in fields(self)
+            if f.name not in ("tables", "figures")
+        }
+        out["tables"] = [table.to_json() for table in self.tables]
+        out["figures"] = [figure.to_json() for figure in self.figures]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FindingsReport:
+        """The report ``to_json`` gave."""
+        plain = {f.name: data[f.name] for f in fields(cls) if f.name not in ("tables", "figures")}
+        return cls(
+            **plain,
+            tables=[Table.from_json(t) for t in data["tables"]],
+            figures=[Figure.from_json(f) for f in data["figures"]],
+        )
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What a caller asked of ``findings_report``, checked."""
+
+    source: LabelSource
+    ppi: bool
+    embeddings: FeatureSource | None
+    captions: FeatureSource | None
+    kind: str | None
+    default: DefaultSource
+
+
+def _request_check(
     study: Study,
-    source: str | None = None,
-    embeddings: str | None = None,
-    captions: str | None = None,
-    include_partial: bool = False,
-    width: float | None = None,
-    correction: str = DEFAULT_CORRECTION,
-    min_people: int | None = None,
-) -> dict[str, Any]:
-    """Every metric that applies to ``study``'s protocol from ``source`` (see the module docstring);
-    ``source`` None or blank: the protocol's default (``DEFAULT_SOURCES``).
-
-    ``source`` ``ppi:LABELLER``: the machine + human sample estimates of the means and proportions
-    (``annotations/selectors/findings/ppi.py``) instead of the paper's metrics; ``width`` the target width
-    of a 95% interval the report says how many more human labels would reach (default 0.1).
-
-    ``embeddings`` and ``captions`` name the machine source (``name[@version]``) whose stored image
-    embeddings and captions the visage stereotypical pull and salience read (default: the only one,
-    else the first by name); they apply to stereotype-markers studies and to any study holding the
-    visage pull sets (conditions default / stereotypical / non-stereotypical).
-
-    Findings count *settled* items (every judgement the overlap asks for; a machine labeller's one answer)
-    and, with ``include_partial``, partial ones too (provisional, marked: ``coverage``, each table's
-    ``partial``); ``coverage`` says how many items are settled, partial and unjudged, and ``warning`` why
-    the findings rest on too few items (``annotations.selectors.coverage``).
-
-    ``correction`` (holm, the default, or bh): how a table that runs many tests (SSI's paired t-tests,
-    SODA's permutation tests) adjusts its p-values for multiple comparisons: its ``p_adjusted`` and
-    ``significant_adjusted`` columns, beside the raw ``p_value`` and the paper's ``significant``
-    (``metrics.multiple_testing``); the report says which (``correction``).
-
-    ``reliability``: the gate (``findings/reliability.py``): one entry per question the findings read with
-    Krippendorff's alpha of the people, its interval and verdict under the study's thresholds; each table
-    and figure reading a question that is not reliable carries a ``warning`` naming it; questions the
-    researcher left out (``excluded_questions``) feed no table. ``min_people`` (ppi only): the fewest
-    people-labelled items a PPI row is estimated from (default ``WORKBENCH_PPI_MIN_PEOPLE``, 10).
-
-    Raises ValidationFailed for an unknown correction, an unknown source, or ``judgements`` where metrics
-    need one label per item (every protocol but stereotype-markers and visualness). Reads only; no locks.
-    """
+    source: str | None,
+    embeddings: str | None,
+    captions: str | None,
+    width: float | None,
+    correction: str,
+) -> _Request:
+    """``findings_report``'s arguments checked (ValidationFailed with the reason otherwise)."""
     if correction not in CORRECTIONS:
         raise ValidationFailed(
             f"correction must be one of {', '.join(CORRECTIONS)}, not {str(correction)[:40]!r}",
@@ -302,11 +349,89 @@ def metrics_report(
             "label per item (consensus or a labeller)",
             {"source": "not applicable"},
         )
+    return _Request(parsed, ppi, embedding_source, caption_source, kind, default)
+
+
+def _nothing_counted(found: PaperFindings) -> None:
+    """Nothing counted: a headline number (0 visual attributes, 0 identities) or a row of zero shares
+    would read as a finding; the tables say "insufficient data" instead."""
+    for table in found.tables:
+        if table.key not in FEATURE_TABLES:
+            table.rows = []
+    found.figures = [f for f in found.figures if f.table in FEATURE_TABLES]
+    found.summary = {
+        key: value if key in FEATURE_SUMMARIES else _insufficient(value)
+        for key, value in found.summary.items()
+    }
+
+
+def _coverage_set(
+    found: PaperFindings, coverage: Coverage, counts: dict[str, Any], source: str, available: list[str]
+) -> None:
+    """Each table's coverage and empty reason, each figure's title with the items it counts."""
+    for table in found.tables:
+        if table.key not in FEATURE_TABLES:
+            table.coverage = counts
+        if not table.rows:
+            table.empty_reason = (
+                "the notes above say which labeller to run or what to import"
+                if table.key in FEATURE_TABLES
+                else _empty_reason(source, available, coverage)
+            )
+    for figure in found.figures:
+        if figure.table not in FEATURE_TABLES:
+            figure.title += f" ({coverage.counted} of {coverage.n_items} items: {_counted_words(coverage)})"
+
+
+def findings_report(
+    *,
+    study: Study,
+    source: str | None = None,
+    embeddings: str | None = None,
+    captions: str | None = None,
+    include_partial: bool = False,
+    width: float | None = None,
+    correction: str = DEFAULT_CORRECTION,
+    min_people: int | None = None,
+) -> FindingsReport:
+    """Every metric that applies to ``study``'s protocol from ``source`` (see the module docstring);
+    ``source`` None or blank: the protocol's default (``DEFAULT_SOURCES``).
+
+    ``source`` ``ppi:LABELLER``: the machine + human sample estimates of the means and proportions
+    (``findings/papers/ppi.py``) instead of the paper's metrics; ``width`` the target width of a 95%
+    interval the report says how many more human labels would reach (default 0.1).
+
+    ``embeddings`` and ``captions`` name the machine source (``name[@version]``) whose stored image
+    embeddings and captions the visage stereotypical pull and salience read (default: the only one,
+    else the first by name); they apply to stereotype-markers studies and to any study holding the
+    visage pull sets (conditions default / stereotypical / non-stereotypical).
+
+    Findings count *settled* items (every judgement the overlap asks for; a machine labeller's one answer)
+    and, with ``include_partial``, partial ones too (provisional, marked: ``coverage``, each table's
+    ``partial``); ``coverage`` says how many items are settled, partial and unjudged, and ``warning`` why
+    the findings rest on too few items (``annotations.selectors.coverage``).
+
+    ``correction`` (holm, the default, or bh): how a table that runs many tests (SSI's paired t-tests,
+    SODA's permutation tests) adjusts its p-values for multiple comparisons: its ``p_adjusted`` and
+    ``significant_adjusted`` columns, beside the raw ``p_value`` and the paper's ``significant``
+    (``metrics.multiple_testing``); the report says which (``correction``).
+
+    ``reliability``: the gate (``findings/reliability_gate.py``): one entry per question the findings read
+    with Krippendorff's alpha of the people, its interval and verdict under the study's thresholds; each
+    table and figure reading a question that is not reliable carries a ``warning`` naming it; questions
+    the researcher left out (``excluded_questions``) feed no table. ``min_people`` (ppi only): the fewest
+    people-labelled items a PPI row is estimated from (default ``WORKBENCH_PPI_MIN_PEOPLE``, 10).
+
+    Raises ValidationFailed for an unknown correction, an unknown source, or ``judgements`` where metrics
+    need one label per item (every protocol but stereotype-markers and visualness). Reads only; no locks.
+    """
+    asked = _request_check(study, source, embeddings, captions, width, correction)
+    kind, ppi = asked.kind, asked.ppi
     items = items_info(study)
-    coverage, parsed = findings_coverage(study, parsed, items, include_partial)
+    coverage, parsed = findings_coverage(study, asked.source, items, include_partial)
     assert parsed.items is not None
     counted = {i: info for i, info in items.items() if i in parsed.items}
-    report = Report(correction=correction)
+    found = PaperFindings(correction=correction)
     features = visage_features_apply(kind, items)
     thresholds = reliability_thresholds(study)
     exclusions = findings_exclusions(study)
@@ -320,19 +445,19 @@ def metrics_report(
                 study,
                 parsed,
                 counted,
-                report,
+                found,
                 human=people,
                 width=width or DEFAULT_WIDTH,
                 min_people=least or 10,
             )
             parsed = replace(parsed, name=PREFIX + parsed.name)
         elif kind is None and not features:
-            report.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
+            found.notes.append("No paper metric applies to this protocol; see the agreement report instead.")
         elif kind is not None:
-            SECTIONS[kind](study, parsed, counted, report)
+            SECTIONS[kind](study, parsed, counted, found)
     if features and not ppi:
-        visage_pull_section(study, items, report, embedding_source)
-        visage_salience_section(study, items, report, caption_source)
+        visage_pull_section(study, items, found, asked.embeddings)
+        visage_salience_section(study, items, found, asked.captions)
     machine_only = parsed.is_machine and not ppi
     read = [key for key in reading.read if key not in excluded]
     entries = [] if machine_only else reliability_entries(study, read, thresholds)
@@ -342,94 +467,71 @@ def metrics_report(
     ]
     blank = counted_items(study).filter(images__is_blank=True).distinct().count()
     if blank:
-        report.notes.append(
+        found.notes.append(
             f"{blank} of the {len(items)} items have a blank or single-colour image (flagged at import: a "
             "safety filter's black frame, a failed render); they are counted here. The items page lists "
             "them (filter 'blank')."
         )
     if not coverage.counted and kind is not None:
-        # Nothing counted: a headline number (0 visual attributes, 0 identities) or a row of zero shares
-        # would read as a finding; the tables say "insufficient data" instead.
-        for table in report.tables:
-            if table.key not in FEATURE_TABLES:
-                table.rows = []
-        report.figures = [f for f in report.figures if f.table in FEATURE_TABLES]
-        report.summary = {
-            key: value if key in FEATURE_SUMMARIES else _insufficient(value)
-            for key, value in report.summary.items()
-        }
+        _nothing_counted(found)
     available = sources_available(study)
     counts = coverage.as_dict()
     if ppi:
-        counts = _ppi_coverage(counts, report.summary.get("ppi") or {}, machine_name)
-    for table in report.tables:
-        if table.key not in FEATURE_TABLES:
-            table.coverage = counts
-        if not table.rows:
-            table.empty_reason = (
-                "the notes above say which labeller to run or what to import"
-                if table.key in FEATURE_TABLES
-                else _empty_reason(parsed.name, available, coverage)
-            )
-    for figure in report.figures:
-        if figure.table not in FEATURE_TABLES:
-            figure.title += f" ({coverage.counted} of {coverage.n_items} items: {_counted_words(coverage)})"
+        counts = _ppi_coverage(counts, found.summary.get("ppi") or {}, machine_name)
+    _coverage_set(found, coverage, counts, parsed.name, available)
+    default = asked.default
     used = (
         f"the default for {kind or 'this protocol'}: {default.why}"
         if parsed.name == default.source
         else f"chosen; the default for {kind or 'this protocol'} is {default.source} ({default.why})"
     )
-    report_json: dict[str, Any] = jsonable(
-        {
-            "study": study.pk,
-            "name": study.name,
-            "protocol": kind,
-            "source": parsed.name,
-            "source_default": {"source": default.source, "why": default.why},
-            "source_note": (
-                f"Labels from {parsed.name}, {used} Switch with ?source=NAME (page and API) or --source NAME "
-                f"(manage.py metrics); sources with labels now: {', '.join(available) or 'none'}."
-            ),
-            "sources": [
-                CONSENSUS,
-                *([JUDGEMENTS] if kind in JUDGEMENT_PROTOCOLS else []),
-                *machine_labellers(study),
-                *ppi_sources(study, machine_labellers(study)),
-            ],
-            "sources_available": available,
-            "source_labels": _source_labels(
-                study, [CONSENSUS, JUDGEMENTS, *machine_labellers(study), *available]
-            ),
-            "embeddings": embedding_source.name if embedding_source else None,
-            "captions": caption_source.name if caption_source else None,
-            "embedding_sources": feature_sources(study, EMBEDDING),
-            "caption_sources": feature_sources(study, CAPTIONS),
-            "n_items": len(items),
-            "coverage": counts,
-            "include_partial": include_partial,
-            "width": (width or DEFAULT_WIDTH) if ppi else None,
-            "correction": correction,
-            "correction_note": (
-                f"Tables that run many tests give p-values adjusted by {CORRECTION_NAMES[correction]} "
-                "(p_adjusted, significant_adjusted) beside the raw p_value and the paper's significant flag; "
-                "switch with ?correction=holm|bh (page and API) or --correction (manage.py metrics)."
-            ),
-            "warning": coverage.warning(),
-            "source_label": source_words(parsed.name, report.summary.get("ppi")),
-            "reliability": entries,
-            "reliability_thresholds": {**thresholds.to_dict(), "statement": thresholds.statement()},
-            "reliability_headline": reliability_headline(entries),
-            "reliability_note": _reliability_note(parsed.name, machine_only, ppi, entries),
-            "excluded_questions": exclusions,
-            "min_people": least,
-            "summary": report.summary,
-            "notes": report.notes,
-            "tables": report.tables,
-            "figures": report.figures,
-        }
+    machines = machine_labellers(study)
+    reliability_apply(found.tables, found.figures, [e for e in entries if not e.get("excluded")])
+    return FindingsReport(
+        study=study.pk,
+        name=study.name,
+        protocol=kind,
+        source=parsed.name,
+        source_default={"source": default.source, "why": default.why},
+        source_note=(
+            f"Labels from {parsed.name}, {used} Switch with ?source=NAME (page and API) or --source NAME "
+            f"(manage.py metrics); sources with labels now: {', '.join(available) or 'none'}."
+        ),
+        sources=[
+            CONSENSUS,
+            *([JUDGEMENTS] if kind in JUDGEMENT_PROTOCOLS else []),
+            *machines,
+            *ppi_sources(study, machines),
+        ],
+        sources_available=available,
+        source_labels=_source_labels(study, [CONSENSUS, JUDGEMENTS, *machines, *available]),
+        embeddings=asked.embeddings.name if asked.embeddings else None,
+        captions=asked.captions.name if asked.captions else None,
+        embedding_sources=feature_sources(study, EMBEDDING),
+        caption_sources=feature_sources(study, CAPTIONS),
+        n_items=len(items),
+        coverage=jsonable(counts),
+        include_partial=include_partial,
+        width=(width or DEFAULT_WIDTH) if ppi else None,
+        correction=correction,
+        correction_note=(
+            f"Tables that run many tests give p-values adjusted by {CORRECTION_NAMES[correction]} "
+            "(p_adjusted, significant_adjusted) beside the raw p_value and the paper's significant flag; "
+            "switch with ?correction=holm|bh (page and API) or --correction (manage.py metrics)."
+        ),
+        warning=coverage.warning(),
+        source_label=source_words(parsed.name, found.summary.get("ppi")),
+        reliability=jsonable(entries),
+        reliability_thresholds={**thresholds.to_dict(), "statement": thresholds.statement()},
+        reliability_headline=reliability_headline(entries),
+        reliability_note=_reliability_note(parsed.name, machine_only, ppi, entries),
+        excluded_questions=exclusions,
+        min_people=least,
+        summary=jsonable(found.summary),
+        notes=found.notes,
+        tables=found.tables,
+        figures=found.figures,
     )
-    reliability_apply(report_json, [e for e in entries if not e.get("excluded")])
-    return report_json
 
 
 def _words(name: str) -> str:
@@ -546,7 +648,7 @@ def _fingerprint(
     return "metrics-report:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
-def metrics_report_cached(
+def findings_report_cached(
     *,
     study: Study,
     source: str | None = None,
@@ -557,9 +659,9 @@ def metrics_report_cached(
     correction: str = DEFAULT_CORRECTION,
     min_people: int | None = None,
     timeout: int = 3600,
-) -> dict[str, Any]:
-    """``metrics_report`` kept in the cache until an annotation, a consensus label, the stereotype table,
-    a stored embedding or caption, or the study changes."""
+) -> FindingsReport:
+    """``findings_report`` kept in the cache (as its JSON) until an annotation, a consensus label, the
+    stereotype table, a stored embedding or caption, or the study changes."""
     key = _fingerprint(
         study,
         (source or "").strip() or default_source(study).source,
@@ -571,16 +673,17 @@ def metrics_report_cached(
         min_people,
     )
     cached: dict[str, Any] | None = cache.get(key)
-    if cached is None:
-        cached = metrics_report(
-            study=study,
-            source=source,
-            embeddings=embeddings,
-            captions=captions,
-            include_partial=include_partial,
-            width=width,
-            correction=correction,
-            min_people=min_people,
-        )
-        cache.set(key, cached, timeout)
-    return cached
+    if cached is not None:
+        return FindingsReport.from_json(cached)
+    report = findings_report(
+        study=study,
+        source=source,
+        embeddings=embeddings,
+        captions=captions,
+        include_partial=include_partial,
+        width=width,
+        correction=correction,
+        min_people=min_people,
+    )
+    cache.set(key, report.to_json(), timeout)
+    return report

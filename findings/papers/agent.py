@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import defaultdict
 
 from annotations.models import Study
-from annotations.selectors.findings.tables import Figure, Method, Report, Table
 from annotations.selectors.labels import (
     CONSENSUS,
     ItemInfo,
@@ -18,6 +17,7 @@ from annotations.selectors.labels import (
     machine_labellers,
     source_parse,
 )
+from findings.tables import Column, Figure, Method, PaperFindings, Table
 from metrics import agent
 
 
@@ -42,7 +42,9 @@ def _subgroup_labels(study: Study, source: LabelSource) -> dict[int, str | None]
     return out
 
 
-def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report) -> None:
+def agent_section(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: PaperFindings
+) -> None:
     """Stereotype score per instruction pair, and machine vs human where machine labels exist."""
     labels = _subgroup_labels(study, source)
     pairs = _pairs(items)
@@ -71,16 +73,16 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
             "agent_scores",
             f"Stereotype score per instruction pair ({source.name})",
             [
-                "pair",
-                "dimension",
-                "subgroup",
-                "majority",
-                "score",
-                "target_share",
-                "n",
-                "n_none",
-                "detected",
-                "reason",
+                Column("pair", "label"),
+                Column("dimension", "label"),
+                Column("subgroup", "label"),
+                Column("majority", "label"),
+                Column("score", "estimate"),
+                Column("target_share", "estimate"),
+                Column("n", "n"),
+                Column("n_none", "n"),
+                Column("detected", "flag"),
+                Column("reason", "text"),
             ],
             rows,
             len(labels),
@@ -89,7 +91,6 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
                 "denominator (agent section 3: majority-subgroup images / all images) and are never the "
                 "majority. Unanswered or unresolved images are left out. A tie has no majority."
             ],
-            kinds=["label", "label", "label", "label", "estimate", "estimate", "n", "n", "flag", "text"],
             method=Method(
                 "stereotype score = share of the pair's labelled images whose label is the majority subgroup "
                 "(images labelled 'None / cannot tell' in the denominator); target_share = the share of the "
@@ -133,10 +134,14 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
             Table(
                 "agent_comparison",
                 "Machine vs human: mean |difference| of the target share",
-                ["labeller", "dimension", "mean_abs_difference", "n_pairs"],
+                [
+                    Column("labeller", "label"),
+                    Column("dimension", "label"),
+                    Column("mean_abs_difference", "estimate"),
+                    Column("n_pairs", "n"),
+                ],
                 comp_rows,
                 len(human),
-                kinds=["label", "label", "estimate", "n"],
                 method=Method(
                     "mean over the dimension's instruction pairs of |machine - human consensus| target-"
                     "subgroup share",
@@ -149,10 +154,16 @@ def agent_section(study: Study, source: LabelSource, items: dict[int, ItemInfo],
             Table(
                 "agent_pairs",
                 "Target-subgroup share per pair: human consensus vs machine",
-                ["labeller", "pair", "dimension", "human_share", "machine_share", "detection_agrees"],
+                [
+                    Column("labeller", "label"),
+                    Column("pair", "label"),
+                    Column("dimension", "label"),
+                    Column("human_share", "estimate"),
+                    Column("machine_share", "estimate"),
+                    Column("detection_agrees", "flag"),
+                ],
                 pair_rows,
                 len(human),
-                kinds=["label", "label", "label", "estimate", "estimate", "flag"],
                 method=Method(
                     "share of the pair's images labelled with its target subgroup, by the human consensus "
                     "and by the machine; detection_agrees: both decide 'detected' alike",

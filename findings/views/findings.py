@@ -1,8 +1,8 @@
 """Findings pages: each paper's tables and figures for one study, with CSV, PNG, SVG and PDF downloads, and
 the upload and download of the embeddings and captions the visage pull and salience read.
 
-Thin views: ``access`` decides who may look (the study's researchers), ``metrics_report_cached`` computes,
-``annotations.figures`` draws. A bad ``source`` shows the page with the error, never a 500. Without
+Thin views: ``access`` decides who may look (the study's researchers), ``findings_report_cached`` computes,
+``findings.figures`` draws. A bad ``source`` shows the page with the error, never a 500. Without
 ``?source=`` the report reads the protocol's default source (``findings.report.DEFAULT_SOURCES``); the page
 says which source it shows and links to every source that holds labels, and an empty table says why it is
 empty (its figure is then not drawn; asked for directly, it is an "empty" picture, never an error).
@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,14 +27,11 @@ from django.views.decorators.http import require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.figures import DRAW, FORMATS, figure_render
 from annotations.interchange.import_jobs import import_upload
 from annotations.models import ImportJob
 from annotations.selectors.features import features_export_lines
-from annotations.selectors.findings.ppi import PREFIX, ppi_min_people, width_parse
-from annotations.selectors.findings.report import correction_param, metrics_report_cached
-from annotations.selectors.findings.visage import stereotype_table_size
 from annotations.selectors.labels import labeller_named, machine_labellers
+from annotations.selectors.stereotypes import stereotype_table_size
 from annotations.services.findings_reliability import (
     findings_question_exclude,
     findings_question_include,
@@ -53,6 +51,10 @@ from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed, WorkbenchError
 from common.query_params import query_flag
 from common.spreadsheet import csv_cell
+from findings.figures import DRAW, FORMATS, figure_render
+from findings.papers.ppi import PREFIX, ppi_min_people, width_parse
+from findings.report import FindingsReport, correction_param, findings_report_cached
+from findings.tables import Figure, Table
 from metrics.multiple_testing import CORRECTION_NAMES, DEFAULT_CORRECTION
 
 
@@ -71,11 +73,11 @@ def _partial(request: HttpRequest) -> bool:
     return query_flag(request.GET.get("partial"), "partial")
 
 
-def _report(request: HttpRequest, pk: int) -> tuple[Any, dict[str, Any]]:
+def _report(request: HttpRequest, pk: int) -> tuple[Any, FindingsReport]:
     """The study and its findings for a download; a query the findings refuse raises ValidationFailed."""
     study = study_for_page(request, pk, researcher=True)
     features = _features(request)
-    return study, metrics_report_cached(
+    return study, findings_report_cached(
         study=study,
         source=_source(request),
         embeddings=features["embeddings"],
@@ -105,7 +107,7 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         features = _features(request)
         include_partial = _partial(request)
-        report = metrics_report_cached(
+        report = findings_report_cached(
             study=study,
             source=source,
             embeddings=features["embeddings"],
@@ -122,83 +124,96 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             {"study": study, "error": exc.message, "report": None, "source": source or ""},
             status=400,
         )
-    correction = report["correction"]
+    correction = report.correction
     query = (
-        {"source": report["source"]}
-        | {key: report[key] for key in ("embeddings", "captions") if report.get(key)}
+        {"source": report.source}
+        | {
+            key: value
+            for key, value in (("embeddings", report.embeddings), ("captions", report.captions))
+            if value
+        }
         | ({"partial": "1"} if include_partial else {})
-        | ({"width": str(report["width"])} if report.get("width") else {})
+        | ({"width": str(report.width)} if report.width else {})
         | ({"correction": correction} if correction != DEFAULT_CORRECTION else {})
-        | ({"min_people": str(report["min_people"])} if request.GET.get("min_people") else {})
+        | ({"min_people": str(report.min_people)} if request.GET.get("min_people") else {})
     )
     base_url = reverse("study-findings", args=[study.pk])
-    words = report["source_labels"]
+    words = report.source_labels
     switch = [
         {"name": words.get(name, name), "url": f"{base_url}?{urlencode({'source': name})}"}
-        for name in report["sources_available"]
-        if name != report["source"]
+        for name in report.sources_available
+        if name != report.source
     ]
     # The settled / settled-and-partial switch keeps every other choice of the page.
     partial_toggle = f"{base_url}?" + urlencode(
         {k: v for k, v in query.items() if k != "partial"} | ({} if include_partial else {"partial": "1"})
     )
-    tables = []
-    for table in report["tables"]:
-        figures = []
-        for figure in report["figures"]:
-            if figure["table"] != table["key"] or table["key"] not in DRAW or not table["rows"]:
-                continue
-            params = urlencode({**query, **figure["params"]})
-            base = reverse("study-findings-figure", args=[study.pk, table["key"], "png"])
-            figures.append(
-                {
-                    "title": figure["title"],
-                    "png": f"{base}?{params}",
-                    "svg": reverse("study-findings-figure", args=[study.pk, table["key"], "svg"])
-                    + f"?{params}",
-                    "pdf": reverse("study-findings-figure", args=[study.pk, table["key"], "pdf"])
-                    + f"?{params}",
-                }
-            )
-        tables.append(
-            {
-                **table,
-                "figures": figures,
-                "shown_rows": [[cell_display(v) for v in row] for row in table["rows"][:MAX_ROWS_SHOWN]],
-                "csv": reverse("study-findings-csv", args=[study.pk, table["key"]]) + "?" + urlencode(query),
-            }
-        )
+    feature_tables = any(t.key in ("visage_pull", "visage_salience") for t in report.tables)
     return render(
         request,
         "findings/study.html",
         {
             "study": study,
             "report": report,
-            "tables": tables,
-            "summary_tables": summary_tables(report["summary"]),
-            "source": report["source"],
+            "tables": [_shown(study.pk, table, report.figures, query) for table in report.tables],
+            "summary_tables": summary_tables(report.summary),
+            "source": report.source,
             "switch": switch,
             "include_partial": include_partial,
             "partial_toggle": partial_toggle,
-            "has_tests": any("p_adjusted" in t["columns"] for t in report["tables"]),
+            "has_tests": any("p_adjusted" in t.names for t in report.tables),
             "correction": correction,
             "correction_name": CORRECTION_NAMES[correction],
             "corrections": list(CORRECTION_NAMES.items()),
             "max_rows": MAX_ROWS_SHOWN,
             "can_write": access.study_can_write(request_user(request), study),
             "labellers": machine_labellers(study),
-            "source_options": [(name, words.get(name, name)) for name in report["sources"]],
+            "source_options": [(name, words.get(name, name)) for name in report.sources],
             "designs": SAMPLE_DESIGNS,
-            "gated": [e for e in report["reliability"] if not e.get("excluded")],
-            "show_stereotypes": report["protocol"] == "stereotype-markers"
-            or any(t["key"] in ("visage_pull", "visage_salience") for t in report["tables"]),
+            "gated": [e for e in report.reliability if not e.get("excluded")],
+            "show_stereotypes": report.protocol == "stereotype-markers" or feature_tables,
             "stereotype_rows": stereotype_table_size(study),
-            "show_features": bool(
-                report["embedding_sources"]
-                or report["caption_sources"]
-                or any(t["key"] in ("visage_pull", "visage_salience") for t in report["tables"])
-            ),
+            "show_features": bool(report.embedding_sources or report.caption_sources or feature_tables),
         },
+    )
+
+
+@dataclass(frozen=True)
+class _TableShown:
+    """A findings table as the page shows it: its first rows as text, its figures' and CSV's addresses."""
+
+    table: Table
+    rows: list[list[str]]
+    figures: list[dict[str, str]]
+    csv: str
+
+    @property
+    def key(self) -> str:  # the contents box (findings/_toc.html) reads key, title and rows
+        return self.table.key
+
+    @property
+    def title(self) -> str:
+        return self.table.title
+
+
+def _shown(study_pk: int, table: Table, figures: list[Figure], query: dict[str, str]) -> _TableShown:
+    drawn = []
+    for figure in figures:
+        if figure.table != table.key or table.key not in DRAW or not table.rows:
+            continue
+        params = urlencode({**query, **figure.params})
+        drawn.append(
+            {"title": figure.title}
+            | {
+                fmt: reverse("study-findings-figure", args=[study_pk, table.key, fmt]) + f"?{params}"
+                for fmt in ("png", "svg", "pdf")
+            }
+        )
+    return _TableShown(
+        table=table,
+        rows=[[cell_display(v) for v in row] for row in table.rows[:MAX_ROWS_SHOWN]],
+        figures=drawn,
+        csv=reverse("study-findings-csv", args=[study_pk, table.key]) + "?" + urlencode(query),
     )
 
 
@@ -281,20 +296,20 @@ def study_findings_csv(request: HttpRequest, pk: int, key: str) -> HttpResponse:
         study, report = _report(request, pk)
     except ValidationFailed as exc:
         return _refused(exc)
-    table = next((t for t in report["tables"] if t["key"] == key), None)
+    table = report.table(key)
     if table is None:
         raise Http404("no such table for this study")
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(table["columns"])
-    writer.writerows([csv_cell(v) for v in row] for row in table["rows"])
+    writer.writerow(table.names)
+    writer.writerows([csv_cell(v) for v in row] for row in table.rows)
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = (
-        f'attachment; filename="study-{study.pk}-{key}-{report["source"][:40]}'
-        f'{"-with-partial" if report["include_partial"] else ""}.csv"'
+        f'attachment; filename="study-{study.pk}-{key}-{report.source[:40]}'
+        f'{"-with-partial" if report.include_partial else ""}.csv"'
     )
     # What the rows rest on (settled, partial, none), for a script that keeps the file.
-    response["X-Findings-Coverage"] = report["coverage"]["summary"]
+    response["X-Findings-Coverage"] = report.coverage["summary"]
     return response
 
 

@@ -11,16 +11,17 @@ from collections import defaultdict
 from typing import Any
 
 from annotations.models import Study
-from annotations.selectors.findings.tables import (
+from annotations.selectors.labels import ItemInfo, LabelSource
+from findings.tables import (
     SIGNIFICANCE,
+    Column,
     Figure,
     Method,
-    Report,
+    PaperFindings,
     Table,
     adjust_p_values,
     label_sets,
 )
-from annotations.selectors.labels import ItemInfo, LabelSource
 from metrics import soda
 
 N_PERMUTATIONS = 1000
@@ -32,8 +33,8 @@ PAPER_CORRECTION = (
 )
 
 
-def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report) -> None:
-    """BDS with permutation p, CDS, VAC, concentrated cases and base -> group shifts (SODA Table 2)."""
+def _soda_images(study: Study, source: LabelSource, items: dict[int, ItemInfo]) -> list[soda.SodaImage]:
+    """Each item with a label on any attribute, as SODA's image record (model, object, condition)."""
     protocol = study.protocol_obj
     keys = [q.key for q in protocol.questions if q.kind in ("single", "text")]
     labels = label_sets(study, keys, source)
@@ -47,8 +48,11 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
                 attrs[q.key.removeprefix(f"{obj}_")] = None if value is None else str(value)
         if any(v is not None for v in attrs.values()):
             images.append(soda.SodaImage(info.model_name or "model", obj, info.condition or "base", attrs))
-    seed = study.seed or 0
-    reports = soda.soda_report(images, n_permutations=N_PERMUTATIONS, seed=seed)
+    return images
+
+
+def _soda_rows(reports: list[soda.SodaReport]) -> tuple[list[list[Any]], ...]:
+    """The rows of the BDS, VAC, thresholded VAC, concentrated and shift tables."""
     bds_rows, vac_rows, thr_rows, conc_rows, shift_rows = [], [], [], [], []
     for r in reports:
         for cond, d in r.bds.items():
@@ -96,6 +100,11 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
                 ]
                 for s in shifts
             ]
+    return bds_rows, vac_rows, thr_rows, conc_rows, shift_rows
+
+
+def _cds_rows(images: list[soda.SodaImage]) -> list[list[Any]]:
+    """CDS per dimension (the part of a condition before ':'), models and objects pooled."""
     dims: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for img in images:
         if ":" in img.condition:
@@ -104,29 +113,32 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
     for dim, groups in sorted(dims.items()):
         c = soda.cds(groups)
         cds_rows.append([dim, c.value, ", ".join(c.groups), c.reason])
-    n = len(images)
-    bds_table = Table(
+    return cds_rows
+
+
+def _bds_table(rows: list[list[Any]], n: int, seed: int) -> Table:
+    """SODA Table 2: BDS per condition with its permutation p (corrected by the caller)."""
+    return Table(
         "soda_bds",
         "Baseline divergence BDS per condition with permutation p (SODA Table 2)",
         [
-            "model",
-            "object",
-            "condition",
-            "bds",
-            "p_value",
-            "significant",
-            "n_base",
-            "n_group",
-            "n_attributes",
-            "reason",
+            Column("model", "label"),
+            Column("object", "label"),
+            Column("condition", "label"),
+            Column("bds", "estimate"),
+            Column("p_value", "p"),
+            Column("significant", "flag"),
+            Column("n_base", "n"),
+            Column("n_group", "n"),
+            Column("n_attributes", "n"),
+            Column("reason", "text"),
         ],
-        bds_rows,
+        rows,
         n,
         [
             f"JS distance (natural log) vs the base prompt; {N_PERMUTATIONS} seeded permutations; "
             f"significant: p < {SIGNIFICANCE}."
         ],
-        kinds=["label", "label", "label", "estimate", "p", "flag", "n", "n", "n", "text"],
         method=Method(
             "BDS = mean over the attributes of the Jensen-Shannon distance (natural log) between the value "
             "distributions of the base prompt's and the group's images",
@@ -139,21 +151,29 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
             unit="images",
         ),
     )
-    adjust_p_values(
-        bds_table,
-        report.correction,
-        family="one permutation test per model, object and group condition",
-        paper=PAPER_CORRECTION,
-    )
-    report.tables += [
-        bds_table,
+
+
+def _descriptive_tables(
+    cds_rows: list[list[Any]],
+    vac_rows: list[list[Any]],
+    thr_rows: list[list[Any]],
+    conc_rows: list[list[Any]],
+    shift_rows: list[list[Any]],
+    n: int,
+) -> list[Table]:
+    """CDS, VAC (two aggregates), concentrated cases and shifts: SODA's descriptive tables."""
+    return [
         Table(
             "soda_cds",
             "Cross-demographic divergence CDS per dimension (models and objects pooled)",
-            ["dimension", "cds", "groups", "reason"],
+            [
+                Column("dimension", "label"),
+                Column("cds", "estimate"),
+                Column("groups", "text"),
+                Column("reason", "text"),
+            ],
             cds_rows,
             n,
-            kinds=["label", "estimate", "text", "text"],
             method=Method(
                 "CDS = mean over the attributes of the mean Jensen-Shannon divergence (log base 2) over the "
                 "unordered pairs of the dimension's groups",
@@ -164,10 +184,16 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
         Table(
             "soda_vac",
             "Visual attribute concentration VAC per condition",
-            ["model", "object", "condition", "vac", "n_images", "reason"],
+            [
+                Column("model", "label"),
+                Column("object", "label"),
+                Column("condition", "label"),
+                Column("vac", "estimate"),
+                Column("n_images", "n"),
+                Column("reason", "text"),
+            ],
             vac_rows,
             n,
-            kinds=["label", "label", "label", "estimate", "n", "text"],
             method=Method(
                 "VAC = mean over the attributes of 1 - H(P) / log k, k the distinct values observed (1.0 "
                 "when k = 1)",
@@ -178,10 +204,15 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
         Table(
             "soda_vac_thresholded",
             "VAC, released-code aggregate (mean of scores >= 0.05)",
-            ["model", "object", "vac", "n_scores_used", "n_scores"],
+            [
+                Column("model", "label"),
+                Column("object", "label"),
+                Column("vac", "estimate"),
+                Column("n_scores_used", "n"),
+                Column("n_scores", "n"),
+            ],
             thr_rows,
             n,
-            kinds=["label", "label", "estimate", "n", "n"],
             method=Method(
                 "mean of the per (condition, attribute) VAC scores >= 0.05 (the released code's aggregate)",
                 reference="SODA released code (analysis/)",
@@ -191,10 +222,16 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
         Table(
             "soda_concentrated",
             "Fully concentrated cases (all images share one value)",
-            ["model", "object", "condition", "attribute", "value", "n"],
+            [
+                Column("model", "label"),
+                Column("object", "label"),
+                Column("condition", "label"),
+                Column("attribute", "label"),
+                Column("value", "label"),
+                Column("n", "n"),
+            ],
             conc_rows,
             n,
-            kinds=["label", "label", "label", "label", "label", "n"],
             method=Method(
                 "the (condition, attribute) cases where every image has one value (listed; no statistic)",
                 reference="SODA section 5",
@@ -205,19 +242,18 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
             "soda_shifts",
             "Base -> group shift of the dominant value",
             [
-                "model",
-                "object",
-                "condition",
-                "attribute",
-                "base_value",
-                "base_share",
-                "group_value",
-                "group_share",
-                "changed",
+                Column("model", "label"),
+                Column("object", "label"),
+                Column("condition", "label"),
+                Column("attribute", "label"),
+                Column("base_value", "label"),
+                Column("base_share", "estimate"),
+                Column("group_value", "label"),
+                Column("group_share", "estimate"),
+                Column("changed", "flag"),
             ],
             shift_rows,
             n,
-            kinds=["label", "label", "label", "label", "label", "estimate", "label", "estimate", "flag"],
             method=Method(
                 "the most frequent value of each attribute and its share of the images, under the base "
                 "prompt and under the group's; changed: the two values differ",
@@ -225,5 +261,27 @@ def soda_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], 
                 unit="images",
             ),
         ),
+    ]
+
+
+def soda_section(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: PaperFindings
+) -> None:
+    """BDS with permutation p, CDS, VAC, concentrated cases and base -> group shifts (SODA Table 2)."""
+    images = _soda_images(study, source, items)
+    seed = study.seed or 0
+    reports = soda.soda_report(images, n_permutations=N_PERMUTATIONS, seed=seed)
+    bds_rows, vac_rows, thr_rows, conc_rows, shift_rows = _soda_rows(reports)
+    n = len(images)
+    bds_table = _bds_table(bds_rows, n, seed)
+    adjust_p_values(
+        bds_table,
+        report.correction,
+        family="one permutation test per model, object and group condition",
+        paper=PAPER_CORRECTION,
+    )
+    report.tables += [
+        bds_table,
+        *_descriptive_tables(_cds_rows(images), vac_rows, thr_rows, conc_rows, shift_rows, n),
     ]
     report.figures.append(Figure("soda_bds", "BDS per condition (* p < 0.05)", "soda_bds"))

@@ -4,7 +4,7 @@ A *side* is one study read from one label source (``consensus`` or a machine lab
 narrowed to one ``condition``, one ``model`` or any other group (``where``: ``column=value``, e.g.
 ``group=nurse``), so "model A vs model B" and "initial vs refined" work across two studies and inside
 one. ``comparison_report(sides=...)`` computes each side's
-``metrics_report`` (the same report as ``manage.py metrics``; no metric is computed here) and aligns them:
+``findings_report`` (the same report as ``manage.py metrics``; no metric is computed here) and aligns them:
 
 - every report table present on more than one side becomes one aligned table: its rows are keyed by the
   table's *group* columns (``TABLE_SPECS``: identity, attribute, category, condition, ...), and each
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotations.models import Study
-from annotations.selectors.findings.report import metrics_report, metrics_report_cached
 from annotations.selectors.labels import CONSENSUS
 from common.checked_input import MAX_ID, id_from_text
 from common.errors import ValidationFailed
+from findings.report import findings_report, findings_report_cached
 from metrics.multiple_testing import DEFAULT_CORRECTION
 from metrics.ssi import ALL_MODELS
 
@@ -441,23 +441,24 @@ def comparison_report(
     Each side counts its settled items (``include_partial``: partial ones too, provisional); each side
     says how many items are settled, partial and unjudged (``coverage``), and ``warnings`` name the sides
     whose findings rest on fewer items than the minimum. ``correction`` (holm or bh) adjusts the p-values
-    of each side's many-test tables over that side's own tests (``metrics_report``).
+    of each side's many-test tables over that side's own tests (``findings_report``).
 
     Raises ValidationFailed for fewer than two or too many sides, a repeated side, a condition, model or
     where column given to some sides only, or a source a study does not have (the message names the side).
     """
     _check_sides(sides)
-    compute = metrics_report_cached if cached else metrics_report
+    compute = findings_report_cached if cached else findings_report
     reports = []
     for i, side in enumerate(sides):
         try:
             reports.append(
+                # Aligned in the API's JSON form: the comparison's own tables are JSON-shaped.
                 compute(
                     study=side.study,
                     source=side.source,
                     include_partial=include_partial,
                     correction=correction,
-                )
+                ).to_json()
             )
         except ValidationFailed as exc:
             raise ValidationFailed(

@@ -1,8 +1,10 @@
-"""The shapes every paper's findings share: Table, Figure, Report, ``jsonable`` and the label reader.
+"""The shapes every paper's findings share: Column, Table, Figure, PaperFindings, ``jsonable`` and the
+label reader.
 
-The paper modules beside this one (visage, ssi, biasconnect, agent, soda; they mirror ``metrics/``) each
-add their tables and figures to one :class:`Report`; ``report.py`` picks the module for a study's
-protocol and turns the report into JSON with :func:`jsonable`.
+The paper modules in ``findings/papers/`` (visage, ssi, biasconnect, agent, soda, ppi; they mirror
+``metrics/``) each add their tables and figures to one :class:`PaperFindings`; ``report.py`` picks the
+module for a study's protocol and makes the typed ``FindingsReport`` of them. Every column declares its
+kind (``Column``); JSON is made at the edges (``Table.to_json``), never read back by guessing.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from annotations.models import Study
 from annotations.selectors.labels import ItemInfo, LabelSource, labels_for
@@ -20,11 +22,24 @@ from metrics.multiple_testing import CORRECTION_NAMES, DEFAULT_CORRECTION, adjus
 # Significance level of every test the findings report (SSI paired t-test, SODA permutation test).
 SIGNIFICANCE = 0.05
 
-# What a column of a table holds (``Table.kinds``), so that a report renders and checks it without guessing
+# What a column of a table holds (``Column.kind``), so that a report renders and checks it without guessing
 # from its name: a label (text that names the row), a count (``n``: items, judgements, people), an
 # estimate, an interval bound (``low``/``high``), a test statistic, a raw or a corrected p-value, a
 # yes/no flag, or free text (a reason, a list).
-COLUMN_KINDS = ("label", "n", "estimate", "low", "high", "statistic", "p", "p_adjusted", "flag", "text")
+ColumnKind = Literal["label", "n", "estimate", "low", "high", "statistic", "p", "p_adjusted", "flag", "text"]
+COLUMN_KINDS: tuple[ColumnKind, ...] = get_args(ColumnKind)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a findings table: its name (the JSON's and the CSV's header) and what it holds."""
+
+    name: str
+    kind: ColumnKind
+
+    def __post_init__(self) -> None:
+        if self.kind not in COLUMN_KINDS:
+            raise ValueError(f"column {self.name!r}: unknown kind {self.kind!r}")
 
 
 @dataclass(frozen=True)
@@ -50,7 +65,7 @@ class Table:
 
     key: str
     title: str
-    columns: list[str]
+    columns: list[Column]
     rows: list[list[Any]]
     n_items: int
     notes: list[str] = field(default_factory=list)
@@ -58,10 +73,63 @@ class Table:
     # Set by the report: how many items are settled, partial and unjudged, and which it counts
     # (annotations.selectors.coverage.Coverage.as_dict); None for tables read from machine features.
     coverage: dict[str, Any] | None = None
-    # One of COLUMN_KINDS per column (empty: not declared yet, a renderer treats every column as text
-    # or numbers by their values) and how the numbers were computed (None: not declared yet).
-    kinds: list[str] = field(default_factory=list)
     method: Method | None = None
+    # Set by the reliability gate (findings/reliability_gate.py): the verdicts of the questions the table
+    # reads, and a warning naming those that are not reliable (None: every one is, or none is read).
+    reliability: list[dict[str, Any]] | None = None
+    warning: str | None = None
+
+    @property
+    def names(self) -> list[str]:
+        """The columns' names, in order (the CSV's header)."""
+        return [column.name for column in self.columns]
+
+    @property
+    def kinds(self) -> list[ColumnKind]:
+        """The columns' kinds, in order."""
+        return [column.kind for column in self.columns]
+
+    def records(self) -> list[dict[str, Any]]:
+        """Each row as a dict by column name."""
+        names = self.names
+        return [dict(zip(names, row, strict=True)) for row in self.rows]
+
+    def to_json(self) -> dict[str, Any]:
+        """The table as the metrics API gives it (columns and kinds as two lists of names)."""
+        out: dict[str, Any] = {
+            "key": self.key,
+            "title": self.title,
+            "columns": self.names,
+            "rows": jsonable(self.rows),
+            "n_items": self.n_items,
+            "notes": list(self.notes),
+            "empty_reason": self.empty_reason,
+            "coverage": jsonable(self.coverage),
+            "kinds": list(self.kinds),
+            "method": jsonable(self.method),
+        }
+        if self.reliability is not None:
+            out["reliability"] = self.reliability
+            out["warning"] = self.warning
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Table:
+        """The table ``to_json`` gave (from the cache)."""
+        method = data.get("method")
+        return cls(
+            key=data["key"],
+            title=data["title"],
+            columns=[Column(name, kind) for name, kind in zip(data["columns"], data["kinds"], strict=True)],
+            rows=data["rows"],
+            n_items=data["n_items"],
+            notes=data["notes"],
+            empty_reason=data["empty_reason"],
+            coverage=data["coverage"],
+            method=Method(**method) if method else None,
+            reliability=data.get("reliability"),
+            warning=data.get("warning"),
+        )
 
 
 @dataclass
@@ -72,11 +140,36 @@ class Figure:
     title: str
     table: str
     params: dict[str, str] = field(default_factory=dict)
+    # Set by the reliability gate: the warning of the table it draws (None: no warning).
+    warning: str | None = None
+    gated: bool = False  # whether the gate has run (the JSON carries ``warning`` only then)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "key": self.key,
+            "title": self.title,
+            "table": self.table,
+            "params": self.params,
+        }
+        if self.gated:
+            out["warning"] = self.warning
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Figure:
+        return cls(
+            key=data["key"],
+            title=data["title"],
+            table=data["table"],
+            params=data.get("params") or {},
+            warning=data.get("warning"),
+            gated="warning" in data,
+        )
 
 
 @dataclass
-class Report:
-    """What a section builder fills in: tables, figures, headline numbers and notes."""
+class PaperFindings:
+    """What a paper's section builder fills in: tables, figures, headline numbers and notes."""
 
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
@@ -88,7 +181,7 @@ class Report:
 
 
 # A paper's section builder: reads the study's labels from ``source`` and adds its findings to the report.
-Section = Callable[[Study, LabelSource, dict[int, ItemInfo], Report], None]
+Section = Callable[[Study, LabelSource, dict[int, ItemInfo], PaperFindings], None]
 
 
 def adjust_p_values(table: Table, correction: str, *, family: str, paper: str) -> None:
@@ -98,15 +191,17 @@ def adjust_p_values(table: Table, correction: str, *, family: str, paper: str) -
     SIGNIFICANCE. The raw p and the paper's own ``significant`` flag stay. ``Method.correction`` and the
     notes say which correction over how many tests, and what the paper did (``paper``). The table must
     declare its kinds and method first."""
-    assert table.method is not None and len(table.kinds) == len(table.columns), table.key
-    p_at, flag_at = table.columns.index("p_value"), table.columns.index("significant")
+    assert table.method is not None, table.key
+    p_at, flag_at = table.names.index("p_value"), table.names.index("significant")
     raw = [row[p_at] for row in table.rows]
     adjusted = adjust(raw, correction)
     m = family_size(raw)
     for row, q in zip(table.rows, adjusted, strict=True):
         row[flag_at + 1 : flag_at + 1] = [q, None if q is None else q < SIGNIFICANCE]
-    table.columns[flag_at + 1 : flag_at + 1] = ["p_adjusted", "significant_adjusted"]
-    table.kinds[flag_at + 1 : flag_at + 1] = ["p_adjusted", "flag"]
+    table.columns[flag_at + 1 : flag_at + 1] = [
+        Column("p_adjusted", "p_adjusted"),
+        Column("significant_adjusted", "flag"),
+    ]
     name = CORRECTION_NAMES[correction]
     tests = f"{m} test{'' if m == 1 else 's'}"
     table.method = dataclasses.replace(

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from annotations.models import Study
-from annotations.selectors.findings.tables import Figure, Method, Report, Table, label_sets
 from annotations.selectors.labels import ItemInfo, LabelSource
+from findings.tables import Column, Figure, Method, PaperFindings, Table, label_sets
 from metrics import biasconnect
 
 # The disability axis is asked as three yes/no questions: (question key, the axis group it stands for).
@@ -83,7 +83,7 @@ def axis_images(
 
 
 def biasconnect_section(
-    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report
+    study: Study, source: LabelSource, items: dict[int, ItemInfo], report: PaperFindings
 ) -> None:
     """IS matrix, deviation from uniform and base distributions per prompt group."""
     axes = bias_axes(study)
@@ -114,11 +114,15 @@ def biasconnect_section(
         Table(
             "biasconnect_is",
             "Intersectional sensitivity IS[x][y] per prompt group",
-            ["group", "intervened_axis", "axis", "is"],
+            [
+                Column("group", "label"),
+                Column("intervened_axis", "label"),
+                Column("axis", "label"),
+                Column("is", "estimate"),
+            ],
             is_rows,
             n_person,
             ["IS_xy = w_bar_y(base) - w_bar_y(pooled counterfactuals of x); negative = skew."],
-            kinds=["label", "label", "label", "estimate"],
             method=Method(
                 "IS_xy = w_bar_y(base prompt) - w_bar_y(x's counterfactual prompts, their y-distributions "
                 "averaged with equal weight); w_bar = Wasserstein-1 distance to the uniform target (0/1 "
@@ -132,10 +136,14 @@ def biasconnect_section(
         Table(
             "biasconnect_deviation",
             "Normalised Wasserstein distance to uniform (base prompt)",
-            ["group", "axis", "w_bar", "n_images"],
+            [
+                Column("group", "label"),
+                Column("axis", "label"),
+                Column("w_bar", "estimate"),
+                Column("n_images", "n"),
+            ],
             dev_rows,
             n_person,
-            kinds=["label", "label", "estimate", "n"],
             method=Method(
                 "w_bar = Wasserstein-1 distance (0/1 ground distance) of the axis's distribution under the "
                 "base prompt to the uniform target, over its maximum (0 uniform .. 1 one option)",
@@ -148,10 +156,16 @@ def biasconnect_section(
         Table(
             "biasconnect_distributions",
             "Axis distributions of the base prompt",
-            ["group", "condition", "axis", "option", "count", "share"],
+            [
+                Column("group", "label"),
+                Column("condition", "label"),
+                Column("axis", "label"),
+                Column("option", "label"),
+                Column("count", "n"),
+                Column("share", "estimate"),
+            ],
             dist_rows,
             n_person,
-            kinds=["label", "label", "label", "label", "n", "estimate"],
             method=Method(
                 "share of the base prompt's images with a person labelled with the option, count / n",
                 reference="BiasConnect section 3.2",

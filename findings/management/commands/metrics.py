@@ -5,8 +5,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotations.command_args import dump, fail, study_arg
-from annotations.selectors.findings.report import metrics_report
 from common.errors import WorkbenchError
+from findings.report import findings_report
 from metrics.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION
 
 
@@ -63,7 +63,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         try:
-            report = metrics_report(
+            report = findings_report(
                 study=study,
                 source=options["source"],
                 embeddings=options["embeddings"],
@@ -76,30 +76,30 @@ class Command(BaseCommand):
         except WorkbenchError as exc:
             raise fail(exc) from exc
         if options["json"]:
-            self.stdout.write(dump(report))
+            self.stdout.write(dump(report.to_json()))
             return
         self.stdout.write(
-            f"{report['name']} ({report['protocol']}), source {report['source']}, {report['n_items']} items"
+            f"{report.name} ({report.protocol}), source {report.source}, {report.n_items} items"
         )
-        self.stdout.write(f"  {report['source_note']}")
-        self.stdout.write(f"  items: {report['coverage']['summary']}")
-        self.stdout.write(f"  reliability: {report['reliability_note']}")
-        for entry in report["reliability"]:
+        self.stdout.write(f"  {report.source_note}")
+        self.stdout.write(f"  items: {report.coverage['summary']}")
+        self.stdout.write(f"  reliability: {report.reliability_note}")
+        for entry in report.reliability:
             alpha = "undefined" if entry["alpha"] is None else f"{entry['alpha']:.3f}"
             left = " (left out of the findings)" if entry.get("excluded") else ""
             why = f": {entry['reason']}" if entry["reason"] else ""
             self.stdout.write(f"    {entry['question']}: alpha {alpha}, {entry['verdict']}{left}{why}")
-        if any("p_adjusted" in table["columns"] for table in report["tables"]):
-            self.stdout.write(f"  multiple comparisons: {report['correction_note']}")
-        if report["warning"]:
-            self.stdout.write(f"  warning: {report['warning']}")
-        for key, value in report["summary"].items():
+        if any("p_adjusted" in table.names for table in report.tables):
+            self.stdout.write(f"  multiple comparisons: {report.correction_note}")
+        if report.warning:
+            self.stdout.write(f"  warning: {report.warning}")
+        for key, value in report.summary.items():
             self.stdout.write(f"  {key}: {dump(value)}")
-        for table in report["tables"]:
-            empty = f" ({table['empty_reason']})" if table.get("empty_reason") else ""
-            rows = f"{len(table['rows'])} rows, {table['n_items']} items behind it"
-            self.stdout.write(f"  table {table['key']}: {rows}{empty}")
-            if table.get("warning"):
-                self.stdout.write(f"    warning: {table['warning']}")
-        for note in report["notes"]:
+        for table in report.tables:
+            empty = f" ({table.empty_reason})" if table.empty_reason else ""
+            rows = f"{len(table.rows)} rows, {table.n_items} items behind it"
+            self.stdout.write(f"  table {table.key}: {rows}{empty}")
+            if table.warning:
+                self.stdout.write(f"    warning: {table.warning}")
+        for note in report.notes:
             self.stdout.write(f"  note: {note}")

@@ -13,17 +13,20 @@ is listed in the ``ssi_unpaired`` table with the reason, never dropped silently.
 
 from __future__ import annotations
 
+from typing import Any
+
 from annotations.models import Study
-from annotations.selectors.findings.tables import (
+from annotations.selectors.labels import ItemInfo, LabelSource
+from findings.tables import (
     SIGNIFICANCE,
+    Column,
     Figure,
     Method,
-    Report,
+    PaperFindings,
     Table,
     adjust_p_values,
     label_sets,
 )
-from annotations.selectors.labels import ItemInfo, LabelSource
 from metrics import ssi
 
 # What the SSI paper did about its many t-tests (read in its section 5 and Table 4).
@@ -66,8 +69,11 @@ def pair_queries(items: dict[int, ItemInfo]) -> dict[int, str]:
     return out
 
 
-def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], report: Report) -> None:
-    """SSI cells, initial vs refined comparisons and rubric prevalence (SSI Table 4, Fig. 2)."""
+def _ssi_records(
+    study: Study, source: LabelSource, items: dict[int, ItemInfo]
+) -> tuple[list[ssi.SsiRecord], dict[tuple[str, str, str, str], str]]:
+    """Each image set with every applicable rubric label as an SSI record, and the sets left out for a
+    missing or unresolved label ((category, model, query, condition) -> the set's id)."""
     protocol = study.protocol_obj
     keys = [q.key for q in protocol.questions if q.kind == "binary"]
     labels = label_sets(study, keys, source)
@@ -93,11 +99,15 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
                 info.external_id,
             )
         )
-    notes = (
-        [f"{len(incomplete)} image sets left out: a rubric label is missing or unresolved."]
-        if incomplete
-        else []
-    )
+    return records, incomplete
+
+
+def _unpaired_rows(
+    items: dict[int, ItemInfo],
+    records: list[ssi.SsiRecord],
+    incomplete: dict[tuple[str, str, str, str], str],
+) -> list[list[Any]]:
+    """The image sets the paired t-test cannot pair, each with the reason."""
     links = {info.external_id: str(info.metadata.get(INITIAL_LINK) or "") for info in items.values()}
     unpaired_rows = []
     for u in ssi.unpaired_sets(records):
@@ -114,37 +124,27 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
         unpaired_rows.append(
             [u.category, u.model, u.query, u.condition, u.set_id, links.get(u.set_id, ""), reason]
         )
-    cells = ssi.ssi_cells(records)
-    comparisons = ssi.ssi_comparisons(records)
-    prevalence = ssi.rubric_prevalence(records)
-    report.tables.append(
-        Table(
-            "ssi_cells",
-            "Mean SSI by category, model and condition",
-            ["category", "model", "condition", "mean_ssi", "n_sets", "reason"],
-            [[c.category, c.model, c.condition, c.mean, c.n_sets, c.reason] for c in cells],
-            len(records),
-            notes,
-            kinds=["label", "label", "label", "estimate", "n", "text"],
-            method=Method(SSI_ESTIMATOR, reference="SSI section 4, Table 4", unit="image sets"),
-        )
-    )
-    comparison_table = Table(
+    return unpaired_rows
+
+
+def _comparison_table(comparisons: list[ssi.SsiComparison], n_records: int, n_unpaired: int) -> Table:
+    """SSI Table 4: initial vs refined means, relative drop and the paired t-test (uncorrected yet)."""
+    return Table(
         "ssi_comparisons",
         "Initial vs refined: relative drop and paired t-test (SSI Table 4)",
         [
-            "category",
-            "model",
-            "initial_mean",
-            "refined_mean",
-            "relative_drop",
-            "t",
-            "p_value",
-            "significant",
-            "n_pairs",
-            "n_initial",
-            "n_refined",
-            "reason",
+            Column("category", "label"),
+            Column("model", "label"),
+            Column("initial_mean", "estimate"),
+            Column("refined_mean", "estimate"),
+            Column("relative_drop", "estimate"),
+            Column("t", "statistic"),
+            Column("p_value", "p"),
+            Column("significant", "flag"),
+            Column("n_pairs", "n"),
+            Column("n_initial", "n"),
+            Column("n_refined", "n"),
+            Column("reason", "text"),
         ],
         [
             [
@@ -163,26 +163,12 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
             ]
             for c in comparisons
         ],
-        len(records),
+        n_records,
         [
             f"significant: paired t-test p < {SIGNIFICANCE}.",
             "n_pairs: queries with both an initial and a refined set (a refined set is linked to its "
             f"initial set by metadata '{INITIAL_LINK}'); the sets without a partner are listed in "
-            f"'Image sets the paired t-test cannot use' ({len(unpaired_rows)}).",
-        ],
-        kinds=[
-            "label",
-            "label",
-            "estimate",
-            "estimate",
-            "estimate",
-            "statistic",
-            "p",
-            "flag",
-            "n",
-            "n",
-            "n",
-            "text",
+            f"'Image sets the paired t-test cannot use' ({n_unpaired}).",
         ],
         method=Method(
             SSI_ESTIMATOR + "; relative_drop = (initial_mean - refined_mean) / initial_mean",
@@ -194,6 +180,39 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
             unit="image sets (the t-test: pairs of an initial and a refined set)",
         ),
     )
+
+
+def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], report: PaperFindings) -> None:
+    """SSI cells, initial vs refined comparisons and rubric prevalence (SSI Table 4, Fig. 2)."""
+    records, incomplete = _ssi_records(study, source, items)
+    notes = (
+        [f"{len(incomplete)} image sets left out: a rubric label is missing or unresolved."]
+        if incomplete
+        else []
+    )
+    unpaired_rows = _unpaired_rows(items, records, incomplete)
+    cells = ssi.ssi_cells(records)
+    comparisons = ssi.ssi_comparisons(records)
+    prevalence = ssi.rubric_prevalence(records)
+    report.tables.append(
+        Table(
+            "ssi_cells",
+            "Mean SSI by category, model and condition",
+            [
+                Column("category", "label"),
+                Column("model", "label"),
+                Column("condition", "label"),
+                Column("mean_ssi", "estimate"),
+                Column("n_sets", "n"),
+                Column("reason", "text"),
+            ],
+            [[c.category, c.model, c.condition, c.mean, c.n_sets, c.reason] for c in cells],
+            len(records),
+            notes,
+            method=Method(SSI_ESTIMATOR, reference="SSI section 4, Table 4", unit="image sets"),
+        )
+    )
+    comparison_table = _comparison_table(comparisons, len(records), len(unpaired_rows))
     adjust_p_values(
         comparison_table,
         report.correction,
@@ -206,10 +225,17 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
         Table(
             "ssi_unpaired",
             "Image sets the paired t-test cannot use (no partner of the other condition)",
-            ["category", "model", "query", "condition", "set", "initial_prompt", "reason"],
+            [
+                Column("category", "label"),
+                Column("model", "label"),
+                Column("query", "label"),
+                Column("condition", "label"),
+                Column("set", "label"),
+                Column("initial_prompt", "text"),
+                Column("reason", "text"),
+            ],
             unpaired_rows,
             len(unpaired_rows),
-            kinds=["label", "label", "label", "label", "label", "text", "text"],
             method=Method(
                 "the image sets the paired t-test cannot pair, listed with the reason (no statistic)",
                 reference="SSI section 5 (the paired t-test)",
@@ -221,10 +247,16 @@ def ssi_section(study: Study, source: LabelSource, items: dict[int, ItemInfo], r
         Table(
             "ssi_prevalence",
             "Rubric item prevalence before and after (SSI Fig. 2)",
-            ["category", "item", "condition", "share", "n_marked", "n_sets"],
+            [
+                Column("category", "label"),
+                Column("item", "label"),
+                Column("condition", "label"),
+                Column("share", "estimate"),
+                Column("n_marked", "n"),
+                Column("n_sets", "n"),
+            ],
             [[p.category, p.item, p.condition, p.share, p.n_marked, p.n_sets] for p in prevalence],
             len(records),
-            kinds=["label", "label", "label", "estimate", "n", "n"],
             method=Method(
                 "share of image sets with the rubric item marked, n_marked / n_sets",
                 reference="SSI Fig. 2",
