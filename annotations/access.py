@@ -207,16 +207,31 @@ def annotations_for_user(user: User) -> QuerySet[Annotation]:
     return Annotation.objects.filter(annotator=annotator)
 
 
+def annotator_studies(*, user_id: Any) -> QuerySet[Study]:
+    """The studies account ``user_id`` may annotate: those it is enrolled in (any role may be enrolled),
+    and for a participant's account its own study only. The one statement of that rule: the pages and
+    the claim's prepared query (``services/assignment.py``, whose ``user_id`` is a parameter) build on it.
+    The enrolment is joined, so ``enrollments__...`` lookups on the result read the account's own."""
+    participant = Participant.objects.filter(user_id=user_id)
+    return Study.objects.filter(enrollments__user_id=user_id).filter(
+        Exists(participant.filter(study=OuterRef("pk"))) | ~Exists(participant)
+    )
+
+
+def own_assignments(*, user_id: Any) -> QuerySet[Assignment]:
+    """Account ``user_id``'s own assignments: the one statement of "an annotator sees only theirs" (the
+    pages, the API and the submit's prepared query build on it)."""
+    return Assignment.objects.filter(annotator__user_id=user_id)
+
+
 def study_get_for_annotator(*, user: User, id: int) -> Study:
     """A study the user is enrolled in as an annotator (any role may be enrolled); else not found."""
     if not user.is_authenticated:
         raise NotFoundError(f"study {id} does not exist or you are not enrolled in it")
-    participant = Participant.objects.filter(user=user)
     study = (
-        Study.objects.filter(pk=id, enrollments__user=user)
+        annotator_studies(user_id=user.pk)
+        .filter(pk=id)
         .select_related("quality")  # read by every claim (services.controls.control_plan)
-        # A participant's account reaches its own study only (one query either way).
-        .filter(Exists(participant.filter(study=OuterRef("pk"))) | ~Exists(participant))
         .first()
     )
     if study is None:
@@ -252,8 +267,9 @@ def assignment_get_for_user(*, user: User, id: int) -> Assignment:
         assignment = (
             # The study's quality settings too: leasing the next item ahead reads them (control_plan).
             # Its draft too (one join): the task page restores it (selectors/drafts.py).
-            Assignment.objects.select_related("study__quality", "item", "annotator", "draft")
-            .filter(pk=id, annotator__user=user)
+            own_assignments(user_id=user.pk)
+            .select_related("study__quality", "item", "annotator", "draft")
+            .filter(pk=id)
             .first()
         )
     if assignment is None:
@@ -265,7 +281,7 @@ def assignments_for_user(user: User) -> QuerySet[Assignment]:
     """The user's own assignments (annotators see no one else's)."""
     if not user.is_authenticated:
         return Assignment.objects.none()
-    return Assignment.objects.filter(annotator__user=user)
+    return own_assignments(user_id=user.pk)
 
 
 def study_get_for_adjudicator(*, user: User, id: int) -> Study:

@@ -49,6 +49,22 @@ from django.utils import timezone
 logger = logging.getLogger(__name__)
 
 
+# What every job's API answer says of its lifecycle, in this order (the one list; each app's serializer
+# adds its own fields around it): the state, why it failed, when it was made, started, last beat and
+# ended, and how often a lost worker's run was taken over.
+JOB_FIELDS = (
+    "status",
+    "error",
+    "created_at",
+    "started_at",
+    "heartbeat_at",
+    "finished_at",
+    "resumed_count",
+    "resumed_at",
+    "worker_note",
+)
+
+
 class BackgroundJob(models.Model):
     """What every background job shares: a status claimed compare-and-set, cancellation between
     batches, a heartbeat, an error message, and timestamps."""

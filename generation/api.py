@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from annotations import access
 from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import ValidationFailed
+from common.jobs import JOB_FIELDS
 from generation.models import GenerationFailure, GenerationJob
 from generation.prompts.base import PromptSet, PromptSpec
 from generation.prompts.sets import PromptSetError, prompt_set_build
@@ -50,7 +51,7 @@ class GenerationJobSerializer(serializers.ModelSerializer[GenerationJob]):
             "model_spec",
             "model_label",
             "base_seed",
-            "status",
+            *JOB_FIELDS,
             "cancel_requested",
             "total_images",
             "generated",
@@ -59,14 +60,6 @@ class GenerationJobSerializer(serializers.ModelSerializer[GenerationJob]):
             "progress_percent",
             "prompt_count",
             "provenance",
-            "error",
-            "created_at",
-            "started_at",
-            "heartbeat_at",
-            "finished_at",
-            "resumed_count",
-            "resumed_at",
-            "worker_note",
         ]
 
     def get_prompt_count(self, job: GenerationJob) -> int:

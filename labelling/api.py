@@ -16,6 +16,7 @@ from annotations import access
 from annotations.models import Annotator
 from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT
 from common.errors import ValidationFailed
+from common.jobs import JOB_FIELDS
 from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import labelling_job_cancel, labelling_job_create
 
@@ -37,7 +38,7 @@ class LabellingJobSerializer(serializers.ModelSerializer[LabellingJob]):
             "sample_size",
             "seed",
             "metadata_filter",
-            "status",
+            *JOB_FIELDS,
             "cancel_requested",
             "total_items",
             "done_items",
@@ -47,14 +48,6 @@ class LabellingJobSerializer(serializers.ModelSerializer[LabellingJob]):
             "skipped",
             "cost_usd",
             "progress_percent",
-            "error",
-            "created_at",
-            "started_at",
-            "heartbeat_at",
-            "finished_at",
-            "resumed_count",
-            "resumed_at",
-            "worker_note",
         ]
 
 

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from annotations.access import request_user
 from common.checked_input import MAX_ID
 from common.errors import ValidationFailed
+from common.jobs import JOB_FIELDS
 from reports.downloads import report_file_response
 from reports.formats import FORMATS
 from reports.jobs import (
@@ -65,13 +66,7 @@ class ReportJobSerializer(serializers.ModelSerializer[ReportJob]):
             "source",
             "correction",
             "compare",
-            "status",
-            "error",
-            "created_at",
-            "heartbeat_at",
-            "finished_at",
-            "resumed_count",
-            "worker_note",
+            *JOB_FIELDS,
             "filename",
             "download_url",
         ]

@@ -23,6 +23,7 @@ from annotations.models import (
 from annotations.presenters import labeller_summary
 from annotations.selectors.study_options import study_options
 from annotations.services.studies import MAX_ENROLLED_AT_ONCE
+from common.jobs import JOB_FIELDS
 from common.redaction import redact
 
 
@@ -332,14 +333,8 @@ class ImportJobSerializer(serializers.ModelSerializer[ImportJob]):
             "kind",
             "label",
             "address",
-            "status",
-            "error",
+            *JOB_FIELDS,
             "report",
-            "created_at",
-            "heartbeat_at",
-            "finished_at",
-            "resumed_count",
-            "worker_note",
             "summary",
         ]
 
@@ -361,14 +356,7 @@ class ExportJobSerializer(serializers.ModelSerializer[ExportJob]):
             "format",
             "raw",
             "target",
-            "status",
-            "error",
-            "created_at",
-            "heartbeat_at",
-            "finished_at",
-            "resumed_count",
-            "resumed_at",
-            "worker_note",
+            *JOB_FIELDS,
             "download_url",
         ]
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.db.models import Q
 
+from annotations.interchange.box_cover import GivenSelection, boxes_cover_check
 from annotations.interchange.records import jsonl_objects, utf8_text
 from annotations.interchange.sources import Address, file_read
 from annotations.models import Annotation, Annotator, Item, ItemImage, Study
@@ -20,8 +21,6 @@ from annotations.protocols.answers import (
     CleanAnswer,
     ItemContext,
     clean_answer,
-    missing_boxes_message,
-    options_without_box,
 )
 from annotations.protocols.schema import Protocol
 from annotations.services.annotation_writes import (
@@ -205,41 +204,30 @@ def _check_boxes_cover_selections(
     selected: dict[tuple[int, tuple[str, str, str], str], Any],
     seen: dict[tuple[int, tuple[str, str, str], str], int],
 ) -> None:
-    """``boxes_required: each_selected`` for the selections of a file whose boxes are not in it.
-
-    An import line holds one question, so the rule is checked per (item, annotator): a selection
-    with a boxes line in the file was checked with that line (``clean_answer`` is told the selection);
-    one without is checked against the boxes already stored for that annotator and item. A human with
-    no boxes at all, neither in the file nor stored, is refused like a task page submit; a machine
-    annotator is not (a labeller may answer the multi question alone, docs/protocols.md).
-    """
+    """``boxes_required: each_selected`` for the selections of a file whose boxes are not in it (the one
+    rule: ``interchange/box_cover.py``). An import line holds one question, so a selection with a boxes
+    line in the file was checked with that line (``clean_answer`` is told the selection)."""
     external = {item.pk: item for item in items}
-    for boxes_question in protocol.questions:
-        if boxes_question.kind != "boxes" or boxes_question.boxes_required != "each_selected":
-            continue
-        linked = protocol.question(boxes_question.linked_question or "")
-        none_key = linked.none_option.key if linked.none_option else None
-        open_groups = {
-            (item_id, annotator_key): value
+    boxes_cover_check(
+        protocol,
+        [
+            GivenSelection(
+                item_id=item_id,
+                annotator=annotator_key,
+                question_key=question_key,
+                value=value,
+                metadata=external[item_id].metadata,
+                machine=annotator_key[0] == Annotator.Kind.MACHINE,
+                where=f"line {seen[(item_id, annotator_key, question_key)]}",
+                whose=f"answer of {annotator_key[1]!r} on item {external[item_id].external_id!r}",
+            )
             for (item_id, annotator_key, question_key), value in selected.items()
-            if question_key == linked.key
-            and (item_id, annotator_key, boxes_question.key) not in seen
-            and boxes_question.applies_to(external[item_id].metadata)
-            and options_without_box(boxes_question, [], value, none_key)
-        }
-        stored = _stored_answers(study, boxes_question.key, set(open_groups))
-        for (item_id, annotator_key), value in open_groups.items():
-            boxes = stored.get((item_id, annotator_key))
-            if boxes is None and annotator_key[0] == Annotator.Kind.MACHINE:
-                continue
-            missing = options_without_box(boxes_question, boxes or [], value, none_key)
-            if missing:
-                where = "the file has no" if boxes is None else "the stored and the file's"
-                raise ImportRefused(
-                    f"line {seen[(item_id, annotator_key, linked.key)]}: '{boxes_question.key}': "
-                    f"{missing_boxes_message(missing, linked.key)} ({where} '{boxes_question.key}' "
-                    f"answer of {annotator_key[1]!r} on item {external[item_id].external_id!r})"
-                )
+        ],
+        seen,
+        lambda key, groups: dict(
+            _stored_answers(study, key, cast(set[tuple[int, tuple[str, str, str]]], groups))
+        ),
+    )
 
 
 def _stored_answers(

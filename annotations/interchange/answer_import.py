@@ -38,14 +38,13 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotations.access import studies_writable_by
+from annotations.interchange.box_cover import GivenSelection, boxes_cover_check
 from annotations.models import Annotation, Annotator, Assignment, Enrollment, Study, User
 from annotations.protocols.answers import (
     AnswerError,
     CleanAnswer,
     ItemContext,
     clean_answer,
-    missing_boxes_message,
-    options_without_box,
 )
 from annotations.protocols.schema import Protocol, Question
 from annotations.services.annotation_writes import (
@@ -331,38 +330,34 @@ def _check_boxes_cover_selections(
     cleaned: dict[tuple[int, Who, str], tuple[ForeignAnswer, CleanAnswer]],
     annotators: dict[Who, Annotator],
 ) -> None:
-    """``boxes_required: each_selected`` for a person's selection whose boxes are not in the file.
+    """``boxes_required: each_selected`` for a selection whose boxes are not in the file (the one rule:
+    ``interchange/box_cover.py``); boxes given in the file were checked when cleaned."""
 
-    Boxes given in the file were checked against their selection when cleaned; a selection without
-    them is checked against the boxes already stored for that person and item, and refused by its
-    place in the file when an option has none (as the JSONL import and the task page do). A machine
-    annotator may answer the multi question alone (docs/protocols.md).
-    """
-    for boxes_question in protocol.questions:
-        if boxes_question.kind != "boxes" or boxes_question.boxes_required != "each_selected":
-            continue
-        linked = protocol.question(str(boxes_question.linked_question))
-        none_key = linked.none_option.key if linked.none_option else None
-        open_selections = [
-            (entry, answer)
-            for (item_id, who, key), (entry, answer) in cleaned.items()
-            if key == linked.key
-            and who.kind != Annotator.Kind.MACHINE
-            and (item_id, who, boxes_question.key) not in cleaned
-            and boxes_question.applies_to(entry.item.metadata)
-            and options_without_box(boxes_question, [], answer.value, none_key)
-        ]
-        pairs = {(entry.item.item_id, annotators[entry.who].pk) for entry, _answer in open_selections}
-        stored = _stored_boxes(study, boxes_question.key, pairs)
-        for entry, answer in open_selections:
-            boxes = stored.get((entry.item.item_id, annotators[entry.who].pk))
-            missing = options_without_box(
-                boxes_question, boxes if isinstance(boxes, list) else [], answer.value, none_key
+    def stored(key: str, pairs: set[tuple[int, Any]]) -> dict[tuple[int, Any], Any]:
+        by_id = _stored_boxes(study, key, {(item_id, annotators[who].pk) for item_id, who in pairs})
+        return {
+            (item_id, who): by_id[(item_id, annotators[who].pk)]
+            for item_id, who in pairs
+            if (item_id, annotators[who].pk) in by_id
+        }
+
+    boxes_cover_check(
+        protocol,
+        [
+            GivenSelection(
+                item_id=item_id,
+                annotator=who,
+                question_key=key,
+                value=answer.value,
+                metadata=entry.item.metadata,
+                machine=who.kind == Annotator.Kind.MACHINE,
+                where=entry.where,
             )
-            if missing:
-                raise ImportRefused(
-                    f"{entry.where}: '{boxes_question.key}': {missing_boxes_message(missing, linked.key)}"
-                )
+            for (item_id, who, key), (entry, answer) in cleaned.items()
+        ],
+        set(cleaned),
+        stored,
+    )
 
 
 def _stored_boxes(study: Study, question_key: str, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], Any]:

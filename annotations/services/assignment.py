@@ -26,6 +26,7 @@ from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QueryS
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotations.access import annotator_studies, own_assignments
 from annotations.locks import item_lock_or_none
 from annotations.models import (
     Annotation,
@@ -34,7 +35,6 @@ from annotations.models import (
     AssignmentDraft,
     Enrollment,
     Item,
-    Participant,
     Pool,
     Study,
     User,
@@ -244,11 +244,10 @@ class _ClaimStart:
 
 
 def _claim_start_query(*, study: int, user: int, annotator: int, now: Any) -> QuerySet[Study]:
-    participant = Participant.objects.filter(user_id=user)
     return (
-        Study.objects.filter(pk=study, enrollments__user_id=user)
+        annotator_studies(user_id=user)  # the access rule of the pages (annotations/access.py)
+        .filter(pk=study)
         .select_related("quality")
-        .filter(Exists(participant.filter(study=OuterRef("pk"))) | ~Exists(participant))
         .annotate(
             # The enrolment joined by the filter above (one per study and account).
             claim_pool=F("enrollments__pool"),
@@ -533,9 +532,10 @@ def assignment_submit(
 
 def _submit_read_query(*, id: int, user: int) -> QuerySet[Assignment]:
     return (
-        Assignment.objects.select_for_update(of=("self",))
+        own_assignments(user_id=user)  # the access rule of the pages (annotations/access.py)
+        .select_for_update(of=("self",))
         .select_related("study__quality", "item", "annotator")
-        .filter(pk=id, annotator__user_id=user)
+        .filter(pk=id)
         .annotate(
             submit_stored=Exists(
                 Annotation.objects.filter(item_id=OuterRef("item_id"), annotator_id=OuterRef("annotator_id"))
