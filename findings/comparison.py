@@ -426,6 +426,11 @@ def _align(key: str, spec: TableSpec, present: list[_Side], filters: dict[str, b
         "columns": columns,
         "rows": rows,
         "notes": notes,
+        # The reliability gate of each side's table (findings/reliability_gate.py): the questions its
+        # people do not agree on reliably, named with their alpha; only the sides that have one.
+        "warnings": [
+            {"side": s.label, "warning": s.table["warning"]} for s in present if s.table.get("warning")
+        ],
     }
 
 

@@ -534,7 +534,7 @@ def findings_report(
     )
 
 
-def _words(name: str) -> str:
+def labeller_words(name: str) -> str:
     """A labeller's ``name@version`` as a person reads it: 'vlm-x v1', 'colour-rule c8b2d0e364c'."""
     base, _at, version = name.partition("@")
     if not version:
@@ -554,11 +554,11 @@ def source_words(name: str, ppi: dict[str, Any] | None = None) -> str:
     if name == JUDGEMENTS:
         return "every human judgement"
     if name.startswith(PREFIX):
-        labeller = _words(name[len(PREFIX) :])
+        labeller = labeller_words(name[len(PREFIX) :])
         if ppi:
             return f"{labeller} + human sample ({ppi.get('design')}, {ppi.get('sample_size')})"
         return f"{labeller} + human sample"
-    return f"{_words(name)} (machine labeller)"
+    return f"{labeller_words(name)} (machine labeller)"
 
 
 def _source_labels(study: Study, names: list[str]) -> dict[str, str]:

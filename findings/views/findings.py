@@ -53,7 +53,7 @@ from common.query_params import query_flag
 from common.spreadsheet import csv_cell
 from findings.figures import DRAW, FORMATS, figure_render
 from findings.papers.ppi import PREFIX, ppi_min_people, width_parse
-from findings.report import FindingsReport, correction_param, findings_report_cached
+from findings.report import FindingsReport, correction_param, findings_report_cached, labeller_words
 from findings.tables import Figure, Table
 from metrics.multiple_testing import CORRECTION_NAMES, DEFAULT_CORRECTION
 
@@ -167,7 +167,8 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "corrections": list(CORRECTION_NAMES.items()),
             "max_rows": MAX_ROWS_SHOWN,
             "can_write": access.study_can_write(request_user(request), study),
-            "labellers": machine_labellers(study),
+            # Each labeller in words ("vlm-x v1"), its name@version the value the form sends.
+            "labellers": [(name, labeller_words(name)) for name in machine_labellers(study)],
             "source_options": [(name, words.get(name, name)) for name in report.sources],
             "designs": SAMPLE_DESIGNS,
             "gated": [e for e in report.reliability if not e.get("excluded")],

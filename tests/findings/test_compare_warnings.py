@@ -1,0 +1,39 @@
+"""Words a person reads on the findings and compare pages: beside each aligned table, which side's
+findings read a question its people do not agree on (the reliability gate of that side's table); the
+validation sample form's labellers by name and version."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotations.models import User
+from findings.comparison import ComparisonSide, comparison_report
+from tests.annotations.builders import reliability_study
+
+pytestmark = pytest.mark.django_db
+
+
+def test_each_side_with_an_unreliable_question_is_named_beside_the_aligned_table(owner: User, client) -> None:
+    study = reliability_study(owner)  # gender answered at random by 3 people: alpha near 0
+    comparison = comparison_report(
+        sides=[ComparisonSide(study=study), ComparisonSide(study=study, source="vlm@1")], cached=False
+    )
+    tables = {t["key"]: t for t in comparison["tables"]}
+    warned = tables["biasconnect_deviation"]["warnings"]
+    # Side A reads people's labels (gated); side B a machine's, which carries no human reliability.
+    assert [w["side"] for w in warned] == ["A"]
+    assert "gender (alpha" in warned[0]["warning"] and "unreliable" in warned[0]["warning"]
+    client.force_login(owner)
+    page = client.get(f"/compare/?study={study.pk}&study={study.pk}&source=consensus&source=vlm@1")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "<strong>Study A:</strong> Reads labels people do not agree on reliably: gender" in html
+    assert "<strong>Study B:</strong>" not in html
+
+
+def test_the_sample_form_names_labellers_in_words(owner: User, client) -> None:
+    study = reliability_study(owner)
+    client.force_login(owner)
+    html = client.get(f"/studies/{study.pk}/findings/").content.decode()
+    # The value the form sends stays name@version; a person reads the name and version.
+    assert '<select id="sample-labeller" name="labeller"><option value="vlm@1">vlm v1</option>' in html
