@@ -100,12 +100,14 @@ def box_overlays(
     item: Item,
     annotations: Iterable[Annotation],
     sizes: Sequence[tuple[int, int | None, int | None]],
+    names: Mapping[int, str] | None = None,
 ) -> tuple[list[ImageOverlay], list[LegendEntry]]:
     """Every boxes answer of the item drawn per image, and the legend (annotator, colour, boxes).
 
     ``sizes``: (position, width, height) of the item's images with files, in order; a box's ``image``
     is an index into them. Images of unknown size get no overlay (their boxes are counted in the
-    legend all the same); each annotator keeps one colour over every image and question."""
+    legend all the same); each annotator keeps one colour over every image and question. ``names``:
+    annotator id -> the name shown (``blinded_names``; default: each annotator's own name)."""
     by_index = {
         index: ImageOverlay(position=position, width=width, height=height)
         for index, (position, width, height) in enumerate(sizes)
@@ -122,6 +124,7 @@ def box_overlays(
         linked = protocol.question(question.linked_question) if question.linked_question else None
         labels = option_labels(linked, item.metadata) if linked is not None else {}
         who = annotation.annotator
+        shown = (names or {}).get(who.pk, who.name)
         colour = colours.setdefault(who.pk, ANNOTATOR_COLOURS[len(colours) % len(ANNOTATOR_COLOURS)])
         drawn = 0
         for raw in annotation.value:
@@ -135,9 +138,9 @@ def box_overlays(
                 continue
             x, y, w, h = (float(n or 0) for n in numbers)
             option = str(raw.get("option", ""))
-            overlay.boxes.append(Box(x, y, w, h, labels.get(option, option), who.name, colour))
+            overlay.boxes.append(Box(x, y, w, h, labels.get(option, option), shown, colour))
         previous = legend.get(who.pk)
-        legend[who.pk] = LegendEntry(who.name, who.kind, colour, drawn + (previous.boxes if previous else 0))
+        legend[who.pk] = LegendEntry(shown, who.kind, colour, drawn + (previous.boxes if previous else 0))
     return list(by_index.values()), list(legend.values())
 
 
@@ -262,6 +265,42 @@ def adjudication_queue(
     return sorted(queue, key=lambda entry: (entry["item"], entry["question"]))
 
 
+def own_answers(*, study: Study, user: Any) -> set[tuple[int, str]]:
+    """(item, question) pairs the account ``user`` answered as an annotator of ``study`` (counted
+    answers): a tie or an unmet rule on one of them includes their own vote."""
+    if not getattr(user, "is_authenticated", False):
+        return set()
+    return set(
+        counted_annotations(study)
+        .filter(annotator__user=user, annotator__kind=Annotator.Kind.HUMAN)
+        .values_list("item_id", "question_key")
+    )
+
+
+def queue_for_adjudicator(
+    *, study: Study, user: Any, filters: QueueFilters | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The queue offered to ``user``, and the entries left to another adjudicator: a tie or an unmet
+    rule that includes ``user``'s own vote is not offered to them (an expert does not break their own
+    tie); a machine disagreement is (the expert's vote is not what is in question)."""
+    queue = adjudication_queue(study=study, filters=filters)
+    own = own_answers(study=study, user=user)
+    mine = [e for e in queue if e["kind"] != "machine" and (e["item"], e["question"]) in own]
+    left = {(e["item"], e["question"]) for e in mine}
+    return [e for e in queue if (e["item"], e["question"]) not in left], mine
+
+
+def blinded_names(annotations: Iterable[Annotation]) -> dict[int, str]:
+    """Annotator id -> the name the adjudication page shows: people as "Annotator 1", "Annotator 2"...
+    in a fixed order (by annotator id), so a decision is not swayed by who answered; machine labellers
+    keep their names (their identity is what a disagreement is about)."""
+    people = sorted({a.annotator_id for a in annotations if a.annotator.kind == Annotator.Kind.HUMAN})
+    names = {annotator_id: f"Annotator {n}" for n, annotator_id in enumerate(people, start=1)}
+    for a in annotations:
+        names.setdefault(a.annotator_id, a.annotator.name)
+    return names
+
+
 def queue_choices(
     *, study: Study, queue: list[dict[str, Any]] | None = None
 ) -> dict[str, list[tuple[str, str]]]:
@@ -328,13 +367,14 @@ def _decision_options(question: Question, metadata: Mapping[str, Any], chosen: A
 
 
 def adjudication_review(
-    *, study: Study, item: Item, queue: Sequence[Mapping[str, Any]], show_all: bool
+    *, study: Study, item: Item, queue: Sequence[Mapping[str, Any]], show_all: bool, blind: bool = True
 ) -> dict[str, Any]:
     """What the adjudication page shows of one item: its flagged questions (its entries in ``queue``,
     the filtered queue; all of the item's open ones when the filters leave none) with everyone's
     answers and the decision form pre-set to the consensus or the majority, and, when ``show_all``,
     the item's other questions (no pre-set answer: a decision there is optional). ``flagged`` lists
-    the keys a save must decide; ``others`` counts the questions the "show all" switch adds."""
+    the keys a save must decide; ``others`` counts the questions the "show all" switch adds. ``blind``
+    (the default): people are shown as "Annotator 1", "Annotator 2"... (``names``)."""
     protocol = study.protocol_obj
     entries = [entry for entry in queue if entry["item"] == item.pk] or adjudication_queue(
         study=study, item=item.pk
@@ -345,6 +385,7 @@ def adjudication_review(
             "question_key", "annotator__kind", "annotator_id"
         )
     )
+    names = blinded_names(annotations) if blind else {a.annotator_id: a.annotator.name for a in annotations}
     answers: dict[str, list[dict[str, Any]]] = {}
     human: dict[str, list[Any]] = {}
     for annotation in annotations:
@@ -354,6 +395,7 @@ def adjudication_review(
         answers.setdefault(annotation.question_key, []).append(
             {
                 "annotator": annotation.annotator,
+                "name": names[annotation.annotator_id],
                 "text": answer_text(question, item.metadata, annotation.value),
                 "reason": annotation.reason,
             }
@@ -395,4 +437,10 @@ def adjudication_review(
             }
         )
     rows.sort(key=lambda row: not row["flagged"])  # the questions waiting for a decision first
-    return {"rows": rows, "flagged": sorted(flagged), "others": others, "annotations": annotations}
+    return {
+        "rows": rows,
+        "flagged": sorted(flagged),
+        "others": others,
+        "annotations": annotations,
+        "names": names,
+    }

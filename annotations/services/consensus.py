@@ -261,9 +261,17 @@ def consensus_adjudicate(
 
 
 def _adjudicated_write(
-    *, study: Study, item: Item, question_key: str, value: Any, user: User, note: str
+    *,
+    study: Study,
+    item: Item,
+    question_key: str,
+    value: Any,
+    user: User,
+    note: str,
+    params: dict[str, Any] | None = None,
 ) -> ConsensusLabel:
-    """Write an expert's decision whose value has been validated (``clean_answer``'s value)."""
+    """Write an expert's decision whose value has been validated (``clean_answer``'s value); ``params``
+    records how it was made (the adjudication page: ``preselected`` and whether it was ``kept``)."""
     label, _ = ConsensusLabel.objects.update_or_create(
         item=item,
         question_key=question_key,
@@ -272,7 +280,7 @@ def _adjudicated_write(
             "value": value,
             "resolved": True,
             "rule": "adjudicated",
-            "params": {},
+            "params": params or {},
             "support": [],
             "confidence": 1.0,
             "reason": "",
@@ -294,11 +302,13 @@ def consensus_adjudicate_item(
     required: set[str],
     user: User,
     note: str = "",
+    preselected: dict[str, Any] | None = None,
 ) -> list[ConsensusLabel]:
     """Several decisions on one item at once ("Save and next"): every question of ``required`` needs
     one, none may be outside ``allowed`` (the item's flagged questions, and the others when the expert
     asked to see them) and each is validated like an answer. All are written, or none (ValidationFailed
-    with the problems by question key)."""
+    with the problems by question key). ``preselected``: what the form offered per question (None: no
+    pre-selection); each decision records it and whether the expert ``kept`` it or chose otherwise."""
     if item.study_id != study.pk:
         raise ValidationFailed("the item is not in this study")
     protocol = study.protocol_obj
@@ -322,7 +332,26 @@ def consensus_adjudicate_item(
         raise ValidationFailed("; ".join(f"{key}: {message}" for key, message in errors.items()), errors)
     if not cleaned:
         raise ValidationFailed("no decision to record: choose an answer for at least one question")
+    offered = preselected or {}
     return [
-        _adjudicated_write(study=study, item=item, question_key=key, value=value, user=user, note=note)
+        _adjudicated_write(
+            study=study,
+            item=item,
+            question_key=key,
+            value=value,
+            user=user,
+            note=note,
+            params={"preselected": offered.get(key), "kept": _same(offered.get(key), value)},
+        )
         for key, value in cleaned.items()
     ]
+
+
+def _same(offered: Any, value: Any) -> bool:
+    """Whether a decision is the pre-selection (lists compared as sets: a multi answer's order is not
+    a choice)."""
+    if offered is None:
+        return False
+    if isinstance(offered, list) and isinstance(value, list):
+        return sorted(map(str, offered)) == sorted(map(str, value))
+    return bool(offered == value)

@@ -25,6 +25,7 @@ from annotations.selectors.adjudication import (
     next_in_queue,
     queue_choices,
     queue_filters,
+    queue_for_adjudicator,
 )
 from annotations.selectors.agreement import SMALL_SAMPLE_ITEMS, agreement_csv_rows, agreement_report
 from annotations.services.consensus import RULES, consensus_adjudicate_item, consensus_compute
@@ -143,9 +144,15 @@ def _queue_filters(request: HttpRequest, study: Study) -> QueueFilters:
     )
 
 
-def _with_filters(url: str, filters: QueueFilters) -> str:
-    params = filters.params()
+def _with_filters(url: str, filters: QueueFilters, **extra: str) -> str:
+    params = filters.params() | {name: value for name, value in extra.items() if value}
     return f"{url}?{urlencode(params)}" if params else url
+
+
+def _done_count(request: HttpRequest) -> int:
+    """How many items this run of "Save and next" has decided (the ``done`` the page carries on)."""
+    raw = request.GET.get("done", "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 7 else 0
 
 
 def _decisions_posted(request: HttpRequest, study: Study) -> dict[str, Any]:
@@ -186,8 +193,11 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
     except ValidationFailed as exc:
         return _queue_page(request, study, QueueFilters(), error=exc.message)
     show_all = (request.method == "POST" and request.POST.get("all") == "1") or request.GET.get("all") == "1"
-    queue = adjudication_queue(study=study, filters=filters)
-    review = adjudication_review(study=study, item=item, queue=queue, show_all=show_all)
+    user = access.request_user(request)
+    names = "1" if request.GET.get("names") == "1" else ""  # blinded unless asked
+    done = _done_count(request)
+    queue, own = queue_for_adjudicator(study=study, user=user, filters=filters)
+    review = adjudication_review(study=study, item=item, queue=queue, show_all=show_all, blind=not names)
     errors: dict[str, str] = {}
     problem = ""
     if request.method == "POST":
@@ -199,8 +209,11 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
                 decisions=_decisions_posted(request, study),
                 allowed=allowed,
                 required=set(review["flagged"]),
-                user=access.request_user(request),
+                user=user,
                 note=request.POST.get("note", ""),
+                preselected={
+                    row["question"].key: row["suggested"] for row in review["rows"] if row["flagged"]
+                },
             )
         except ValidationFailed as exc:
             errors, problem = exc.details, exc.message
@@ -213,13 +226,21 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
             following = next_in_queue(queue, after=item.pk)
             if following is None:
                 return redirect(_with_filters(reverse("adjudication-queue", args=[study.pk]), filters))
-            return redirect(_with_filters(reverse("adjudication-item", args=[study.pk, following]), filters))
+            return redirect(
+                _with_filters(
+                    reverse("adjudication-item", args=[study.pk, following]),
+                    filters,
+                    done=str(done + 1),
+                    names=names,
+                )
+            )
     images = image_views(item)
     overlays, legend = box_overlays(
         protocol=study.protocol_obj,
         item=item,
         annotations=review["annotations"],
         sizes=[(image.position, image.width, image.height) for image in images],
+        names=review["names"],
     )
     drawn = {overlay.position: overlay for overlay in overlays}
     items = list(dict.fromkeys(entry["item"] for entry in queue))
@@ -230,7 +251,15 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
         if following is not None
         else None
     )
-    here = _with_filters(reverse("adjudication-item", args=[study.pk, item.pk]), filters)
+    here = _with_filters(
+        reverse("adjudication-item", args=[study.pk, item.pk]), filters, done=str(done), names=names
+    )
+    toggle = _with_filters(
+        reverse("adjudication-item", args=[study.pk, item.pk]),
+        filters,
+        done=str(done),
+        names="" if names else "1",
+    )
     return render(
         request,
         "agreement/adjudicate.html",
@@ -246,8 +275,13 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
             "images": [{"image": image, "overlay": drawn.get(image.position)} for image in images],
             "legend": legend,
             "filters": filters,
-            "position": items.index(item.pk) + 1 if item.pk in items else None,
+            "done": done,
             "remaining": len(items),
+            "in_queue": item.pk in items,
+            "own_vote": sorted({e["question"] for e in own if e["item"] == item.pk}),
+            "left_to_others": len({e["item"] for e in own}),
+            "blinded": not names,
+            "names_toggle": toggle,
             "action": here,
             "all_url": here + ("&" if "?" in here else "?") + "all=1",
             "queue_url": _with_filters(reverse("adjudication-queue", args=[study.pk]), filters),
@@ -262,7 +296,7 @@ def adjudication_item(request: HttpRequest, pk: int, item_id: int) -> HttpRespon
 def _queue_page(
     request: HttpRequest, study: Study, filters: QueueFilters, *, error: str = ""
 ) -> HttpResponse:
-    queue = adjudication_queue(study=study, filters=filters)
+    queue, own = queue_for_adjudicator(study=study, user=access.request_user(request), filters=filters)
     query = urlencode(filters.params())
     return render(
         request,
@@ -276,6 +310,8 @@ def _queue_page(
             "choices": queue_choices(study=study, queue=None if filters.params() else queue),
             "query": f"?{query}" if query else "",
             "error": error,
+            # Ties and unmet rules that include the adjudicator's own vote: left to another expert.
+            "own_vote_items": len({entry["item"] for entry in own}),
         },
         status=400 if error else 200,
     )

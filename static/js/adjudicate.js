@@ -22,7 +22,10 @@
     if (!questions.length) return;
     mark(Math.max(0, Math.min(questions.length - 1, index)));
     const fieldset = questions[current];
-    const target = fieldset.querySelector("input:checked") ||
+    // A text decision is not focused by the keys: a digit or Enter meant for the page would be typed
+    // into it. Its field takes focus when clicked or reached with Tab.
+    const target = fieldset.dataset.kind === "text" ? fieldset :
+      fieldset.querySelector("input:checked") ||
       fieldset.querySelector("input:not([type=hidden])") || fieldset;
     if (target === fieldset) fieldset.tabIndex = -1;
     target.focus({ preventScroll: true });

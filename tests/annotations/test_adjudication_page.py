@@ -52,9 +52,9 @@ def markers(owner: User) -> Study:
     return study
 
 
-def _page(client: Client, study: Study) -> str:
+def _page(client: Client, study: Study, query: str = "") -> str:
     item = study.items.get(external_id="m1")
-    response = client.get(f"/studies/{study.pk}/adjudicate/{item.pk}/?all=1")  # every question
+    response = client.get(f"/studies/{study.pk}/adjudicate/{item.pk}/?all=1{query}")  # every question
     assert response.status_code == 200
     return response.content.decode()
 
@@ -97,9 +97,15 @@ def test_each_annotators_boxes_are_drawn_in_their_colour_with_a_legend(markers: 
     colour_of = {(r[0], r[1]): r[4] for r in rects}
     assert colour_of[("100", "50")] == colour_of[("1000", "500")] != colour_of[("120", "60")]
     legend = page[page.index("Boxes by annotator") : page.index("</table>", page.index("Boxes by annotator"))]
-    assert "ann" in legend and "cid" in legend and "bea" not in legend  # bea drew nothing
+    # Blinded by default: people by number in a fixed order (ann 1, bea 2, cid 3), never by name.
+    assert "Annotator 1" in legend and "Annotator 3" in legend and "Annotator 2" not in legend  # bea drew none
+    assert "<td>ann</td>" not in legend and "<td>cid</td>" not in legend
     assert colour_of[("100", "50")] in legend and colour_of[("120", "60")] in legend
-    assert "<title>ann: &lt;b&gt;dark glasses&lt;/b&gt;</title>" in page
+    assert "<title>Annotator 1: &lt;b&gt;dark glasses&lt;/b&gt;</title>" in page
+    named = _page(client, markers, "&names=1")
+    legend = named[named.index("Boxes by annotator") : named.index("</table>", named.index("Boxes by annotator"))]
+    assert "<td>ann</td>" in legend and "<td>cid</td>" in legend and "bea" not in legend
+    assert "<title>ann: &lt;b&gt;dark glasses&lt;/b&gt;</title>" in named
 
 
 def test_a_decision_submits_keys_and_is_shown_as_labels(markers: Study, owner: User) -> None:

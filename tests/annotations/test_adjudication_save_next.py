@@ -166,11 +166,16 @@ def test_save_and_next_records_every_flagged_question_and_keeps_the_filters(
         {"d-hair": "dark_hair", "d-hat": "0", "note": "looked closely"},
     )
     assert response.status_code == 302
-    assert response["Location"] == f"/studies/{study.pk}/adjudicate/{i3}/?condition=men"
+    # The filters stay, and the count of items decided in this run goes on (the page's progress).
+    assert response["Location"] == f"/studies/{study.pk}/adjudicate/{i3}/?condition=men&done=1"
+    assert "1 decided so far · 1 item left in the queue" in client.get(response["Location"]).content.decode()
     labels = {
         label.question_key: label for label in ConsensusLabel.objects.filter(item_id=i2, rule="adjudicated")
     }
     assert {key: label.value for key, label in labels.items()} == {"hair": "dark_hair", "hat": 0}
+    # hair kept the pre-selected majority; hat was a tie (nothing pre-selected): a choice, not kept.
+    assert labels["hair"].params == {"preselected": "dark_hair", "kept": True}
+    assert labels["hat"].params == {"preselected": None, "kept": False}
     assert {label.note for label in labels.values()} == {"looked closely"}
     assert {label.adjudicated_by for label in labels.values()} == {owner}
     # The last item of the filtered queue: back to the (filtered) queue.

@@ -83,8 +83,10 @@ def test_an_expert_works_through_the_queue(browser: Any, server: Any, judged: di
     expect(gender.get_by_role("radio", name="female")).to_be_checked()
     expect(gender.get_by_role("radio", name="female")).to_be_focused()
     page.keyboard.press("Enter")
-    page.wait_for_url(f"**/studies/{study.pk}/adjudicate/{study.items.get(external_id='i3').pk}/")
+    page.wait_for_url(f"**/studies/{study.pk}/adjudicate/{study.items.get(external_id='i3').pk}/?*done=1*")
     expect(page.get_by_text("Decision recorded for i2: gender.")).to_be_visible()
+    # The progress goes on: one decided, i3 the one item left.
+    expect(page.locator("#queue-progress")).to_contain_text("1 decided so far · 1 item left in the queue")
     shot(page, "21-adjudication-item")
     tie = page.locator("#question-gender")
     assert "No majority" in tie.inner_text()
@@ -189,5 +191,6 @@ def test_everyones_boxes_follow_the_canvas_zoom(browser: Any, server: Any, boxed
     page.keyboard.press("f")
     expect(page.locator("#zoom-level")).to_have_text("Fit")
     listed = page.locator(".box-list").inner_text()
-    assert "ann: " in listed and "bea: " in listed  # each annotator's boxes, also as text
+    # each annotator's boxes, also as text; people blinded by number
+    assert "Annotator 1: " in listed and "Annotator 2: " in listed and "ann: " not in listed
     assert page.js_errors == []
