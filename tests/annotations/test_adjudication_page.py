@@ -98,12 +98,14 @@ def test_each_annotators_boxes_are_drawn_in_their_colour_with_a_legend(markers: 
     assert colour_of[("100", "50")] == colour_of[("1000", "500")] != colour_of[("120", "60")]
     legend = page[page.index("Boxes by annotator") : page.index("</table>", page.index("Boxes by annotator"))]
     # Blinded by default: people by number in a fixed order (ann 1, bea 2, cid 3), never by name.
-    assert "Annotator 1" in legend and "Annotator 3" in legend and "Annotator 2" not in legend  # bea drew none
+    # bea (Annotator 2) drew none.
+    assert "Annotator 1" in legend and "Annotator 3" in legend and "Annotator 2" not in legend
     assert "<td>ann</td>" not in legend and "<td>cid</td>" not in legend
     assert colour_of[("100", "50")] in legend and colour_of[("120", "60")] in legend
     assert "<title>Annotator 1: &lt;b&gt;dark glasses&lt;/b&gt;</title>" in page
     named = _page(client, markers, "&names=1")
-    legend = named[named.index("Boxes by annotator") : named.index("</table>", named.index("Boxes by annotator"))]
+    start = named.index("Boxes by annotator")
+    legend = named[start : named.index("</table>", start)]
     assert "<td>ann</td>" in legend and "<td>cid</td>" in legend and "bea" not in legend
     assert "<title>ann: &lt;b&gt;dark glasses&lt;/b&gt;</title>" in named
 
