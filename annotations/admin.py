@@ -24,6 +24,7 @@ from annotations import models
 from annotations.interchange.accounts import accounts_import_csv, password_reset_links
 from annotations.services.assignment import assignment_release
 from annotations.services.studies import enrollment_add
+from common.audit_admin import AuditLogAdmin
 from common.errors import WorkbenchError
 from common.redaction import redact
 
@@ -126,16 +127,32 @@ class WorkbenchUserAdmin(UserAdmin[models.User]):
         form = EnrolForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():
             study, pool = form.cleaned_data["study"], form.cleaned_data["pool"]
-            done, refused = [], []
+            before = dict(
+                models.Enrollment.objects.filter(study=study, user__in=queryset).values_list(
+                    "user_id", "pool"
+                )
+            )
+            done: list[str] = []
+            already: list[str] = []
+            moved: list[str] = []
+            refused: list[str] = []
             for user in queryset.order_by("username"):
                 try:
                     enrollment_add(study=study, user=user, pool=pool, by=request.user)  # type: ignore[arg-type]
                 except WorkbenchError as exc:
                     refused.append(f"{user.username}: {exc.message}")
                 else:
-                    done.append(user.username)
+                    was = before.get(user.pk)
+                    (done if was is None else already if was == pool else moved).append(user.username)
             if done:
                 messages.success(request, f"Enrolled in {study.name} ({pool}): {', '.join(done)}.")
+            if moved:
+                messages.success(request, f"Moved to the {pool} pool of {study.name}: {', '.join(moved)}.")
+            if already:
+                messages.info(
+                    request,
+                    f"Already enrolled in {study.name} ({pool}), left as they were: {', '.join(already)}.",
+                )
             if refused:
                 messages.error(request, "Not enrolled: " + "; ".join(refused))
             return None
@@ -350,15 +367,12 @@ class ExportJobAdmin(admin.ModelAdmin[models.ExportJob]):
 
 
 @admin.register(models.RevealLog)
-class RevealLogAdmin(admin.ModelAdmin[models.RevealLog]):
+class RevealLogAdmin(AuditLogAdmin[models.RevealLog]):
     """Read-only: each row is one showing of machine labels after a submit (anchoring records)."""
 
     list_display = ("item", "annotator", "created_at", "answered_at")
     list_select_related = ("item", "annotator")
     raw_id_fields = ("item", "annotator", "study", "assignment")
-
-    def has_change_permission(self, request: HttpRequest, obj: models.RevealLog | None = None) -> bool:
-        return False
 
 
 @admin.register(models.Invitation)

@@ -235,7 +235,7 @@ def yaml_loads(text: str, *, where: str = "") -> Any:
     ``where`` and the line (YAML that cannot be read is a ``MalformedJSON``, its message from PyYAML)."""
     prefix = f"{where}: " if where else ""
     try:
-        value = yaml.load(text, Loader=CheckedSafeLoader)  # noqa: S506 - a SafeLoader subclass
+        value = yaml.load(text, Loader=CheckedSafeLoader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         line = f"line {exc.problem_mark.line + 1}: " if exc.problem_mark is not None else ""
         raise MalformedJSON(f"{prefix}{line}not valid YAML: {exc.problem}") from exc

@@ -59,7 +59,7 @@ def markdown_html(text: str | None) -> SafeString:
     if not text or not text.strip():
         return mark_safe("")
     html = str(_parser().render(text)).strip()
-    return mark_safe(html)  # noqa: S308 - html is off: every tag is escaped
+    return mark_safe(html)  # html is off: every tag is escaped
 
 
 def first_paragraph_text(text: str | None) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from django.contrib import admin
-from django.http import HttpRequest
 
+from common.audit_admin import AuditLogAdmin
 from generation.models import GenerationFailure, GenerationJob
 
 
@@ -54,11 +54,8 @@ class GenerationJobAdmin(admin.ModelAdmin[GenerationJob]):
 
 
 @admin.register(GenerationFailure)
-class GenerationFailureAdmin(admin.ModelAdmin[GenerationFailure]):
+class GenerationFailureAdmin(AuditLogAdmin[GenerationFailure]):
     list_display = ("external_id", "job", "condition", "seed", "created_at")
     search_fields = ("external_id", "prompt", "reason")
     list_select_related = ("job",)
     raw_id_fields = ("job",)
-
-    def has_change_permission(self, request: HttpRequest, obj: GenerationFailure | None = None) -> bool:
-        return False

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
+from common.audit_admin import AuditLogAdmin
 from labelling.models import LabelAttempt, LabelCacheEntry, LabellingJob
 
 
@@ -33,15 +34,12 @@ class LabellingJobAdmin(admin.ModelAdmin[LabellingJob]):
 
 
 @admin.register(LabelAttempt)
-class LabelAttemptAdmin(admin.ModelAdmin[LabelAttempt]):
+class LabelAttemptAdmin(AuditLogAdmin[LabelAttempt]):
     list_display = ("job", "item", "question_key", "attempt", "latency_s", "created_at")
     list_filter = ("question_key",)
     search_fields = ("error", "item__external_id")
     list_select_related = ("job", "item")
     raw_id_fields = ("job", "item")
-
-    def has_change_permission(self, request: HttpRequest, obj: LabelAttempt | None = None) -> bool:
-        return False
 
 
 @admin.register(LabelCacheEntry)
@@ -49,6 +47,10 @@ class LabelCacheEntryAdmin(admin.ModelAdmin[LabelCacheEntry]):
     list_display = ("key", "model", "created_at")
     list_filter = ("model",)
     search_fields = ("key", "model")
+
+    # A cache: read and delete (to make a labeller answer again), never added or changed by hand.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
     def has_change_permission(self, request: HttpRequest, obj: LabelCacheEntry | None = None) -> bool:
         return False

@@ -2,8 +2,9 @@
 labellers compute besides answers (embeddings, captions) is ``annotations.models.ItemFeature``: findings
 read it, and ``annotations`` reads only its own rows.
 
-These models lived in ``generation`` before; their tables keep those names (``db_table``), moved by a
-state-only migration, so an existing database keeps its rows.
+These models lived in ``generation`` before and moved here by a state-only migration, so an existing
+database kept its rows; their tables kept the ``generation_*`` names until migration 0007 renamed them
+to ``labelling_*`` (Django's default names).
 """
 
 from __future__ import annotations
@@ -41,9 +42,6 @@ class LabellingJob(BackgroundJob):
     skipped = models.PositiveIntegerField(default=0, help_text="Items already answered by this labeller")
     cost_usd = models.FloatField(default=0.0)
 
-    class Meta(BackgroundJob.Meta):
-        db_table = "generation_labellingjob"
-
     def __str__(self) -> str:
         return f"{self.annotator} on study {self.study_id} ({self.status})"
 
@@ -65,7 +63,6 @@ class LabelAttempt(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        db_table = "generation_labelattempt"
         ordering = ["id"]
 
     def __str__(self) -> str:
@@ -80,9 +77,6 @@ class LabelCacheEntry(models.Model):
     usage = models.JSONField(default=dict, blank=True)
     model = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        db_table = "generation_labelcacheentry"
 
     def __str__(self) -> str:
         return self.key

@@ -49,7 +49,7 @@ def _wait(url: str, process: subprocess.Popen[bytes], seconds: int = 60) -> None
         if process.poll() is not None:
             raise SystemExit(f"the server stopped (exit {process.returncode})")
         try:
-            urllib.request.urlopen(url, timeout=2)  # noqa: S310 - our own local server
+            urllib.request.urlopen(url, timeout=2)  # our own local server
             return
         except OSError:
             time.sleep(0.5)

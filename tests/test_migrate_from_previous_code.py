@@ -5,7 +5,8 @@ The test database is taken back to the last migrations that code had (annotation
 and a machine annotator with answers, a labelling job with a failed attempt, a cached answer and an
 embedding (the labelling tables were ``generation_*`` then), then migrated to the latest migrations.
 Every row is read back through today's models: the labelling models moved apps by a state-only
-migration and kept their tables, so nothing is copied and nothing is lost. The database is left at
+migration and kept their tables (renamed to ``labelling_*`` later, by labelling 0007), so nothing is
+copied and nothing is lost. The database is left at
 the latest migration for the tests after this one.
 """
 
@@ -104,6 +105,6 @@ def test_a_database_of_the_previous_code_migrates_forward_with_every_row(previou
     assert LabelCacheEntry.objects.get(key="k" * 64).model == "colour"
     feature = ItemFeature.objects.get(item_id=made["items"][1])
     assert bytes(feature.vector or b"") == b"\x00" * 8 and feature.data == {"shape": [2]}
-    # The tables kept their names: the move copied nothing.
-    assert LabellingJob._meta.db_table == "generation_labellingjob"
+    # The move copied nothing; labelling 0007 then renamed the tables (generation_* to labelling_*).
+    assert LabellingJob._meta.db_table == "labelling_labellingjob"
     assert not Enrollment.objects.exists()  # the account-level pool had no enrolment to move to

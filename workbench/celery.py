@@ -40,7 +40,7 @@ def _record_cuda_as_the_worker_sees_it(sender: object = None, **_kwargs: object)
 
         try:
             worker_device_record(hostname)
-        except Exception:  # noqa: BLE001 - a failed probe must not stop the worker
+        except Exception:  # a failed probe must not stop the worker
             import logging
 
             logging.getLogger(__name__).exception("could not record what this worker sees of CUDA")

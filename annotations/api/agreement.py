@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from annotations import access
 from annotations.access import request_user
 from annotations.models import ConsensusLabel, Item, Study
-from annotations.selectors.adjudication import adjudication_queue, queue_filters
+from annotations.selectors.adjudication import queue_filters, queue_for_adjudicator
 from annotations.selectors.agreement import agreement_report
 from annotations.services.consensus import RULES, consensus_adjudicate, consensus_compute
 from common.errors import NotFoundError
@@ -66,7 +66,23 @@ class ConsensusLabelSerializer(serializers.ModelSerializer[ConsensusLabel]):
 
 
 class AgreementReportView(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "resamples", int, description="bootstrap resamples (0: no interval; at most 5000)"
+            ),
+            OpenApiParameter("seed", int, description="the bootstrap's seed (default 0)"),
+            OpenApiParameter(
+                "breakdown",
+                str,
+                description="an item metadata field for the labeller comparisons, or annotator:KEY: "
+                "alpha within each pool of annotators (their answer KEY given to this study) with its "
+                "interval, and by_annotator_attribute.cross: per question and two pools, kappa_x (low, "
+                "high), normalised and majority_agreement with intervals (docs/agreement.md)",
+            ),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request: Request, pk: int) -> Response:
         study = _study(request, pk)
         return Response(
@@ -111,7 +127,8 @@ class AdjudicationView(APIView):
             question=request.query_params.get("question", ""),
             condition=request.query_params.get("condition", ""),
         )
-        return Response(adjudication_queue(study=study, filters=filters))
+        # A tie that includes the caller's own vote is left to another expert (as on the page).
+        return Response(queue_for_adjudicator(study=study, user=request_user(request), filters=filters)[0])
 
     @extend_schema(request=AdjudicationSerializer, responses={201: ConsensusLabelSerializer})
     def post(self, request: Request, pk: int) -> Response:

@@ -18,8 +18,8 @@ from rest_framework.views import APIView
 
 from annotations import access
 from annotations.access import request_user
+from annotations.api.imports import import_answer
 from annotations.api.serializers import ImportJobSerializer, ItemSerializer, UploadSerializer
-from annotations.api.studies import import_answer
 from annotations.interchange.import_jobs import import_upload
 from annotations.models import AnnotatorExclusion, ControlKind, ImportJob
 from annotations.selectors import controls as control_selectors

@@ -1,16 +1,29 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from annotations.api import agreement, assignments, crowd, quality, studies
+from annotations.api import (
+    account,
+    agreement,
+    assignments,
+    crowd,
+    enrolment,
+    exports,
+    imports,
+    labelstudio,
+    protocols,
+    quality,
+    records,
+    studies,
+)
 from annotations.api.sign_in import TokenView
 
 router = DefaultRouter()
 router.register("studies", studies.StudyViewSet, basename="study")
-router.register("items", studies.ItemViewSet, basename="item")
-router.register("annotations", studies.AnnotationViewSet, basename="annotation")
-router.register("annotators", studies.AnnotatorViewSet, basename="annotator")
-router.register("exports", studies.ExportJobViewSet, basename="export")
-router.register("imports", studies.ImportJobViewSet, basename="import")
+router.register("items", records.ItemViewSet, basename="item")
+router.register("annotations", records.AnnotationViewSet, basename="annotation")
+router.register("annotators", records.AnnotatorViewSet, basename="annotator")
+router.register("exports", exports.ExportJobViewSet, basename="export")
+router.register("imports", imports.ImportJobViewSet, basename="import")
 router.register("assignments", assignments.MyAssignmentViewSet, basename="assignment")
 
 urlpatterns = [
@@ -19,46 +32,46 @@ urlpatterns = [
     path("studies/<int:pk>/adjudication/", agreement.AdjudicationView.as_view(), name="api-adjudication"),
     path("studies/<int:pk>/share/", studies.StudyShareView.as_view(), name="api-study-share"),
     path(
-        "studies/<int:pk>/enrollments/", studies.StudyEnrollmentView.as_view(), name="api-study-enrollments"
+        "studies/<int:pk>/enrollments/", enrolment.StudyEnrollmentView.as_view(), name="api-study-enrollments"
     ),
     path(
         "studies/<int:pk>/enrollments/unenroll/",
-        studies.StudyUnenrollView.as_view(),
+        enrolment.StudyUnenrollView.as_view(),
         name="api-study-unenroll",
     ),
     path(
         "studies/<int:pk>/enrollments/pool/",
-        studies.StudyPoolEnrollView.as_view(),
+        enrolment.StudyPoolEnrollView.as_view(),
         name="api-study-enroll-pool",
     ),
     path(
         "studies/<int:pk>/enrollments/bulk/",
-        studies.StudyBulkEnrollView.as_view(),
+        enrolment.StudyBulkEnrollView.as_view(),
         name="api-study-enroll-bulk",
     ),
-    path("studies/<int:pk>/items/import/", studies.ItemImportView.as_view(), name="api-item-import"),
+    path("studies/<int:pk>/items/import/", imports.ItemImportView.as_view(), name="api-item-import"),
     path(
         "studies/<int:pk>/annotations/import/",
-        studies.AnnotationImportView.as_view(),
+        imports.AnnotationImportView.as_view(),
         name="api-annotation-import",
     ),
     path(
-        "studies/<int:pk>/features/import/", studies.FeatureImportView.as_view(), name="api-features-import"
+        "studies/<int:pk>/features/import/", imports.FeatureImportView.as_view(), name="api-features-import"
     ),
-    path("studies/<int:pk>/features/", studies.FeatureExportView.as_view(), name="api-features-export"),
+    path("studies/<int:pk>/features/", exports.FeatureExportView.as_view(), name="api-features-export"),
     path(
         "studies/<int:pk>/labelstudio/import/",
-        studies.LabelStudioImportView.as_view(),
+        labelstudio.LabelStudioImportView.as_view(),
         name="api-labelstudio-import",
     ),
-    path("studies/labelstudio/", studies.LabelStudioCreateView.as_view(), name="api-labelstudio-create"),
-    path("studies/<int:pk>/export/<str:fmt>/", studies.StudyExportView.as_view(), name="api-study-export"),
-    path("exports/<int:pk>/download/", studies.ExportDownloadView.as_view(), name="api-export-download"),
-    path("imports/<int:pk>/cancel/", studies.ImportJobCancelView.as_view(), name="api-import-cancel"),
-    path("presets/", studies.PresetListView.as_view(), name="api-presets"),
-    path("presets/<str:key>/", studies.PresetDetailView.as_view(), name="api-preset"),
-    path("protocols/validate/", studies.ProtocolValidateView.as_view(), name="api-protocol-validate"),
-    path("me/", studies.MeView.as_view(), name="api-me"),
+    path("studies/labelstudio/", labelstudio.LabelStudioCreateView.as_view(), name="api-labelstudio-create"),
+    path("studies/<int:pk>/export/<str:fmt>/", exports.StudyExportView.as_view(), name="api-study-export"),
+    path("exports/<int:pk>/download/", exports.ExportDownloadView.as_view(), name="api-export-download"),
+    path("imports/<int:pk>/cancel/", imports.ImportJobCancelView.as_view(), name="api-import-cancel"),
+    path("presets/", protocols.PresetListView.as_view(), name="api-presets"),
+    path("presets/<str:key>/", protocols.PresetDetailView.as_view(), name="api-preset"),
+    path("protocols/validate/", protocols.ProtocolValidateView.as_view(), name="api-protocol-validate"),
+    path("me/", account.MeView.as_view(), name="api-me"),
     path("auth/token/", TokenView.as_view(), name="api-token"),
     path("studies/<int:pk>/assignments/next/", assignments.ClaimNextView.as_view(), name="api-claim-next"),
     path("assignments/<int:pk>/submit/", assignments.SubmitView.as_view(), name="api-assignment-submit"),

@@ -33,7 +33,7 @@ from django.db.models import F, Func, Prefetch, Q, TextField
 from django.utils import timezone
 
 from annotations.interchange.bucket_addresses import BucketAddress, bucket_address_check
-from annotations.interchange.labelstudio_export import export_labelstudio
+from annotations.interchange.labelstudio.exporter import export_labelstudio
 from annotations.interchange.parquet_export import export_parquet
 from annotations.models import (
     Annotation,

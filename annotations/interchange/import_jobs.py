@@ -26,7 +26,7 @@ from django.db import transaction
 from annotations.interchange.bucket_addresses import BucketAddress, bucket_address_check
 from annotations.interchange.import_kinds import KINDS, ImportRun, import_summary
 from annotations.interchange.item_import import ImportReport, items_import
-from annotations.interchange.labelstudio_import import labelstudio_import, labelstudio_study_protocol
+from annotations.interchange.labelstudio.importer import labelstudio_import, labelstudio_study_protocol
 from annotations.interchange.sources import (
     Address,
     Stored,

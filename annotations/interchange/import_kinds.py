@@ -22,7 +22,7 @@ from annotations.interchange.coco_import import coco_import
 from annotations.interchange.control_import import controls_import
 from annotations.interchange.feature_import import features_import
 from annotations.interchange.item_import import ImportReport, items_import
-from annotations.interchange.labelstudio_import import labelstudio_import
+from annotations.interchange.labelstudio.importer import labelstudio_import
 from annotations.interchange.sources import Address
 from annotations.interchange.visage_import import stereotype_table_import
 from annotations.models import ImportJob, Study

@@ -225,7 +225,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 def load_protocol_text(text: str, *, source: str = "") -> Protocol:
     """Parse and validate protocol YAML (or JSON, which is YAML)."""
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        data = yaml.load(text, Loader=_LineLoader)  # SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else None

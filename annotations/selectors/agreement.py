@@ -32,6 +32,7 @@ from django.db.models import Exists, OuterRef
 from annotations.models import Annotator, ConsensusLabel, Item, Study
 from annotations.protocols.schema import Question
 from annotations.selectors.counted import active_exclusions, counted_annotations, counted_items
+from annotations.selectors.cross_pools import CROSS_METHOD, cross_pool_entries
 from annotations.selectors.labels import labels_for
 from annotations.selectors.matrices import LEVELS, json_key, plurality, question_matrix, reliability_for
 from annotations.selectors.pools import attributes_in_study
@@ -238,7 +239,7 @@ def agreement_report(
     report["validation"] = _validation_tables(study, protocol, machines)
     if by_annotator:
         report["by_annotator_attribute"] = _alpha_by_annotator_attribute(
-            study, protocol, humans, by_annotator, seed
+            study, protocol, humans, by_annotator, n_resamples, seed
         )
     return report
 
@@ -246,19 +247,26 @@ def agreement_report(
 ANNOTATOR_BREAKDOWN = "annotator:"
 
 
-def _alpha_by_annotator_attribute(
-    study: Study, protocol: Any, humans: list[int], key: str, seed: int
-) -> dict[str, Any]:
-    """Alpha among the humans of each group sharing one answer ``key`` given to this study (no bootstrap).
+NOT_GIVEN = "(not given)"
 
-    Annotators without the attribute form the group ``(not given)``. Alphas are within a group
-    (do raters from one region agree with each other?), not between groups.
+
+def _alpha_by_annotator_attribute(
+    study: Study, protocol: Any, humans: list[int], key: str, n_resamples: int, seed: int
+) -> dict[str, Any]:
+    """Alpha among the humans of each group sharing one answer ``key`` given to this study, with its
+    bootstrap interval over items, and between every two groups their cross-replication reliability
+    (``cross``: kappa_x, its normalised form and majority agreement; ``selectors.cross_pools``).
+
+    Annotators without the attribute form the group ``(not given)``, which has an alpha but is no pool:
+    it enters no cross pair. ``value`` in a group's alpha entry is agreement within the group (do raters
+    from one region agree with each other?); ``cross`` is agreement between groups.
     """
     attributes = attributes_in_study(study.pk, list(humans))
     groups: dict[str, list[int]] = defaultdict(list)
     for annotator_id in humans:
         value = (attributes.get(annotator_id) or {}).get(key)
-        groups["(not given)" if value in (None, "") else str(value)].append(annotator_id)
+        groups[NOT_GIVEN if value in (None, "") else str(value)].append(annotator_id)
+    pools = {group: ids for group, ids in sorted(groups.items()) if group != NOT_GIVEN}
     return {
         "attribute": key,
         "groups": [
@@ -268,7 +276,7 @@ def _alpha_by_annotator_attribute(
                 "questions": [
                     {
                         "key": question.key,
-                        "humans": _alpha_entries(study, question, ids, bootstrap=0, seed=seed),
+                        "humans": _alpha_entries(study, question, ids, bootstrap=n_resamples, seed=seed),
                     }
                     for question in protocol.questions
                     if question.kind != "boxes"
@@ -276,6 +284,8 @@ def _alpha_by_annotator_attribute(
             }
             for group, ids in sorted(groups.items())
         ],
+        "cross": cross_pool_entries(study, protocol, pools, n_resamples=n_resamples, seed=seed),
+        "cross_method": CROSS_METHOD,
     }
 
 

@@ -11,11 +11,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations import access
 from annotations.access import request_user
-from annotations.interchange.import_jobs import import_upload
 from annotations.models import ImportJob, Item, Study
 from annotations.presenters import image_views
 from annotations.protocols.answers import SubmissionError
@@ -26,8 +26,9 @@ from annotations.selectors import tasks as task_selectors
 from annotations.services import controls as control_services
 from annotations.services import quality as quality_services
 from annotations.views.forms import ControlForm, ExcludeForm, QualitySettingsForm, ReinstateForm, UploadForm
-from annotations.views.pages import import_outcome_message, study_for_page
+from annotations.views.pages import study_for_page
 from annotations.views.task_form import answers_from_form
+from annotations.views.uploads import UploadImport, upload_import_page
 from common.errors import ValidationFailed, WorkbenchError
 
 
@@ -86,22 +87,16 @@ def study_quality_json(request: HttpRequest, pk: int) -> JsonResponse:
 def controls_upload(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True, write=True)
     form = UploadForm(request.POST, request.FILES)
-    if not form.is_valid():
-        messages.error(request, "Nothing was marked: choose a CSV or JSONL file.")
-        return redirect("study-quality", pk=pk)
-    try:
-        outcome = import_upload(
-            study=study,
-            user=request_user(request),
-            kind=ImportJob.Kind.CONTROLS,
-            upload=form.cleaned_data["file"],
-        )
-    except WorkbenchError as exc:
-        messages.error(request, f"Nothing was marked. {exc.message}")
-    else:
-        if import_outcome_message(request, outcome):
-            return redirect("study-items", pk=pk)
-    return redirect("study-quality", pk=pk)
+    return upload_import_page(
+        request,
+        study,
+        form,
+        UploadImport(kind=ImportJob.Kind.CONTROLS),
+        back=reverse("study-quality", args=[pk]),
+        refused="Nothing was marked.",
+        invalid="Nothing was marked: choose a CSV or JSONL file.",
+        write_checked=True,
+    )
 
 
 @login_required

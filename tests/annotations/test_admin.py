@@ -148,6 +148,22 @@ def test_bulk_enrol_selected_accounts_in_a_study_with_a_pool(admin_client: Clien
         "two": "expert",
     }
     assert "Enrolled in Target (expert): one, two." in page and "Not enrolled: res2" in page
+    # Again, with one moved to another pool beforehand: nobody is reported as newly enrolled.
+    Enrollment.objects.filter(study=study, user=two).update(pool="crowd")
+    again = admin_client.post(
+        "/admin/annotations/user/",
+        {
+            "action": "enrol_in_study",
+            "_selected_action": [one.pk, two.pk],
+            "apply": "Enrol",
+            "study": study.pk,
+            "pool": "expert",
+        },
+        follow=True,
+    ).content.decode()
+    assert "Enrolled in Target" not in again
+    assert "Moved to the expert pool of Target: two." in again
+    assert "Already enrolled in Target (expert), left as they were: one." in again
 
 
 def _leased(study: Study, user: User, name: str) -> Assignment:
@@ -243,3 +259,24 @@ def test_none_of_it_is_open_to_an_account_that_is_not_staff(annotator_user: User
     client = Client()
     client.force_login(staff)
     assert client.get(IMPORT_URL).status_code == 403
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["annotations/reveallog", "labelling/labelattempt", "generation/generationfailure"],
+)
+def test_audit_logs_are_read_only_in_the_admin(admin_client: Client, model: str) -> None:
+    """Even a superuser cannot add, change or delete an audit record by hand (issue 36, point 4)."""
+    listing = admin_client.get(f"/admin/{model}/")
+    assert listing.status_code == 200
+    page = listing.content.decode()
+    assert f'href="/admin/{model}/add/"' not in page and 'value="delete_selected"' not in page
+    assert admin_client.get(f"/admin/{model}/add/").status_code == 403
+
+
+def test_the_label_cache_can_be_emptied_but_not_written(admin_client: Client) -> None:
+    from labelling.models import LabelCacheEntry
+
+    LabelCacheEntry.objects.create(key="k" * 64, raw="{}", model="vlm")  # the list offers actions on rows
+    assert admin_client.get("/admin/labelling/labelcacheentry/add/").status_code == 403
+    assert 'value="delete_selected"' in admin_client.get("/admin/labelling/labelcacheentry/").content.decode()

@@ -75,7 +75,7 @@ def _ls_zip() -> bytes:
 
 def _coco(study: Study) -> bytes:
     """The COCO boxes of a Label Studio study (imported, exported, then removed again)."""
-    from annotations.interchange.labelstudio_import import labelstudio_import
+    from annotations.interchange.labelstudio.importer import labelstudio_import
 
     labelstudio_import(path=LABELSTUDIO_FIXTURES / "project_export.json", study=study)
     data = json.dumps(export_coco(study)).encode()

@@ -484,3 +484,20 @@ def test_api_list_and_revoke(study, owner) -> None:
         format="json",
     )
     assert bad.status_code == 400 and "choice" in json.dumps(bad.json())
+
+
+def test_consent_is_rendered_with_the_safe_markdown_of_instructions(study, owner) -> None:
+    """A researcher's Markdown list reads as a list, as the instructions do; raw HTML and script links
+    stay text (common/safe_markdown.py)."""
+    text = "- It takes about 5 minutes\n- You may stop at any time\n\n[terms](javascript:alert(1)) <i>x</i>"
+    invitation = invite(study, owner, consent_text=text)
+    client = Client()
+    opened = client.get(f"/join/{invitation.token}/{PROLIFIC}")
+    html = client.get(opened["Location"]).content.decode()
+    consent = html[
+        html.index('class="rendered-text consent-text"') : html.index("</div>", html.index("consent-text"))
+    ]
+    assert "<li>It takes about 5 minutes</li>" in consent and "<li>You may stop at any time</li>" in consent
+    # A script link stays text, never a link; raw HTML is escaped.
+    assert 'href="javascript:' not in consent and "<a " not in consent
+    assert "<i>" not in consent and "&lt;i&gt;x&lt;/i&gt;" in consent

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.protocols.labelstudio_config import (
+from annotations.interchange.labelstudio.config import (
     COMMENT_RE,
     ConfigError,
     config_to_protocol,

@@ -15,8 +15,8 @@ from django.test import Client
 
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
+from annotations.interchange.labelstudio.config import COMMENT_RE, config_to_protocol
 from annotations.models import Annotation, Annotator, Assignment, ExportJob, Item, Study
-from annotations.protocols.labelstudio_config import COMMENT_RE, config_to_protocol
 from annotations.protocols.schema import load_preset, load_protocol_text
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from annotations.services.studies import annotator_for_user, study_create

@@ -15,8 +15,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from metrics.biasconnect import AxisImage, intersectional_sensitivity  # noqa: E402
-from metrics.soda import SodaImage, soda_report  # noqa: E402
+from metrics.biasconnect import AxisImage, intersectional_sensitivity
+from metrics.soda import SodaImage, soda_report
 
 CONDITIONS = [
     "base",

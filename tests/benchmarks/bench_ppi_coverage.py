@@ -37,8 +37,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from metrics.ppi import ppi_difference, ppi_mean, z_value  # noqa: E402
-from metrics.validation_sampling import active_probabilities, allocate_proportional  # noqa: E402
+from metrics.ppi import ppi_difference, ppi_mean, z_value
+from metrics.validation_sampling import active_probabilities, allocate_proportional
 
 SIZES = (100, 300, 1000)
 DESIGNS = ("uniform", "stratified", "active")

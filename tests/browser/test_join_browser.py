@@ -72,7 +72,7 @@ def _answer_and_submit(page: Any) -> None:
 
 def test_participant_consents_fills_the_form_annotates_to_the_quota_and_resumes(
     browser: Any, server: Any, crowd: dict[str, Any]
-) -> None:  # noqa: F811
+) -> None:
     from annotations.models import Invitation, Participant
 
     study, invitation = crowd["study"], crowd["invitation"]
@@ -136,7 +136,7 @@ def test_participant_consents_fills_the_form_annotates_to_the_quota_and_resumes(
 def test_expired_and_exhausted_links_show_a_clear_refusal(
     browser: Any,
     server: Any,
-    crowd: dict[str, Any],  # noqa: F811
+    crowd: dict[str, Any],
     change: dict[str, Any],
     heading: str,
 ) -> None:
@@ -155,7 +155,7 @@ def test_expired_and_exhausted_links_show_a_clear_refusal(
 
 def test_researcher_makes_a_prolific_link_on_the_page(
     browser: Any, server: Any, crowd: dict[str, Any]
-) -> None:  # noqa: F811
+) -> None:
     from annotations.models import Invitation
 
     study = crowd["study"]
@@ -186,7 +186,7 @@ def test_researcher_makes_a_prolific_link_on_the_page(
 
 def test_participant_meets_a_gold_item_and_an_attention_check_then_gets_the_code(
     browser: Any, server: Any, crowd: dict[str, Any]
-) -> None:  # noqa: F811
+) -> None:
     """Issue 8's whole path: platform link, consent, form, ordinary-looking controls, completion code."""
     from annotations.models import Assignment, Invitation, Item
     from annotations.selectors.quality import quality_report

@@ -53,7 +53,7 @@ def crowd(transactional_db: None) -> dict[str, Any]:
 
 def test_gold_and_attention_check_then_flag_and_exclusion(
     browser: Any, server: Any, crowd: dict[str, Any]
-) -> None:  # noqa: F811
+) -> None:
     from playwright.sync_api import expect
 
     from annotations.models import AnnotatorExclusion, Assignment

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.command_args import dump, fail, file_arg, source_arg, source_arg_or_none, study_arg, user_arg
-from annotations.interchange.labelstudio_import import labelstudio_import
+from annotations.interchange.labelstudio.importer import labelstudio_import
 from common.errors import WorkbenchError
 
 

@@ -1,6 +1,6 @@
 """Exporting a study for Label Studio 1.x: a zip with ``tasks.json`` (tasks with ``annotations`` by
 people and ``predictions`` by machine labellers, in the JSON Label Studio imports), ``labeling-config.xml``
-(generated from the protocol by ``annotations/protocols/labelstudio_config.py``) and the images under
+(generated from the protocol by ``annotations/interchange/labelstudio/config.py``) and the images under
 ``files/`` (serve them to Label Studio as local files: ``/data/local-files/?d=files/...``). An image set's
 images are the list ``data.images`` (``<Image valueList>``; a rectangle's ``item_index`` is its image);
 a question whose options come from the item lists them in ``data.options_KEY`` (dynamic choices).
@@ -20,9 +20,7 @@ from typing import Any
 
 from django.db.models import Prefetch
 
-from annotations.interchange.labelstudio_import import PLACEHOLDER_DOMAIN, SCORES_FIELD
-from annotations.models import Annotation, Annotator, Assignment, Item, ItemImage, Study
-from annotations.protocols.labelstudio_config import (
+from annotations.interchange.labelstudio.config import (
     IMAGES_FIELD,
     ConfigError,
     likert_as_rating,
@@ -30,6 +28,8 @@ from annotations.protocols.labelstudio_config import (
     protocol_to_config,
     task_options,
 )
+from annotations.interchange.labelstudio.importer import PLACEHOLDER_DOMAIN, SCORES_FIELD
+from annotations.models import Annotation, Annotator, Assignment, Item, ItemImage, Study
 from annotations.protocols.schema import Protocol
 from annotations.services.stored_files import item_file_open
 

@@ -14,7 +14,7 @@ Accepted shapes (detected from the file):
   predictions, no cancelled annotations and no task without an annotation.
 
 What each part becomes is documented in docs/import-export.md ("Label Studio"); the labeling config
-is read by ``annotations/protocols/labelstudio_config.py`` and the answers stored by
+is read by ``annotations/interchange/labelstudio/config.py`` and the answers stored by
 ``answer_import.py`` (which also holds the rule for annotators and accounts).
 """
 
@@ -43,10 +43,7 @@ from annotations.interchange.answer_import import (
     foreign_answers_save,
 )
 from annotations.interchange.item_import import ImportReport, StagedItems, items_import_stage
-from annotations.interchange.sources import Address, address_name, archive_open, file_read, folder_open
-from annotations.models import Annotator, Item, ItemImage, Study, User
-from annotations.protocols.answers import MAX_PIXELS
-from annotations.protocols.labelstudio_config import (
+from annotations.interchange.labelstudio.config import (
     RESULT_KINDS,
     ConfigError,
     Control,
@@ -55,6 +52,9 @@ from annotations.protocols.labelstudio_config import (
     controls_for_study,
     option_lookup,
 )
+from annotations.interchange.sources import Address, address_name, archive_open, file_read, folder_open
+from annotations.models import Annotator, Item, ItemImage, Study, User
+from annotations.protocols.answers import MAX_PIXELS
 from annotations.protocols.schema import Protocol, Question, slugify_option
 from annotations.services.studies import protocol_resolve, study_create
 from common.checked_input import InputRefused, MalformedJSON, json_parse, json_value_check

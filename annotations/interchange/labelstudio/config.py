@@ -139,10 +139,10 @@ class _TreeHandler(xml.sax.handler.ContentHandler):
         self.stack: list[_Element] = []
         self.locator: Any = None
 
-    def setDocumentLocator(self, locator: Any) -> None:  # noqa: N802 - SAX's name
+    def setDocumentLocator(self, locator: Any) -> None:  # SAX's name
         self.locator = locator
 
-    def startElement(self, name: str, attrs: Any) -> None:  # noqa: N802 - SAX's name
+    def startElement(self, name: str, attrs: Any) -> None:  # SAX's name
         line = self.locator.getLineNumber() if self.locator is not None else 0
         if len(self.stack) >= MAX_CONFIG_DEPTH:
             raise ConfigError(f"tags are nested more than {MAX_CONFIG_DEPTH} levels deep", line=line)
@@ -153,7 +153,7 @@ class _TreeHandler(xml.sax.handler.ContentHandler):
             self.root = element
         self.stack.append(element)
 
-    def endElement(self, name: str) -> None:  # noqa: N802 - SAX's name
+    def endElement(self, name: str) -> None:  # SAX's name
         self.stack.pop()
 
 
