@@ -18,7 +18,7 @@ from annotations.access import request_user
 from common.checked_input import MAX_ID
 from common.errors import ValidationFailed
 from common.jobs import JOB_FIELDS
-from reports.downloads import report_file_response
+from reports.downloads import report_file_response, report_supplement_response
 from reports.formats import FORMATS
 from reports.jobs import (
     CORRECTIONS,
@@ -69,6 +69,7 @@ class ReportJobSerializer(serializers.ModelSerializer[ReportJob]):
             *JOB_FIELDS,
             "filename",
             "download_url",
+            "supplement_url",
         ]
 
     @extend_schema_field(serializers.CharField(allow_null=True))
@@ -76,6 +77,15 @@ class ReportJobSerializer(serializers.ModelSerializer[ReportJob]):
         if job.status != ReportJob.Status.DONE:
             return None
         return f"/api/studies/{job.study_id}/report/{job.pk}/download/"
+
+    supplement_url = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_supplement_url(self, job: ReportJob) -> str | None:
+        """The zip of every findings table in full (CSV), once the job is done; None for a datasheet."""
+        if job.status != ReportJob.Status.DONE or not job.supplement.name:
+            return None
+        return f"/api/studies/{job.study_id}/report/{job.pk}/supplement/"
 
 
 def _first_error(errors: Any) -> str:
@@ -127,3 +137,16 @@ class StudyReportDownloadView(APIView):
         if found.status != ReportJob.Status.DONE or not found.file.name:
             raise ValidationFailed(f"report {found.pk} is {found.status}, not ready")
         return report_file_response(found)
+
+
+class StudyReportSupplementView(APIView):
+    """The supplement of a finished report: every findings table in full, one CSV each, in a zip."""
+
+    @extend_schema(responses={200: OpenApiTypes.BINARY})
+    def get(self, request: Request, pk: int, job_id: int) -> HttpResponseBase:
+        user = request_user(request)
+        study = report_study_get(user=user, id=pk)
+        found = report_job_get_for_user(user=user, study=study, id=job_id)
+        if found.status != ReportJob.Status.DONE or not found.supplement.name:
+            raise ValidationFailed(f"report {found.pk} has no supplement ready")
+        return report_supplement_response(found)

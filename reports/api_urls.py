@@ -12,4 +12,9 @@ urlpatterns = [
         api.StudyReportDownloadView.as_view(),
         name="api-study-report-download",
     ),
+    path(
+        "studies/<int:pk>/report/<int:job_id>/supplement/",
+        api.StudyReportSupplementView.as_view(),
+        name="api-study-report-supplement",
+    ),
 ]

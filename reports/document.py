@@ -59,7 +59,11 @@ class BulletList:
 class DocTable:
     """A table with declared columns. ``source_key`` names the findings table (or page/API value) its
     numbers come from, so the consistency test knows where to compare them; ``method`` says how they
-    were computed; ``n`` is the number of units behind it (None where it varies by row: an ``n`` column)."""
+    were computed; ``n`` is the number of units behind it (None where it varies by row: an ``n`` column).
+
+    A findings table names ``csv``, the file of the report's supplement that holds every row and column
+    (``reports.supplement``); a long one shows only its top rows in the body (``rows``) and keeps
+    every row in ``full_rows`` (None: ``rows`` are all of them), its notes saying so."""
 
     key: str
     title: str
@@ -70,6 +74,13 @@ class DocTable:
     method: Method | None = None
     source_key: str = ""
     empty_reason: str | None = None
+    csv: str = ""
+    full_rows: list[list[Any]] | None = None
+
+    @property
+    def every_row(self) -> list[list[Any]]:
+        """Every row of the table: the body's, or all of them where the body shows its top rows."""
+        return self.rows if self.full_rows is None else self.full_rows
 
 
 @dataclass
@@ -106,6 +117,10 @@ class ReportDocument:
     sections: list[Section] = field(default_factory=list)
     # The HEDS 3.0 datasheet (reports.heds): question number -> answer record.
     heds: dict[str, Any] = field(default_factory=dict)
+    # The source in words ("human consensus", "colour-rule c8b2d0e (machine labeller)").
+    source_label: str = ""
+    # The manage.py commands that recompute each number: the supplement's README lists them.
+    commands: list[str] = field(default_factory=list)
 
     def tables(self) -> list[DocTable]:
         """Every table of the document, depth first (what the consistency test walks)."""

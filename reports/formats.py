@@ -26,12 +26,15 @@ if TYPE_CHECKING:
 @dataclass
 class Rendered:
     """A rendered report: the main file (``filename``, ``content_type``, ``body``) and the files it refers
-    to by relative name (figures), which a download bundles with it in a zip."""
+    to by relative name (figures), which a download bundles with it in a zip. ``supplement``: the zip of
+    every findings table as CSV that goes with the report (``reports.supplement``), where the caller
+    asked for it (``reports.jobs.report_render``); a file of its own beside the report."""
 
     filename: str
     content_type: str
     body: bytes
     attachments: dict[str, bytes] = field(default_factory=dict)
+    supplement: bytes | None = None
 
 
 FORMATS: dict[str, str] = {

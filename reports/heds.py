@@ -4,9 +4,15 @@ Version 3.0", arXiv:2412.07940), filled in from the study's data, and its JSON r
 Every answer is filed under the number of the HEDS 3.0 question it answers. The numbers and what each
 question asks are those of the HEDS 3.0 form (https://nlp-heds.github.io, the form the paper points to;
 its five sections and their ranges match the paper's introduction): ``QUESTIONS`` below, in the form's
-order. Section 4 is answered once per quality criterion, here once per question of the protocol. A
-question the data cannot answer is listed under ``to_complete_by_the_authors``; ``notes`` hold facts
-the data gives that no single question asks for (docs/reports.md, "The HEDS 3.0 datasheet").
+order. Section 4 is answered once per quality criterion, here once per question of the protocol that
+the study's items ask (a question asked only of items the study does not have, by its ``applies_if`` or
+``options_from``, is left out with the reason: ``criteria_left_out``). A question the data cannot answer
+is listed under ``to_complete_by_the_authors``; ``notes`` hold facts the data gives that no single
+question asks for (docs/reports.md, "The HEDS 3.0 datasheet").
+
+The report's appendix (``heds_section``) prints the same datasheet for reading: Section 4's answers once
+per answer, with the criteria it covers (most are shared by every criterion), the protocol's
+instructions once, and every question left to the authors in one list at the end.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from annotations.selectors.controls import quality_settings
 from annotations.selectors.counted import counted_items
 from findings.report import FindingsReport
 from metrics.multiple_testing import CORRECTION_NAMES
-from reports.document import BulletList, Facts, ReportDocument, Section
+from reports.document import BulletList, Column, DocTable, Facts, Paragraph, ReportDocument, Section
 from reports.formats import Rendered
 
 VERSION = "HEDS 3.0"
@@ -148,7 +154,7 @@ def heds_datasheet(
             "and the sha256 of the study's export)",
         )
     )
-    criteria = _criteria(study, metrics, agreement, {row[0]: row[1] for row in consensus})
+    criteria, left_out = _criteria(study, metrics, agreement, {row[0]: row[1] for row in consensus})
     sections: list[dict[str, Any]] = []
     todo: list[str] = []
     for number, title, questions in SECTIONS:
@@ -157,6 +163,8 @@ def heds_datasheet(
             section["criteria"] = [
                 {"criterion": key, "answers": _records(_numbers("4"), filled)} for key, filled in criteria
             ]
+            section["criteria_left_out"] = [{"criterion": key, "why": why} for key, why in left_out]
+            section["instructions"] = study.protocol_obj.instructions
             missing = [
                 f"{n} (criterion {key}): {ASKS[n]}"
                 for key, filled in criteria
@@ -300,11 +308,22 @@ def _ethics(invitations: list[Invitation], answers: dict[str, str]) -> None:
         )
 
 
+def _asked_of_no_item(question: Question, metadata: list[dict[str, Any]]) -> str | None:
+    """Why ``question`` is no criterion of this study (asked only of items it does not have), or None."""
+    if question.applies_if and not any(question.applies_to(m) for m in metadata):
+        field, values = question.applies_if["field"], question.applies_if["in"]
+        return f"asked only of items whose {field} is {' or '.join(str(v) for v in values)}"
+    if question.options_from is not None and not any(m.get(question.options_from) for m in metadata):
+        return f"its options come from the items' {question.options_from}, which no item has"
+    return None
+
+
 def _criteria(
     study: Study, metrics: FindingsReport, agreement: dict[str, Any], rules: dict[str, str]
-) -> list[tuple[str, dict[str, str]]]:
-    """Section 4's answers for each question of the protocol (a quality criterion each); ``rules``: the
-    consensus rule(s) recorded per question."""
+) -> tuple[list[tuple[str, dict[str, str]]], list[tuple[str, str]]]:
+    """Section 4's answers for each question of the protocol that the study's items ask (a quality
+    criterion each), and the questions left out with why (asked only of items the study does not
+    have); ``rules``: the consensus rule(s) recorded per question."""
     protocol = study.protocol_obj
     by_key = {entry["key"]: entry for entry in agreement["questions"]}
     tests = sorted({t.method.test for t in metrics.tables if t.method is not None and t.method.test})
@@ -315,8 +334,14 @@ def _criteria(
         if tests
         else None
     )
+    metadata = [m or {} for m in counted_items(study).values_list("metadata", flat=True)]
     criteria = []
+    left_out = []
     for question in protocol.questions:
+        why = _asked_of_no_item(question, metadata) if metadata else None
+        if why is not None:
+            left_out.append((question.key, why))
+            continue
         filled: dict[str, str] = {"4.2.2": "absolute: each output is judged on its own"}
         if question.help:
             filled["4.3.2"] = question.help
@@ -330,7 +355,7 @@ def _criteria(
             filled["4.3.10"] = significance
         filled.update(_agreement(by_key.get(question.key), agreement))
         criteria.append((question.key, filled))
-    return criteria
+    return criteria, left_out
 
 
 def _instrument(question: Question) -> dict[str, str]:
@@ -403,52 +428,123 @@ def _alpha_text(alpha: dict[str, Any]) -> str:
     return f"{alpha['label']}: {alpha['value']:.3f}{interval} ({alpha['n_items']:,} items)"
 
 
+def _who(keys: list[str], everyone: list[str]) -> str:
+    if keys == everyone and len(everyone) > 1:
+        return "every criterion"
+    return ("criterion " if len(keys) == 1 else "criteria ") + ", ".join(keys)
+
+
+def _left_out_sentence(left_out: list[dict[str, str]]) -> str:
+    """One sentence naming the questions that are no criterion here, grouped by why."""
+    by_why: dict[str, list[str]] = {}
+    for entry in left_out:
+        by_why.setdefault(entry["why"], []).append(entry["criterion"])
+    groups = "; ".join(f"{', '.join(keys)} ({why})" for why, keys in by_why.items())
+    n = len(left_out)
+    return (
+        f"{n} {'question' if n == 1 else 'questions'} of the protocol {'is' if n == 1 else 'are'} left out "
+        f"as criteria because the study has no item {'it is' if n == 1 else 'they are'} asked of, so "
+        f"nobody answered {'it' if n == 1 else 'them'}: {groups}."
+    )
+
+
+def _criteria_blocks(section: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    """Section 4 for reading: which criteria there are (and which questions are left out, why), the
+    protocol's instructions once, then each question's answers once per answer with the criteria it
+    covers; and the questions left to the authors (each once, with the criteria it concerns)."""
+    criteria = section["criteria"]
+    everyone = [c["criterion"] for c in criteria]
+    instructions = section.get("instructions") or ""
+    suffix = f" (instructions: {instructions})" if instructions else ""
+    intro = (
+        f"Section 4 is answered once per quality criterion; here a criterion is a question of the protocol: "
+        f"{len(everyone)} {'criterion' if len(everyone) == 1 else 'criteria'} ({', '.join(everyone)}). "
+        "An answer shared by several criteria is given once, with the criteria it covers."
+        if everyone
+        else "The protocol asks no question of the study's items, so Section 4 has no criterion."
+    )
+    blocks: list[Any] = [Paragraph(intro)]
+    if section.get("criteria_left_out"):
+        blocks.append(Paragraph(_left_out_sentence(section["criteria_left_out"])))
+    if instructions and criteria:
+        blocks.append(
+            Paragraph(
+                "The protocol's instructions, shown with every question (part of each criterion's verbatim "
+                f"prompt, 4.3.7): {instructions}"
+            )
+        )
+    rows: list[list[Any]] = []
+    todo: list[str] = []
+    for number in _numbers("4"):
+        by_answer: dict[str, list[str]] = {}
+        missing: list[str] = []
+        for criterion in criteria:
+            answer = next(a["answer"] for a in criterion["answers"] if a["question"] == number)
+            if answer is None:
+                missing.append(criterion["criterion"])
+                continue
+            if number == "4.3.7" and suffix and answer.endswith(suffix):
+                answer = answer[: -len(suffix)]
+            by_answer.setdefault(answer, []).append(criterion["criterion"])
+        for index, (answer, keys) in enumerate(by_answer.items()):
+            asks = f"{number} {ASKS[number]}" if index == 0 else ""
+            rows.append([asks, "every criterion" if keys == everyone else ", ".join(keys), answer])
+        if missing:
+            todo.append(f"{number} {ASKS[number]} ({_who(missing, everyone)})")
+    if rows:
+        blocks.append(
+            DocTable(
+                key="heds-4-answers",
+                title="HEDS Section 4: each answer once, with the criteria it covers",
+                columns=[
+                    Column("question", "Question", "text"),
+                    Column("criteria", "Criteria", "text"),
+                    Column("answer", "Answer", "text"),
+                ],
+                rows=rows,
+                source_key="heds",
+            )
+        )
+    return blocks, todo
+
+
 def heds_section(datasheet: dict[str, Any]) -> Section:
     """The datasheet as the report's appendix section, so every format shows it: per section the answered
-    questions by number, the notes, and what is left to the authors."""
+    questions by number and the notes (Section 4 grouped: ``_criteria_blocks``), then every question left
+    to the authors in one list."""
     subsections = []
+    todo: list[str] = []
     for s in datasheet["sections"]:
         blocks: list[Any] = []
         if "criteria" in s:
-            for criterion in s["criteria"]:
-                answered = [
-                    (f"{a['question']} {a['asks']}", a["answer"]) for a in criterion["answers"] if a["answer"]
-                ]
-                blocks.append(Facts(pairs=[(f"Criterion {criterion['criterion']}", ""), *answered]))
-            everyone = [c["criterion"] for c in s["criteria"]]
-            missing: dict[str, list[str]] = {}
-            for criterion in s["criteria"]:
-                for a in criterion["answers"]:
-                    if a["answer"] is None:
-                        missing.setdefault(a["question"], []).append(criterion["criterion"])
-            blocks.append(
-                BulletList(
-                    items=[
-                        f"{n} {ASKS[n]} ("
-                        + ("every criterion" if keys == everyone else f"criteria {', '.join(keys)}")
-                        + f"): {TO_COMPLETE}"
-                        for n, keys in missing.items()
-                    ]
-                )
-            )
+            blocks, missing = _criteria_blocks(s)
+            todo += missing
         else:
             answered = [(f"{a['question']} {a['asks']}", a["answer"]) for a in s["answers"] if a["answer"]]
             if answered or s["notes"]:
                 blocks.append(Facts(pairs=[*answered, *((n["topic"], n["answer"]) for n in s["notes"])]))
-            blocks.append(
-                BulletList(
-                    items=[
-                        f"{a['question']} {a['asks']}: {TO_COMPLETE}"
-                        for a in s["answers"]
-                        if a["answer"] is None
-                    ]
-                )
-            )
+            else:
+                blocks.append(Paragraph("The data answers none of this section's questions."))
+            todo += [f"{a['question']} {a['asks']}" for a in s["answers"] if a["answer"] is None]
         subsections.append(
             Section(
                 key=f"heds-{s['section']}",
                 title=f"HEDS {s['section']}. {s['title']} (Questions {s['questions']})",
                 blocks=blocks,
+            )
+        )
+    if todo:
+        subsections.append(
+            Section(
+                key="heds-todo",
+                title=f"HEDS questions {TO_COMPLETE}",
+                blocks=[
+                    Paragraph(
+                        f"The data cannot answer these {len(todo)} questions of the form (Section 4's "
+                        "with the criteria they concern); the sheet does not guess."
+                    ),
+                    BulletList(items=todo),
+                ],
             )
         )
     return Section(key="heds", title=f"{VERSION} datasheet", subsections=subsections)

@@ -26,12 +26,15 @@ from common.jobs import job_enqueue, job_finish, job_heartbeat, job_run, jobs_re
 from reports.formats import FORMATS, Rendered, renderer
 from reports.gather import report_build
 from reports.models import ReportJob
+from reports.supplement import SUFFIX, supplement_name, supplement_zip
 
 REPORT_TASK = "reports.tasks.run_report_job_task"
 CORRECTIONS = tuple(ReportJob.Correction.values)
 # Formats made in the request for a small study; the others always on a worker.
 INLINE_FORMATS = ("md", "html", "heds")
 MAX_COMPARE = 5
+# The formats whose report goes with a supplement (the datasheet is no report body).
+SUPPLEMENTED_FORMATS = ("md", "html", "tex", "pdf")
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,8 @@ def report_inline_allowed(study: Study, fmt: str) -> bool:
 
 def report_render(study: Study, options: ReportOptions) -> Rendered:
     """Build the study's report document and render it in the asked format (ValidationFailed when
-    this build has no renderer for it)."""
+    this build has no renderer for it), with its supplement (every findings table as CSV, in a zip:
+    ``reports.supplement``) for every format but the datasheet."""
     try:
         render = renderer(options.fmt)
     except ModuleNotFoundError as exc:
@@ -118,7 +122,10 @@ def report_render(study: Study, options: ReportOptions) -> Rendered:
     document = report_build(
         study, compare=options.compare, source=options.source, correction=options.correction
     )
-    return render(document)
+    rendered = render(document)
+    if options.fmt in SUPPLEMENTED_FORMATS:
+        rendered.supplement = supplement_zip(document)
+    return rendered
 
 
 def report_bundle(rendered: Rendered, stem: str) -> tuple[str, str, bytes]:
@@ -168,6 +175,17 @@ def report_job_file_name(job: ReportJob, filename: str) -> str:
     return f"{ReportJob.file.field.upload_to}study-{job.study_id}-report-{job.pk}.{suffix}"
 
 
+def report_job_supplement_name(job: ReportJob) -> str:
+    """The storage name of a job's supplement: beside its file, the same on every run of it."""
+    return f"{ReportJob.supplement.field.upload_to}study-{job.study_id}-report-{job.pk}{SUFFIX}"
+
+
+def report_supplement_filename(job: ReportJob) -> str:
+    """The name a job's supplement downloads with: the report's name, ``-supplement.zip`` for its suffix
+    (``report-study-3.pdf`` -> ``report-study-3-supplement.zip``)."""
+    return supplement_name(job.filename or f"report-study-{job.study_id}")
+
+
 def report_job_run(*, job_id: int) -> ReportJob:
     """Claim a pending report job, or take over a stale one (compare-and-set), and make its file.
 
@@ -203,6 +221,13 @@ def _report_job_run_claimed(job: ReportJob, token: str) -> ReportJob:
     stored = file_bytes_store(
         storage=ReportJob.file.field.storage, name=report_job_file_name(job, filename), data=data
     )
+    supplement = ""
+    if rendered.supplement is not None:
+        supplement = file_bytes_store(
+            storage=ReportJob.supplement.field.storage,
+            name=report_job_supplement_name(job),
+            data=rendered.supplement,
+        )
     return job_finish(
         ReportJob,
         job.pk,
@@ -211,6 +236,7 @@ def _report_job_run_claimed(job: ReportJob, token: str) -> ReportJob:
         file=stored,
         filename=filename,
         content_type=content_type,
+        supplement=supplement,
     )
 
 

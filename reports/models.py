@@ -12,7 +12,8 @@ from common.jobs import BackgroundJob
 
 class ReportJob(BackgroundJob):
     """One report to make: the study, the format and the options it was asked with; when done, its
-    file (the main file, or a zip of it and its figures) and the name and type it downloads with."""
+    file (the main file, or a zip of it and its figures) and the name and type it downloads with, and
+    its supplement (``reports.supplement``: every findings table as CSV, in a zip)."""
 
     class Correction(models.TextChoices):
         HOLM = "holm", "Holm"
@@ -31,6 +32,12 @@ class ReportJob(BackgroundJob):
     file = models.FileField(upload_to="reports/", max_length=255, blank=True)
     filename = models.CharField(max_length=255, blank=True, help_text="The name the file downloads with")
     content_type = models.CharField(max_length=100, blank=True)
+    supplement = models.FileField(
+        upload_to="reports/",
+        max_length=255,
+        blank=True,
+        help_text="The zip of every findings table as CSV that goes with the report (none for heds)",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

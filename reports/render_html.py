@@ -32,6 +32,53 @@ from reports.svg_check import UnsafeSvg, svg_checked
 
 # Column kinds printed right-aligned (numbers line up on their last digit).
 NUMERIC_KINDS = frozenset({"n", "estimate", "low", "high", "statistic", "p", "p_adjusted", "interval"})
+# Every table fits the page's width (docs/reports.md, "Page edges"): its columns get fixed widths from
+# their contents (``column_widths``), a number or short text column as wide as its longest cell, a
+# longer text column at most TEXT_CAP characters wide (it wraps between words, a long identifier
+# anywhere). A table of more columns than LANDSCAPE_COLUMNS is set on landscape pages of its own in the
+# PDF; more than WIDE_COLUMNS, smaller.
+SHORT_CELL = 14
+TEXT_CAP = 32
+BOLD = 1.15  # a bold character (headings, row headers) is about this much wider
+PADDING = 2.0  # a cell's padding and rule, in characters
+WIDE_COLUMNS = 7
+LANDSCAPE_COLUMNS = 10
+# About how many characters of DejaVu Sans a row of each size of table holds in the PDF (A4, 16 mm
+# margins; "widest" on a landscape page): where the columns' widths add up to more, the text columns
+# give way first.
+CAPACITY = {"": 88.0, "wide": 116.0, "widest": 150.0}
+
+
+def column_shares(table: DocTable, texts: list[list[str]], capacity: float) -> list[float]:
+    """Each column's share of the table's width (they add up to 1): numbers and short text as wide as
+    their longest cell (or heading word), longer text as wide as its text up to ``TEXT_CAP``
+    characters; when the whole is wider than ``capacity`` characters, the longer text columns narrow
+    towards their longest heading word, so that the numbers keep their width. Shared by the HTML page
+    (and so the PDF) and the LaTeX's long tables."""
+    needs: list[tuple[float, float]] = []
+    for index, column in enumerate(table.columns):
+        longest = max((len(row[index]) for row in texts if index < len(row)), default=0)
+        if index == 0 and column.kind == "label":
+            longest = round(longest * BOLD)  # row headers are bold
+        heading = BOLD * max((len(word) for word in column.label.split()), default=1)
+        natural = max(longest, heading) + PADDING
+        if column.kind in NUMERIC_KINDS or longest <= SHORT_CELL:
+            needs.append((natural, natural))
+        else:
+            needs.append((min(natural, TEXT_CAP), min(natural, max(heading, 8) + PADDING)))
+    total = sum(width for width, _least in needs)
+    room = sum(width - least for width, least in needs)
+    if total > capacity and room > 0:
+        give = min(1.0, (total - capacity) / room)
+        needs = [(width - (width - least) * give, least) for width, least in needs]
+        total = sum(width for width, _least in needs)
+    return [width / total for width, _least in needs]
+
+
+def column_widths(table: DocTable, texts: list[list[str]], size: str) -> list[float]:
+    """Each column's width in percent of the table's (``column_shares`` for the PDF's page and type size
+    ``size``)."""
+    return [round(100 * share, 2) for share in column_shares(table, texts, CAPACITY[size])]
 
 
 @dataclass
@@ -42,6 +89,11 @@ class PageSection:
     title: str
     level: int
     blocks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def opens_landscape(self) -> bool:
+        """Whether the section starts with a table set on landscape pages: its heading goes with it."""
+        return bool(self.blocks) and bool(self.blocks[0].get("landscape"))
 
 
 def method_text(table: DocTable) -> str:
@@ -64,23 +116,32 @@ def method_text(table: DocTable) -> str:
 
 def _table(table: DocTable) -> dict[str, Any]:
     kinds = [column.kind for column in table.columns]
+    texts = [
+        [cell_text(value, kinds[i] if i < len(kinds) else "text") for i, value in enumerate(row)]
+        for row in table.rows
+    ]
     rows = []
-    for row in table.rows:
+    for row in texts:
         cells = []
-        for index, value in enumerate(row):
+        for index, text in enumerate(row):
             kind = kinds[index] if index < len(kinds) else "text"
             cells.append(
                 {
-                    "text": cell_text(value, kind),
+                    "text": text,
                     "numeric": kind in NUMERIC_KINDS,
                     # The first column names the row when it is a label: a row header.
                     "header": index == 0 and kind == "label",
                 }
             )
         rows.append(cells)
+    count = len(table.columns)
+    size = "widest" if count > LANDSCAPE_COLUMNS else "wide" if count > WIDE_COLUMNS else ""
     return {
         "type": "table",
         "title": table.title,
+        "size": size,
+        "landscape": size == "widest" and bool(table.rows),
+        "widths": column_widths(table, texts, size),
         "n": cell_text(table.n, "n") if table.n is not None else "",
         "columns": [{"label": c.label, "numeric": c.kind in NUMERIC_KINDS} for c in table.columns],
         "rows": rows,
@@ -92,7 +153,7 @@ def _table(table: DocTable) -> dict[str, Any]:
 
 def _figure(figure: DocFigure) -> dict[str, Any]:
     try:
-        svg: SafeString | None = mark_safe(svg_checked(figure.svg))  # noqa: S308 - checked just now
+        svg: SafeString | None = mark_safe(svg_checked(figure.svg))  # checked just now
         refused = ""
     except UnsafeSvg as exc:
         svg, refused = None, str(exc)

@@ -5,9 +5,13 @@ It compiles with pdflatex from Debian's ``texlive-latex-base`` and ``texlive-lat
 pdflscape, graphicx).
 Tables are booktabs tables (``\\toprule``, ``\\midrule``, ``\\bottomrule``); a table of more than
 ``LONGTABLE_ROWS`` rows is a ``longtable`` that breaks across pages. A table of more than ``WIDE_COLUMNS``
-columns is set smaller, shrunk to the text width (a ``tabular``) or on landscape pages (a ``longtable``);
-an identifier may break after its underscores. Figures are the PDF drawings of
-the document, attached as ``figures/<key>.pdf`` and included with ``\\includegraphics``.
+columns is set smaller, shrunk to the text width (a ``tabular``) or on landscape pages (a ``longtable``,
+whose every column is a ``p{}`` column of a share of the line's width: ``column_shares``, so that nothing
+runs off the page); an identifier may break after its underscores, and any long word every few letters.
+Figures are the PDF drawings of the document, attached as ``figures/<key>.pdf`` and included with
+``\\includegraphics``. Every table and figure has a ``\\label`` (``tab:<key>``, ``fig:<key>``) and a
+``\\caption`` that defines its symbols: its title, n, and its method's estimator and unit (a figure,
+its table's).
 
 Every string of the document is untrusted text and goes through :func:`latex_escape`.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass, field
 
 from reports.document import (
     BulletList,
@@ -28,7 +33,7 @@ from reports.document import (
     cell_text,
 )
 from reports.formats import Rendered
-from reports.render_html import NUMERIC_KINDS, method_text
+from reports.render_html import NUMERIC_KINDS, column_shares, method_text
 
 LONGTABLE_ROWS = 30
 WRAP_CHARS = 40
@@ -104,7 +109,68 @@ def latex_escape(text: object) -> str:
     return "".join(out)
 
 
+# A word this long with no space (a hash, an address, a long identifier) gets a break point every
+# BREAK_EVERY characters, so that it never runs into the margin.
+LONG_WORD = re.compile(r"\S{24,}")
+BREAK_EVERY = 12
+
+
+def latex_text(text: object) -> str:
+    """``text`` escaped (``latex_escape``), a long word given break points (``\\allowbreak``) every
+    ``BREAK_EVERY`` characters: for running text and table cells."""
+    raw = str(text)
+    out: list[str] = []
+    at = 0
+    for match in LONG_WORD.finditer(raw):
+        out.append(latex_escape(raw[at : match.start()]))
+        word = match.group(0)
+        out.append(
+            r"\allowbreak{}".join(
+                latex_escape(word[i : i + BREAK_EVERY]) for i in range(0, len(word), BREAK_EVERY)
+            )
+        )
+        at = match.end()
+    out.append(latex_escape(raw[at:]))
+    return "".join(out)
+
+
 _HEADINGS = ("section", "subsection", "subsubsection", "paragraph", "subparagraph")
+_LABEL_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _label(kind: str, key: str, taken: set[str]) -> str:
+    """A ``\\label`` name for a table (``tab``) or figure (``fig``) from its key: ``tab:soda_bds``;
+    letters, digits, ``_`` and ``-`` only, unique in the document (a compare report's second study's
+    ``tab:soda_bds-2``)."""
+    base = f"{kind}:" + (_LABEL_NAME.sub("-", key).strip("-")[:60] or kind)
+    name, number = base, 2
+    while name in taken:
+        name, number = f"{base}-{number}", number + 1
+    taken.add(name)
+    return name
+
+
+def definition(table: DocTable | None) -> str:
+    """What a table's (or its figure's) symbols mean, for its caption: its method's estimator and what
+    one n counts ("" without a method record)."""
+    if table is None or table.method is None:
+        return ""
+    method = table.method
+    text = f"{method.estimator.rstrip('. ')}; n counts {method.unit}."
+    return text[:1].upper() + text[1:]
+
+
+@dataclass
+class _State:
+    """What the walk over the document keeps: the figures' files, their names, the labels used and the
+    table each figure draws (the last table of that key before it)."""
+
+    figures: dict[str, bytes] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)
+    labels: set[str] = field(default_factory=set)
+    tables: dict[str, DocTable] = field(default_factory=dict)
+
+
 _FIGURE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -140,33 +206,52 @@ def _column_spec(table: DocTable, kinds: list[str]) -> str:
     )
 
 
-def _table(table: DocTable) -> list[str]:
+# About how many characters of Computer Modern a long table's row holds: \\small on the portrait text
+# width, \\scriptsize on the landscape one (geometry's 2.2 cm margins), less the columns' padding.
+LONG_CAPACITY = {False: (470.0, 12.0, 5.0), True: (720.0, 6.0, 4.0)}  # width pt, padding pt, pt per char
+
+
+def _long_spec(table: DocTable, kinds: list[str], texts: list[list[str]], wide: bool) -> str:
+    """A long table's columns: each a ``p{}`` column of its share of the line (``column_shares``), less
+    its padding, so the table is exactly as wide as the line; numbers right-aligned."""
+    width, padding, per_char = LONG_CAPACITY[wide]
+    capacity = (width - padding * len(kinds)) / per_char
+    shares = column_shares(table, texts, capacity)
+    return "".join(
+        (r">{\raggedleft\arraybackslash}" if kind in NUMERIC_KINDS else r">{\raggedright\arraybackslash}")
+        + rf"p{{\dimexpr {share:.4f}\linewidth-2\tabcolsep\relax}}"
+        for kind, share in zip(kinds, shares, strict=True)
+    )
+
+
+def _table(table: DocTable, state: _State) -> list[str]:
     if not table.rows:
         reason = table.empty_reason or "no rows"
-        return [rf"\noindent\textbf{{{latex_escape(table.title)}}}: {latex_escape(reason)}", ""]
+        return [rf"\noindent\textbf{{{latex_escape(table.title)}}}: {latex_text(reason)}", ""]
+    state.tables[table.key] = table
+    label = _label("tab", table.key, state.labels)
     kinds = [column.kind for column in table.columns]
-    spec = _column_spec(table, kinds)
+    texts = [
+        [cell_text(v, kinds[i] if i < len(kinds) else "text") for i, v in enumerate(row)]
+        for row in table.rows
+    ]
     header = " & ".join(rf"\textbf{{{latex_escape(c.label)}}}" for c in table.columns) + r" \\"
-    body = []
-    for row in table.rows:
-        cells = [
-            latex_escape(cell_text(v, kinds[i] if i < len(kinds) else "text")) for i, v in enumerate(row)
-        ]
-        body.append(" & ".join(cells) + r" \\")
-    caption = latex_escape(table.title) + (
-        f" (n = {latex_escape(cell_text(table.n, 'n'))})" if table.n else ""
-    )
+    body = [" & ".join(latex_text(cell) for cell in row) + r" \\" for row in texts]
+    short = latex_escape(table.title) + (f" (n = {latex_escape(cell_text(table.n, 'n'))})" if table.n else "")
+    symbols = definition(table)
+    caption = rf"[{short}]{{{short}" + (f". {latex_text(symbols)}" if symbols else "") + "}"
+    wide = len(table.columns) > WIDE_COLUMNS
     # A wide table (more than WIDE_COLUMNS columns) in a smaller type with tighter columns, so that it
     # stays inside the text block.
-    font = r"\small" if len(table.columns) <= WIDE_COLUMNS else r"\scriptsize\setlength{\tabcolsep}{3pt}"
+    font = r"\small" if not wide else r"\scriptsize\setlength{\tabcolsep}{3pt}"
     lines: list[str]
     if len(table.rows) > LONGTABLE_ROWS:
-        wide = len(table.columns) > WIDE_COLUMNS
+        spec = _long_spec(table, kinds, texts, wide)
         lines = [
             # a wide table over several pages is set on landscape pages (pdflscape turns them)
             *([r"\begin{landscape}"] if wide else []),
             rf"{{{font}\begin{{longtable}}{{{spec}}}",
-            rf"\caption{{{caption}}}\\",
+            rf"\caption{caption}\label{{{label}}}\\",
             r"\toprule",
             header,
             r"\midrule",
@@ -182,10 +267,11 @@ def _table(table: DocTable) -> list[str]:
             *([r"\end{landscape}"] if wide else []),
         ]
     else:
+        spec = _column_spec(table, kinds)
         lines = [
             r"\begin{table}[htbp]",
             rf"\centering{font}",
-            rf"\caption{{{caption}}}",
+            rf"\caption{caption}\label{{{label}}}",
             # shrunk to the text width when wider (never enlarged)
             r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
             rf"\begin{{tabular}}{{{spec}}}",
@@ -199,41 +285,50 @@ def _table(table: DocTable) -> list[str]:
         ]
     method = method_text(table)
     if method:
-        lines.append(rf"\noindent{{\small\emph{{Method.}} {latex_escape(method)}}}\par")
-    lines.extend(rf"\noindent{{\small {latex_escape(note)}}}\par" for note in table.notes)
+        lines.append(rf"\noindent{{\small\emph{{Method.}} {latex_text(method)}}}\par")
+    lines.extend(rf"\noindent{{\small {latex_text(note)}}}\par" for note in table.notes)
     lines.append("")
     return lines
 
 
-def _block(block: object, figures: dict[str, bytes], taken: set[str]) -> list[str]:
+# Label: value pairs as a list with a hanging indent (a description's label would not wrap).
+FACTS_BEGIN = r"\begin{list}{}{\setlength{\leftmargin}{1.5em}\setlength{\itemindent}{-1.5em}}"
+
+
+def _block(block: object, state: _State) -> list[str]:
     if isinstance(block, Paragraph):
-        return [latex_escape(block.text), ""]
+        return [latex_text(block.text), ""]
     if isinstance(block, Facts):
         if not block.pairs:
             return []
-        items = [rf"\item[{{{latex_escape(label)}}}] {latex_escape(value)}" for label, value in block.pairs]
-        return [r"\begin{description}", *items, r"\end{description}", ""]
+        items = [
+            rf"\item \textbf{{{latex_text(label)}}}: {latex_text(value)}" for label, value in block.pairs
+        ]
+        return [FACTS_BEGIN, *items, r"\end{list}", ""]
     if isinstance(block, BulletList):
         if not block.items:
             return []
         return [
             r"\begin{itemize}",
-            *(rf"\item {latex_escape(item)}" for item in block.items),
+            *(rf"\item {latex_text(item)}" for item in block.items),
             r"\end{itemize}",
             "",
         ]
     if isinstance(block, DocTable):
-        return _table(block)
+        return _table(block, state)
     if isinstance(block, DocFigure):
         if not block.pdf:
             return [rf"\noindent\textbf{{{latex_escape(block.title)}}}: no drawing.", ""]
-        path = f"figures/{_figure_name(block.key, taken)}.pdf"
-        figures[path] = block.pdf
+        path = f"figures/{_figure_name(block.key, state.names)}.pdf"
+        state.figures[path] = block.pdf
+        title = latex_escape(block.title)
+        symbols = definition(state.tables.get(block.table))
+        caption = rf"[{title}]{{{title}" + (f". {latex_text(symbols)}" if symbols else "") + "}"
         return [
             r"\begin{figure}[htbp]",
             r"\centering",
             rf"\includegraphics[width=\linewidth,height=0.45\textheight,keepaspectratio]{{{path}}}",
-            rf"\caption{{{latex_escape(block.title)}}}",
+            rf"\caption{caption}\label{{{_label('fig', block.key, state.labels)}}}",
             r"\end{figure}",
             "",
         ]
@@ -242,8 +337,7 @@ def _block(block: object, figures: dict[str, bytes], taken: set[str]) -> list[st
 
 def render_source(document: ReportDocument) -> tuple[str, dict[str, bytes]]:
     """The LaTeX source and its figures (relative path -> PDF bytes)."""
-    figures: dict[str, bytes] = {}
-    taken: set[str] = set()
+    state = _State()
     lines = [
         r"\documentclass[11pt,a4paper]{article}",
         r"\usepackage[utf8]{inputenc}",
@@ -256,10 +350,14 @@ def render_source(document: ReportDocument) -> tuple[str, dict[str, bytes]]:
         r"\usepackage{pdflscape}",
         r"\usepackage{graphicx}",
         r"\setcounter{secnumdepth}{3}",
+        # lines of identifiers and numbers break where they may rather than run into the margin
+        r"\tolerance=2000",
+        r"\setlength{\emergencystretch}{3em}",
         rf"\title{{{latex_escape(document.title)}}}",
         r"\author{Stereotype Audit Workbench}",
         rf"\date{{Studies {latex_escape(', '.join(str(pk) for pk in document.study_ids))}; "
-        rf"source {latex_escape(document.source)}; generated {latex_escape(document.generated_at)}}}",
+        rf"source {latex_escape(document.source_label or document.source)}; "
+        rf"generated {latex_escape(document.generated_at)}}}",
         r"\begin{document}",
         r"\maketitle",
         r"\tableofcontents",
@@ -271,12 +369,12 @@ def render_source(document: ReportDocument) -> tuple[str, dict[str, bytes]]:
             command = _HEADINGS[min(depth, len(_HEADINGS) - 1)]
             lines.append(rf"\{command}{{{latex_escape(section.title)}}}")
             for block in section.blocks:
-                lines.extend(_block(block, figures, taken))
+                lines.extend(_block(block, state))
             walk(section.subsections, depth + 1)
 
     walk(document.sections, 0)
     lines.append(r"\end{document}")
-    return "\n".join(lines) + "\n", figures
+    return "\n".join(lines) + "\n", state.figures
 
 
 def render(document: ReportDocument) -> Rendered:

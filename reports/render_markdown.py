@@ -120,7 +120,8 @@ def render(document: ReportDocument) -> Rendered:
     lines = [
         f"# {escape(document.title)}",
         "",
-        f"_Generated {escape(document.generated_at)} (UTC); labels from {escape(document.source)}._",
+        f"_Generated {escape(document.generated_at)} (UTC); labels from "
+        f"{escape(document.source_label or document.source)}._",
         "",
     ]
     for section in document.sections:

@@ -24,6 +24,11 @@ class FetchRefused(ValueError):
     """What the url fetcher answers every URL with."""
 
 
+# A tagged PDF (its structure tree: headings, paragraphs, lists, tables with their header cells), which
+# screen readers and PDF/UA checkers read: WeasyPrint's PDF/UA-1 variant (the page's lang and title are
+# its language and title).
+PDF_OPTIONS: dict[str, Any] = {"pdf_variant": "pdf/ua-1", "pdf_tags": True}
+
 # The only URLs a figure's SVG may carry: matplotlib's embedded rasters.
 EMBEDDED_IMAGES = ("data:image/png;base64,", "data:image/jpeg;base64,")
 
@@ -53,5 +58,5 @@ def render(document: ReportDocument) -> Rendered:
     import weasyprint  # heavy (Pango, fonts): loaded only where a PDF is made
 
     html = weasyprint.HTML(string=render_page(document), url_fetcher=embedded_images_only(), base_url=None)
-    body: bytes = html.write_pdf()
+    body: bytes = html.write_pdf(**PDF_OPTIONS)
     return Rendered(filename=report_filename(document, "pdf"), content_type="application/pdf", body=body)

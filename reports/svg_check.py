@@ -14,7 +14,7 @@ declaration and the DOCTYPE left out), so what is inlined is exactly what was ch
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET  # noqa: S405 - only to write out a tree defusedxml parsed
+import xml.etree.ElementTree as ET  # only to write out a tree defusedxml parsed
 
 from defusedxml import ElementTree as SafeET
 from defusedxml.common import DefusedXmlException

@@ -3,11 +3,15 @@
 downloads and the API").
 
 The study's researchers only; anyone else, annotators of the study included, gets 404
-(``reports.jobs.report_study_get``). The preview is the report's own HTML page in an ``<iframe
-sandbox srcdoc>``: it runs nothing, its styles stay out of the app's page, and the app's
-content-security policy (``workbench.middleware``) applies unchanged. md, html and heds of a small study
-are made in the request; tex and pdf, and every format of a large study (``report_is_large``), go
-through a :class:`~reports.models.ReportJob`, listed on the page with its state and download link.
+(``reports.jobs.report_study_get``). The tab answers without building the report (its options are
+checked, nothing more); the preview, the report's own HTML page, comes after it from
+``/studies/<pk>/report/preview/`` (same checks, same options), which ``static/js/study.js`` fetches
+and sets as the ``srcdoc`` of an ``<iframe sandbox>``: it runs nothing, its styles stay out of the
+app's page, and the app's content-security policy (``workbench.middleware``) and ``X-Frame-Options:
+DENY`` apply unchanged (the frame is not loaded from a URL, so no page of the app need be frameable).
+md, html and heds of a small study are made in the request; tex and pdf, and every format of a large
+study (``report_is_large``), go through a :class:`~reports.models.ReportJob`, listed on the page with
+its state and download link, which ``study.js`` follows from the API until every job has ended.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from annotations.access import request_user
 from annotations.views.pages import IMAGE_CSP
 from common.errors import ValidationFailed
 from findings.report import default_source, sources_available
-from reports.downloads import report_file_response
+from reports.downloads import report_file_response, report_supplement_response
 from reports.formats import FORMATS
 from reports.jobs import (
     CORRECTIONS,
@@ -53,6 +57,11 @@ FORMAT_NOTES = {
     "heds": "the HEDS 3.0 datasheet (JSON)",
 }
 COMPARE_CHOICES = 200
+# The preview's own answer, should it be opened by itself (a reader without JavaScript): nothing runs
+# and nothing loads (a sandbox, no source but its inline style sheet and data: images, never framed),
+# and no cache keeps it (it is a study's data).
+PREVIEW_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; sandbox"
+PREVIEW_CACHE_CONTROL = "private, no-store"
 
 
 def _options(request: HttpRequest, study: Any, data: Any, fmt: str) -> ReportOptions:
@@ -85,21 +94,48 @@ def study_report(request: HttpRequest, pk: int) -> HttpResponse:
     return _tab_page(request, study, options)
 
 
+@login_required
+@require_GET
+def study_report_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    """The preview of the Report tab: the report's HTML page for the options of the tab's query (the
+    tab's checks: 404 to all but the study's researchers, 400 with the reason for a refused option,
+    409 for a large study, whose report is made in the background only). Every answer is sandboxed
+    and kept by no cache; the reason of a refusal is plain text, which the tab shows."""
+    study = report_study_get(user=request_user(request), id=pk)
+    try:
+        options = _options(request, study, request.GET, "html")
+    except ValidationFailed as exc:
+        return _preview_answer(exc.message, status=400)
+    if report_is_large(study):
+        return _preview_answer(
+            "This study is large: its report is made in the background. Download the HTML above to read it.",
+            status=409,
+        )
+    try:
+        rendered = report_render(study, options)
+    except ValidationFailed as exc:
+        return _preview_answer(exc.message, status=400)
+    return _preview_answer(rendered.body, content_type="text/html; charset=utf-8")
+
+
+def _preview_answer(
+    body: str | bytes, *, status: int = 200, content_type: str = "text/plain; charset=utf-8"
+) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type, status=status)
+    response["Content-Security-Policy"] = PREVIEW_CSP
+    response["Cache-Control"] = PREVIEW_CACHE_CONTROL
+    return response
+
+
 def _tab_page(
     request: HttpRequest, study: Any, options: ReportOptions | None, *, error: str = ""
 ) -> HttpResponse:
     """The Report tab for ``options`` (None: options refused with ``error``; the tab answers 400 with
-    the reason and the default options)."""
+    the reason and the default options). The preview is not built here: the page names its URL."""
     user = request_user(request)
-    preview = ""
     large = report_is_large(study)
     if options is None:
         options = ReportOptions(fmt="html", source=None, correction="holm", compare=[])
-    if not error and not large:
-        try:
-            preview = report_render(study, options).body.decode("utf-8")
-        except ValidationFailed as exc:
-            error = exc.message
     chosen = {other.pk for other in options.compare}
     sources = sources_available(study)
     if options.source and options.source not in sources:
@@ -109,7 +145,7 @@ def _tab_page(
         "study": study,
         "options": options,
         "error": error,
-        "preview": preview,
+        "preview_url": f"{reverse('study-report-preview', args=[study.pk])}?{_query(options)}",
         "large": large,
         "formats": [
             {"name": fmt, "note": FORMAT_NOTES.get(fmt, ""), "inline": fmt in INLINE_FORMATS and not large}
@@ -168,3 +204,15 @@ def study_report_download(request: HttpRequest, pk: int, job_id: int) -> HttpRes
         messages.error(request, f"Report {found.pk} is {found.get_status_display().lower()}, not ready.")
         return redirect(reverse("study-report", args=[study.pk]) + "#report-jobs")
     return report_file_response(found)
+
+
+@login_required
+def study_report_supplement(request: HttpRequest, pk: int, job_id: int) -> HttpResponseBase:
+    """A finished report job's supplement: every findings table in full, one CSV each, in a zip."""
+    user = request_user(request)
+    study = report_study_get(user=user, id=pk)
+    found = report_job_get_for_user(user=user, study=study, id=job_id)
+    if found.status != ReportJob.Status.DONE or not found.supplement.name:
+        messages.error(request, f"Report {found.pk} has no supplement ready.")
+        return redirect(reverse("study-report", args=[study.pk]) + "#report-jobs")
+    return report_supplement_response(found)

@@ -335,3 +335,28 @@ def test_no_page_module_draws() -> None:
             )
             wrong += [f"{name} imports {n}" for n in names if n.split(".")[0] == "matplotlib"]
     assert wrong == []
+
+
+# The longest a function may be: past it, a reader loses the thread (split it into named steps).
+MAX_FUNCTION_LINES = 150
+
+
+def test_no_function_is_longer_than_a_reader_can_follow() -> None:
+    long = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{name}.{node.name}: {lines} lines")
+    assert long == []
+
+
+def test_no_app_holds_half_of_the_house() -> None:
+    """The largest app (annotations) stays under half of the code's lines (migrations not counted):
+    a wing with its own vocabulary gets its own app, as the findings did."""
+    lines: dict[str, int] = defaultdict(int)
+    for name, path in MODULES.items():
+        lines[name.split(".")[0]] += len(path.read_text().splitlines())
+    total = sum(lines.values())
+    assert {top: n for top, n in lines.items() if n * 2 >= total} == {}

@@ -87,7 +87,7 @@ def _parse_lines(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
     return records
 
 
-def annotations_import(*, study: Study, path: Address) -> AnnotationImportReport:
+def annotations_import(*, study: Study, address: Address) -> AnnotationImportReport:
     """Import a JSONL file of annotations into ``study``; all or nothing.
 
     A line: ``{"item": EXTERNAL_ID, "annotator": NAME, "annotator_kind": "human"|"machine",
@@ -100,7 +100,7 @@ def annotations_import(*, study: Study, path: Address) -> AnnotationImportReport
     study (without accounts); so do machine annotators, by (name, version)
     (``machine_annotator_for_import``).
     """
-    name, data = file_read(path)
+    name, data = file_read(address)
     return annotations_import_records(study=study, records=_parse_lines(data, name))
 
 

@@ -44,8 +44,8 @@ DEFAULT_ANNOTATOR = "coco"
 MAX_ANNOTATIONS = 2_000_000
 
 
-def _load(path: Address) -> dict[str, Any]:
-    name, raw = file_read(path)
+def _load(address: Address) -> dict[str, Any]:
+    name, raw = file_read(address)
     try:
         data = json_loads(raw.decode("utf-8-sig"), where=name)
     except UnicodeDecodeError as exc:
@@ -165,12 +165,12 @@ def _number(value: Any) -> bool:
 
 @transaction.atomic
 def coco_import(
-    *, study: Study, path: Address, question: str, annotator: str | None = None, kind: str | None = None
+    *, study: Study, address: Address, question: str, annotator: str | None = None, kind: str | None = None
 ) -> dict[str, Any]:
     """Import a COCO file's boxes into ``question`` of ``study`` (see the module docstring)."""
     if kind is not None and kind not in Annotator.Kind.values:
         raise ImportRefused("the annotator kind must be human or machine")
-    data = _load(path)
+    data = _load(address)
     boxes_question, linked = _boxes_question(study, question)
     index = _ItemIndex(study)
     used_images = {a.get("image_id") for a in data["annotations"] if isinstance(a, dict)}
@@ -250,7 +250,7 @@ def coco_import(
             ForeignAnswer(where=where, item=facts, who=who, question_key=boxes_question.key, value=boxes)
         )
     if not answers:
-        raise ImportRefused(f"{address_name(path)}: has no annotations to import")
+        raise ImportRefused(f"{address_name(address)}: has no annotations to import")
     report: AnswersReport = foreign_answers_save(study=study, answers=answers)
     return report.as_dict() | {
         "boxes": sum(len(boxes) for _where, boxes in grouped.values()),

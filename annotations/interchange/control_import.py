@@ -45,7 +45,7 @@ def _answers_from_record(record: dict[str, Any], protocol: Protocol) -> dict[str
 
 @transaction.atomic
 def controls_import(
-    *, study: Study, path: Address, default_kind: str = ControlKind.GOLD
+    *, study: Study, address: Address, default_kind: str = ControlKind.GOLD
 ) -> ControlImportReport:
     """Mark controls from a CSV or JSONL file (see docs/crowd.md); one transaction, a bad row stops it.
 
@@ -59,7 +59,7 @@ def controls_import(
     protocol = study.protocol_obj
     report = ControlImportReport()
     seen: set[str] = set()
-    name, data = file_read(path)
+    name, data = file_read(address)
     rows = list(manifest_records_read(name, data))
     if not rows:
         raise ImportRefused(f"{name}: has no rows")

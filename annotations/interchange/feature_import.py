@@ -260,8 +260,8 @@ def _write(study: Study, features: list[_Feature]) -> FeatureImportReport:
     return report
 
 
-def features_import(*, study: Study, path: Address) -> FeatureImportReport:
+def features_import(*, study: Study, address: Address) -> FeatureImportReport:
     """Import a JSONL file of embeddings and captions into ``study``'s items; all or nothing.
     ``path``: a local file or a bucket object (``annotations.interchange.sources.file_read``)."""
-    name, data = file_read(path, limit=settings.WORKBENCH_MAX_UPLOAD_BYTES)
+    name, data = file_read(address, limit=settings.WORKBENCH_MAX_UPLOAD_BYTES)
     return features_import_records(study=study, records=_parse(data, name))

@@ -146,7 +146,7 @@ def labelstudio_new_study(
         if not inline:
             # The config is read (and refused) before anything is written; the study and its job are
             # then made together.
-            protocol = labelstudio_study_protocol(path=main, config_path=kept.get("config"), name=name)
+            protocol = labelstudio_study_protocol(address=main, config_address=kept.get("config"), name=name)
             with transaction.atomic():
                 study = study_create(
                     owner=user, name=name, protocol=protocol, imported_from=upload.name or address_name(main)
@@ -165,7 +165,7 @@ def labelstudio_new_study(
         raise
     try:
         report = labelstudio_import(
-            path=main, owner=user, name=name, config_path=kept.get("config")
+            address=main, owner=user, name=name, config_address=kept.get("config")
         ).as_dict()
     finally:
         _stored_delete_all(kept)
@@ -185,7 +185,7 @@ def items_import_uploads(
     deleted once the import ends."""
     stored = uploads_store(uploads, paths=paths, suffixes=ITEM_SUFFIXES, images=images)
     try:
-        return items_import(study=study, path=Stored(stored))
+        return items_import(study=study, address=Stored(stored))
     finally:
         stored_delete(stored)
 

@@ -100,7 +100,7 @@ def items_report(report: ImportReport) -> dict[str, Any]:
 
 
 def _items(run: ImportRun) -> dict[str, Any]:
-    return items_report(items_import(study=run.study, path=run.address, tick=run.tick))
+    return items_report(items_import(study=run.study, address=run.address, tick=run.tick))
 
 
 def _items_summary(report: dict[str, Any]) -> str:
@@ -116,9 +116,9 @@ def _items_summary(report: dict[str, Any]) -> str:
 
 def _labelstudio(run: ImportRun) -> dict[str, Any]:
     return labelstudio_import(
-        path=run.address,
+        address=run.address,
         study=run.study,
-        config_path=run.files.get("config"),
+        config_address=run.files.get("config"),
         study_from_config=bool(run.options.get("study_from_config")),
         tick=run.tick,
         before_commit=run.before_commit,
@@ -140,7 +140,7 @@ def _coco(run: ImportRun) -> dict[str, Any]:
         run,
         lambda: coco_import(
             study=run.study,
-            path=run.address,
+            address=run.address,
             question=str(options.get("question") or ""),
             annotator=options.get("annotator") or None,
             kind=options.get("kind") or None,
@@ -156,7 +156,7 @@ def _coco_summary(report: dict[str, Any]) -> str:
 
 
 def _annotations(run: ImportRun) -> dict[str, Any]:
-    return _atomic(run, lambda: annotations_import(study=run.study, path=run.address).as_dict())
+    return _atomic(run, lambda: annotations_import(study=run.study, address=run.address).as_dict())
 
 
 def _annotations_summary(report: dict[str, Any]) -> str:
@@ -167,7 +167,7 @@ def _annotations_summary(report: dict[str, Any]) -> str:
 
 
 def _features(run: ImportRun) -> dict[str, Any]:
-    return _atomic(run, lambda: features_import(study=run.study, path=run.address).as_dict())
+    return _atomic(run, lambda: features_import(study=run.study, address=run.address).as_dict())
 
 
 def _features_summary(report: dict[str, Any]) -> str:
@@ -181,7 +181,9 @@ def _stereotypes(run: ImportRun) -> dict[str, Any]:
     ratings = run.files.get("ratings")
 
     def write() -> dict[str, Any]:
-        rows = stereotype_table_import(study=run.study, path=run.address, visual_attributes_path=ratings)
+        rows = stereotype_table_import(
+            study=run.study, address=run.address, visual_attributes_address=ratings
+        )
         return {"rows": rows, "ratings": ratings is not None}
 
     return _atomic(run, write)
@@ -196,7 +198,7 @@ def _stereotypes_summary(report: dict[str, Any]) -> str:
 
 
 def _controls(run: ImportRun) -> dict[str, Any]:
-    return _atomic(run, lambda: ids_bounded(controls_import(study=run.study, path=run.address).as_dict()))
+    return _atomic(run, lambda: ids_bounded(controls_import(study=run.study, address=run.address).as_dict()))
 
 
 def _controls_summary(report: dict[str, Any]) -> str:

@@ -402,12 +402,12 @@ def _records_and_source(
     return iter(named), str, source
 
 
-def items_import(*, study: Study, path: Address, tick: Callable[[], None] = _no_tick) -> ImportReport:
+def items_import(*, study: Study, address: Address, tick: Callable[[], None] = _no_tick) -> ImportReport:
     """Import every item from ``path`` into ``study``; all or nothing. See the module docstring.
     ``path``: a local folder, zip or manifest, or a bucket address ``s3://bucket/prefix/``
     (``annotations.interchange.sources.source_open``). ``tick`` is called as rows and files go by
     (an import job's heartbeat: raising there stops the import, nothing written)."""
-    return items_import_opened(study=study, opened=source_open(path), tick=tick)
+    return items_import_opened(study=study, opened=source_open(address), tick=tick)
 
 
 def items_import_opened(*, study: Study, opened: Opened, tick: Callable[[], None] = _no_tick) -> ImportReport:

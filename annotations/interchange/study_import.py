@@ -58,20 +58,20 @@ def _records(data: bytes, name: str) -> list[tuple[int, dict[str, Any]]]:
     return records
 
 
-def study_import(*, owner: User, path: Address, name: str | None = None) -> Study:
+def study_import(*, owner: User, address: Address, name: str | None = None) -> Study:
     """Create a new study from an export; all or nothing. Returns the new study. ``path``: a local
     file or a bucket object (``annotations.interchange.sources``)."""
     source: FileSource | None = None
-    label = address_name(path)
+    label = address_name(address)
     if label.lower().endswith(".zip"):
-        source = archive_open(path)
+        source = archive_open(address)
         try:
             data = source.read("study.jsonl", limit=1 << 40)
         except ImportRefused as exc:
             source.close()
             raise ImportRefused(f"{label}: has no study.jsonl") from exc
     else:
-        label, data = file_read(path)
+        label, data = file_read(address)
     try:
         with item_files_kept_on_success():  # the study's transaction rolled back: its files go too
             return _study_import(owner=owner, records=_records(data, label), source=source, name=name)

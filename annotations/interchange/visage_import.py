@@ -92,8 +92,8 @@ class _Screen:
     boxes: list[dict[str, Any]]
 
 
-def _read_csv(path: Address) -> tuple[list[str], list[dict[str, str]]]:
-    name, data = file_read(path)
+def _read_csv(address: Address) -> tuple[list[str], list[dict[str, str]]]:
+    name, data = file_read(address)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -228,15 +228,15 @@ def released_markers_protocol() -> Protocol:
     return protocol_from_dict(data, source="stereotype-markers (released ViSAGe data)")
 
 
-def read_visual_ratings(path: Address) -> list[tuple[str, dict[str, int]]]:
+def read_visual_ratings(address: Address) -> list[tuple[str, dict[str, int]]]:
     """(attribute, {region: code 1..5}) per row of sheet ``all_visual_attr`` of the ratings workbook."""
     import openpyxl  # heavy; only the importer needs it
 
-    _name, data = file_read(path)
+    _name, data = file_read(address)
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except (OSError, ValueError, KeyError) as exc:
-        raise ImportRefused(f"{address_name(path)}: not a readable .xlsx workbook ({exc})") from exc
+        raise ImportRefused(f"{address_name(address)}: not a readable .xlsx workbook ({exc})") from exc
     try:
         sheet = (
             workbook["all_visual_attr"]
@@ -247,7 +247,7 @@ def read_visual_ratings(path: Address) -> list[tuple[str, dict[str, int]]]:
         header = [str(h).strip() if h is not None else "" for h in next(rows, ())]
         missing = [name for name in ("attribute", *(col for _, col in REGIONS)) if name not in header]
         if missing:
-            raise ImportRefused(f"{address_name(path)}: column {missing[0]!r} is missing")
+            raise ImportRefused(f"{address_name(address)}: column {missing[0]!r} is missing")
         out = []
         for number, row in enumerate(rows, start=2):
             attribute = row[header.index("attribute")]
@@ -263,18 +263,18 @@ def read_visual_ratings(path: Address) -> list[tuple[str, dict[str, int]]]:
                     code = int(as_float)
                 except (TypeError, ValueError) as exc:
                     raise ImportRefused(
-                        f"{address_name(path)} row {number}: {column} {value!r} is not a number"
+                        f"{address_name(address)} row {number}: {column} {value!r} is not a number"
                     ) from exc
                 if code not in LIKERT_CODES or code != as_float:
                     raise ImportRefused(
-                        f"{address_name(path)} row {number}: {column} {value!r} is not one of 1..5"
+                        f"{address_name(address)} row {number}: {column} {value!r} is not one of 1..5"
                     )
                 codes[region] = code
             out.append((str(attribute).strip(), codes))
     finally:
         workbook.close()
     if not out:
-        raise ImportRefused(f"{address_name(path)}: has no rated attribute")
+        raise ImportRefused(f"{address_name(address)}: has no rated attribute")
     return out
 
 
@@ -344,18 +344,18 @@ def _count(value: str | None, where: str, column: str) -> int | None:
 
 
 def _stereotype_entries(
-    study: Study, path: Address, visual: set[str] | None, source: str
+    study: Study, address: Address, visual: set[str] | None, source: str
 ) -> list[StereotypeEntry]:
-    header, rows = _read_csv(path)
+    header, rows = _read_csv(address)
     for name in ("identity", "attribute"):
         if name not in header:
-            raise ImportRefused(f"{address_name(path)}: column {name!r} is missing")
+            raise ImportRefused(f"{address_name(address)}: column {name!r} is missing")
     offensive_col = next((c for c in OFFENSIVENESS_COLUMNS if c in header), None)
     known = {"identity", "attribute", "NA_stereo", "region_stereo", *OFFENSIVENESS_COLUMNS}
     entries: list[StereotypeEntry] = []
     seen: dict[tuple[str, str], int] = {}
     for index, row in enumerate(rows):
-        where = f"{address_name(path)} line {index + 2}"
+        where = f"{address_name(address)} line {index + 2}"
         identity, attribute = (row.get("identity") or "").strip(), (row.get("attribute") or "").strip()
         if not identity or not attribute:
             raise ImportRefused(f"{where}: identity and attribute must not be empty")
@@ -384,13 +384,13 @@ def _stereotype_entries(
             )
         )
     if not entries:
-        raise ImportRefused(f"{address_name(path)}: has no rows")
+        raise ImportRefused(f"{address_name(address)}: has no rows")
     return entries
 
 
 @transaction.atomic
 def stereotype_table_import(
-    *, study: Study, path: Address, visual_attributes_path: Address | None = None
+    *, study: Study, address: Address, visual_attributes_address: Address | None = None
 ) -> int:
     """Replace ``study``'s stereotype table with the rows of a SeeGULL-style CSV; returns the row count.
 
@@ -399,8 +399,10 @@ def stereotype_table_import(
     ``visual_attributes_path`` each row's ``visual`` flag comes from the ratings (all regions Agree or
     Strongly Agree); without it, ``visual`` stays unknown. All or nothing.
     """
-    visual = visual_terms(read_visual_ratings(visual_attributes_path)) if visual_attributes_path else None
-    entries = _stereotype_entries(study, path, visual, address_name(path))
+    visual = (
+        visual_terms(read_visual_ratings(visual_attributes_address)) if visual_attributes_address else None
+    )
+    entries = _stereotype_entries(study, address, visual, address_name(address))
     StereotypeEntry.objects.filter(study=study).delete()
     StereotypeEntry.objects.bulk_create(entries, batch_size=2000)
     return len(entries)
@@ -410,9 +412,9 @@ def stereotype_table_import(
 def visage_import(
     *,
     owner: User,
-    annotations_path: Address,
-    seegull_path: Address,
-    visual_attributes_path: Address | None = None,
+    annotations_address: Address,
+    seegull_address: Address,
+    visual_attributes_address: Address | None = None,
     name: str = "ViSAGe",
 ) -> VisageImportReport:
     """Create the ViSAGe studies from the released files (see the module docstring); all or nothing.
@@ -421,16 +423,16 @@ def visage_import(
     ``annotations_import_records``: every answer is checked by ``clean_answer`` and written with
     ``bulk_create``); the stereotype table is bulk-created here.
     """
-    header, rows = _read_csv(annotations_path)
+    header, rows = _read_csv(annotations_address)
     missing = [column for column in ANNOTATION_COLUMNS if column not in header]
     if missing:
-        raise ImportRefused(f"{address_name(annotations_path)}: column {missing[0]!r} is missing")
+        raise ImportRefused(f"{address_name(annotations_address)}: column {missing[0]!r} is missing")
     if not rows:
-        raise ImportRefused(f"{address_name(annotations_path)}: has no rows")
+        raise ImportRefused(f"{address_name(annotations_address)}: has no rows")
     screens = _screens(rows)
     item_records, _labels = _image_records(rows)
     annotation_records, annotators = _annotation_records(screens)
-    ratings = read_visual_ratings(visual_attributes_path) if visual_attributes_path else None
+    ratings = read_visual_ratings(visual_attributes_address) if visual_attributes_address else None
     report = VisageImportReport(showings=len(rows), screens=len(screens))
 
     markers = study_create(
@@ -438,10 +440,10 @@ def visage_import(
         name=f"{name}: stereotype markers",
         protocol=released_markers_protocol(),
         description=(
-            f"Imported from {address_name(annotations_path)} (every row one showing; items are references, "
-            "the images were not released) and " + address_name(seegull_path) + "."
+            f"Imported from {address_name(annotations_address)} (every row one showing; items are "
+            "references, the images were not released) and " + address_name(seegull_address) + "."
         ),
-        imported_from=address_name(annotations_path),
+        imported_from=address_name(annotations_address),
         # The released data shows each image to 1 to 33 people and visage counts every judgement on its
         # own (L = k/n over showings), so an image one person judged is complete: overlap 1.
         overlap=1,
@@ -453,21 +455,21 @@ def visage_import(
     report.annotators["stereotype-markers"] = len(annotators)
 
     visual = visual_terms(ratings) if ratings is not None else None
-    entries = _stereotype_entries(markers, seegull_path, visual, address_name(seegull_path))
+    entries = _stereotype_entries(markers, seegull_address, visual, address_name(seegull_address))
     StereotypeEntry.objects.bulk_create(entries, batch_size=2000)
     report.stereotype_rows = len(entries)
 
     if ratings is not None:
-        assert visual_attributes_path is not None
+        assert visual_attributes_address is not None
         visualness = study_create(
             owner=owner,
             name=f"{name}: visual-ness of attributes",
             protocol=load_preset("visualness"),
             description=(
-                f"Imported from {address_name(visual_attributes_path)}: one rater per region "
+                f"Imported from {address_name(visual_attributes_address)}: one rater per region "
                 "(asia, emea, na)."
             ),
-            imported_from=address_name(visual_attributes_path),
+            imported_from=address_name(visual_attributes_address),
         )
         item_rows, likert_rows, duplicates = _visualness_records(ratings)
         report.studies["visualness"] = visualness.pk

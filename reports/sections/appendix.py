@@ -1,5 +1,7 @@
-"""The reproducibility appendix: which workbench and packages made the report, the sha256 of the study's
-JSONL export taken in the same transaction as the numbers, and the commands that recompute each number."""
+"""The reproducibility appendix: which workbench and packages made the report and the sha256 of the study's
+JSONL export taken in the same transaction as the numbers. The commands that recompute each number
+(``commands``) go to the supplement's README (``reports/supplement.py``): a paper's appendix names what
+was run, not how to type it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from django.conf import settings
 
 from annotations.interchange.exports import export_jsonl
 from annotations.models import Study
-from reports.document import BulletList, Facts, Section
+from reports.document import Facts, Paragraph, Section
 
 PACKAGES = ("django", "numpy", "scipy", "krippendorff", "torch", "diffusers", "transformers", "matplotlib")
 
@@ -71,7 +73,7 @@ def commands(study: Study, source: str, correction: str) -> list[str]:
     """The manage.py commands that recompute each part of the report."""
     sid = study.pk
     return [
-        f"python manage.py export {sid} --format jsonl   (the export whose sha256 is above)",
+        f"python manage.py export {sid} --format jsonl   (the export whose sha256 Reproducibility gives)",
         f"python manage.py metrics {sid} --json --source {source}   (Findings)",
         f"python manage.py agreement {sid} --json   (Agreement; Machine vs human)",
         f"python manage.py quality {sid} --json   (People: pools, gold, attention, exclusions)",
@@ -93,5 +95,12 @@ def appendix_section(study: Study, *, source: str, correction: str, generated_at
     return Section(
         key="reproducibility",
         title="Reproducibility",
-        blocks=[Facts(pairs=pairs), BulletList(items=commands(study, source, correction))],
+        blocks=[
+            Facts(pairs=pairs),
+            Paragraph(
+                "The report's supplement holds every findings table as a CSV file; its README.txt names each "
+                "file and lists the workbench commands that recompute each section of this report from the "
+                "export above."
+            ),
+        ],
     )

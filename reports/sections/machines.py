@@ -135,7 +135,8 @@ def validation_facts(study: Study) -> Facts | Paragraph:
             ("Drawn from (frame)", "-" if sample.frame_size is None else f"{sample.frame_size:,}"),
             (
                 "What it supports",
-                "prediction-powered estimates of means and proportions (source ppi:LABELLER)"
+                "prediction-powered estimates of means and proportions from the labeller's labels and the "
+                "people's labels of the sample"
                 if sample.design
                 else "accuracy on the sample only (PPI needs inclusion probabilities)",
             ),

@@ -4,8 +4,12 @@
 // - the People tab's account autocomplete (a <datalist> filled from a JSON endpoint);
 // - the invitation page's demographic form builder, which writes the JSON the YAML box holds;
 // - the Export tab's background exports and the Report tab's report jobs (templates/reports/study.html:
-//   the same data-export-job rows), whose status is polled until each is done or failed.
-// Everything is built with DOM calls and textContent: no untrusted text is ever parsed as HTML.
+//   the same data-export-job rows), whose status is polled (every 2 s, backing off while nothing
+//   changes or the server is away) until each is done, failed or cancelled;
+// - the Report tab's preview, fetched after the page from its own URL into the sandboxed frame.
+// Everything is built with DOM calls and textContent: no untrusted text is ever parsed as HTML in the
+// page. The one HTML handed to a parser is the report preview, as the srcdoc of an <iframe sandbox="">
+// (an opaque origin where nothing runs), as the server used to write it into the page.
 (function () {
   "use strict";
 
@@ -339,26 +343,41 @@
   }
 
   // --- Background exports: live status ----------------------------------------------------------
+  // Every 2 s while a job changes; each quiet round (or failed request) waits half as long again, up
+  // to 10 s; polling ends when no row is pending or running.
   const EXPORT_POLL_MS = 2000;
+  const EXPORT_POLL_MAX_MS = 10000;
   const EXPORT_LABELS = { pending: "Pending", running: "Running", done: "Done", failed: "Failed", cancelled: "Cancelled" };
   function setUpExportStatus() {
     const rows = Array.from(document.querySelectorAll("li[data-export-job]"));
     const open = () => rows.filter((row) => ["pending", "running"].includes(row.dataset.status));
     if (!open().length) return;
+    let delay = EXPORT_POLL_MS;
     async function poll() {
+      let changed = false;
       for (const row of open()) {
         try {
           const response = await fetch(row.dataset.statusUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" });
           if (!response.ok) continue;
           const job = await response.json();
           if (job.status === row.dataset.status) continue;
+          changed = true;
           row.dataset.status = job.status;
           row.querySelector(".export-status").textContent = EXPORT_LABELS[job.status] || job.status;
           if (job.status === "done" && row.dataset.downloadUrl && !row.querySelector("a")) {
             const link = document.createElement("a");
             link.href = row.dataset.downloadUrl;
-            link.textContent = "download";
+            // a report row names its file, as the server writes it (an export row says "download")
+            link.textContent = "reportJob" in row.dataset && job.filename ? "download " + job.filename : "download";
             row.append(" · ", link);
+            if (job.supplement_url && row.dataset.supplementUrl) {
+              // every findings table in full, beside the report (the page's address, not the API's)
+              const supplement = document.createElement("a");
+              supplement.href = row.dataset.supplementUrl;
+              supplement.className = "report-supplement";
+              supplement.textContent = "every table in full (CSV zip)";
+              row.append(" · ", supplement);
+            }
           } else if (job.error) {
             row.append(" · " + job.error);
           }
@@ -366,9 +385,64 @@
           // the server is away for a moment: try again at the next tick
         }
       }
-      if (open().length) window.setTimeout(poll, EXPORT_POLL_MS);
+      delay = changed ? EXPORT_POLL_MS : Math.min(Math.round(delay * 1.5), EXPORT_POLL_MAX_MS);
+      if (open().length) window.setTimeout(poll, delay);
     }
-    window.setTimeout(poll, EXPORT_POLL_MS);
+    window.setTimeout(poll, delay);
+  }
+
+  // --- The Report tab's preview ------------------------------------------------------------------
+  // The tab answers without it (reports/views.py); the report's HTML page comes from the preview's URL
+  // and becomes the srcdoc of the frame, whose sandbox="" (no script, an opaque origin) is set again
+  // first. A refusal's reason (plain text) or the failure is said in the frame's place (role=status).
+  function setUpReportPreview() {
+    const box = document.getElementById("report-preview-box");
+    const frame = document.getElementById("report-preview");
+    const status = document.getElementById("report-preview-status");
+    if (!box || !frame || !status || !box.dataset.previewUrl) return;
+    function fail(reason) {
+      status.classList.remove("muted");
+      status.classList.add("error");
+      status.textContent = "The preview could not be loaded: " + reason;
+    }
+    async function load() {
+      let response;
+      try {
+        response = await fetch(box.dataset.previewUrl, {
+          credentials: "same-origin",
+          redirect: "manual",
+          headers: { Accept: "text/html" },
+        });
+      } catch (error) {
+        fail("the server could not be reached. Reload the page to try again.");
+        return;
+      }
+      if (response.type === "opaqueredirect") {
+        fail("you are signed out. Reload the page to sign in again.");
+        return;
+      }
+      let text = "";
+      try {
+        text = await response.text();
+      } catch (error) {
+        fail("its answer was cut short. Reload the page to try again.");
+        return;
+      }
+      if (!response.ok) {
+        const plain = (response.headers.get("Content-Type") || "").startsWith("text/plain");
+        const reason = plain ? text.trim().slice(0, 500) : "";
+        fail(reason || "the server answered " + response.status + ". Reload the page to try again.");
+        return;
+      }
+      frame.setAttribute("sandbox", "");
+      frame.addEventListener("load", () => {
+        frame.hidden = false;
+        status.textContent = "Preview loaded.";
+        status.classList.add("visually-hidden");
+      }, { once: true });
+      frame.srcdoc = text;
+    }
+    load();
   }
 
   setUpTabs();
@@ -376,4 +450,5 @@
   setUpEnrolAutocomplete();
   setUpBuilder();
   setUpExportStatus();
+  setUpReportPreview();
 })();

@@ -73,7 +73,7 @@ def test_human_and_machine_annotations_import_into_one_table(items, tmp_path) ->
             },
         ],
     )
-    report = annotations_import(study=items, path=path)
+    report = annotations_import(study=items, address=path)
     assert report.created == 5 and sorted(report.annotators_created) == ["gpt-4o 2024-08", "rater-1"]
     machine = Annotator.objects.get(kind="machine", name="gpt-4o")
     assert machine.version == "2024-08" and machine.study == items  # a file's machine: this study's
@@ -86,16 +86,16 @@ def test_human_and_machine_annotations_import_into_one_table(items, tmp_path) ->
 
 def test_reimporting_changed_values_keeps_the_old_ones_as_revisions(items, tmp_path) -> None:
     line = {"item": "i2", "annotator": "r", "annotator_kind": "human", "question": "gender", "value": "male"}
-    annotations_import(study=items, path=write_jsonl(tmp_path / "a.jsonl", [line]))
+    annotations_import(study=items, address=write_jsonl(tmp_path / "a.jsonl", [line]))
     report = annotations_import(
-        study=items, path=write_jsonl(tmp_path / "b.jsonl", [{**line, "value": "female"}])
+        study=items, address=write_jsonl(tmp_path / "b.jsonl", [{**line, "value": "female"}])
     )
     assert (report.created, report.updated) == (0, 1)
     annotation = Annotation.objects.get()
     assert annotation.value == "female"
     assert list(AnnotationRevision.objects.values_list("value", flat=True)) == ["male"]
     same = annotations_import(
-        study=items, path=write_jsonl(tmp_path / "c.jsonl", [{**line, "value": "female"}])
+        study=items, address=write_jsonl(tmp_path / "c.jsonl", [{**line, "value": "female"}])
     )
     assert same.unchanged == 1 and AnnotationRevision.objects.count() == 1
 
@@ -155,15 +155,15 @@ def test_a_bad_line_names_its_number_and_nothing_is_imported(items, tmp_path, re
     if record.get("question") == "boxes" and "beard" in json.dumps(record):
         good = {"item": "i1", "annotator": "r", "question": "attributes", "value": ["beard"]}
     with pytest.raises(ImportRefused, match=message.replace("(", r"\(")):
-        annotations_import(study=items, path=write_jsonl(tmp_path / "bad.jsonl", [good, record]))
+        annotations_import(study=items, address=write_jsonl(tmp_path / "bad.jsonl", [good, record]))
     assert Annotation.objects.count() == 0 and Annotator.objects.count() == 0
 
 
 def test_a_repeated_answer_and_broken_json_are_refused(items, tmp_path) -> None:
     line = {"item": "i2", "annotator": "r", "question": "gender", "value": "male"}
     with pytest.raises(ImportRefused, match="line 2: repeats the answer of line 1"):
-        annotations_import(study=items, path=write_jsonl(tmp_path / "a.jsonl", [line, line]))
+        annotations_import(study=items, address=write_jsonl(tmp_path / "a.jsonl", [line, line]))
     (tmp_path / "b.jsonl").write_text(json.dumps(line) + "\n{not json\n")
     with pytest.raises(ImportRefused, match="line 2: not valid JSON"):
-        annotations_import(study=items, path=tmp_path / "b.jsonl")
+        annotations_import(study=items, address=tmp_path / "b.jsonl")
     assert Annotation.objects.count() == 0

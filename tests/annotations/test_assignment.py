@@ -319,11 +319,11 @@ def test_a_manifest_marks_items_expert_only(study, tmp_path) -> None:
 
     manifest = tmp_path / "m.csv"
     manifest.write_text("external_id,expert_only\na,true\nb,\n")
-    items_import(study=study, path=manifest)
+    items_import(study=study, address=manifest)
     assert dict(Item.objects.values_list("external_id", "expert_only")) == {"a": True, "b": False}
     assert "expert_only" not in Item.objects.get(external_id="a").metadata
     bad = tmp_path / "bad.csv"
     bad.write_text("external_id,expert_only\nc,perhaps\n")
     with pytest.raises(ImportRefused):
-        items_import(study=study, path=bad)
+        items_import(study=study, address=bad)
     assert not Item.objects.filter(external_id="c").exists()

@@ -49,7 +49,7 @@ def _victim_study(owner: Any, tmp_path: Path) -> Study:
     folder.mkdir()
     (folder / "a.png").write_bytes(png_bytes((200, 0, 0)))
     (folder / "b.png").write_bytes(png_bytes((0, 200, 0)))
-    items_import(study=victim, path=folder)
+    items_import(study=victim, address=folder)
     assert ItemImage.objects.filter(item__study=victim).count() == 2
     return victim
 

@@ -63,7 +63,7 @@ def filled_study(study, tmp_path):
         + json.dumps({"external_id": "b", "file": "b.png"})
         + "\n"
     )
-    items_import(study=study, path=tmp_path / "imgs")
+    items_import(study=study, address=tmp_path / "imgs")
     lines: list[dict[str, Any]] = [
         {"item": "a", "annotator": "r1", "question": "gender", "value": "female"},
         {
@@ -97,17 +97,17 @@ def filled_study(study, tmp_path):
         },
     ]
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    annotations_import(study=study, path=tmp_path / "a.jsonl")
+    annotations_import(study=study, address=tmp_path / "a.jsonl")
     lines[0]["value"] = "male"
     (tmp_path / "b.jsonl").write_text(json.dumps(lines[0]) + "\n")
-    annotations_import(study=study, path=tmp_path / "b.jsonl")  # an edit: one revision
+    annotations_import(study=study, address=tmp_path / "b.jsonl")  # an edit: one revision
     return study
 
 
 def test_jsonl_export_reimports_losslessly(filled_study, owner, tmp_path) -> None:
     out = tmp_path / "study.jsonl"
     export_to_file(filled_study, "jsonl", out)
-    rebuilt = study_import(owner=owner, path=out, name="copy")
+    rebuilt = study_import(owner=owner, address=out, name="copy")
     original, copy = comparable(filled_study), comparable(rebuilt)
     # Without the image bytes, items come back as references that remember their file names.
     for record in copy:
@@ -129,7 +129,7 @@ def test_zip_export_carries_the_image_files(file_store: FileStore, filled_study,
         stored = {image.sha256: file_store.read(image.file.name) for image in ItemImage.objects.all()}
         assert sorted(archive.read(n) for n in names if n.startswith("files/")) == sorted(stored.values())
     assert "study.jsonl" in names and sum(name.startswith("files/") for name in names) == 2
-    rebuilt = study_import(owner=owner, path=out)
+    rebuilt = study_import(owner=owner, address=out)
     assert comparable(rebuilt) == comparable(filled_study)
     assert Item.objects.get(study=rebuilt, external_id="a").images.get().width == 100
     assert len(file_store.names("items/")) == 4  # the rebuilt study stored its own copies
@@ -150,7 +150,7 @@ def test_a_study_import_refused_after_its_files_leaves_none_behind(
                 assert b"no-such-question" in data
             target.writestr(member, data)
     with pytest.raises(ImportRefused):
-        study_import(owner=owner, path=broken)
+        study_import(owner=owner, address=broken)
     assert Study.objects.count() == 1 and file_store.names() == before
 
 
@@ -214,7 +214,7 @@ def test_round_trip_keeps_controls_consensus_adjudication_and_exclusions(
     out = tmp_path / "study.zip"
     export_to_file(study, "zip", out)
 
-    rebuilt = study_import(owner=owner, path=out)
+    rebuilt = study_import(owner=owner, address=out)
     assert comparable(rebuilt) == comparable(study)  # every record, the new kinds included
     copy_b = Item.objects.get(study=rebuilt, external_id="b")
     assert (copy_b.control_kind, copy_b.control_answers, copy_b.note) == (
@@ -251,7 +251,7 @@ def test_an_export_whose_control_answers_no_longer_fit_is_refused(filled_study, 
     from common.errors import ImportRefused
 
     with pytest.raises(ImportRefused, match=r"control answers: gender: .*robot"):
-        study_import(owner=owner, path=tmp_path / "bad.jsonl")
+        study_import(owner=owner, address=tmp_path / "bad.jsonl")
     assert not Study.objects.exclude(pk=filled_study.pk).exists()  # nothing half-imported
 
 
@@ -284,7 +284,7 @@ def test_malformed_consensus_and_exclusion_records_are_refused_by_line(
     lines = [*export_jsonl(filled_study), json.dumps(record) + "\n"]
     (tmp_path / "bad.jsonl").write_text("".join(lines))
     with pytest.raises(ImportRefused, match=message):
-        study_import(owner=owner, path=tmp_path / "bad.jsonl")
+        study_import(owner=owner, address=tmp_path / "bad.jsonl")
     assert Study.objects.count() == 1  # nothing half-imported
 
 
@@ -299,7 +299,7 @@ def test_two_open_exclusions_of_one_person_are_refused(filled_study, owner, tmp_
         "".join([*export_jsonl(filled_study), *(json.dumps(r) + "\n" for r in twice)])
     )
     with pytest.raises(ImportRefused, match="'r1' is excluded twice"):
-        study_import(owner=owner, path=tmp_path / "bad.jsonl")
+        study_import(owner=owner, address=tmp_path / "bad.jsonl")
     assert Study.objects.count() == 1
 
 
@@ -399,11 +399,11 @@ def test_an_archive_links_only_the_importers_own_people(
     )
     out = tmp_path / "study.zip"
     export_to_file(study, "zip", out)
-    theirs = study_import(owner=other_researcher, path=out)
+    theirs = study_import(owner=other_researcher, address=out)
     label = ConsensusLabel.objects.get(study=theirs, item__external_id="a", question_key="gender")
     exclusion = AnnotatorExclusion.objects.get(study=theirs)
     assert (label.value, label.adjudicated_by, exclusion.excluded_by) == ("female", None, None)
-    mine = study_import(owner=owner, path=out)
+    mine = study_import(owner=owner, address=out)
     assert (
         ConsensusLabel.objects.get(study=mine, item__external_id="a", question_key="gender").adjudicated_by
         == owner

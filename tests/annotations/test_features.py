@@ -147,7 +147,7 @@ def test_imported_features_give_the_hand_computed_pull_and_salience(pull_study, 
 
 
 def test_export_writes_what_import_reads(pull_study, tmp_path) -> None:
-    features_import(study=pull_study, path=features_file(tmp_path / "f.jsonl", gpu_box_lines()))
+    features_import(study=pull_study, address=features_file(tmp_path / "f.jsonl", gpu_box_lines()))
     out = io.StringIO()
     call_command("export_features", str(pull_study.pk), stdout=out)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
@@ -162,10 +162,10 @@ def test_export_writes_what_import_reads(pull_study, tmp_path) -> None:
             record={"external_id": name, "file": "a.png"},
             files={"a.png": png_bytes((index * 30, 10, 10))},
         )
-    report = features_import(study=other, path=features_file(tmp_path / "back.jsonl", lines))
+    report = features_import(study=other, address=features_file(tmp_path / "back.jsonl", lines))
     assert (report.created, report.replaced) == (10, 0)
     # Importing again replaces (same numbers, new rows); the API exports one labeller and one kind.
-    again = features_import(study=other, path=features_file(tmp_path / "back.jsonl", lines))
+    again = features_import(study=other, address=features_file(tmp_path / "back.jsonl", lines))
     assert (again.created, again.replaced) == (0, 10)
     api = client_for(pull_study.owner).get(
         f"/api/studies/{other.pk}/features/", {"labeller": "blip-large@1", "kind": "captions"}
@@ -205,7 +205,7 @@ def test_a_bad_line_refuses_the_whole_file(pull_study, tmp_path, line, message) 
     good = {"item": "y-d1", "labeller": "c", "version": "1", "captions": ["fine"]}
     path = features_file(tmp_path / "bad.jsonl", [good, line])
     with pytest.raises(ImportRefused, match="line 2: ") as caught:
-        features_import(study=pull_study, path=path)
+        features_import(study=pull_study, address=path)
     assert message in caught.value.message
     assert not ItemFeature.objects.exists() and not Annotator.objects.filter(name="c").exists()
 
@@ -214,7 +214,7 @@ def test_non_finite_numbers_and_dimensions(pull_study, tmp_path) -> None:
     nan = tmp_path / "nan.jsonl"
     nan.write_text('{"item": "x-d1", "labeller": "c", "embedding": [1, NaN]}\n')
     with pytest.raises(ImportRefused, match="line 1: embedding.1 is NaN: not a number JSON allows"):
-        features_import(study=pull_study, path=nan)
+        features_import(study=pull_study, address=nan)
     mixed = features_file(
         tmp_path / "mixed.jsonl",
         [
@@ -223,7 +223,7 @@ def test_non_finite_numbers_and_dimensions(pull_study, tmp_path) -> None:
         ],
     )
     with pytest.raises(ImportRefused, match="line 2: c  embeddings have 2 dimensions"):
-        features_import(study=pull_study, path=mixed)
+        features_import(study=pull_study, address=mixed)
     twice = features_file(
         tmp_path / "twice.jsonl",
         [
@@ -232,16 +232,18 @@ def test_non_finite_numbers_and_dimensions(pull_study, tmp_path) -> None:
         ],
     )
     with pytest.raises(ImportRefused, match="line 2: repeats the embedding of line 1"):
-        features_import(study=pull_study, path=twice)
+        features_import(study=pull_study, address=twice)
     features_import(
         study=pull_study,
-        path=features_file(tmp_path / "ok.jsonl", [{"item": "x-d1", "labeller": "c", "embedding": [1, 0]}]),
+        address=features_file(
+            tmp_path / "ok.jsonl", [{"item": "x-d1", "labeller": "c", "embedding": [1, 0]}]
+        ),
     )
     wider = features_file(
         tmp_path / "wider.jsonl", [{"item": "x-s1", "labeller": "c", "embedding": [1, 0, 0]}]
     )
     with pytest.raises(ImportRefused, match="already stored embeddings of 2 dimensions"):
-        features_import(study=pull_study, path=wider)
+        features_import(study=pull_study, address=wider)
 
 
 def test_bad_input_is_a_clear_400_and_the_page_upload(pull_study, tmp_path, other_researcher) -> None:

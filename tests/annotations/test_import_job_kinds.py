@@ -77,7 +77,7 @@ def _coco(study: Study) -> bytes:
     """The COCO boxes of a Label Studio study (imported, exported, then removed again)."""
     from annotations.interchange.labelstudio.importer import labelstudio_import
 
-    labelstudio_import(path=LABELSTUDIO_FIXTURES / "project_export.json", study=study)
+    labelstudio_import(address=LABELSTUDIO_FIXTURES / "project_export.json", study=study)
     data = json.dumps(export_coco(study)).encode()
     Annotation.objects.filter(study=study).delete()
     return data

@@ -28,7 +28,7 @@ def test_a_folder_of_images_becomes_items_with_hashes_and_sizes(
 ) -> None:
     write_png(tmp_path / "imgs" / "a.png", (255, 0, 0))
     write_png(tmp_path / "imgs" / "sub" / "b.png", (0, 255, 0), size=(40, 30))
-    report = items_import(study=study, path=tmp_path / "imgs")
+    report = items_import(study=study, address=tmp_path / "imgs")
     assert report.created == 2 and report.duplicates == []
     item = Item.objects.get(study=study, external_id="sub/b.png")
     image = item.images.get()
@@ -46,7 +46,7 @@ def test_a_csv_manifest_keeps_provenance_and_extra_columns_as_metadata(study, tm
         "external_id,file,prompt,model,condition,seed,occupation,tags\n"
         'x1,x.png,a photo of a doctor,sd-1.5,gender:women,42,doctor,"[""a"", ""b""]"\n'
     )
-    items_import(study=study, path=tmp_path / "items.csv")
+    items_import(study=study, address=tmp_path / "items.csv")
     item = Item.objects.get(external_id="x1")
     assert (item.prompt, item.model_name, item.condition, item.seed) == (
         "a photo of a doctor",
@@ -61,7 +61,7 @@ def test_fields_the_manifest_does_not_set_take_the_values_the_orm_would_store(st
     # The import writes rows without model instances; a field without a default (the note) must come
     # out as the ORM's own default ("" for text), never the text of Django's NOT_PROVIDED marker.
     (tmp_path / "items.csv").write_text("external_id,prompt\nr1,a photo of a nurse\n")
-    items_import(study=study, path=tmp_path / "items.csv")
+    items_import(study=study, address=tmp_path / "items.csv")
     imported = Item.objects.get(external_id="r1")
     made = Item.objects.create(study=study, external_id="r2", prompt="a photo of a nurse")
     for name in ("note", "control_kind", "expert_only", "judgements", "text", "metadata"):
@@ -88,7 +88,7 @@ def test_a_zip_with_a_jsonl_manifest_builds_image_sets(file_store: FileStore, ow
             )
             + "\n",
         )
-    report = items_import(study=study, path=archive)
+    report = items_import(study=study, address=archive)
     item = Item.objects.get(study=study, external_id="q1")
     assert report.created == 1 and item.kind == "image_set"
     assert list(item.images.values_list("position", flat=True)) == [0, 1, 2, 3]
@@ -103,13 +103,13 @@ def test_identical_files_are_kept_and_reported_and_repeated_ids_skipped(
     # (issue 14 point 3 changed this on purpose: a byte-identical file under another id was skipped before)
     write_png(tmp_path / "a.png", (1, 2, 3))
     write_png(tmp_path / "copy-of-a.png", (1, 2, 3))
-    report = items_import(study=study, path=tmp_path)
+    report = items_import(study=study, address=tmp_path)
     assert report.created == 2 and report.duplicates == []
     assert report.identical == [
         {"external_id": "copy-of-a.png", "same_as": "a.png", "reason": "same file(s) as item 'a.png'; kept"}
     ]
     assert len(default_store.names()) == 2  # each item stores its own copy
-    again = items_import(study=study, path=tmp_path)
+    again = items_import(study=study, address=tmp_path)
     assert again.created == 0 and len(again.duplicates) == 2
     assert Item.objects.filter(study=study).count() == 2
 
@@ -117,14 +117,14 @@ def test_identical_files_are_kept_and_reported_and_repeated_ids_skipped(
 def test_text_items_and_reference_items(owner, tmp_path) -> None:
     text_study = StudyFactory.create(owner=owner, protocol=load_preset("visualness").to_dict())
     (tmp_path / "terms.jsonl").write_text('{"text": "dark skin"}\n{"text": "poor"}\n')
-    assert items_import(study=text_study, path=tmp_path / "terms.jsonl").created == 2
+    assert items_import(study=text_study, address=tmp_path / "terms.jsonl").created == 2
     assert set(Item.objects.filter(study=text_study).values_list("kind", "text")) == {
         ("text", "dark skin"),
         ("text", "poor"),
     }
     image_study = StudyFactory.create(owner=owner)
     (tmp_path / "refs.csv").write_text("external_id,prompt\nimg-17,a photo of a Mexican person\n")
-    report = items_import(study=image_study, path=tmp_path / "refs.csv")
+    report = items_import(study=image_study, address=tmp_path / "refs.csv")
     assert report.references == 1
     assert Item.objects.get(study=image_study).is_reference
 
@@ -133,7 +133,7 @@ def test_a_bad_row_stops_the_import_and_nothing_is_written(study, tmp_path, file
     write_png(tmp_path / "ok.png")
     (tmp_path / "items.csv").write_text("external_id,file,seed\ngood,ok.png,1\nbad,ok.png,not-a-number\n")
     with pytest.raises(ImportRefused, match=r"items.csv row 3: seed 'not-a-number' is not an integer"):
-        items_import(study=study, path=tmp_path / "items.csv")
+        items_import(study=study, address=tmp_path / "items.csv")
     assert Item.objects.count() == 0 and file_store.names() == []
 
 
@@ -174,7 +174,7 @@ def test_a_failure_while_writing_removes_the_files_already_stored(
     else:
         monkeypatch.setattr(QuerySet, "bulk_create", cancelled_bulk_create)
     with pytest.raises((OSError, KeyboardInterrupt)):
-        items_import(study=study, path=tmp_path)
+        items_import(study=study, address=tmp_path)
     assert Item.objects.count() == 0 and ItemImage.objects.count() == 0
     assert file_store.names() == []
 
@@ -186,7 +186,7 @@ def test_archive_members_outside_the_folder_are_refused_by_name(study, tmp_path,
         zf.writestr("fine.png", png_bytes())
         zf.writestr(member, png_bytes((9, 9, 9)))
     with pytest.raises(ImportRefused, match="is outside the target folder"):
-        items_import(study=study, path=archive)
+        items_import(study=study, address=archive)
     assert Item.objects.count() == 0
 
 
@@ -197,26 +197,26 @@ def test_symbolic_links_in_archives_are_refused(study, tmp_path) -> None:
         info.external_attr = (stat.S_IFLNK | 0o777) << 16
         zf.writestr(info, "/etc/passwd")
     with pytest.raises(ImportRefused, match="'link.png' is a symbolic link"):
-        items_import(study=study, path=archive)
+        items_import(study=study, address=archive)
 
 
 def test_non_images_oversized_and_bomb_images_are_refused_by_name(study, tmp_path, settings) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(ImportRefused, match=r"notes.txt: is not an image"):
-        items_import(study=study, path=tmp_path)
+        items_import(study=study, address=tmp_path)
     (tmp_path / "notes.txt").unlink()
     (tmp_path / "fake.png").write_text("not really a png")
     with pytest.raises(ImportRefused, match=r"fake.png: is not an image"):
-        items_import(study=study, path=tmp_path)
+        items_import(study=study, address=tmp_path)
     (tmp_path / "fake.png").unlink()
     write_png(tmp_path / "big.png", size=(64, 64))
     settings.WORKBENCH_MAX_IMAGE_PIXELS = 1000
     with pytest.raises(ImportRefused, match=r"big.png: 64x64 pixels is over the 1,000-pixel limit"):
-        items_import(study=study, path=tmp_path)
+        items_import(study=study, address=tmp_path)
     settings.WORKBENCH_MAX_IMAGE_PIXELS = 10_000_000
     settings.WORKBENCH_MAX_IMAGE_BYTES = 50
     with pytest.raises(ImportRefused, match=r"big.png: .* is larger than the"):
-        items_import(study=study, path=tmp_path)
+        items_import(study=study, address=tmp_path)
     assert Item.objects.count() == 0
 
 
@@ -225,28 +225,28 @@ def test_zip_bombs_are_refused(study, tmp_path) -> None:
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("zeros.png", b"\0" * (20 * 1024 * 1024))
     with pytest.raises(ImportRefused, match="possible zip bomb"):
-        items_import(study=study, path=archive)
+        items_import(study=study, address=archive)
 
 
 def test_rows_must_fit_the_protocol(owner, tmp_path) -> None:
     markers = StudyFactory.create(owner=owner, protocol=load_preset("stereotype-markers").to_dict())
     (tmp_path / "m.jsonl").write_text('{"external_id": "i1", "identity": "Mexican"}\n')
     with pytest.raises(ImportRefused, match="metadata field 'attributes' is missing"):
-        items_import(study=markers, path=tmp_path / "m.jsonl")
+        items_import(study=markers, address=tmp_path / "m.jsonl")
     text_study = StudyFactory.create(owner=owner, protocol=load_preset("visualness").to_dict())
     (tmp_path / "t.csv").write_text("external_id,prompt\nx,p\n")
     with pytest.raises(
         ImportRefused, match=r"t.csv row 2: this study judges text items; the row has no 'text'"
     ):
-        items_import(study=text_study, path=tmp_path / "t.csv")
+        items_import(study=text_study, address=tmp_path / "t.csv")
     (tmp_path / "dup.jsonl").write_text(
         '{"external_id": "a", "text": "x"}\n{"external_id": "a", "text": "y"}\n'
     )
     with pytest.raises(ImportRefused, match="dup.jsonl line 2: external_id 'a' repeats dup.jsonl line 1"):
-        items_import(study=text_study, path=tmp_path / "dup.jsonl")
+        items_import(study=text_study, address=tmp_path / "dup.jsonl")
     (tmp_path / "cond.jsonl").write_text('{"text": "x", "condition": "<script>"}\n')
     with pytest.raises(ImportRefused, match="condition '<script>' is not of the form"):
-        items_import(study=text_study, path=tmp_path / "cond.jsonl")
+        items_import(study=text_study, address=tmp_path / "cond.jsonl")
     assert Item.objects.count() == 0
 
 
@@ -255,7 +255,7 @@ def test_manifest_files_must_stay_inside_its_folder(study, tmp_path) -> None:
     (tmp_path / "inner").mkdir()
     (tmp_path / "inner" / "items.csv").write_text("external_id,file\nx,../outside.png\n")
     with pytest.raises(ImportRefused, match="is outside the target folder"):
-        items_import(study=study, path=tmp_path / "inner" / "items.csv")
+        items_import(study=study, address=tmp_path / "inner" / "items.csv")
 
 
 def test_in_memory_files_go_through_the_same_checks(study) -> None:
@@ -447,7 +447,7 @@ def test_the_api_and_the_upload_page_report_identical_and_blank_images(
 
 
 def test_the_items_page_flags_and_filters_blank_images(owner, study, tmp_path, client) -> None:
-    items_import(study=study, path=safety_filtered_folder(tmp_path / "in"))
+    items_import(study=study, address=safety_filtered_folder(tmp_path / "in"))
     client.force_login(owner)
     everything = client.get(f"/studies/{study.pk}/items/").content.decode()
     assert "<strong>4</strong> items of this study have a blank or single-colour image" in everything

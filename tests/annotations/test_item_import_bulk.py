@@ -42,7 +42,7 @@ def test_the_bulk_insert_stores_what_the_orm_stores(study: Study, tmp_path: Path
         "bulk-2,,,,9223372036854775807,,no,,,\n",
         encoding="utf-8",
     )
-    report = items_import(study=study, path=manifest)
+    report = items_import(study=study, address=manifest)
     assert report.created == 2 and report.references == 2
     made = [
         Item.objects.create(
@@ -81,19 +81,19 @@ def test_ids_follow_the_manifest_and_a_second_import_reports_every_row_as_duplic
     study: Study, tmp_path: Path
 ) -> None:
     manifest = write_manifest(tmp_path / "items.csv", good_rows())
-    report = items_import(study=study, path=manifest)
+    report = items_import(study=study, address=manifest)
     assert report.created == ROWS and report.references == ROWS
     stored = dict(Item.objects.filter(study=study).values_list("external_id", "id"))
     assert report.item_ids == [stored[f"r{n}"] for n in range(ROWS)]
     assert report.item_ids == sorted(report.item_ids)
     assert Item.objects.get(external_id="r4999").prompt == "a photo of person 4999"
-    again = items_import(study=study, path=manifest)
+    again = items_import(study=study, address=manifest)
     assert again.created == 0 and len(again.duplicates) == ROWS
 
 
 def test_a_big_import_into_a_study_with_items_skips_the_ids_it_has(study: Study, tmp_path: Path) -> None:
     Item.objects.create(study=study, external_id="r4500", kind="image", is_reference=True)
-    report = items_import(study=study, path=write_manifest(tmp_path / "items.csv", good_rows()))
+    report = items_import(study=study, address=write_manifest(tmp_path / "items.csv", good_rows()))
     assert report.created == ROWS - 1
     assert report.duplicates == [{"external_id": "r4500", "reason": "already in the study"}]
     assert Item.objects.filter(study=study).count() == ROWS
@@ -117,7 +117,7 @@ def test_a_bad_row_after_thousands_of_good_ones_refuses_the_file_and_writes_noth
 ) -> None:
     manifest = write_manifest(tmp_path / "items.csv", good_rows() + last_rows)
     with pytest.raises(ImportRefused) as refused:
-        items_import(study=study, path=manifest)
+        items_import(study=study, address=manifest)
     assert refused.value.message.startswith(message), refused.value.message
     assert not Item.objects.filter(study=study).exists()
 
@@ -132,15 +132,15 @@ def test_with_several_bad_rows_the_refusal_is_the_one_the_checks_gave_in_turn(
     rows[3000] = "bad-seed,a photo,base,x"  # line 3002: not an item (the row checks)
     manifest = write_manifest(tmp_path / "items.csv", rows)
     with pytest.raises(ImportRefused, match=r"^items.csv row 3002: seed 'x' is not an integer$"):
-        items_import(study=study, path=manifest)
+        items_import(study=study, address=manifest)
     rows[4500] = 'nan,"[NaN]",base,1'  # line 4502: a cell that cannot be read
     manifest = write_manifest(tmp_path / "items.csv", rows, header="external_id,tags,condition,seed")
     with pytest.raises(ImportRefused, match=r"^items.csv row 4502: .*NaN"):
-        items_import(study=study, path=manifest)
+        items_import(study=study, address=manifest)
     rows[4500] = good_rows()[4500]
     monkeypatch.setattr(item_import, "MAX_ROWS", ROWS - 1)  # too many rows beats a row that is not an item
     with pytest.raises(ImportRefused, match=rf"^more than {ROWS - 1} rows; split the import$"):
-        items_import(study=study, path=write_manifest(tmp_path / "items.csv", rows))
+        items_import(study=study, address=write_manifest(tmp_path / "items.csv", rows))
     assert not Item.objects.filter(study=study).exists()
 
 
@@ -161,7 +161,7 @@ def test_refusals_name_the_rows_as_before(study: Study, tmp_path: Path, manifest
     path = tmp_path / "items.csv"
     path.write_text(manifest, encoding="utf-8")
     with pytest.raises(ImportRefused) as refused:
-        items_import(study=study, path=path)
+        items_import(study=study, address=path)
     assert refused.value.message == message
     assert not Item.objects.filter(study=study).exists()
 
@@ -183,5 +183,5 @@ def test_ids_added_by_someone_else_during_the_check_refuse_the_file_and_write_no
     monkeypatch.setattr(item_import, "_files_report", someone_else_imports_first)
     path = write_manifest(tmp_path / "items.csv", good_rows())
     with pytest.raises(ImportRefused, match="added to the study while the file was checked"):
-        items_import(study=study, path=path)
+        items_import(study=study, address=path)
     assert list(Item.objects.filter(study=study).values_list("external_id", flat=True)) == ["r4000"]

@@ -332,7 +332,11 @@ def test_a_bad_answer_after_stored_images_removes_the_files_too(
     before = row_counts()
     with pytest.raises(ImportRefused, match="task 103"):
         labelstudio_import(
-            path=write_export(tmp_path, tasks), owner=owner, name="x", config_path=CONFIG, media_root=MEDIA
+            address=write_export(tmp_path, tasks),
+            owner=owner,
+            name="x",
+            config_address=CONFIG,
+            media_root=MEDIA,
         )
     # The images were stored before the items' transaction; the refusal removed them (and the study).
     assert row_counts() == before and file_store.names() == []

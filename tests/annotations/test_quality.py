@@ -152,7 +152,7 @@ class TestImport:
             "item-0,,,female,hat;glasses\n"
             "item-1,attention,Select 'male' for this item.,male,\n"
         )
-        report = controls_import(study=study, path=csv_file)
+        report = controls_import(study=study, address=csv_file)
         assert (report.marked, report.replaced) == (2, 0)
         first, second = Item.objects.get(external_id="item-0"), Item.objects.get(external_id="item-1")
         assert first.control_kind == "gold" and first.control_answers == {
@@ -167,7 +167,7 @@ class TestImport:
             + json.dumps({"external_id": "item-2", "smiling": 0})
             + "\n"
         )
-        report = controls_import(study=study, path=jsonl)
+        report = controls_import(study=study, address=jsonl)
         assert (report.marked, report.replaced) == (1, 1)
         assert Item.objects.get(external_id="item-0").control_answers == {"gender": "male"}
 
@@ -176,11 +176,11 @@ class TestImport:
         bad = tmp_path / "gold.csv"
         bad.write_text("external_id,gender\nitem-0,female\nitem-1,robot\n")
         with pytest.raises(ImportRefused, match="row 3"):
-            controls_import(study=study, path=bad)
+            controls_import(study=study, address=bad)
         missing = tmp_path / "missing.csv"
         missing.write_text("external_id,gender\nnope,female\n")
         with pytest.raises(ImportRefused, match="no item 'nope'"):
-            controls_import(study=study, path=missing)
+            controls_import(study=study, address=missing)
         assert not Item.objects.exclude(control_kind="").exists()
 
 

@@ -108,7 +108,7 @@ def test_export_writes_the_bag_and_import_fills_the_fields(configured, owner, tm
     (tmp_path / "s.jsonl").write_text("".join(export_jsonl(study)))
     assert json.loads((tmp_path / "s.jsonl").read_text().splitlines()[0])["options"] == expected
 
-    copy = study_import(owner=owner, path=tmp_path / "s.jsonl", name="copy")
+    copy = study_import(owner=owner, address=tmp_path / "s.jsonl", name="copy")
     assert (copy.reveal_after_submit, copy.seed, copy.imported_from) == (True, 11, "a.csv")
     assert copy.visualness_study_id == configured["visual"].pk  # a study the importing owner can read
     assert quality_settings(copy).control_rate == 0.25 and quality_settings(copy).thresholds["loo_min_n"] == 5
@@ -122,10 +122,10 @@ def test_import_by_someone_who_cannot_read_the_linked_study_drops_the_link(
     configured, other_researcher, tmp_path: Path
 ) -> None:
     (tmp_path / "s.jsonl").write_text("".join(export_jsonl(configured["study"])))
-    copy = study_import(owner=other_researcher, path=tmp_path / "s.jsonl")
+    copy = study_import(owner=other_researcher, address=tmp_path / "s.jsonl")
     assert copy.visualness_study_id is None and copy.seed == 11
     study_share(study=configured["visual"], username=other_researcher.username)
-    again = study_import(owner=other_researcher, path=tmp_path / "s.jsonl")
+    again = study_import(owner=other_researcher, address=tmp_path / "s.jsonl")
     assert again.visualness_study_id == configured["visual"].pk
 
 
@@ -163,7 +163,7 @@ def test_import_refuses_malformed_options_by_line(study, owner, tmp_path: Path, 
     head["options"] = options
     (tmp_path / "bad.jsonl").write_text("".join([json.dumps(head) + "\n", *lines[1:]]))
     with pytest.raises(ImportRefused, match=f"^line 1: {message}"):
-        study_import(owner=owner, path=tmp_path / "bad.jsonl")
+        study_import(owner=owner, address=tmp_path / "bad.jsonl")
     assert Study.objects.count() == 1  # nothing half-imported
 
 

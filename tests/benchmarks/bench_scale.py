@@ -268,7 +268,7 @@ def _child_import(args: argparse.Namespace) -> dict[str, Any]:
     study = Study.objects.get(pk=args.study)
 
     def run() -> str:
-        report = items_import(study=study, path=Path(args.path))
+        report = items_import(study=study, address=Path(args.path))
         return f"{report.created} items created, {report.references} references"
 
     return _measure(run, args.profile)

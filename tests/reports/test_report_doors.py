@@ -56,16 +56,22 @@ def named_study(owner: User) -> Study:
 
 
 def test_the_tab_shows_the_preview_with_the_name_escaped(owner: User, named_study: Study) -> None:
-    page = login(owner).get(f"/studies/{named_study.pk}/report/")
+    client = login(owner)
+    page = client.get(f"/studies/{named_study.pk}/report/")
     assert page.status_code == 200
     html = page.content.decode()
     assert NAME not in html and "&lt;b&gt;Nurse &amp; &quot;doctor&quot;&lt;/b&gt; Ölçü" in html
-    # The preview is the report page in a sandboxed srcdoc frame: escaped once more in the attribute.
-    assert 'sandbox=""' in html and 'title="Report preview"' in html
-    assert "&amp;lt;b&amp;gt;Nurse &amp;amp; &amp;quot;doctor&amp;quot;&amp;lt;/b&amp;gt; Ölçü" in html
+    # The preview is the report page, fetched after the tab into a sandboxed frame (study.js sets it
+    # as the frame's srcdoc): the tab names its URL; the page itself holds none of it.
+    assert 'sandbox=""' in html and 'title="Report preview"' in html and "srcdoc" not in html
+    assert f'data-preview-url="/studies/{named_study.pk}/report/preview/?correction=holm"' in html
     assert "script-src 'self'" in page["Content-Security-Policy"]
     for fmt in ("md", "html", "tex", "pdf", "heds"):
         assert f'name="format" value="{fmt}"' in html
+    preview = client.get(f"/studies/{named_study.pk}/report/preview/", {"correction": "holm"})
+    assert preview.status_code == 200 and preview["Content-Type"] == "text/html; charset=utf-8"
+    body = preview.content.decode()
+    assert NAME not in body and "&lt;b&gt;Nurse &amp; &quot;doctor&quot;&lt;/b&gt; Ölçü" in body
 
 
 def test_the_study_page_links_the_tab(owner: User, named_study: Study) -> None:

@@ -159,14 +159,18 @@ def test_heds_datasheet_fills_what_the_data_answers_and_lists_the_rest(owner: Us
     assert "3.2.2.2: whether participants received payment" in todo
     assert "4.3.1.2 (criterion gender): the standardised criterion name it corresponds to" in todo
     assert not any(t.startswith(("2.1:", "3.2.3:", "4.3.7 ")) for t in todo)
-    # the same datasheet is the report's appendix, in every format
+    assert section4["criteria_left_out"] == []  # the item has no metadata a question depends on
+    # the same datasheet is the report's appendix, in every format; what is left to the authors is one
+    # list at its end, each question once (Section 4's with the criteria it concerns)
     text = _markdown(document)
     assert "## HEDS 3.0 datasheet" in text
-    assert f"5.1 which research ethics committee approved the experiment: {TO_COMPLETE}" in text
+    answered, todo_list = text.split(f"### HEDS questions {TO_COMPLETE}\n")
+    assert TO_COMPLETE not in answered.split("## HEDS 3.0 datasheet")[1]
+    assert "\n* 5.1 which research ethics committee approved the experiment\n" in todo_list
     assert (
-        f"4.1.1 type of quality assessed (correctness, goodness, feature) (every criterion): {TO_COMPLETE}"
-        in text
+        "\n* 4.1.1 type of quality assessed (correctness, goodness, feature) (every criterion)\n" in todo_list
     )
+    assert text.count("which research ethics committee approved the experiment") == 1
     assert "You agree to take part." in text
 
 

@@ -242,9 +242,12 @@ def _dynamic(element: _Element) -> str | None:
     return raw[1:]
 
 
-def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
-    """The protocol a labeling config describes (see the module docstring); refusals name the line."""
-    root = _parse(text)
+_Box = tuple[_Element, str, str, tuple[Option, ...], dict[str, str], str | None]
+
+
+def _elements(root: _Element) -> tuple[list[_Element], list[tuple[_Element, str]]]:
+    """The config's objects (Image, Text) and its controls with the prompt a Header above each gives;
+    a tag out of place or not supported is refused with its line."""
     objects: list[_Element] = []
     controls: list[tuple[_Element, str]] = []  # element, prompt
     prompt = ""
@@ -271,6 +274,13 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
             prompt = ""
             continue
         raise ConfigError(f"<{element.tag}> is not supported (supported: {SUPPORTED})", line=element.line)
+    return objects, controls
+
+
+def _labelled_object(
+    root: _Element, objects: list[_Element], controls: list[tuple[_Element, str]]
+) -> tuple[_Element, str, str, str]:
+    """The one object every control labels: (element, its name, its ``$field`` value, the unit)."""
     images = [element for element in objects if element.tag == "Image"]
     if len(images) > 1:
         raise ConfigError("a second <Image>: one image per task is labelled", line=images[1].line)
@@ -294,66 +304,82 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
     if not object_name or not value.startswith("$") or len(value) < 2:
         raise ConfigError(f'<{obj.tag}> needs a name and a value="$field"', line=obj.line)
     unit = "image_set" if "valueList" in obj.attrs else OBJECT_TAGS[obj.tag]
-    used: set[str] = set()
-    questions: list[Question] = []
-    boxes: list[tuple[_Element, str, str, tuple[Option, ...], dict[str, str], str | None]] = []
-    mapped: dict[str, Control] = {}
-    for element, prompt in controls:
-        control_name = element.attrs.get("name", "").strip()
-        if not control_name:
-            raise ConfigError(f"<{element.tag}> needs a name", line=element.line)
-        if control_name in mapped or any(control_name == b[0].attrs.get("name") for b in boxes):
-            raise ConfigError(f"two controls are named {control_name!r}", line=element.line)
-        to_name = element.attrs.get("toName", "").strip()
-        if to_name != object_name:
+    return obj, object_name, value, unit
+
+
+def _control_question(
+    element: _Element,
+    prompt: str,
+    *,
+    object_name: str,
+    unit: str,
+    used: set[str],
+    questions: list[Question],
+    boxes: list[_Box],
+    mapped: dict[str, Control],
+) -> None:
+    """The question of one Choices, Rating or TextArea control (its boxes, for RectangleLabels, are
+    made once every control is read: they may link to a Choices question)."""
+    control_name = element.attrs.get("name", "").strip()
+    if not control_name:
+        raise ConfigError(f"<{element.tag}> needs a name", line=element.line)
+    if control_name in mapped or any(control_name == b[0].attrs.get("name") for b in boxes):
+        raise ConfigError(f"two controls are named {control_name!r}", line=element.line)
+    to_name = element.attrs.get("toName", "").strip()
+    if to_name != object_name:
+        raise ConfigError(
+            f"<{element.tag} name={control_name!r}> points to {to_name!r}; the object is {object_name!r}",
+            line=element.line,
+        )
+    key = _key(control_name, element.line, used)
+    required = element.attrs.get("required", "false").strip().lower() == "true"
+    common: dict[str, Any] = {"key": key, "prompt": prompt or control_name, "required": required}
+    if element.tag == "Choices":
+        dynamic = _dynamic(element)
+        options, values = ((), {}) if dynamic else _options(element, "Choice")
+        mode = element.attrs.get("choice", "single").strip()
+        if mode not in ("single", "single-radio", "multiple"):
+            raise ConfigError(f"choice={mode!r} is not single, single-radio or multiple", line=element.line)
+        kind = "multi" if mode == "multiple" else "single"
+        if kind == "single" and not dynamic and len(options) < 2:
             raise ConfigError(
-                f"<{element.tag} name={control_name!r}> points to {to_name!r}; the object is {object_name!r}",
-                line=element.line,
+                f"<Choices name={control_name!r}> needs at least two choices", line=element.line
             )
-        key = _key(control_name, element.line, used)
-        required = element.attrs.get("required", "false").strip().lower() == "true"
-        common: dict[str, Any] = {"key": key, "prompt": prompt or control_name, "required": required}
-        if element.tag == "Choices":
-            dynamic = _dynamic(element)
-            options, values = ((), {}) if dynamic else _options(element, "Choice")
-            mode = element.attrs.get("choice", "single").strip()
-            if mode not in ("single", "single-radio", "multiple"):
-                raise ConfigError(
-                    f"choice={mode!r} is not single, single-radio or multiple", line=element.line
-                )
-            kind = "multi" if mode == "multiple" else "single"
-            if kind == "single" and not dynamic and len(options) < 2:
-                raise ConfigError(
-                    f"<Choices name={control_name!r}> needs at least two choices", line=element.line
-                )
-            questions.append(Question(kind=kind, options=options, options_from=dynamic, **common))
-            mapped[control_name] = Control(control_name, key, "choices", values, options_field=dynamic)
-        elif element.tag == "Rating":
-            if element.children:
-                raise ConfigError(
-                    f"<{element.children[0].tag}> inside <Rating> is not supported", line=element.line
-                )
-            raw = element.attrs.get("maxRating", "5").strip()
-            if not raw.isdigit() or not 2 <= int(raw) <= MAX_RATING:
-                raise ConfigError(
-                    f"maxRating={raw!r} must be a whole number from 2 to {MAX_RATING}", line=element.line
-                )
-            points = tuple(Option(key=str(n), label=str(n)) for n in range(1, int(raw) + 1))
-            questions.append(Question(kind="likert", options=points, **common))
-            mapped[control_name] = Control(control_name, key, "rating")
-        elif element.tag == "TextArea":
-            if element.children:
-                raise ConfigError(
-                    f"<{element.children[0].tag}> inside <TextArea> is not supported", line=element.line
-                )
-            questions.append(Question(kind="text", **common))
-            mapped[control_name] = Control(control_name, key, "textarea")
-        else:
-            if unit == "text":
-                raise ConfigError("<RectangleLabels> needs an <Image>", line=element.line)
-            dynamic = _dynamic(element)
-            options, values = ((), {}) if dynamic else _options(element, "Label")
-            boxes.append((element, key, prompt or control_name, options, values, dynamic))
+        questions.append(Question(kind=kind, options=options, options_from=dynamic, **common))
+        mapped[control_name] = Control(control_name, key, "choices", values, options_field=dynamic)
+    elif element.tag == "Rating":
+        if element.children:
+            raise ConfigError(
+                f"<{element.children[0].tag}> inside <Rating> is not supported", line=element.line
+            )
+        raw = element.attrs.get("maxRating", "5").strip()
+        if not raw.isdigit() or not 2 <= int(raw) <= MAX_RATING:
+            raise ConfigError(
+                f"maxRating={raw!r} must be a whole number from 2 to {MAX_RATING}", line=element.line
+            )
+        points = tuple(Option(key=str(n), label=str(n)) for n in range(1, int(raw) + 1))
+        questions.append(Question(kind="likert", options=points, **common))
+        mapped[control_name] = Control(control_name, key, "rating")
+    elif element.tag == "TextArea":
+        if element.children:
+            raise ConfigError(
+                f"<{element.children[0].tag}> inside <TextArea> is not supported", line=element.line
+            )
+        questions.append(Question(kind="text", **common))
+        mapped[control_name] = Control(control_name, key, "textarea")
+    else:
+        if unit == "text":
+            raise ConfigError("<RectangleLabels> needs an <Image>", line=element.line)
+        dynamic = _dynamic(element)
+        options, values = ((), {}) if dynamic else _options(element, "Label")
+        boxes.append((element, key, prompt or control_name, options, values, dynamic))
+
+
+def _box_questions(
+    boxes: list[_Box], *, used: set[str], questions: list[Question], mapped: dict[str, Control]
+) -> None:
+    """Each RectangleLabels' boxes question, linked to the multi question with the same labels (or
+    the narrowest wider one), else to a new question of the labels drawn."""
     for element, key, prompt, options, values, dynamic in boxes:
         keys = {option.key for option in options}
         if dynamic:
@@ -396,6 +422,29 @@ def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
         )
         name_attr = element.attrs["name"].strip()
         mapped[name_attr] = Control(name_attr, key, "rectanglelabels", values, derived, dynamic)
+
+
+def config_to_protocol(text: str, *, name: str) -> LabelStudioConfig:
+    """The protocol a labeling config describes (see the module docstring); refusals name the line."""
+    root = _parse(text)
+    objects, controls = _elements(root)
+    _obj, object_name, value, unit = _labelled_object(root, objects, controls)
+    used: set[str] = set()
+    questions: list[Question] = []
+    boxes: list[_Box] = []
+    mapped: dict[str, Control] = {}
+    for element, prompt in controls:
+        _control_question(
+            element,
+            prompt,
+            object_name=object_name,
+            unit=unit,
+            used=used,
+            questions=questions,
+            boxes=boxes,
+            mapped=mapped,
+        )
+    _box_questions(boxes, used=used, questions=questions, mapped=mapped)
     protocol_dict = {
         "name": name[:200] or "Label Studio project",
         "unit": unit,

@@ -152,12 +152,12 @@ class LabelStudioImportReport:
 # --- Reading the files -----------------------------------------------------------------------------
 
 
-def _read_input(path: Address) -> tuple[bytes, str | None, FileSource | None]:
+def _read_input(address: Address) -> tuple[bytes, str | None, FileSource | None]:
     """The export's JSON, the config in a zip (if any) and the zip as the media source; a local file
     or a bucket object (``annotations.interchange.sources``)."""
-    label = address_name(path)
+    label = address_name(address)
     if label.lower().endswith(".zip"):
-        source = archive_open(path)
+        source = archive_open(address)
         names = source.names()
         jsons = [n for n in names if n.lower().endswith(".json")]
         chosen = "tasks.json" if "tasks.json" in jsons else (jsons[0] if len(jsons) == 1 else None)
@@ -172,17 +172,17 @@ def _read_input(path: Address) -> tuple[bytes, str | None, FileSource | None]:
         data = source.read(chosen, limit=limit)
         config = _decode(source.read(xmls[0], limit=limit), xmls[0]) if xmls else None
         return data, config, source
-    return file_read(path)[1], None, None
+    return file_read(address)[1], None, None
 
 
-def _zipped_config(path: Address) -> str | None:
+def _zipped_config(address: Address) -> str | None:
     """The labeling config inside an export's zip (its one ``.xml``), reading nothing else of it."""
-    source = archive_open(path)
+    source = archive_open(address)
     try:
         xmls = [n for n in source.names() if n.lower().endswith(".xml")]
         if len(xmls) > 1:
             raise ImportRefused(
-                f"{address_name(path)}: holds several .xml files; it may hold one labeling config"
+                f"{address_name(address)}: holds several .xml files; it may hold one labeling config"
             )
         limit = settings.WORKBENCH_MAX_UPLOAD_BYTES
         return _decode(source.read(xmls[0], limit=limit), xmls[0]) if xmls else None
@@ -190,16 +190,16 @@ def _zipped_config(path: Address) -> str | None:
         source.close()
 
 
-def labelstudio_study_protocol(*, path: Address, config_path: Address | None, name: str) -> Protocol:
+def labelstudio_study_protocol(*, address: Address, config_address: Address | None, name: str) -> Protocol:
     """The protocol a new study made from a Label Studio export gets: from its labeling config (the
     separate file, else the one in the export's zip), refused as the import itself refuses it. For a
     new study whose tasks a job imports (``labelstudio_import(..., study_from_config=True)``): the
     study is made at once from this, before the tasks are read."""
-    if config_path is not None:
-        config_name, config_data = file_read(config_path)
+    if config_address is not None:
+        config_name, config_data = file_read(config_address)
         config_text: str | None = _decode(config_data, config_name)
     else:
-        config_text = _zipped_config(path) if address_name(path).lower().endswith(".zip") else None
+        config_text = _zipped_config(address) if address_name(address).lower().endswith(".zip") else None
     if config_text is None:
         raise ImportRefused("a new study needs the labeling config (--config CONFIG.xml) for its protocol")
     try:
@@ -954,11 +954,11 @@ def _no_tick() -> None:
 
 def labelstudio_import(
     *,
-    path: Address,
+    address: Address,
     study: Study | None = None,
     owner: User | None = None,
     name: str | None = None,
-    config_path: Address | None = None,
+    config_address: Address | None = None,
     config_text: str | None = None,
     media_root: Address | None = None,
     study_from_config: bool = False,
@@ -976,24 +976,24 @@ def labelstudio_import(
     deletes the files)."""
     if (study is None) == (owner is None):
         raise ValidationFailed("give a study to import into, or an owner and a name for a new study")
-    data, zipped_config, zipped_media = _read_input(path)
+    data, zipped_config, zipped_media = _read_input(address)
     rooted: FileSource | None = None
     try:
-        if config_path is not None:
-            config_name, config_data = file_read(config_path)
+        if config_address is not None:
+            config_name, config_data = file_read(config_address)
             config_text = _decode(config_data, config_name)
         config_text = config_text if config_text is not None else zipped_config
         if media_root is not None:
             rooted = folder_open(media_root)
         media: FileSource | None = rooted if rooted is not None else zipped_media
         return _import(
-            records=_load(data, address_name(path)),
+            records=_load(data, address_name(address)),
             study=study,
             owner=owner,
-            name=name or PurePosixPath(address_name(path)).stem,
+            name=name or PurePosixPath(address_name(address)).stem,
             config_text=config_text,
             media=media,
-            source_name=address_name(path),
+            source_name=address_name(address),
             study_from_config=study_from_config,
             tick=tick,
             before_commit=before_commit,

@@ -35,7 +35,7 @@ class Command(BaseCommand):
                     raise CommandError("--format coco needs --question BOXES_QUESTION")
                 report = coco_import(
                     study=study,
-                    path=source_arg(options["file"], study=study),
+                    address=source_arg(options["file"], study=study),
                     question=options["question"],
                     annotator=options["annotator"],
                     kind=options["kind"],
@@ -44,7 +44,7 @@ class Command(BaseCommand):
                 if coco_only:
                     raise CommandError(f"--{coco_only[0]} goes with --format coco")
                 report = annotations_import(
-                    study=study, path=source_arg(options["file"], study=study)
+                    study=study, address=source_arg(options["file"], study=study)
                 ).as_dict()
         except WorkbenchError as exc:
             raise fail(exc) from exc

@@ -23,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         try:
-            report = features_import(study=study, path=source_arg(options["file"], study=study))
+            report = features_import(study=study, address=source_arg(options["file"], study=study))
         except WorkbenchError as exc:
             raise fail(exc) from exc
         self.stdout.write(dump(report.as_dict() | {"study": study.pk}))

@@ -28,7 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_arg(options["study"])
         try:
-            report = items_import(study=study, path=source_arg(options["path"], study=study))
+            report = items_import(study=study, address=source_arg(options["path"], study=study))
         except WorkbenchError as exc:
             raise fail(exc) from exc
         for warning in report.warnings():

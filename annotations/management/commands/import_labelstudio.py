@@ -35,11 +35,11 @@ class Command(BaseCommand):
             raise CommandError("--owner goes with --create")
         try:
             report = labelstudio_import(
-                path=source_arg(options["export"], study=study),
+                address=source_arg(options["export"], study=study),
                 study=study,
                 owner=owner,
                 name=options["create"],
-                config_path=source_arg_or_none(options["config"], study=study),
+                config_address=source_arg_or_none(options["config"], study=study),
                 media_root=source_arg_or_none(options["media_root"], study=study),
             )
         except WorkbenchError as exc:

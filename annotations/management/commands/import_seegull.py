@@ -27,8 +27,8 @@ class Command(BaseCommand):
         try:
             rows = stereotype_table_import(
                 study=study,
-                path=source_arg(options["path"], study=study),
-                visual_attributes_path=source_arg_or_none(options["visual_attributes"], study=study),
+                address=source_arg(options["path"], study=study),
+                visual_attributes_address=source_arg_or_none(options["visual_attributes"], study=study),
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc

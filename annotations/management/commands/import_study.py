@@ -21,7 +21,7 @@ class Command(BaseCommand):
         owner = user_arg(options["owner"])
         try:
             study = study_import(
-                owner=owner, path=source_arg(options["path"], study=None), name=options["name"]
+                owner=owner, address=source_arg(options["path"], study=None), name=options["name"]
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc

@@ -35,9 +35,9 @@ class Command(BaseCommand):
         try:
             report = visage_import(
                 owner=owner,
-                annotations_path=source_arg(options["annotations"], study=None),
-                seegull_path=source_arg(options["seegull"], study=None),
-                visual_attributes_path=source_arg_or_none(options["visual_attributes"], study=None),
+                annotations_address=source_arg(options["annotations"], study=None),
+                seegull_address=source_arg(options["seegull"], study=None),
+                visual_attributes_address=source_arg_or_none(options["visual_attributes"], study=None),
                 name=options["name"],
             )
         except WorkbenchError as exc:

@@ -35,7 +35,7 @@ class Command(BaseCommand):
         if PurePosixPath(path.name).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
             raise CommandError("the file must be .csv or .jsonl")
         try:
-            report = controls_import(study=study, path=path, default_kind=options["kind"])
+            report = controls_import(study=study, address=path, default_kind=options["kind"])
         except WorkbenchError as exc:
             raise CommandError(exc.message) from exc
         self.stdout.write(dump({"study": study.pk, **report.as_dict()}))

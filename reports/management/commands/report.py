@@ -10,6 +10,8 @@ from common.errors import WorkbenchError
 from metrics.multiple_testing import CORRECTIONS
 from reports.formats import FORMATS, renderer
 from reports.gather import report_build
+from reports.jobs import SUPPLEMENTED_FORMATS
+from reports.supplement import supplement_name, supplement_zip
 
 TEXT_TYPES = ("text/", "application/json")
 
@@ -43,7 +45,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--out",
             type=Path,
-            help="Write the report here, its figures beside it (figures/...); default: stdout",
+            help="Write the report here, its figures beside it (figures/...) and its supplement (every "
+            "findings table as CSV) as <stem>-supplement.zip; default: stdout",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -74,4 +77,9 @@ class Command(BaseCommand):
             target = out.parent / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        self.stdout.write(f"wrote {out} and {len(rendered.attachments)} attachment(s)")
+        supplement = ""
+        if options["format"] in SUPPLEMENTED_FORMATS:
+            target = out.parent / supplement_name(out.name)
+            target.write_bytes(supplement_zip(document))
+            supplement = f" and its supplement {target}"
+        self.stdout.write(f"wrote {out} and {len(rendered.attachments)} attachment(s){supplement}")
