@@ -39,6 +39,7 @@ RESEARCHER_DOCS = frozenset(
         "import-export",
         "labellers",
         "metrics",
+        "overlap",
         "protocols",
         "reports",
     }
