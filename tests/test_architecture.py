@@ -360,3 +360,14 @@ def test_no_app_holds_half_of_the_house() -> None:
         lines[name.split(".")[0]] += len(path.read_text().splitlines())
     total = sum(lines.values())
     assert {top: n for top, n in lines.items() if n * 2 >= total} == {}
+
+
+def test_the_module_index_of_the_map_is_generated_from_the_code() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("architecture_index", ROOT / "scripts/architecture_index.py")
+    assert spec is not None and spec.loader is not None
+    index = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(index)
+    text = (ROOT / "docs/architecture.md").read_text()
+    assert index.replaced(text) == text, "run: .venv/bin/python scripts/architecture_index.py --write"

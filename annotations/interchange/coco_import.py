@@ -15,7 +15,7 @@
   annotation with a ``score`` is a machine's, one without a person's.
 
 All or nothing: the first bad image, category or annotation stops the import with its index and id,
-and the study is left as it was. Answers go through ``answer_import.py`` (the linked multi question's
+and the study is left as it was. Answers go through ``foreign_answers.py`` (the linked multi question's
 answer, when none exists, is the categories drawn).
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from django.db import transaction
 
-from annotations.interchange.answer_import import (
+from annotations.interchange.foreign_answers import (
     AnswersReport,
     ForeignAnswer,
     ItemFacts,

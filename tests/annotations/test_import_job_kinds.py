@@ -196,7 +196,7 @@ IDS = [case.kind for case in CASES]
 
 def same_in_any_study(data: Any) -> Any:
     """``data`` without what differs between two studies: the stand-in names of Label Studio's
-    people are made per study (``answer_import.stand_in_name``)."""
+    people are made per study (``foreign_answers.stand_in_name``)."""
     return json.loads(re.sub(r"imported-person-[0-9a-f]+", "imported-person", json.dumps(data)))
 
 

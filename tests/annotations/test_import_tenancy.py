@@ -16,7 +16,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
-from annotations.interchange.answer_import import stand_in_name
+from annotations.interchange.foreign_answers import stand_in_name
 from annotations.models import Annotation, Annotator, Enrollment, Study, User
 from tests.annotations.builders import LABELSTUDIO_FIXTURES
 from tests.factories import ItemFactory, StudyFactory, UserFactory

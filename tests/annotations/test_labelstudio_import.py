@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from annotations.interchange.answer_import import stand_in_name
+from annotations.interchange.foreign_answers import stand_in_name
 from annotations.interchange.labelstudio.importer import labelstudio_import
 from annotations.models import (
     Annotation,

@@ -15,7 +15,7 @@ Accepted shapes (detected from the file):
 
 What each part becomes is documented in docs/import-export.md ("Label Studio"); the labeling config
 is read by ``annotations/interchange/labelstudio/config.py`` and the answers stored by
-``answer_import.py`` (which also holds the rule for annotators and accounts).
+``foreign_answers.py`` (which also holds the rule for annotators and accounts).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
-from annotations.interchange.answer_import import (
+from annotations.interchange.foreign_answers import (
     AnswersReport,
     ForeignAnswer,
     ForeignSkip,

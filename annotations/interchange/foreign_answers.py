@@ -1,7 +1,7 @@
 """Answers read from other tools' files (Label Studio, COCO): who gave them, checked, then stored.
 
 Shared by ``labelstudio/importer.py`` and ``coco_import.py``; the JSONL import has its own line-numbered
-twin in ``annotation_writes.py``. Every value goes through ``clean_answer`` like any answer, and a
+twin in ``annotation_import.py``. Every value goes through ``clean_answer`` like any answer, and a
 refusal names the place in the file (``task 12, annotations[0].result[3]``) the caller gave. Values are
 stored with ``annotations_save``, the one annotation write.
 
