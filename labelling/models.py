@@ -78,5 +78,8 @@ class LabelCacheEntry(models.Model):
     model = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        verbose_name_plural = "label cache entries"  # not Django's "entrys"
+
     def __str__(self) -> str:
         return self.key

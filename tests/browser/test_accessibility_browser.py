@@ -140,6 +140,13 @@ def test_no_axe_violation_on_any_app_page(browser: Any, server: Any, demo: dict[
         visited += 1
     researcher.goto("/api/docs/")
     assert researcher.evaluate("document.documentElement.lang") == "en"
+    # The API's own pages: the browsable API (a list, one study) and the schema's docs.
+    for path in ("/api/", f"/api/studies/{pk}/", "/api/docs/"):
+        researcher.goto(path)
+        if path == "/api/docs/":
+            expect(researcher.locator(".swagger-ui .info")).to_be_visible()
+        _check(researcher, f"researcher {path}", found)
+        visited += 1
 
     worker = open_page(browser, server)
     sign_in(worker, "annotator2")
