@@ -1,4 +1,5 @@
-// The task page: show_if, multi paging and "None of the above", box drawing, keyboard, submit once.
+// The task page: show_if, multi paging and "None of the above", box drawing, keyboard, submit once;
+// a refused submit is said at the question and beside Submit, with the focus moved there.
 // Plain JavaScript, no build step; loaded as a static file (the CSP allows only script-src 'self').
 (function () {
   "use strict";
@@ -8,7 +9,12 @@
   const questions = Array.from(form.querySelectorAll("fieldset.question"));
   const check = document.getElementById("submit-check");
   const preview = form.dataset.preview === "1"; // join/preview_task.html: the same page, nothing sent
+  // A touch screen without a mouse: no key hints (the CSS hides the page's own the same way).
+  const touchOnly = window.matchMedia("(hover: none) and (pointer: coarse)").matches;
+  // One column (a phone): the questions are below the image, which must stay in view at load.
+  const oneColumn = window.matchMedia("(max-width: 760px)");
   let current = 0;
+  let loading = true; // the first focus of the page scrolls nothing on a phone
 
   // --- show_if: a question appears only when its parent's answer is one of the listed options ---
   function answerOf(key) {
@@ -56,8 +62,15 @@
       if (status) status.textContent = `Options page ${fieldset.pageIndex + 1} of ${pages.length}`;
       const controls = fieldset.querySelector(".pager-controls");
       if (controls) {
+        const focused = document.activeElement;
         controls.querySelector('[data-page-step="-1"]').disabled = fieldset.pageIndex === 0;
         controls.querySelector('[data-page-step="1"]').disabled = fieldset.pageIndex === pages.length - 1;
+        // Enter pressed "More options" up to the last page: the focus goes to the question, where the
+        // next Enter submits (a disabled button would leave it nowhere).
+        if (focused && controls.contains(focused) && focused.disabled) {
+          fieldset.tabIndex = -1;
+          fieldset.focus({ preventScroll: true });
+        }
       }
       refreshCheck();
     }
@@ -101,9 +114,9 @@
   document.getElementById("help-close").addEventListener("click", () => toggleHelp(false));
 
   function visibleQuestions() { return questions.filter((q) => !q.hidden); }
-  function focusQuestion(index) {
+  function focusQuestion(index, scroll = true) {
     const visible = visibleQuestions();
-    if (!visible.length) return;
+    if (!visible.length) return null;
     current = clamp(index, 0, visible.length - 1);
     questions.forEach((q) => q.classList.remove("current"));
     const fieldset = visible[current];
@@ -115,8 +128,10 @@
     }
     if (target === fieldset) fieldset.tabIndex = -1;
     target.focus({ preventScroll: true });
+    if (!scroll) return target;
     fieldset.scrollIntoView({ block: "nearest" });
     revealAboveBar(target);
+    return target;
   }
   // The sticky Submit bar must never cover what has focus: the CSS gives the page a
   // scroll-padding-bottom of the bar's height (--submit-bar, measured here); an element focused
@@ -136,7 +151,7 @@
   window.addEventListener("resize", measureBar);
   form.addEventListener("focusin", (event) => {
     // Only for keyboard focus: scrolling under a mouse press would move the click off its target.
-    if (event.target.matches(":focus-visible")) revealAboveBar(event.target);
+    if (!loading && event.target.matches(":focus-visible")) revealAboveBar(event.target);
     const fieldset = event.target.closest("fieldset.question");
     if (!fieldset) return;
     const index = visibleQuestions().indexOf(fieldset);
@@ -224,18 +239,19 @@
     }
     return null;
   }
-  function markQuestion(fieldset, problem) {
+  // What stops the submit is said at the question itself (under its title), not only in the list.
+  function markQuestion(fieldset, inline) {
     const id = `check-${fieldset.dataset.key}`;
     let message = document.getElementById(id);
     const described = (fieldset.getAttribute("aria-describedby") || "").split(" ").filter((x) => x && x !== id);
-    if (problem) {
+    if (inline) {
       if (!message) {
         message = document.createElement("p");
         message.className = "error client-check";
         message.id = id;
         fieldset.querySelector("legend").after(message);
       }
-      message.textContent = `This question ${problem}.`;
+      message.textContent = inline;
       fieldset.setAttribute("aria-invalid", "true");
       described.push(id);
     } else {
@@ -244,7 +260,25 @@
     }
     if (described.length) fieldset.setAttribute("aria-describedby", described.join(" "));
     else fieldset.removeAttribute("aria-describedby");
-    fieldset.classList.toggle("needs-answer", Boolean(problem));
+    fieldset.classList.toggle("needs-answer", Boolean(inline));
+  }
+  // ... and beside Submit, in the sticky bar, where the eye is when Enter was pressed.
+  let refusal = null;
+  function showRefusal(problems) {
+    if (!bar) return;
+    if (!refusal) {
+      refusal = document.createElement("p");
+      refusal.className = "error submit-refusal";
+      refusal.id = "submit-refusal";
+      const button = bar.querySelector("button[type=submit]");
+      if (button) button.after(refusal); else bar.prepend(refusal);
+    }
+    refusal.hidden = problems.length === 0;
+    if (problems.length) {
+      const more = problems.length > 1 ? ` (and ${problems.length - 1} more, listed above)` : "";
+      refusal.textContent = `Not sent: ${problems[0].text}${more}.`;
+    }
+    measureBar();
   }
   function submitProblems() {
     const problems = [];
@@ -254,7 +288,8 @@
         const legend = fieldset.querySelector("legend");
         const qnum = legend.querySelector(".qnum").textContent;
         const prompt = legend.textContent.replace(qnum, "").replace(/\*\s*\(required\)\s*$/, "").trim();
-        problems.push({ fieldset, missing, text: `Question ${qnum.replace(".", "").trim()}, “${prompt}”, ${missing}` });
+        problems.push({ fieldset, missing, inline: `This question ${missing}.`,
+                        text: `Question ${qnum.replace(".", "").trim()}, “${prompt}”, ${missing}` });
       }
     }
     for (const fieldset of questions) {
@@ -262,10 +297,15 @@
       const unseen = fieldset.unseenPages();
       if (unseen) {
         const number = fieldset.querySelector(".qnum").textContent.replace(".", "");
-        problems.push({ fieldset, text: `${plural(unseen, "more page", "more pages")} of options to see in question ${number}` });
+        const pages = plural(unseen, "more page", "more pages");
+        problems.push({ fieldset, pager: true, text: `${pages} of options to see in question ${number}`,
+                        inline: `${pages} of options to see before you submit: press More options${touchOnly ? "" : " (or →)"}.` });
       }
     }
-    if (canvas) problems.push(...canvas.problems());
+    if (canvas) {
+      problems.push(...canvas.problems().map((problem) => (
+        { ...problem, inline: `${problem.text.charAt(0).toUpperCase()}${problem.text.slice(1)}.` })));
+    }
     return problems;
   }
   function showProblems(problems) {
@@ -283,10 +323,27 @@
       return item;
     }));
     questions.forEach((fieldset) => {
-      const missing = problems.find((problem) => problem.fieldset === fieldset && problem.missing);
-      markQuestion(fieldset, missing ? missing.missing : null);
+      const own = problems.filter((problem) => problem.fieldset === fieldset).map((problem) => problem.inline);
+      markQuestion(fieldset, own.join(" "));
     });
     check.hidden = problems.length === 0;
+    showRefusal(problems);
+  }
+  // The focus goes to what to do next: the question's answer, or "More options" (Enter then shows the
+  // next page), with the question's message in view above the Submit bar.
+  function focusProblem(problem) {
+    let target = focusQuestion(visibleQuestions().indexOf(problem.fieldset));
+    if (problem.pager) {
+      const more = problem.fieldset.querySelector('[data-page-step="1"]');
+      if (more && !more.disabled) { more.focus({ preventScroll: true }); target = more; }
+    }
+    if (problem.activate && canvas && canvas.setActive) canvas.setActive(problem.activate);
+    const message = document.getElementById(`check-${problem.fieldset.dataset.key}`);
+    if (message) {
+      const top = message.getBoundingClientRect().top;
+      if (top < 8 || top > window.innerHeight) window.scrollBy(0, top - 8);
+    }
+    revealAboveBar(target);
   }
   // Once shown, the list follows the answers and goes away when nothing is left.
   function refreshCheck() { if (check && !check.hidden) showProblems(submitProblems()); }
@@ -299,7 +356,7 @@
     if (problems.length) {
       event.preventDefault();
       showProblems(problems);
-      focusQuestion(visibleQuestions().indexOf(problems[0].fieldset));
+      focusProblem(problems[0]);
       return;
     }
     if (preview) { event.preventDefault(); return; } // the researcher's preview: checked, never sent
@@ -321,5 +378,6 @@
   if (nextImage) { const preload = new Image(); preload.src = nextImage; }
   const firstError = form.querySelector("fieldset.has-error");
   if (firstError) focusQuestion(visibleQuestions().indexOf(firstError));
-  else focusQuestion(0);
+  else focusQuestion(0, !oneColumn.matches); // a phone keeps the image in view: its questions are below
+  loading = false;
 })();

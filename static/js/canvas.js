@@ -1,8 +1,9 @@
 // The task page's image canvas: fit to the panel, zoom and pan, and boxes drawn in ORIGINAL-image pixels.
 // Loaded before annotate.js (both deferred). It talks to annotate.js through window.workbenchCanvas
-// (submit problems) and a "canvaschange" event on the form; it handles its own keys (+ - F, Z and
-// Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, Delete, Space to pan over the image, arrows on a focused
-// image, Shift + drag for a new box inside another), two-finger pinch-zoom on touch screens, and the
+// (submit problems, the active label) and a "canvaschange" event on the form; it handles its own keys
+// (+ - F, Z and Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, Delete, Space to pan over the image, and on a
+// focused image: arrows, Ctrl + arrows, 1-9 for the label of new boxes), the legend's label chips,
+// touch (one finger draws, two fingers pinch-zoom and pan; never the browser's own gestures), and the
 // region list (hide / lock per box). Plain JavaScript, no build step (CSP: script-src 'self').
 // docs/annotating.md, "The image canvas", describes what a user can do.
 (function () {
@@ -22,6 +23,9 @@
   const panToggle = document.getElementById("pan-toggle");
   const overlay = document.getElementById("help-overlay");
   const narrow = window.matchMedia("(max-width: 760px)");
+  // A touch screen without a mouse (a phone, a tablet): no key hints (the CSS hides them the same way).
+  const touchOnly = window.matchMedia("(hover: none) and (pointer: coarse)").matches;
+  const BIG_STEP = 50; // screen pixels a Ctrl + arrow moves or resizes the selected box (plain arrows: 10)
   const multiImage = task.dataset.multiImage === "1";
   let zoom = 1; // a multiple of the fit, the same for every image of the item
   let panMode = false;
@@ -103,6 +107,18 @@
     try { boxes = JSON.parse(boxValue.value || "[]"); } catch (error) { boxes = []; }
     if (!Array.isArray(boxes)) boxes = [];
   }
+  // The label of new boxes ("New boxes support"): the option ticked last in the linked question, until
+  // a legend chip, a number key on the focused image or the select chooses another.
+  const ticked = []; // the linked question's ticked options, oldest first
+  // Another label lets go of the selected box: a drag inside it then draws (the box just drawn stays
+  // selected otherwise, and the next option's first drag would move it).
+  function setActive(key) {
+    if (!optionSelect || !Array.from(optionSelect.options).some((option) => option.value === key)) return;
+    if (optionSelect.value !== key) selectedBox = -1;
+    optionSelect.value = key;
+    optionSelect.classList.remove("attention");
+    renderBoxes();
+  }
   function colourOf(key) { return PALETTE[(order[key] ?? 0) % PALETTE.length]; }
   function dashedOf(key) { return (order[key] ?? 0) >= PALETTE.length; }
   function labelOf(key) { return labels[key] || key; }
@@ -128,16 +144,21 @@
   // The fit's height: all of the image shows in the window with the page scrolled to the top, from
   // the images' top to the window's bottom (rows of an image set share it); measured from the task
   // grid, which never sticks, so a scrolled page measures the same. Never under half the window.
+  // On a phone (one column, the questions below the image): at most 60% of the window, and never past
+  // the window's bottom at load (the questions start below it); never under a third of the window (a
+  // set of more than two images: 60% of the window a row, as before).
   function fitHeight() {
-    if (narrow.matches) return window.innerHeight * 0.6;
     const images = task.querySelector(".images");
     const view = task.querySelector(".item-view");
-    if (!images || !view) return window.innerHeight * 0.78;
+    if (!images || !view) return window.innerHeight * (narrow.matches ? 0.6 : 0.78);
     const top = task.getBoundingClientRect().top + window.scrollY +
       (images.getBoundingClientRect().top - view.getBoundingClientRect().top);
     const rows = multiImage ? Math.ceil(canvases.length / 2) : 1;
     const below = 20 + (multiImage ? 26 * rows : 0); // the panel's padding and border; captions and gaps
-    return Math.max(window.innerHeight * 0.5, window.innerHeight - top - below) / rows;
+    const room = window.innerHeight - top - below;
+    if (narrow.matches && rows > 1) return window.innerHeight * 0.6;
+    if (narrow.matches) return Math.max(window.innerHeight / 3, Math.min(window.innerHeight * 0.6, room));
+    return Math.max(window.innerHeight * 0.5, room) / rows;
   }
   // Sizes the image at fit x zoom; `anchor` (viewport pixels) stays over the same image point.
   function layout(canvas, anchor) {
@@ -200,25 +221,64 @@
     mark.setAttribute("aria-hidden", "true");
     return mark;
   }
+  // The legend above the image: a chip per ticked option (press one, or its number on the focused
+  // image, to draw that option's boxes; the active one is pressed), then any option a box still has.
+  // The chips are out of the Tab order: the number keys and the "New boxes support" select reach them.
   function renderLegend(selected) {
     if (!legend) return;
     const keys = [...selected];
     boxes.forEach((box) => { if (!keys.includes(box.option)) keys.push(box.option); });
+    const active = optionSelect ? optionSelect.value : "";
     legend.replaceChildren(...keys.map((key) => {
       const item = document.createElement("li");
-      item.append(swatch(key), labelOf(key)); // labels are text, never markup
+      const digit = selected.indexOf(key) + 1;
+      if (!digit) {
+        item.append(swatch(key), labelOf(key)); // labels are text, never markup
+        return item;
+      }
+      const chip = document.createElement("button");
+      chip.type = "button";
+      chip.className = "legend-chip";
+      chip.tabIndex = -1;
+      chip.dataset.option = key;
+      if (digit <= 9) chip.dataset.digit = String(digit);
+      chip.setAttribute("aria-pressed", key === active ? "true" : "false");
+      chip.title = touchOnly || digit > 9 ? `New boxes support ${labelOf(key)}` :
+        `New boxes support ${labelOf(key)} (key ${digit} on the image)`;
+      chip.append(swatch(key), labelOf(key));
+      item.append(chip);
       return item;
     }));
     legend.hidden = keys.length === 0;
   }
-  function refreshBoxOptions() {
+  if (legend) {
+    legend.addEventListener("click", (event) => {
+      const chip = event.target.closest(".legend-chip");
+      if (!chip) return;
+      setActive(chip.dataset.option);
+      // The image takes the focus: its number keys choose again, Enter submits, the arrows move a box.
+      const viewport = task.querySelector(".canvas-viewport");
+      if (viewport) viewport.focus({ preventScroll: true });
+    });
+  }
+  function refreshBoxOptions(event) {
     if (!optionSelect) return;
     const selected = linkedSelection();
+    for (let i = ticked.length - 1; i >= 0; i--) if (!selected.includes(ticked[i])) ticked.splice(i, 1);
+    selected.forEach((key) => { if (!ticked.includes(key)) ticked.push(key); });
+    const target = event && event.target;
+    const tickedNow = target && target.type === "checkbox" && target.checked && selected.includes(target.value) &&
+      boxesPanel && target.name === `q-${boxesPanel.dataset.linked}`;
+    if (tickedNow) ticked.push(...ticked.splice(ticked.indexOf(target.value), 1)); // the newest last
     const previous = optionSelect.value;
     optionSelect.innerHTML = "";
     if (!selected.length) optionSelect.add(new Option("— select an option above first —", ""));
     selected.forEach((key) => optionSelect.add(new Option(labels[key], key)));
-    if (selected.includes(previous)) optionSelect.value = previous;
+    if (tickedNow) optionSelect.value = target.value; // the option just ticked is the one to draw next
+    else if (selected.includes(previous)) optionSelect.value = previous;
+    else if (ticked.length) optionSelect.value = ticked[ticked.length - 1];
+    if (optionSelect.value) optionSelect.classList.remove("attention");
+    if (optionSelect.value !== previous) selectedBox = -1;
     renderBoxes();
   }
   function save() { if (boxValue) boxValue.value = JSON.stringify(boxes); }
@@ -266,7 +326,13 @@
       relink.setAttribute("aria-label", `Option of box ${index + 1}`);
       const choices = selected.includes(box.option) ? selected : [box.option, ...selected];
       choices.forEach((key) => relink.add(new Option(labelOf(key), key, false, key === box.option)));
-      relink.addEventListener("change", () => { record(); box.option = relink.value; renderBoxes(); });
+      relink.addEventListener("change", () => {
+        record();
+        box.option = relink.value;
+        renderBoxes();
+        const again = list.querySelector(`li:nth-child(${index + 1}) select`);
+        if (again) again.focus(); // the list was drawn again: the keyboard stays where it was
+      });
       relink.disabled = locked;
       item.append(relink, " ");
       // The region list: show or hide a box on the image, lock it (no move, resize or delete), delete it.
@@ -278,11 +344,13 @@
         button.className = `link region-${kind}`;
         button.textContent = `${text} box ${index + 1}`;
         button.setAttribute("aria-pressed", set.has(uid) ? "true" : "false");
-        button.addEventListener("click", () => {
+        button.addEventListener("click", (event) => {
           if (set.has(uid)) set.delete(uid); else set.add(uid);
           renderBoxes();
           const again = list.querySelector(`li:nth-child(${index + 1}) .region-${kind}`);
-          if (again) again.focus();
+          // Pressed with the keyboard (Space): focus stays on the button; clicked or tapped: back to
+          // the form, where Enter submits and the keys answer.
+          if (event.detail === 0 && again) again.focus(); else focusForm();
         });
         return button;
       };
@@ -293,7 +361,13 @@
       remove.className = "link";
       remove.textContent = `Delete box ${index + 1}`;
       remove.disabled = locked;
-      remove.addEventListener("click", () => { record(); boxes.splice(index, 1); selectedBox = -1; renderBoxes(); });
+      remove.addEventListener("click", () => {
+        record();
+        boxes.splice(index, 1);
+        selectedBox = -1;
+        renderBoxes();
+        focusForm();
+      });
       item.append(hide, " ", lock, " ", remove);
       if (hidden) item.classList.add("region-hidden");
       if (locked) item.classList.add("region-locked");
@@ -302,6 +376,33 @@
     renderLegend(selected);
     save();
     changed();
+  }
+
+  // After a region-list action the focus goes back to the boxes question (the form), not to a
+  // button where Enter would press it again.
+  function focusForm() {
+    if (!boxesField) return;
+    boxesField.tabIndex = -1;
+    boxesField.focus({ preventScroll: true });
+  }
+  if (boxesField) {
+    // Enter on a region-list button submits, as everywhere in the form (the Submit bar says so); it
+    // never toggles the button. Space presses it.
+    boxesField.querySelector(".box-list").addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" || !event.target.matches("button") || event.ctrlKey || event.metaKey || event.altKey) return;
+      event.preventDefault();
+      form.requestSubmit();
+    });
+  }
+
+  // Moves a view by (dx, dy) screen pixels; on a touch screen what the image cannot take scrolls the
+  // page, so a finger on a fitted image still moves the page.
+  function panBy(viewport, dx, dy, page) {
+    const left = viewport.scrollLeft;
+    const top = viewport.scrollTop;
+    viewport.scrollLeft = left + dx;
+    viewport.scrollTop = top + dy;
+    if (page) window.scrollBy(dx - (viewport.scrollLeft - left), dy - (viewport.scrollTop - top));
   }
 
   // --- pointer: draw, move, resize a box; or move the view (Pan, Space, middle button) ---
@@ -316,17 +417,22 @@
     viewport.addEventListener("pointerenter", () => { hovered = canvas; });
     viewport.addEventListener("pointerleave", () => { if (hovered === canvas) hovered = null; });
     viewport.addEventListener("pointerdown", (event) => {
-      // Working on the image leaves the form: Space then pans here instead of ticking the last option.
+      // Working on the image leaves the form: Space then pans here instead of ticking the last option,
+      // and the image has the focus (its number keys choose the label of new boxes, Enter submits).
       const active = document.activeElement;
       if (active && active !== document.body && control(active)) active.blur();
-      if (event.pointerType === "touch") {
+      if (document.activeElement !== viewport) viewport.focus({ preventScroll: true });
+      const touch = event.pointerType === "touch";
+      if (touch) {
         touches.set(event.pointerId, { x: event.clientX, y: event.clientY });
         if (touches.size === 2) { startPinch(); capture(event.pointerId); event.preventDefault(); return; }
         if (touches.size > 2) return;
       }
-      if (event.button === 1 || (event.button === 0 && (panMode || spaceHeld))) {
-        drag = { mode: "pan", x: event.clientX, y: event.clientY, left: viewport.scrollLeft, top: viewport.scrollTop };
-      } else if (event.button !== 0 || !boxesPanel || boxesField.disabled) {
+      const drawing = boxesPanel && !boxesField.disabled;
+      if (event.button === 1 || (event.button === 0 && (panMode || spaceHeld || (touch && !drawing)))) {
+        // (one finger on an image without boxes to draw moves it, and the page past its edges)
+        drag = { mode: "pan", x: event.clientX, y: event.clientY, touch };
+      } else if (event.button !== 0 || !drawing) {
         return;
       } else {
         const rect = img.getBoundingClientRect();
@@ -334,16 +440,19 @@
         const per = { x: width / rect.width, y: height / rect.height }; // original pixels per screen pixel
         const px = clamp((event.clientX - rect.left) * per.x, 0, width);
         const py = clamp((event.clientY - rect.top) * per.y, 0, height);
-        // Shift + drag draws a new box even inside another (a drag inside a box moves it otherwise).
+        const option = optionSelect.value;
+        // A drag inside a box moves it (from its corner, resizes it) when the box is selected or has
+        // the label of new boxes; inside a box of another label it draws a new box, and a press
+        // there without a drag selects that box (then a drag moves it). Shift + drag always draws.
         const boxEl = event.shiftKey ? null : event.target.closest(".box");
-        if (boxEl) {
-          selectedBox = Number(boxEl.dataset.index);
+        const pressed = boxEl ? Number(boxEl.dataset.index) : -1;
+        const handle = boxEl && event.target.classList.contains("box-handle");
+        if (boxEl && (handle || pressed === selectedBox || boxes[pressed].option === option || !option)) {
+          selectedBox = pressed;
           record();
           const box = boxes[selectedBox];
-          drag = { mode: event.target.classList.contains("box-handle") ? "resize" : "move", box, px, py,
-                   start: { ...box }, per, width, height, rect };
+          drag = { mode: handle ? "resize" : "move", box, px, py, start: { ...box }, per, width, height, rect };
         } else {
-          const option = optionSelect.value;
           if (!option) {
             optionSelect.focus();
             optionSelect.classList.add("attention");
@@ -354,7 +463,7 @@
           record();
           boxes.push(box);
           selectedBox = boxes.length - 1;
-          drag = { mode: "draw", box, px, py, per, width, height, rect };
+          drag = { mode: "draw", box, px, py, per, width, height, rect, pressed: pressed >= 0 ? boxes[pressed] : null };
         }
       }
       capture(event.pointerId);
@@ -370,6 +479,12 @@
       const box = viewport.getBoundingClientRect();
       return { x: (a.x + b.x) / 2 - box.left, y: (a.y + b.y) / 2 - box.top, d: Math.hypot(a.x - b.x, a.y - b.y) };
     }
+    // The fingers' middle on the screen: the pan follows it (the page may scroll under the fingers,
+    // so not measured from the viewport, which moves with the page).
+    function screenMiddle() {
+      const [a, b] = Array.from(touches.values());
+      return { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 };
+    }
     function startPinch() {
       if (drag && drag.mode !== "pan") {
         if (history.length) boxes = history.pop();
@@ -380,24 +495,26 @@
       }
       drag = null;
       const at = middle();
-      pinch = { zoom, d: Math.max(1, at.d), x: at.x, y: at.y };
+      const on = screenMiddle();
+      pinch = { zoom, d: Math.max(1, at.d), x: on.x, y: on.y };
     }
     viewport.addEventListener("pointermove", (event) => {
       if (touches.has(event.pointerId)) touches.set(event.pointerId, { x: event.clientX, y: event.clientY });
       if (pinch && touches.size >= 2) {
         const at = middle();
         setZoom(pinch.zoom * at.d / pinch.d, canvas, { x: at.x, y: at.y });
-        viewport.scrollLeft -= at.x - pinch.x;
-        viewport.scrollTop -= at.y - pinch.y;
-        pinch.x = at.x;
-        pinch.y = at.y;
+        const on = screenMiddle();
+        panBy(viewport, pinch.x - on.x, pinch.y - on.y, true);
+        pinch.x = on.x;
+        pinch.y = on.y;
         event.preventDefault();
         return;
       }
       if (!drag) return;
       if (drag.mode === "pan") {
-        viewport.scrollLeft = drag.left - (event.clientX - drag.x);
-        viewport.scrollTop = drag.top - (event.clientY - drag.y);
+        panBy(viewport, drag.x - event.clientX, drag.y - event.clientY, drag.touch);
+        drag.x = event.clientX;
+        drag.y = event.clientY;
         return;
       }
       const x = clamp((event.clientX - drag.rect.left) * drag.per.x, 0, drag.width);
@@ -427,7 +544,7 @@
       // that did not move it is no change to undo.
       if (drag.mode === "draw" && (drag.box.w < 3 * drag.per.x || drag.box.h < 3 * drag.per.y)) {
         boxes.splice(boxes.indexOf(drag.box), 1);
-        selectedBox = -1;
+        selectedBox = drag.pressed ? boxes.indexOf(drag.pressed) : -1; // a press on a box selects it
         history.pop();
         refreshHistoryButtons();
       } else if ((drag.mode === "move" || drag.mode === "resize") &&
@@ -441,6 +558,12 @@
     };
     viewport.addEventListener("pointerup", finish);
     viewport.addEventListener("pointercancel", finish);
+    // Touch on the image is the canvas's alone (touch-action: none in the CSS, and here for browsers
+    // that start a gesture anyway): no page scroll, no pull to refresh, no swipe back to another page,
+    // no click made up from a tap.
+    const own = (event) => { if (event.cancelable) event.preventDefault(); };
+    viewport.addEventListener("touchstart", own, { passive: false });
+    viewport.addEventListener("touchmove", own, { passive: false });
     // The wheel zooms about the pointer; at the fit, zooming out lets the page scroll.
     viewport.addEventListener("wheel", (event) => {
       const lines = event.deltaMode === 1 ? 20 : event.deltaMode === 2 ? 400 : 1;
@@ -479,13 +602,13 @@
     selectedBox = boxes.length - 1;
     renderBoxes();
   }
-  function nudge(key, resize) {
+  function nudge(key, resize, pixels) {
     const box = boxes[selectedBox];
     if (isLocked(box)) return;
     record();
     const canvas = canvasFor(box);
     const { width, height } = naturalOf(canvas);
-    const step = Math.max(1, Math.round(10 / (canvas.scale || 1)));
+    const step = Math.max(1, Math.round(pixels / (canvas.scale || 1)));
     const dx = key === "ArrowRight" ? step : key === "ArrowLeft" ? -step : 0;
     const dy = key === "ArrowDown" ? step : key === "ArrowUp" ? -step : 0;
     if (resize) {
@@ -511,9 +634,17 @@
   }
   // Ctrl+Z (Cmd+Z) undoes a change to the boxes, Ctrl+Shift+Z and Ctrl+Y redo it; a text field keeps
   // its own undo.
+  // Ctrl + arrows on a focused image move the selected box by 50 screen pixels (Ctrl + Shift + arrows
+  // resize it), for a box placed in a few presses.
   document.addEventListener("keydown", (event) => {
     if (!(event.ctrlKey || event.metaKey) || event.altKey || event.defaultPrevented || !boxesPanel) return;
     if ((overlay && !overlay.hidden) || typing(event.target)) return;
+    const viewport = event.target.closest ? event.target.closest(".canvas-viewport") : null;
+    if (event.ctrlKey && viewport && event.key.startsWith("Arrow") && selectedOn(viewport)) {
+      event.preventDefault();
+      nudge(event.key, event.shiftKey, BIG_STEP);
+      return;
+    }
     const key = event.key.toLowerCase();
     if (key === "z" && !event.shiftKey) { event.preventDefault(); undo(); }
     else if ((key === "z" && event.shiftKey) || (key === "y" && !event.shiftKey)) { event.preventDefault(); redo(); }
@@ -533,10 +664,16 @@
       event.preventDefault(); spaceHeld = true; setPanMode(panMode);
     } else if (key === " " && hovered && !control(event.target)) {
       event.preventDefault();
+    } else if (viewport && /^[0-9]$/.test(key) && boxesPanel && !boxesField.disabled) {
+      // On the focused image the number keys choose the label of new boxes (the legend's Nth chip),
+      // never an answer of the current question (annotate.js leaves a handled key alone).
+      event.preventDefault();
+      const chip = legend && legend.querySelector(`.legend-chip[data-digit="${key}"]`);
+      if (chip) setActive(chip.dataset.option);
     } else if (viewport && (key === "n" || key === "N") && boxesPanel && !boxesField.disabled) {
       event.preventDefault(); addBoxByKey(viewport.closest(".box-canvas"));
     } else if (viewport && key.startsWith("Arrow") && selectedOn(viewport)) {
-      event.preventDefault(); nudge(key, event.shiftKey);
+      event.preventDefault(); nudge(key, event.shiftKey, 10);
     } else if (viewport && key === "Escape" && selectedBox >= 0) {
       event.preventDefault(); selectedBox = -1; renderBoxes();
     } else if (viewport && key.startsWith("Arrow")) {
@@ -572,8 +709,9 @@
         tools.insertBefore(made, zoomLevel);
         return made;
       };
-      undoButton = button("undo", "Undo the last change to the boxes (Ctrl+Z)", "Undo");
-      redoButton = button("redo", "Redo (Ctrl+Shift+Z or Ctrl+Y)", "Redo");
+      undoButton = button("undo", touchOnly ? "Undo the last change to the boxes" :
+        "Undo the last change to the boxes (Ctrl+Z)", "Undo");
+      redoButton = button("redo", touchOnly ? "Redo" : "Redo (Ctrl+Shift+Z or Ctrl+Y)", "Redo");
     }
     tools.addEventListener("click", (event) => {
       const button = event.target.closest("button");
@@ -587,7 +725,9 @@
       else if (button === redoButton) redo();
     });
   }
-  if (optionSelect) optionSelect.addEventListener("change", () => optionSelect.classList.remove("attention"));
+  if (optionSelect) {
+    optionSelect.addEventListener("change", () => optionSelect.classList.remove("attention")); // (the form's change redraws)
+  }
   form.addEventListener("change", refreshBoxOptions);
   window.addEventListener("resize", fitAll);
   // The legend above the image showing or growing fits again, so the image's bottom stays in view.
@@ -601,9 +741,10 @@
     if (!missing.length) return [];
     const { nounOne, nounMany } = boxesPanel.dataset;
     const what = missing.length === 1 ? `1 selected ${nounOne} has` : `${missing.length} selected ${nounMany} have`;
-    return [{ fieldset: boxesField, text: `${what} no box: ${missing.map(labelOf).join(", ")}` }];
+    // (activate: the first of them becomes the label of new boxes when the submit is refused)
+    return [{ fieldset: boxesField, text: `${what} no box: ${missing.map(labelOf).join(", ")}`, activate: missing[0] }];
   }
-  window.workbenchCanvas = { problems, refresh: refreshBoxOptions, undo, redo };
+  window.workbenchCanvas = { problems, refresh: refreshBoxOptions, undo, redo, setActive };
 
   setZoom(1);
   refreshBoxOptions();

@@ -136,7 +136,9 @@
     note.className = "muted draft-note";
     note.id = "draft-note";
     note.setAttribute("role", "status");
-    note.textContent = "Your answers not yet submitted were restored.";
+    // (an item already submitted, in its edit view: what was restored are changes not yet saved)
+    note.textContent = head.dataset.editing ? "Your changes not yet saved were restored." :
+      "Your answers not yet submitted were restored.";
     // Beside Submit (the sticky bar), where it is seen after a reload; else under the heading.
     (document.getElementById("draft-note-slot") || head).append(note);
   }
@@ -205,10 +207,13 @@
           link.id = "flow-next";
           link.rel = "next";
           link.href = next.task;
-          const key = document.createElement("kbd");
-          key.setAttribute("aria-hidden", "true");
-          key.textContent = "]";
-          link.append("Next → ", key);
+          link.append("Next →");
+          if (!window.matchMedia("(hover: none) and (pointer: coarse)").matches) { // no key hint on touch
+            const key = document.createElement("kbd");
+            key.setAttribute("aria-hidden", "true");
+            key.textContent = "]";
+            link.append(" ", key);
+          }
           nav.append(link);
           nav.hidden = false;
         }

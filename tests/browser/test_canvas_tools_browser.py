@@ -146,9 +146,10 @@ def test_the_region_list_hides_and_locks_boxes_by_keyboard(
     drag(page, (x, y), (x + 300, y + 200))
     (first,) = stored_boxes(page)
     regions = page.locator("#question-boxes .box-list")
-    # hide by keyboard: the box leaves the image, stays in the answer and the list
+    # hide by keyboard (Space: Enter on the list's buttons submits the form): the box leaves the image,
+    # stays in the answer and the list
     regions.get_by_role("button", name="Hide box 1").focus()
-    page.keyboard.press("Enter")
+    page.keyboard.press(" ")
     show = regions.get_by_role("button", name="Show box 1")
     assert show.get_attribute("aria-pressed") == "true"
     assert page.evaluate("document.activeElement.textContent") == "Show box 1"  # focus stays on it
@@ -157,7 +158,7 @@ def test_the_region_list_hides_and_locks_boxes_by_keyboard(
     assert page.locator(".box-canvas .box").count() == 1
     # lock by keyboard: no move (a drag on it draws a new box), no resize handle, no delete
     regions.get_by_role("button", name="Lock box 1").focus()
-    page.keyboard.press("Enter")
+    page.keyboard.press(" ")
     assert regions.get_by_role("button", name="Unlock box 1").get_attribute("aria-pressed") == "true"
     assert regions.get_by_role("button", name="Delete box 1").is_disabled()
     assert page.locator(".box-canvas .box-handle").count() == 0
