@@ -45,6 +45,7 @@ from annotations.models import (
 )
 from annotations.selectors.counted import counted_annotations, counted_items
 from annotations.selectors.coverage import Coverage, coverage_of, findings_minimum, item_judges, short_items
+from annotations.selectors.cross_pools import pool_reliability_entries
 from annotations.selectors.features import (
     CAPTIONS,
     EMBEDDING,
@@ -61,8 +62,12 @@ from annotations.selectors.labels import (
     findings_reading,
     items_info,
     machine_labellers,
+    pool_judges,
+    pool_short_items,
+    pool_source_split,
     source_parse,
 )
+from annotations.selectors.pools import pools_fingerprint
 from annotations.selectors.reliability import (
     findings_exclusions,
     reliability_entries,
@@ -93,6 +98,7 @@ from findings.papers.visage import (
 from findings.reliability_gate import reliability_apply
 from findings.tables import Figure, PaperFindings, Section, Table, jsonable
 from metrics.multiple_testing import CORRECTION_NAMES, CORRECTIONS, DEFAULT_CORRECTION, correction_parse
+from metrics.reliability import Thresholds
 
 # The protocols whose metrics can read every judgement (source=judgements), not only one label per item.
 JUDGEMENT_PROTOCOLS = ("stereotype-markers", "visualness")
@@ -219,7 +225,15 @@ def findings_coverage(
     """The coverage of ``study``'s items for ``source`` and the source narrowed to the items findings
     count: people's labels (consensus, judgements) need the study's overlap of judgements per item, a
     machine labeller its one answer (``annotations.selectors.coverage``)."""
-    if source.is_machine:
+    if source.pool is not None:
+        pool = source.pool
+        judges = pool_judges(study, pool)
+        needed = pool.needed
+        basis = (
+            f"judgements of {pool.words} ({len(pool.members)} people; ceil(overlap {study.overlap} / "
+            f"{len(pool.pools)} pools))"
+        )
+    elif source.is_machine:
         judges = item_judges(study, source.annotator_ids)
         needed, basis = 1, f"answers of {source.name} (one per item)"
     else:
@@ -233,7 +247,13 @@ def findings_coverage(
         basis=basis,
         include_partial=include_partial,
     )
-    short = short_items(study, judges) if not source.is_machine else frozenset()
+    short = (
+        pool_short_items(study, source.pool, judges)
+        if source.pool is not None
+        else short_items(study, judges)
+        if not source.is_machine
+        else frozenset()
+    )
     return coverage, replace(source, items=counted, short=short, provisional=include_partial)
 
 
@@ -276,6 +296,9 @@ class FindingsReport:
     notes: list[str]
     tables: list[Table]
     figures: list[Figure]
+    # Read from a rater pool (``consensus@KEY=VALUE``): the pool (``PoolSpec.to_dict``); None otherwise, and
+    # then absent from the JSON, so a report of any other source reads as it always did.
+    pool: dict[str, Any] | None = None
 
     def table(self, key: str) -> Table | None:
         """The table keyed ``key``, or None."""
@@ -286,7 +309,7 @@ class FindingsReport:
         out: dict[str, Any] = {
             f.name: jsonable(getattr(self, f.name))
             for f in fields(self)
-            if f.name not in ("tables", "figures")
+            if f.name not in ("tables", "figures") and not (f.name == "pool" and self.pool is None)
         }
         out["tables"] = [table.to_json() for table in self.tables]
         out["figures"] = [figure.to_json() for figure in self.figures]
@@ -295,7 +318,11 @@ class FindingsReport:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FindingsReport:
         """The report ``to_json`` gave."""
-        plain = {f.name: data[f.name] for f in fields(cls) if f.name not in ("tables", "figures")}
+        plain: dict[str, Any] = {
+            f.name: data[f.name] if f.name != "pool" else data.get("pool")
+            for f in fields(cls)
+            if f.name not in ("tables", "figures")
+        }
         return cls(
             **plain,
             tables=[Table.from_json(t) for t in data["tables"]],
@@ -438,7 +465,7 @@ def findings_report(
     excluded = [e["question"] for e in exclusions]
     least = ppi_min_people(min_people) if ppi else None
     machine_name = parsed.name
-    with findings_reading(excluded) as reading:
+    with findings_reading(excluded, pool=parsed) as reading:
         if ppi:
             _coverage, people = findings_coverage(study, human_source(), items, include_partial)
             ppi_section(
@@ -460,11 +487,8 @@ def findings_report(
         visage_salience_section(study, items, found, asked.captions)
     machine_only = parsed.is_machine and not ppi
     read = [key for key in reading.read if key not in excluded]
-    entries = [] if machine_only else reliability_entries(study, read, thresholds)
-    entries += [
-        {**entry, "excluded": True}
-        for entry in reliability_entries(study, [k for k in excluded if k in reading.read], thresholds)
-    ]
+    left_out = [k for k in excluded if k in reading.read]
+    entries = _gate_entries(study, parsed, read, left_out, thresholds, machine_only, found.notes)
     blank = counted_items(study).filter(images__is_blank=True).distinct().count()
     if blank:
         found.notes.append(
@@ -478,7 +502,7 @@ def findings_report(
     counts = coverage.as_dict()
     if ppi:
         counts = _ppi_coverage(counts, found.summary.get("ppi") or {}, machine_name)
-    _coverage_set(found, coverage, counts, parsed.name, available)
+    _coverage_set(found, coverage, counts, parsed.name, _holding(available, parsed))
     default = asked.default
     used = (
         f"the default for {kind or 'this protocol'}: {default.why}"
@@ -524,13 +548,61 @@ def findings_report(
         reliability=jsonable(entries),
         reliability_thresholds={**thresholds.to_dict(), "statement": thresholds.statement()},
         reliability_headline=reliability_headline(entries),
-        reliability_note=_reliability_note(parsed.name, machine_only, ppi, entries),
+        reliability_note=_reliability_note(
+            parsed.name, machine_only, ppi, entries, parsed.pool.words if parsed.pool else None
+        ),
         excluded_questions=exclusions,
         min_people=least,
         summary=jsonable(found.summary),
         notes=found.notes,
         tables=found.tables,
         figures=found.figures,
+        pool=parsed.pool.to_dict() if parsed.pool is not None else None,
+    )
+
+
+def _holding(available: list[str], parsed: LabelSource) -> list[str]:
+    """The sources holding labels, for the empty reasons of ``parsed``'s tables: a pool source holds labels
+    where its kind does (its empty tables then say "insufficient data", not "no labels")."""
+    return [*available, parsed.name] if parsed.pool is not None and parsed.kind in available else available
+
+
+def _gate_entries(
+    study: Study,
+    parsed: LabelSource,
+    read: list[str],
+    left_out: list[str],
+    thresholds: Thresholds,
+    machine_only: bool,
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """The reliability gate's entries of the questions read (none for a machine's labels), then those of
+    the questions left out, marked ``excluded``; read from a pool, the pool's own alpha (and ``notes``
+    gain what a pool's findings rest on)."""
+    if parsed.pool is not None:
+        notes.append(_pool_note(parsed.pool.to_dict(), parsed.kind))
+        members = list(parsed.pool.members)
+        entries = pool_reliability_entries(study, read, thresholds, members)
+        left = pool_reliability_entries(study, left_out, thresholds, members)
+    else:
+        entries = [] if machine_only else reliability_entries(study, read, thresholds)
+        left = reliability_entries(study, left_out, thresholds)
+    return entries + [{**entry, "excluded": True} for entry in left]
+
+
+def _pool_note(pool: dict[str, Any], kind: str) -> str:
+    """What findings read from a rater pool rest on (docs/metrics.md, "Rater pools")."""
+    who = f"the {pool['key']} = {pool['value']} pool ({pool['annotators']} people)"
+    read = (
+        f"every judgement of {who}"
+        if kind == JUDGEMENTS
+        else f"the consensus of {who}: the study's rule for each question run on the pool's own judgements "
+        "(computed now, never stored; an expert's adjudication settles the pooled consensus, not a pool's)"
+    )
+    return (
+        f"Read from {read}. {pool['settled_rule'][0].upper()}{pool['settled_rule'][1:]}; pools of "
+        f"{pool['key']}: {', '.join(pool['pools'])}. The reliability gate reads the alpha of the pool's "
+        "people."
     )
 
 
@@ -553,6 +625,14 @@ def source_words(name: str, ppi: dict[str, Any] | None = None) -> str:
         return "human consensus"
     if name == JUDGEMENTS:
         return "every human judgement"
+    pool = pool_source_split(name)
+    if pool is not None:
+        kind, key, value = pool
+        return (
+            f"human consensus of the {key} = {value} pool"
+            if kind == CONSENSUS
+            else f"every judgement of the {key} = {value} pool"
+        )
     if name.startswith(PREFIX):
         labeller = labeller_words(name[len(PREFIX) :])
         if ppi:
@@ -575,7 +655,9 @@ def _source_labels(study: Study, names: list[str]) -> dict[str, str]:
     return {name: source_words(name, sample) for name in dict.fromkeys(names)}
 
 
-def _reliability_note(source: str, machine_only: bool, ppi: bool, entries: list[dict[str, Any]]) -> str:
+def _reliability_note(
+    source: str, machine_only: bool, ppi: bool, entries: list[dict[str, Any]], pool: str | None = None
+) -> str:
     if machine_only:
         return (
             f"Labels from {source_words(source)}: a machine's labels carry no human reliability, so no "
@@ -583,13 +665,14 @@ def _reliability_note(source: str, machine_only: bool, ppi: bool, entries: list[
             "ppi_accuracy with a validation sample)."
         )
     part = "the human sample part of these estimates" if ppi else "these findings"
+    people = f"the people of {pool}" if pool else "the people"
     weak = [
         e["question"]
         for e in entries
         if e["verdict"] != "reliable" and not e.get("excluded") and e.get("n_raters")
     ]
     return (
-        f"Krippendorff's alpha of the people on each question {part} read; "
+        f"Krippendorff's alpha of {people} on each question {part} read; "
         + (
             f"not reliable: {', '.join(weak)} (each table that reads one says so)."
             if weak
@@ -637,13 +720,16 @@ def _fingerprint(
     entries = StereotypeEntry.objects.filter(study=study).count()
     consensus = ConsensusLabel.objects.filter(study=study).aggregate(n=Count("id"), last=Max("computed_at"))
     items = Item.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+    pool = pool_source_split(source)
+    # Who is in which pool changes with an enrolment's answers, which no annotation counts.
+    members = f"|pools:{pools_fingerprint(study, pool[1])}" if pool is not None and pool[1] else ""
     raw = (
         f"{study.pk}|{source}|{embeddings}|{captions}|{include_partial}|{width}|{correction}|"
         f"{min_people or ppi_min_people()}|"
         f"{findings_minimum()}|{study.overlap}|"
         f"{study.updated_at.isoformat()}|{annotations['n']}|"
         f"{annotations['last']}|{entries}|{items['n']}|{items['last']}|{consensus['n']}|{consensus['last']}|"
-        f"{features_fingerprint(study)}"
+        f"{features_fingerprint(study)}{members}"
     )
     return "metrics-report:" + hashlib.sha256(raw.encode()).hexdigest()
 

@@ -29,6 +29,7 @@ from reports.sections.findings import findings_section
 from reports.sections.machines import machine_rows, machines_section
 from reports.sections.people import people_section
 from reports.sections.prose import prose_section
+from reports.sections.who_judged import who_judged, who_judged_section
 from reports.wording import reader_text
 
 
@@ -56,10 +57,12 @@ def _study_sections(
     findings = findings_section(metrics, csv_prefix=csv_prefix)
     machines = machine_rows(agreement)
     tables = [b for b in findings.blocks if isinstance(b, DocTable)]
+    pools = who_judged(study, metrics=metrics, correction=correction)
     sections = [
         design_section(study),
         people_section(study, quality),
         agreement_section(study, agreement, consensus),
+        who_judged_section(pools),
         machines_section(study, agreement),
         findings,
         prose_section(
@@ -74,7 +77,7 @@ def _study_sections(
         ),
     ]
     datasheet = heds_datasheet(
-        study, metrics=metrics, agreement=agreement, quality=quality, consensus=consensus
+        study, metrics=metrics, agreement=agreement, quality=quality, consensus=consensus, pools=pools
     )
     sections.append(
         appendix_section(study, source=metrics.source, correction=correction, generated_at=generated_at)

@@ -8,7 +8,9 @@ order. Section 4 is answered once per quality criterion, here once per question 
 the study's items ask (a question asked only of items the study does not have, by its ``applies_if`` or
 ``options_from``, is left out with the reason: ``criteria_left_out``). A question the data cannot answer
 is listed under ``to_complete_by_the_authors``; ``notes`` hold facts the data gives that no single
-question asks for (docs/reports.md, "The HEDS 3.0 datasheet").
+question asks for (docs/reports.md, "The HEDS 3.0 datasheet"). The evaluator questions (3.2.1, 3.2.5) and
+Section 3's notes name the study's rater pools, their sizes and their agreement from the report's "Who
+judged" section (``reports.sections.who_judged``).
 
 The report's appendix (``heds_section``) prints the same datasheet for reading: Section 4's answers once
 per answer, with the criteria it covers (most are shared by every criterion), the protocol's
@@ -136,16 +138,20 @@ def heds_datasheet(
     agreement: dict[str, Any],
     quality: dict[str, Any],
     consensus: list[list[Any]],
+    pools: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The datasheet of ``study`` as JSON-ready data: every HEDS 3.0 question by number with the data's
     answer or None, Section 4 once per criterion, and the unanswered ones as one list. ``consensus``:
-    ``reports.sections.agreement.consensus_rows``, read once for the report."""
+    ``reports.sections.agreement.consensus_rows``, read once for the report; ``pools``: the "Who judged"
+    section's data (``reports.sections.who_judged.who_judged``), for the evaluators' rater pools."""
     items = counted_items(study)
     invitations = list(Invitation.objects.filter(study=study).order_by("created_at", "id"))
     answers: dict[str, str] = {}
     notes: dict[str, list[tuple[str, str]]] = {number: [] for number, _t, _q in SECTIONS}
     _systems(study, items, answers, notes["2"])
     _sample_and_design(study, items, invitations, metrics, quality, answers, notes["3"])
+    if pools is not None:
+        _rater_pools(pools, answers, notes["3"])
     _ethics(invitations, answers)
     notes["1"].append(
         (
@@ -297,6 +303,47 @@ def _sample_and_design(
         "limit is recorded"
     )
     notes.append(("Judgements asked per item (overlap)", str(study.overlap)))
+
+
+def _rater_pools(pools: dict[str, Any], answers: dict[str, str], notes: list[tuple[str, str]]) -> None:
+    """3.2.1 and 3.2.5 name the rater pools (those of at least 5 people) and their sizes; Section 3's notes
+    give each pool's alpha and the agreement between pools (kappa_x) per question."""
+    named = [entry for entry in pools["keys"] if entry["pools"]]
+    if not named:
+        return
+    sizes = "; ".join(
+        f"by {e['key']}: " + ", ".join(f"{p['pool']} {p['people']:,}" for p in e["pools"]) for e in named
+    )
+    answers["3.2.1"] = f"{answers.get('3.2.1', '')}; rater pools {sizes}".lstrip("; ")
+    pooled = (
+        f"rater pools {sizes} (the people grouped by an attribute they gave this study; a pool of fewer than "
+        "5 people is not named); each pool's agreement and the findings that differ between pools are in "
+        "the report's Who judged section"
+    )
+    answers["3.2.5"] = f"{answers['3.2.5']}; {pooled}" if answers.get("3.2.5") else pooled
+    for entry in named:
+        alphas = "; ".join(
+            f"{a['pool']}, {a['question']}: "
+            + (f"{a['alpha']:.3f}" if a["alpha"] is not None else f"undefined ({a['reason']})")
+            for a in entry["alphas"]
+        )
+        notes.append((f"Agreement within each rater pool by {entry['key']} (Krippendorff's alpha)", alphas))
+        cross = "; ".join(
+            f"{c['question']}, {c['pools'][0]} vs {c['pools'][1]}: "
+            + (
+                f"{c['kappa_x']:.3f}"
+                + (
+                    f" (95% CI {c['low']:.3f} to {c['high']:.3f})"
+                    if c["low"] is not None and c["high"] is not None
+                    else ""
+                )
+                if c["kappa_x"] is not None
+                else f"undefined ({c['undefined_reason']})"
+            )
+            + f", {c['n_items']:,} items"
+            for c in entry["cross"]
+        )
+        notes.append((f"Agreement between rater pools by {entry['key']} (kappa_x)", cross or "-"))
 
 
 def _ethics(invitations: list[Invitation], answers: dict[str, str]) -> None:

@@ -6,6 +6,9 @@ and from them ``metrics.cross_replication``: kappa_x (Wong, Paritosh and Aroyo 2
 form and the share of items whose pool majorities agree, each with a seeded bootstrap interval over the
 items both pools rated (docs/agreement.md, "Agreement between pools"). Reads only counted annotations,
 as the rest of the agreement report.
+
+``pool_reliability_entries``: the reliability gate of findings read from one pool (``consensus@KEY=VALUE``):
+the gate's entries (``selectors.reliability``) with alpha computed among the pool's people only.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import numpy as np
 from annotations.models import Item, Study
 from annotations.protocols.schema import Question
 from annotations.selectors.matrices import LEVELS, question_matrix, reliability_for
+from annotations.selectors.reliability import reliability_entries
 from metrics.agreement import Level, ValueCounts, value_counts
 from metrics.cross_replication import CrossReplicationResult, cross_replication, shared_counts
+from metrics.reliability import Thresholds
 
 # Below this many items rated by both pools a defined kappa_x is flagged (the alpha threshold's reading).
 SMALL_SAMPLE_ITEMS = 10
@@ -146,3 +151,11 @@ def cross_pool_entries(
                     cross_entry(label, (first, second), result, [shown[item] for item in differing])
                 )
     return entries
+
+
+def pool_reliability_entries(
+    study: Study, keys: list[str], thresholds: Thresholds, members: list[int]
+) -> list[dict[str, Any]]:
+    """The reliability gate's entries (``selectors.reliability.reliability_entries``) with Krippendorff's
+    alpha among ``members`` only (a pool's people): the same level, pooling and seeded bootstrap."""
+    return reliability_entries(study, keys, thresholds, members)

@@ -6,13 +6,24 @@ them on its own row (``Annotator.study_pool``, ``study_attributes``). Machine la
 not enrolled are crowd with no answers. Nothing here reads another study's enrolment, so what a
 researcher does in one study never changes what anyone is or can do in another
 (docs/security.md, "Tenancy").
+
+*Rater pools* by one attribute KEY (``attribute_pools``): the humans who judged in the study grouped by
+the value of KEY they gave to it, as ``agreement --breakdown annotator:KEY`` groups them (``str`` of the
+value; those without it are in no pool). The label sources ``consensus@KEY=VALUE`` and
+``judgements@KEY=VALUE`` read one pool (``annotations.selectors.labels``; docs/metrics.md, "Rater pools").
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from annotations.models import Annotator, Enrollment, Pool, Study
+from annotations.selectors.counted import counted_annotations
+
+# An attribute with more values than this gives no pool sources to choose from (an age, a free text):
+# pools are a handful of regions or recruitment routes, not one person each.
+MAX_POOLS = 8
 
 
 def pool_in_study(*, study_id: int, annotator: Annotator | None) -> str:
@@ -76,3 +87,72 @@ def attributes_in_study(study_id: int, annotator_ids: list[int] | None = None) -
     for annotator_id, attributes in imported.values_list("id", "study_attributes"):
         found[annotator_id] = attributes or {}
     return found
+
+
+def _judging_humans(study: Study) -> list[int]:
+    """The ids of the humans with a counted judgement in ``study`` (one query)."""
+    return sorted(
+        set(
+            counted_annotations(study)
+            .filter(annotator__kind=Annotator.Kind.HUMAN)
+            .values_list("annotator_id", flat=True)
+            .distinct()
+        )
+    )
+
+
+def _pool_name(value: Any) -> str | None:
+    """The pool an attribute value names (``str`` of it, trimmed), or None for a blank one."""
+    if value is None:
+        return None
+    name = str(value).strip()
+    return name or None
+
+
+def attribute_pools(study: Study, key: str) -> dict[str, list[int]]:
+    """Value -> the ids of the humans who judged in ``study`` and gave that value of ``key`` to it, values
+    sorted; humans without ``key`` (or with a blank value) are in no pool. Two queries."""
+    humans = _judging_humans(study)
+    pools: dict[str, list[int]] = {}
+    for annotator_id, attributes in sorted(attributes_in_study(study.pk, humans).items()):
+        name = _pool_name((attributes or {}).get(key))
+        if name is not None:
+            pools.setdefault(name, []).append(annotator_id)
+    return dict(sorted(pools.items()))
+
+
+def pool_keys(study: Study) -> dict[str, dict[str, list[int]]]:
+    """Every attribute KEY the study's judging humans gave with 2 to ``MAX_POOLS`` values, each as
+    ``attribute_pools`` gives it, keys sorted: the pools a reader can switch between. Two queries."""
+    humans = _judging_humans(study)
+    by_key: dict[str, dict[str, list[int]]] = {}
+    for annotator_id, attributes in sorted(attributes_in_study(study.pk, humans).items()):
+        for key, value in (attributes or {}).items():
+            name = _pool_name(value)
+            if name is not None:
+                by_key.setdefault(str(key), {}).setdefault(name, []).append(annotator_id)
+    return {
+        key: dict(sorted(pools.items()))
+        for key, pools in sorted(by_key.items())
+        if 2 <= len(pools) <= MAX_POOLS
+    }
+
+
+def attribute_keys(study: Study) -> list[str]:
+    """Every attribute KEY a judging human of the study gave (sorted): what a pool source may name."""
+    humans = _judging_humans(study)
+    return sorted(
+        {
+            str(key)
+            for attributes in attributes_in_study(study.pk, humans).values()
+            for key in attributes or {}
+        }
+    )
+
+
+def pools_fingerprint(study: Study, key: str) -> str:
+    """A short digest of who is in which pool of ``key``: a cached report read from a pool changes when an
+    enrolment's answers do (annotations alone would not say so)."""
+    pools = attribute_pools(study, key)
+    text = ";".join(f"{name}={','.join(map(str, ids))}" for name, ids in pools.items())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

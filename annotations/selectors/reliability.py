@@ -78,10 +78,13 @@ def _alpha(study: Study, key: str, humans: list[int]) -> tuple[str, AlphaResult,
     return level, result, raters
 
 
-def reliability_entries(study: Study, keys: list[str], thresholds: Thresholds) -> list[dict[str, Any]]:
+def reliability_entries(
+    study: Study, keys: list[str], thresholds: Thresholds, members: list[int] | None = None
+) -> list[dict[str, Any]]:
     """One entry per question of ``keys`` (boxes questions have no alpha here and are left out):
-    {question, level, alpha, low, high, n_items, n_raters, verdict, reason}."""
-    humans = _human_ids(study)
+    {question, level, alpha, low, high, n_items, n_raters, verdict, reason}. ``members``: the people
+    whose alpha it is (a rater pool's annotator ids); None: every person who answered."""
+    humans = _human_ids(study) if members is None else sorted(members)
     protocol = study.protocol_obj
     entries = []
     for key in keys:

@@ -25,7 +25,7 @@ from annotations import access
 from annotations.access import request_user
 from annotations.models import Study
 from annotations.selectors import studies as selectors
-from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, machine_labellers_of
+from annotations.selectors.labels import CONSENSUS, JUDGEMENTS, machine_labellers_of, pool_source_split
 from annotations.views.pages import IMAGE_CSP, MAX_ROWS_SHOWN
 from common.display import cell_display
 from common.errors import NotAllowed, NotFoundError, ValidationFailed
@@ -167,10 +167,11 @@ def _source_choices(studies: list[Study]) -> list[tuple[str, str]]:
 
 
 def _check_sources(queries: list[SideQuery], sources: list[tuple[str, str]]) -> None:
-    """Refuse a source that is none of the select's (a typed URL): a form error naming the side."""
+    """Refuse a source that is none of the select's (a typed URL): a form error naming the side. A rater
+    pool's source (``consensus@KEY=VALUE``) passes here: its side's study checks the pool exists."""
     known = [name for name, _label in sources]
     for index, query in enumerate(queries):
-        if query.source not in known:
+        if query.source not in known and pool_source_split(query.source) is None:
             raise ValidationFailed(
                 f"Labels from, side {side_label(index)}: {query.source!r} is not a label source of your "
                 f"studies; choose one of {', '.join(known)}.",

@@ -7,6 +7,8 @@ Thin views: ``access`` decides who may look (the study's researchers), ``finding
 says which source it shows and links to every source that holds labels, and an empty table says why it is
 empty (its figure is then not drawn; asked for directly, it is an "empty" picture, never an error).
 Findings count settled items; ``?partial=1`` (a link at the top) counts partial ones too, marked so.
+Where the study's people gave an attribute with 2 to 8 values (their rater pools: region, rater pool), the
+page offers the findings of each pool (``?source=consensus@KEY=VALUE``) and a link comparing the pools.
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ from annotations.access import request_user
 from annotations.interchange.import_jobs import import_upload
 from annotations.models import ImportJob
 from annotations.selectors.features import features_export_lines
-from annotations.selectors.labels import labeller_named, machine_labellers
+from annotations.selectors.labels import (
+    CONSENSUS,
+    JUDGEMENTS,
+    labeller_named,
+    machine_labellers,
+    pool_source_split,
+)
+from annotations.selectors.pools import pool_keys
 from annotations.selectors.stereotypes import stereotype_table_size
 from annotations.services.findings_reliability import (
     findings_question_exclude,
@@ -51,9 +60,17 @@ from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed, WorkbenchError
 from common.query_params import query_flag
 from common.spreadsheet import csv_cell
+from findings.comparison import MAX_SIDES
 from findings.figures import DRAW, FORMATS, figure_render
 from findings.papers.ppi import PREFIX, ppi_min_people, width_parse
-from findings.report import FindingsReport, correction_param, findings_report_cached, labeller_words
+from findings.report import (
+    JUDGEMENT_PROTOCOLS,
+    FindingsReport,
+    correction_param,
+    findings_report_cached,
+    labeller_words,
+    source_words,
+)
 from findings.tables import Figure, Table
 from metrics.multiple_testing import CORRECTION_NAMES, DEFAULT_CORRECTION
 
@@ -149,6 +166,8 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
         {k: v for k, v in query.items() if k != "partial"} | ({} if include_partial else {"partial": "1"})
     )
     feature_tables = any(t.key in ("visage_pull", "visage_salience") for t in report.tables)
+    pool_switch = _pool_switch(study, report, query)
+    pool_sources = [p["source"] for group in pool_switch for p in group["pools"]]
     return render(
         request,
         "findings/study.html",
@@ -169,7 +188,9 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "can_write": access.study_can_write(request_user(request), study),
             # Each labeller in words ("vlm-x v1"), its name@version the value the form sends.
             "labellers": [(name, labeller_words(name)) for name in machine_labellers(study)],
-            "source_options": [(name, words.get(name, name)) for name in report.sources],
+            "source_options": [(name, words.get(name, name)) for name in report.sources]
+            + [(name, source_words(name)) for name in pool_sources if name not in report.sources],
+            "pool_switch": pool_switch,
             "designs": SAMPLE_DESIGNS,
             "gated": [e for e in report.reliability if not e.get("excluded")],
             "show_stereotypes": report.protocol == "stereotype-markers" or feature_tables,
@@ -177,6 +198,48 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
             "show_features": bool(report.embedding_sources or report.caption_sources or feature_tables),
         },
     )
+
+
+def _pool_switch(study: Any, report: FindingsReport, query: dict[str, str]) -> list[dict[str, Any]]:
+    """Per attribute that forms rater pools: a link to the findings of each pool (the report's kind of human
+    labels, consensus or every judgement, read from that pool), back to everyone, and to the compare page
+    with the pools side by side (at most ``MAX_SIDES``). Nothing for a study without pools."""
+    split = pool_source_split(report.source)
+    kind = split[0] if split else report.source
+    if kind not in (CONSENSUS, JUDGEMENTS):
+        kind = CONSENSUS
+    if kind == JUDGEMENTS and report.protocol not in JUDGEMENT_PROTOCOLS:
+        kind = CONSENSUS
+    base_url = reverse("study-findings", args=[study.pk])
+    kept = {k: v for k, v in query.items() if k != "source"}
+    groups = []
+    for key, pools in pool_keys(study).items():
+        sources = [f"{kind}@{key}={value}" for value in pools]
+        groups.append(
+            {
+                "key": key,
+                "pools": [
+                    {
+                        "value": value,
+                        "people": len(ids),
+                        "source": source,
+                        "current": source == report.source,
+                        "url": f"{base_url}?{urlencode(kept | {'source': source})}",
+                    }
+                    for (value, ids), source in zip(pools.items(), sources, strict=True)
+                ],
+                "everyone": None
+                if report.source == kind
+                else f"{base_url}?{urlencode(kept | {'source': kind})}",
+                "compare": reverse("compare")
+                + "?"
+                + urlencode(
+                    [("study", study.pk) for _ in sources[:MAX_SIDES]]
+                    + [("source", source) for source in sources[:MAX_SIDES]]
+                ),
+            }
+        )
+    return groups
 
 
 @dataclass(frozen=True)
