@@ -27,7 +27,7 @@ class StudyMetricsView(APIView):
                 str,
                 description="consensus, judgements, LABELLER[@VERSION], ppi:LABELLER[@VERSION] (machine + "
                 "human sample, docs/metrics.md) or consensus@KEY=VALUE (one rater pool's consensus, "
-                "docs/metrics.md \"Rater pools\"); default: the protocol's default "
+                'docs/metrics.md "Rater pools"); default: the protocol\'s default '
                 "source (judgements for stereotype-markers, consensus otherwise; see source_default)",
             ),
             OpenApiParameter(

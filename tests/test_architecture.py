@@ -365,7 +365,9 @@ def test_no_app_holds_half_of_the_house() -> None:
 def test_the_module_index_of_the_map_is_generated_from_the_code() -> None:
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("architecture_index", ROOT / "scripts/architecture_index.py")
+    spec = importlib.util.spec_from_file_location(
+        "architecture_index", ROOT / "scripts/architecture_index.py"
+    )
     assert spec is not None and spec.loader is not None
     index = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(index)

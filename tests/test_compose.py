@@ -9,7 +9,12 @@ reaches only the minio and minio-init services, the app signs in as the user dep
 makes (run here with a stand-in ``mc``: its policy names the bucket only, the one docs/deploy.md
 gives), files reach browsers through the app (MinIO is published nowhere), every image names a
 version, Redis asks for a password that every redis:// URL gives, nginx listens on 127.0.0.1 and ends
-TLS, and ``manage.py check --deploy`` is clean with the environment the web nodes get."""
+TLS, and ``manage.py check --deploy`` is clean with the environment the web nodes get.
+
+Across hosts (docs/deploy.md, "Separate hosts"): every address the workbench gets (database, broker,
+cache, bucket) is ``${VAR:-service default}``, so .env points it at another host; compose.worker.yaml
+runs workers only (no web node, database, broker or bucket, every address required) and starts the
+settings in production; compose.private.yaml publishes the three services on a private address only."""
 
 from __future__ import annotations
 
@@ -20,14 +25,18 @@ import secrets
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "compose.yaml"
+WORKER_COMPOSE = ROOT / "compose.worker.yaml"
+PRIVATE_COMPOSE = ROOT / "compose.private.yaml"
 NGINX = ROOT / "deploy" / "nginx.conf"
 MINIO_INIT = ROOT / "deploy" / "minio-init.sh"
 DOCKERFILE = ROOT / "Dockerfile"
@@ -67,12 +76,61 @@ def workbench_services(services: dict[str, Any]) -> dict[str, Any]:
     return {name: s for name, s in services.items() if s.get("image", "").startswith("stereotype-audit")}
 
 
+def closing_brace(text: str, start: int) -> int:
+    """The index of the ``}`` that closes the ``${`` at ``start`` (defaults may hold ``${...}`` too)."""
+    depth, i = 0, start
+    while i < len(text):
+        if text.startswith("${", i):
+            depth, i = depth + 1, i + 2
+            continue
+        if text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise ValueError(f"unclosed ${{ in {text!r}")
+
+
+def interpolate(text: str, env: Mapping[str, str], missing: Callable[[str], str]) -> str:
+    """Compose's interpolation (compose-go's template package): ``$$``, ``${NAME}``, ``${NAME:-default}``,
+    ``${NAME-default}``, ``${NAME:?message}``, ``${NAME?message}``, defaults nested and, as in compose,
+    worked out even when the variable is set. ``missing(name)`` answers for a required one that is not."""
+    out, i = [], 0
+    while i < len(text):
+        if text.startswith("$$", i):
+            out.append("$")
+            i += 2
+        elif text.startswith("${", i):
+            end = closing_brace(text, i)
+            found = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])(.*))?", text[i + 2 : end], re.S)
+            assert found, text
+            name, operator, rest = found.groups()
+            value = env.get(name)
+            if operator in (":-", "-"):
+                default = interpolate(rest, env, missing)
+                usable = bool(value) if operator == ":-" else value is not None
+                out.append(value if usable and value is not None else default)
+            elif operator in (":?", "?"):
+                usable = bool(value) if operator == ":?" else value is not None
+                out.append(value if usable and value is not None else missing(name))
+            else:
+                out.append(value or "")
+            i = end + 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
 def filled(value: Any, required: dict[str, str] | None = None) -> str:
-    """A compose value as compose fills it with an empty .env: ``${NAME:-default}`` gives the default,
-    ``${NAME:?message}`` the value in ``required`` (else a placeholder secret)."""
-    given = required or {}
-    text = re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", str(value))
-    return re.sub(r"\$\{([A-Z0-9_]+):\?[^}]*\}", lambda m: given.get(m.group(1), "secret-" + "x" * 50), text)
+    """A compose value as compose fills it from a .env holding ``required``: ``${NAME:-default}`` gives
+    the default unless .env sets NAME, ``${NAME:?message}`` the value in ``required`` (else a
+    placeholder secret)."""
+    return interpolate(str(value), required or {}, lambda _name: "secret-" + "x" * 50)
+
+
+def refused(name: str) -> str:
+    raise LookupError(name)
 
 
 def compose_env(service: dict[str, Any], required: dict[str, str] | None = None) -> dict[str, str]:
@@ -140,9 +198,9 @@ def test_every_variable_given_to_the_workbench_is_one_it_reads(services) -> None
         env = service["environment"]
         assert REQUIRED <= set(env), f"{name} lacks {REQUIRED - set(env)}"
         assert set(env) <= known, f"{name}: settings.py reads no {set(env) - known}"
-        assert env["WORKBENCH_S3_ADDRESSING_STYLE"] == "path" and env["WORKBENCH_ENV"] == "production"
-        assert env["WORKBENCH_CACHE_URL"].startswith(f"redis://:{REDIS_PASSWORD}@redis:")
-        assert env["CELERY_BROKER_URL"].startswith(f"redis://:{REDIS_PASSWORD}@redis:")
+        assert filled(env["WORKBENCH_S3_ADDRESSING_STYLE"]) == "path" and env["WORKBENCH_ENV"] == "production"
+        assert filled(env["WORKBENCH_CACHE_URL"], {"REDIS_PASSWORD": "pw"}).startswith("redis://:pw@redis:")
+        assert filled(env["CELERY_BROKER_URL"], {"REDIS_PASSWORD": "pw"}).startswith("redis://:pw@redis:")
 
 
 PROBE = """
@@ -331,7 +389,7 @@ def test_minio_init_runs_again_and_refuses_what_would_widen_the_policy(tmp_path)
 
 def test_every_image_names_a_version(services) -> None:
     for name, service in services.items():
-        image = service["image"]
+        image = filled(service["image"])  # the app's own: ${WORKBENCH_IMAGE_TAG:-local}
         repository, _, tag = image.rpartition(":")
         assert repository and tag and tag != "latest" and "/" not in tag, f"{name}: {image} names no version"
         if "build" in service:  # built here from this checkout
@@ -352,7 +410,9 @@ def test_redis_asks_for_a_password_and_every_redis_url_gives_it(services) -> Non
     urls = [s for s in strings(services) if "redis://" in s or "rediss://" in s]
     assert urls
     for url in urls:
-        assert url.startswith(f"redis://:{REDIS_PASSWORD}@redis:6379/"), url
+        # The default (Redis of this file) carries the password; .env may name another Redis instead.
+        assert REDIS_PASSWORD in url, url
+        assert filled(url, {"REDIS_PASSWORD": "pw"}).startswith("redis://:pw@redis:6379/"), url
 
 
 def published_ports(service: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -415,3 +475,186 @@ def test_check_deploy_is_clean_with_the_environment_the_web_nodes_get(services, 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout, result.stdout + result.stderr
     assert not (tmp_path / "absent").exists()
+
+
+# --- Across hosts (docs/deploy.md, "Separate hosts") -----------------------------------------------
+
+# What the workbench reaches over the network: each comes from .env under its own name.
+ADDRESSES = {
+    "DATABASE_URL": "postgres://workbench:pw@db.example.org:5432/workbench",
+    "CELERY_BROKER_URL": "redis://:pw@redis.example.org:6379/0",
+    "WORKBENCH_CACHE_URL": "redis://:pw@redis.example.org:6379/1",
+    "WORKBENCH_S3_ENDPOINT_URL": "https://s3.example.org",
+    "WORKBENCH_S3_BUCKET": "lab-audit-files",
+    "WORKBENCH_S3_REGION": "eu-west-1",
+    "WORKBENCH_S3_ADDRESSING_STYLE": "virtual",
+    "EMAIL_HOST": "smtp.example.org",
+}
+# The default host of each service address in compose.yaml: a service of the same file.
+DEFAULT_HOSTS = {
+    "DATABASE_URL": "postgres",
+    "CELERY_BROKER_URL": "redis",
+    "WORKBENCH_CACHE_URL": "redis",
+    "WORKBENCH_S3_ENDPOINT_URL": "minio",
+}
+SECRETS = {
+    "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+    "POSTGRES_PASSWORD": "pg-pw",
+    "REDIS_PASSWORD": "redis-pw",
+    "MINIO_WORKBENCH_PASSWORD": "minio-pw",
+    "AWS_ACCESS_KEY_ID": "bucket-user",
+    "AWS_SECRET_ACCESS_KEY": "bucket-user-pw",
+}
+
+
+@pytest.fixture(scope="module")
+def worker_services() -> dict[str, Any]:
+    return dict(yaml.safe_load(WORKER_COMPOSE.read_text())["services"])
+
+
+def own_expression(name: str, value: Any) -> re.Match[str] | None:
+    """``${NAME<op>rest}`` taking up the whole value, NAME the variable the value is given as."""
+    return re.fullmatch(rf"\$\{{{name}(:?[-?])(.*)\}}", str(value), re.S)
+
+
+def test_every_service_address_comes_from_env_with_this_file_as_default(services) -> None:
+    for name, service in workbench_services(services).items():
+        env = service["environment"]
+        for variable, elsewhere in ADDRESSES.items():
+            expression = own_expression(variable, env[variable])
+            assert expression and expression.group(1) == ":-", f"{name}: {variable} is fixed: {env[variable]}"
+            assert filled(env[variable], SECRETS | {variable: elsewhere}) == elsewhere, (name, variable)
+        for variable, host in DEFAULT_HOSTS.items():
+            default = urlsplit(filled(env[variable], SECRETS))
+            assert default.hostname == host and host in services, (name, variable, default)
+        # No other value names a service of this file by itself: every URL is one .env may replace.
+        for variable, value in env.items():
+            if "://" in str(value):
+                expression = own_expression(variable, value)
+                assert expression and expression.group(1) == ":-", f"{name}: {variable}={value}"
+
+
+def test_the_default_addresses_are_the_single_host_ones(services) -> None:
+    env = compose_env(services["web1"], SECRETS)
+    assert env["DATABASE_URL"] == "postgres://workbench:pg-pw@postgres:5432/workbench"
+    assert env["CELERY_BROKER_URL"] == "redis://:redis-pw@redis:6379/0"
+    assert env["WORKBENCH_CACHE_URL"] == "redis://:redis-pw@redis:6379/1"
+    assert env["WORKBENCH_S3_ENDPOINT_URL"] == "http://minio:9000"
+    # As compose: a required variable inside a default is still required (compose works defaults out).
+    with pytest.raises(LookupError):
+        interpolate(services["web1"]["environment"]["DATABASE_URL"], {"DATABASE_URL": "x"}, refused)
+
+
+def test_the_app_images_name_their_tag_from_env(services, worker_services) -> None:
+    for name, service in {**services, **worker_services}.items():
+        if "build" in service:
+            assert service["image"].endswith(":${WORKBENCH_IMAGE_TAG:-local}"), name
+            assert filled(service["image"], {"WORKBENCH_IMAGE_TAG": "v1.4.2"}).endswith(":v1.4.2"), name
+    for name, service in worker_services.items():
+        assert service["image"] == services[name]["image"], f"{name}: another image than compose.yaml's"
+
+
+def settings_queues() -> set[str]:
+    text = (ROOT / "workbench" / "settings.py").read_text()
+    default = re.search(r'^CELERY_TASK_DEFAULT_QUEUE = "(\w+)"', text, re.M)
+    assert default is not None
+    return {default.group(1), *re.findall(r'\{"queue": "(\w+)"\}', text)}
+
+
+def queues_of(command: list[str]) -> set[str]:
+    return set(command[command.index("-Q") + 1].split(","))
+
+
+def test_the_worker_file_runs_workers_only(worker_services) -> None:
+    assert set(worker_services) == {"worker-cpu", "worker-gpu"}
+    assert worker_services["worker-gpu"]["profiles"] == ["gpu-worker"]
+    assert worker_services["worker-cpu"]["profiles"] == ["cpu-worker"]
+    for name, service in worker_services.items():
+        assert service["command"][:4] == ["celery", "-A", "workbench", "worker"], name
+        assert "ports" not in service and "depends_on" not in service, name
+        assert service.get("healthcheck", {}).get("test"), name
+        for volume in service.get("volumes", []):
+            assert name == "worker-gpu" and (volume["target"], volume["read_only"]) == ("/models", True)
+    gpu, cpu = worker_services["worker-gpu"], worker_services["worker-cpu"]
+    assert queues_of(gpu["command"]) == {"gpu"} and queues_of(cpu["command"]) == {"celery"}
+    assert queues_of(gpu["command"]) | queues_of(cpu["command"]) == settings_queues()
+    assert gpu["command"][gpu["command"].index("--pool") + 1] == "solo"
+    devices = gpu["deploy"]["resources"]["reservations"]["devices"]
+    assert any(d["driver"] == "nvidia" and "gpu" in d["capabilities"] for d in devices)
+    assert gpu["build"] == {
+        "context": ".",
+        "args": {"TORCH_INDEX_URL": "${GPU_TORCH_INDEX_URL:-https://download.pytorch.org/whl/cu128}"},
+    }
+
+
+def test_the_worker_file_names_no_service_of_the_main_host_and_requires_every_address(
+    worker_services,
+) -> None:
+    text = WORKER_COMPOSE.read_text()
+    for host in ("@postgres:", "@redis:", "//minio:", "minio-init", "web1", "nginx"):
+        assert host not in text.split("services:", 1)[1], host
+    for name, service in worker_services.items():
+        env = service["environment"]
+        for variable in (
+            "DJANGO_SECRET_KEY",
+            "DATABASE_URL",
+            "CELERY_BROKER_URL",
+            "WORKBENCH_CACHE_URL",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+        ):
+            expression = own_expression(variable, env[variable])
+            assert expression and expression.group(1) == ":?", f"{name}: {variable} is not required"
+            with pytest.raises(LookupError):
+                interpolate(env[variable], {}, refused)
+        # The endpoint must be set too, but may be empty (AWS S3).
+        expression = own_expression("WORKBENCH_S3_ENDPOINT_URL", env["WORKBENCH_S3_ENDPOINT_URL"])
+        assert expression and expression.group(1) == "?", name
+        assert interpolate(env["WORKBENCH_S3_ENDPOINT_URL"], {"WORKBENCH_S3_ENDPOINT_URL": ""}, refused) == ""
+        for variable, elsewhere in ADDRESSES.items():
+            assert filled(env[variable], SECRETS | {variable: elsewhere}) == elsewhere, (name, variable)
+        assert set(env) <= settings_names() | BOTO3_NAMES, (
+            f"{name}: settings.py reads no {set(env) - settings_names()}"
+        )
+        assert REQUIRED <= set(env), f"{name} lacks {REQUIRED - set(env)}"
+
+
+def test_the_worker_environment_starts_the_settings_in_production(worker_services, tmp_path) -> None:
+    given = SECRETS | {
+        key: value
+        for key, value in ADDRESSES.items()
+        if key in ("DATABASE_URL", "CELERY_BROKER_URL", "WORKBENCH_CACHE_URL")
+    }
+    given |= {"WORKBENCH_S3_ENDPOINT_URL": "", "WORKBENCH_S3_BUCKET": "lab-audit-files"}
+    env = compose_env(worker_services["worker-gpu"], given)
+    env["WORKBENCH_DATA_DIR"] = str(tmp_path / "absent")
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {
+        "production": True,
+        "cache": "common.redis_cache.RedisCache",
+        "mail": "django.core.mail.backends.smtp.EmailBackend",
+        "bucket": "lab-audit-files",
+        "model_dirs": ["/models"],
+        "serve": "redirect",
+    }
+    assert not (tmp_path / "absent").exists()
+
+
+def test_the_private_overlay_publishes_three_services_on_the_private_address_only(services) -> None:
+    overlay = yaml.safe_load(PRIVATE_COMPOSE.read_text())["services"]
+    assert set(overlay) == {"postgres", "redis", "minio"} and set(overlay) <= set(services)
+    targets = set()
+    for name, service in overlay.items():
+        assert set(service) == {"ports"}, name  # nothing else of the service changes
+        for entry in service["ports"]:
+            assert entry.startswith("${WORKBENCH_PRIVATE_ADDRESS:?"), entry  # no default address at all
+            with pytest.raises(LookupError):
+                interpolate(entry, {}, refused)
+            address, port, target = filled(entry, {"WORKBENCH_PRIVATE_ADDRESS": "10.0.0.5"}).split(":")
+            assert address == "10.0.0.5" and port == target, entry
+            targets.add(target)
+    assert targets == {"5432", "6379", "9000"}
