@@ -21,6 +21,7 @@ from annotations.models import (
     User,
 )
 from annotations.presenters import labeller_summary
+from annotations.selectors.overlap import model_summary, policy_question, study_policy
 from annotations.selectors.study_options import study_options
 from annotations.services.studies import MAX_ENROLLED_AT_ONCE
 from common.jobs import JOB_FIELDS
@@ -40,6 +41,15 @@ class StudySerializer(serializers.ModelSerializer[Study]):
     options = serializers.SerializerMethodField(
         help_text="The study's settings as one object (see annotations/selectors/study_options.py)"
     )
+    overlap_policy = serializers.SerializerMethodField(
+        help_text="fixed:K, agree:K/MAX or posterior:P/MAX (docs/overlap.md); the overlap is K or MAX"
+    )
+    overlap_question = serializers.SerializerMethodField(
+        help_text="The question the overlap policy reads (null: the protocol has none it can read)"
+    )
+    overlap_model = serializers.SerializerMethodField(
+        help_text="posterior: when and on how many answers its Dawid-Skene model was fitted, and its prior"
+    )
 
     class Meta:
         model = Study
@@ -52,6 +62,9 @@ class StudySerializer(serializers.ModelSerializer[Study]):
             "preset",
             "protocol",
             "overlap",
+            "overlap_policy",
+            "overlap_question",
+            "overlap_model",
             "lease_minutes",
             "status",
             "options",
@@ -67,6 +80,18 @@ class StudySerializer(serializers.ModelSerializer[Study]):
         user = getattr(request, "user", None)
         # Annotators must not learn the control rate or qualification (docs/crowd.md).
         return study_options(instance, researcher=user is None or getattr(user, "is_researcher", False))
+
+    def get_overlap_policy(self, instance: Study) -> str:
+        return str(study_policy(instance))
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_overlap_question(self, instance: Study) -> str | None:
+        question = policy_question(instance)
+        return question.key if question is not None else None
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_overlap_model(self, instance: Study) -> dict[str, Any] | None:
+        return model_summary(instance)
 
 
 # What an annotator sees of a study (docs/security.md, "Tenancy"): no researcher's description, no
@@ -105,6 +130,12 @@ class StudyCreateSerializer(serializers.Serializer[Any]):
     protocol = serializers.JSONField(required=False, help_text="A protocol as a JSON object")
     protocol_yaml = serializers.CharField(required=False, help_text="A protocol file's YAML text")
     overlap = serializers.IntegerField(required=False, default=3, min_value=1, max_value=100)
+    overlap_policy = serializers.CharField(
+        required=False, max_length=64, help_text="fixed:K, agree:K/MAX or posterior:P/MAX (docs/overlap.md)"
+    )
+    overlap_question = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, help_text="The question the policy reads"
+    )
     lease_minutes = serializers.IntegerField(required=False, default=30, min_value=1, max_value=10080)
 
 
@@ -112,6 +143,18 @@ class StudyUpdateSerializer(serializers.Serializer[Any]):
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
     overlap = serializers.IntegerField(required=False, min_value=1, max_value=100)
+    overlap_policy = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="fixed:K, agree:K/MAX or posterior:P/MAX (docs/overlap.md); saving one (even the same) "
+        "refits a posterior policy's model and decides every item again",
+    )
+    overlap_question = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        help_text="The single, binary or likert question the policy reads (blank: the protocol's first)",
+    )
     lease_minutes = serializers.IntegerField(required=False, min_value=1, max_value=10080)
     status = serializers.ChoiceField(choices=Study.Status.choices, required=False)
     options = serializers.JSONField(

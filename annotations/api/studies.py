@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Count, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
@@ -66,16 +67,24 @@ class StudyViewSet(viewsets.ModelViewSet[Study]):
             protocol=values.get("protocol"),
             source="request",
         )
-        study = study_services.study_create(
-            owner=request_user(request),
-            name=values["name"],
-            protocol=protocol,
-            preset=values.get("preset") or "",
-            overlap=values["overlap"],
-            lease_minutes=values["lease_minutes"],
-            description=values["description"],
-            status=Study.Status.DRAFT,  # launched on the study page once it has items and people
-        )
+        with transaction.atomic():  # a refused overlap policy leaves no study behind
+            study = study_services.study_create(
+                owner=request_user(request),
+                name=values["name"],
+                protocol=protocol,
+                preset=values.get("preset") or "",
+                overlap=values["overlap"],
+                lease_minutes=values["lease_minutes"],
+                description=values["description"],
+                status=Study.Status.DRAFT,  # launched on the study page once it has items and people
+            )
+            if "overlap_policy" in values or "overlap_question" in values:
+                study = study_services.study_overlap_set(
+                    study=study,
+                    policy=values.get("overlap_policy"),
+                    question=values.get("overlap_question"),
+                    overlap=values["overlap"] if "overlap" in request.data else None,
+                )
         return Response(s.StudySerializer(study).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.StudyUpdateSerializer, responses=s.StudySerializer)

@@ -62,6 +62,22 @@ class Item(models.Model):
         default=0, help_text="Submitted human assignments; kept by the assignment service, read by claims"
     )
     shuffle_key = models.PositiveIntegerField(default=random_shuffle_key, help_text="Random order of items")
+    # The study's overlap policy, kept by the assignment service (annotations/services/assignment.md).
+    policy_slots = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Judgements (submitted or leased) the overlap policy lets the item hold now; empty: the "
+        "policy's opening (fixed:K: the overlap)",
+    )
+    policy_votes = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="{annotator id: answer} to the policy's question (not under fixed:K)",
+    )
+    policy_stopped = models.BooleanField(
+        default=False,
+        help_text="The overlap policy wants no more judgements of this item (never under fixed:K)",
+    )
     note = models.TextField(
         blank=True, help_text="Shown with the item on the task page (e.g. an attention check's instruction)"
     )
@@ -88,7 +104,10 @@ class Item(models.Model):
         indexes = [
             models.Index(fields=["study", "condition"]),
             models.Index(fields=["study", "sha256"], name="item_sha256"),
-            models.Index(fields=["study", "judgements", "shuffle_key"], name="item_claim_order"),
+            # Items an overlap policy stopped leave the claim's range scan (assignment.md, "Order").
+            models.Index(
+                fields=["study", "policy_stopped", "judgements", "shuffle_key"], name="item_claim_order"
+            ),
             # Controls by kind (controls.control_candidate) and the task page's count of the items open
             # to an annotator (control_kind "", expert_only by pool): an index-only count (issue 17).
             models.Index(fields=["study", "control_kind", "expert_only"], name="item_control_expert"),

@@ -36,6 +36,26 @@ class Study(models.Model):
     protocol = models.JSONField(help_text="The validated protocol (see docs/protocols.md)")
     overlap = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
     lease_minutes = models.PositiveIntegerField(default=30, validators=[MinValueValidator(1)])
+    # The overlap policy (docs/overlap.md, "A study under a policy"; annotations/selectors/overlap.py).
+    overlap_policy = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="agree:K/MAX or posterior:P/MAX (docs/overlap.md); empty: fixed:K, K the overlap. "
+        "Under a policy the overlap is its MAX",
+    )
+    overlap_question = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="The single, binary or likert question the policy reads; empty: the protocol's first",
+    )
+    overlap_model = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="posterior: the Dawid-Skene model fitted on the study's answers and gold items when the "
+        "policy was last saved or refitted",
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     # Settings (were one JSON bag, ``options``, until migration 0009; the export and the API still
     # show them as that bag: annotations/selectors/study_options.py). Quality settings, the

@@ -2,7 +2,9 @@
 pending").
 
 An item is *settled* when as many distinct people gave it a counted judgement as the study's overlap asks
-for, *partial* when some did but fewer, *none* when nobody did. A consensus label needs a settled item
+for, or when the study's overlap policy stopped it with fewer (``agree:K/MAX``, ``posterior:P/MAX``:
+``Item.policy_stopped``, docs/overlap.md), *partial* when some did but fewer and its policy still wants
+more, *none* when nobody did. A consensus label needs a settled item
 (fewer judgements make it *pending*: ``metrics.consensus.pending``), and findings count settled items
 unless the reader asks to include partial ones (provisional, marked so). A machine labeller's findings
 need its one answer per item: an item it answered is settled for that source.
@@ -20,7 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count
 
-from annotations.models import Annotator, Study
+from annotations.models import Annotator, Item, Study
 from annotations.selectors.counted import counted_annotations
 
 SETTLED, PARTIAL, NONE = "settled", "partial", "none"
@@ -44,10 +46,22 @@ def item_judges(study: Study, annotator_ids: Iterable[int] | None = None) -> dic
     return dict(rows)
 
 
-def short_items(study: Study, judges: dict[int, int] | None = None) -> frozenset[int]:
-    """Items with some human judgements but fewer than the study's overlap (their consensus is pending)."""
+def stopped_items(study: Study) -> frozenset[int]:
+    """The items the study's overlap policy stopped (it wants no more judgements of them): settled, however
+    few their judgements. None under ``fixed:K``, without a query."""
+    if not study.overlap_policy:
+        return frozenset()
+    return frozenset(Item.objects.filter(study=study, policy_stopped=True).values_list("id", flat=True))
+
+
+def short_items(
+    study: Study, judges: dict[int, int] | None = None, stopped: frozenset[int] | None = None
+) -> frozenset[int]:
+    """Items with some human judgements but fewer than the study's overlap, that its overlap policy did
+    not stop (their consensus is pending)."""
     judges = item_judges(study) if judges is None else judges
-    return frozenset(item for item, n in judges.items() if 0 < n < study.overlap)
+    stopped = stopped_items(study) if stopped is None else stopped
+    return frozenset(item for item, n in judges.items() if 0 < n < study.overlap and item not in stopped)
 
 
 @dataclass(frozen=True)
@@ -56,7 +70,8 @@ class Coverage:
 
     ``needed``: judgements an item needs (the overlap for people, 1 for a machine labeller);
     ``include_partial``: whether findings count partial items too (provisional); ``minimum``: the fewest
-    counted items findings may rest on without a warning.
+    counted items findings may rest on without a warning; ``policy``: the study's overlap policy when it
+    can settle an item with fewer than ``needed`` (``agree:2/3``), else empty.
     """
 
     basis: str
@@ -67,6 +82,7 @@ class Coverage:
     none: int
     include_partial: bool
     minimum: int
+    policy: str = ""
 
     @property
     def counted(self) -> int:
@@ -79,8 +95,9 @@ class Coverage:
     def summary(self) -> str:
         """One line, e.g. "2 settled (3 of 3 judgements), 1 partial, 4 with none; counted: settled only"."""
         counted = "settled and partial (provisional)" if self.include_partial else "settled only"
+        stop = f", or fewer where {self.policy} stopped" if self.policy else ""
         return (
-            f"{self.settled} settled ({self.needed} of {self.needed} {_judgements(self.needed)}), "
+            f"{self.settled} settled ({self.needed} of {self.needed} {_judgements(self.needed)}{stop}), "
             f"{self.partial} partial, {self.none} with none, of {self.n_items} items; counted: {counted}"
         )
 
@@ -114,7 +131,7 @@ class Coverage:
             "enough": self.enough,
             "summary": self.summary(),
             "warning": self.warning(),
-        }
+        } | ({"policy": self.policy} if self.policy else {})  # under fixed:K, the record as before
 
 
 def _judgements(n: int) -> str:
@@ -129,16 +146,20 @@ def coverage_of(
     needed: int,
     basis: str,
     include_partial: bool,
+    stopped: frozenset[int] | None = None,
 ) -> tuple[Coverage, frozenset[int], frozenset[int]]:
     """The coverage of ``item_ids`` given ``judges`` (item -> judgements), the items findings count and the
-    partial ones among them (empty unless ``include_partial``)."""
+    partial ones among them (empty unless ``include_partial``). An item the study's overlap policy
+    stopped (``stopped``, read when not given and ``needed`` is above one) is settled with any judgement."""
+    if stopped is None:
+        stopped = stopped_items(study) if needed > 1 else frozenset()
     settled: set[int] = set()
     partial: set[int] = set()
     n_items = 0
     for item in item_ids:
         n_items += 1
         n = judges.get(item, 0)
-        if n >= needed:
+        if n >= needed or (n and item in stopped):
             settled.add(item)
         elif n:
             partial.add(item)
@@ -151,6 +172,7 @@ def coverage_of(
         none=n_items - len(settled) - len(partial),
         include_partial=include_partial,
         minimum=findings_minimum(),
+        policy=study.overlap_policy if needed > 1 else "",
     )
     counted = settled | partial if include_partial else settled
     return coverage, frozenset(counted), frozenset(partial if include_partial else ())

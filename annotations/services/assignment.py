@@ -1,10 +1,11 @@
 """Handing out items to human annotators: claim, submit, skip, release, expire.
 
 The rule is explained in ``assignment.md`` beside this file. In short: each item needs
-``study.overlap`` distinct humans; an annotator never judges the same item twice (the
-``assignment_unique`` constraint); a claim is a lease of ``study.lease_minutes`` and an expired
-lease frees its slot; expert-only items go to the study's expert pool only; the next item is the one with
-the fewest completed judgements, ties broken by a pseudo-random order fixed per annotator.
+``study.overlap`` distinct humans, or fewer when the study's overlap policy stops it early (``agree``,
+``posterior``: the item's ``policy_slots``, kept by the submit); an annotator never judges the same
+item twice (the ``assignment_unique`` constraint); a claim is a lease of ``study.lease_minutes`` and an
+expired lease frees its slot; expert-only items go to the study's expert pool only; the next item is the
+one with the fewest completed judgements, ties broken by a pseudo-random order fixed per annotator.
 
 Concurrency: a claim is one transaction. On PostgreSQL the candidate item row is locked with
 ``SELECT ... FOR UPDATE SKIP LOCKED`` (two claims never wait on, or both take, the same item) and
@@ -23,11 +24,12 @@ from typing import Any, cast
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.access import annotator_studies, own_assignments
-from annotations.locks import item_lock_or_none
+from annotations.locks import item_lock, item_lock_or_none
 from annotations.models import (
     Annotation,
     Annotator,
@@ -44,11 +46,19 @@ from annotations.models import (
 from annotations.protocols.answers import ItemContext, clean_submission
 from annotations.selectors.controls import control_candidate, control_plan
 from annotations.selectors.counted import active_exclusions
+from annotations.selectors.overlap import (
+    item_policy_state,
+    policy_opening,
+    policy_question,
+    study_policy,
+    votes_with,
+)
 from annotations.selectors.pools import is_expert_in, sees_expert_questions
 from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
 from annotations.services.drafts import drafts_drop
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 from common.prepared_query import PreparedQuery
+from metrics.overlap_policy import FixedPolicy
 
 MAX_SKIP_REASON = 500
 CLAIM_ATTEMPTS = 20
@@ -92,6 +102,7 @@ def _candidates(
     seed: int,
     wrapped: bool,
     given_back: bool,
+    opening: int,
     exclude: Iterable[int] = (),
 ) -> QuerySet[Item]:
     """One stretch of the claim order: items with ``level`` judgements, in ring order from ``seed``.
@@ -99,13 +110,18 @@ def _candidates(
     ``wrapped`` False: shuffle keys from the seed up; True: those below it (the ring wraps around).
     ``given_back`` False: items this annotator never had; True: also those they released or let expire.
     ``expert``: the annotator is of the expert pool in this study (expert-only items are theirs too).
-    The ``item_claim_order`` index (study, judgements, shuffle_key) serves this as a range scan that
-    stops at the first item passing the filters, however large the study.
+    ``opening``: the slots of an item whose ``policy_slots`` is empty (``overlap.policy_opening``: the
+    overlap under ``fixed:K``). An item holds at most its slots of submitted and live leased judgements.
+    The ``item_claim_order`` index (study, policy_stopped, judgements, shuffle_key) serves this as a range
+    scan that stops at the first item passing the filters, however large the study; items an overlap
+    policy stopped are out of the range.
     """
     mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
     if given_back:
         mine = mine.filter(Q(status__in=[Status.SUBMITTED, Status.SKIPPED]) | _active_lease(now))
-    items = Item.objects.filter(study=study, judgements=level, control_kind="")  # controls: control_candidate
+    items = Item.objects.filter(  # controls: control_candidate
+        study=study, policy_stopped=False, judgements=level, control_kind=""
+    )
     items = items.filter(shuffle_key__lt=seed) if wrapped else items.filter(shuffle_key__gte=seed)
     if not expert:
         items = items.filter(expert_only=False)
@@ -122,18 +138,23 @@ def _candidates(
         # An excluded annotator is given nothing (one EXISTS in the same query, no extra round trip).
         items.filter(~Exists(mine), ~Exists(active_exclusions(study).filter(annotator=annotator)))
         .alias(occupied=_count_subquery(_occupying(now)))
-        .filter(occupied__lt=study.overlap)
+        .filter(occupied__lt=Coalesce(F("policy_slots"), Value(opening)))
         .order_by("shuffle_key", "id")
     )
+
+
+def slots_of(item: Item, opening: int) -> int:
+    """The judgements (submitted or leased) ``item`` may hold now: its ``policy_slots``, else ``opening``."""
+    return item.policy_slots if item.policy_slots is not None else opening
 
 
 def _prepared_candidates(*, expert: bool, wrapped: bool, given_back: bool) -> PreparedQuery[Item]:
     """``_candidates(...).select_for_update(skip_locked=True, of=("self",)).first()`` with nothing
     excluded, compiled once per process and database (common/prepared_query.py)."""
 
-    def build(*, study: int, annotator: int, overlap: int, level: int, seed: int, now: Any) -> QuerySet[Item]:
+    def build(*, study: int, annotator: int, opening: int, level: int, seed: int, now: Any) -> QuerySet[Item]:
         return _candidates(
-            study=Study(pk=study, overlap=overlap),
+            study=Study(pk=study),
             annotator=Annotator(pk=annotator),
             expert=expert,
             now=now,
@@ -141,9 +162,10 @@ def _prepared_candidates(*, expert: bool, wrapped: bool, given_back: bool) -> Pr
             seed=seed,
             wrapped=wrapped,
             given_back=given_back,
+            opening=opening,
         ).select_for_update(skip_locked=True, of=("self",))[:1]
 
-    return PreparedQuery(build, ("study", "annotator", "overlap", "level", "seed"), ("now",))
+    return PreparedQuery(build, ("study", "annotator", "opening", "level", "seed"), ("now",))
 
 
 _CANDIDATE = {
@@ -169,6 +191,7 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
     now = now or timezone.now()
     seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
     expert = is_expert_in(study_id=study.pk, annotator=annotator)
+    opening = policy_opening(study)
     order: list[int] = []
     for given_back, level, wrapped in _passes(study):
         order += [
@@ -182,6 +205,7 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
                 seed=seed,
                 wrapped=wrapped,
                 given_back=given_back,
+                opening=opening,
             ).values_list("pk", flat=True)
             if pk not in order
         ]
@@ -232,7 +256,15 @@ def assignment_claim_next(
     """
     now = now or timezone.now()
     quota, expert = _check_can_claim(study, annotator)
-    return _claim(study=study, annotator=annotator, exclude=exclude, now=now, quota=quota, expert=expert)
+    return _claim(
+        study=study,
+        annotator=annotator,
+        exclude=exclude,
+        now=now,
+        quota=quota,
+        expert=expert,
+        opening=policy_opening(study),
+    )
 
 
 @dataclass(frozen=True)
@@ -241,6 +273,7 @@ class _ClaimStart:
     quota: int | None
     expert: bool
     holds_lease: bool
+    opening: int
 
 
 def _claim_start_query(*, study: int, user: int, annotator: int, now: Any) -> QuerySet[Study]:
@@ -248,7 +281,10 @@ def _claim_start_query(*, study: int, user: int, annotator: int, now: Any) -> Qu
         annotator_studies(user_id=user)  # the access rule of the pages (annotations/access.py)
         .filter(pk=study)
         .select_related("quality")
+        # A posterior policy's model is the submit's; the claim reads only the opening it implies.
+        .defer("overlap_model")
         .annotate(
+            claim_opening=KT("overlap_model__opening"),
             # The enrolment joined by the filter above (one per study and account).
             claim_pool=F("enrollments__pool"),
             claim_quota=F("enrollments__user__participant__invitation__items_per_participant"),
@@ -279,6 +315,7 @@ def _claim_start(*, user: User, study_id: int, annotator: Annotator, now: Any) -
         quota=extra.claim_quota,
         expert=extra.claim_pool == Pool.EXPERT,
         holds_lease=bool(extra.claim_holds),
+        opening=policy_opening(study, stored=extra.claim_opening),
     )
 
 
@@ -304,6 +341,7 @@ def assignment_claim_for_user(
         quota=start.quota,
         expert=start.expert,
         holds_lease=start.holds_lease,
+        opening=start.opening,
     )
 
 
@@ -315,10 +353,12 @@ def _claim(
     now: Any,
     quota: int | None,
     expert: bool,
+    opening: int,
     holds_lease: bool = True,
 ) -> Assignment | None:
     """The claim itself, in the caller's transaction. ``holds_lease`` False: the caller read, in this
-    transaction, that the annotator holds no live lease in the study (the lookup is skipped)."""
+    transaction, that the annotator holds no live lease in the study (the lookup is skipped).
+    ``opening``: the slots of an item nobody judged under the study's policy (``policy_opening``)."""
     expires = now + timedelta(minutes=study.lease_minutes)
     held = None
     if holds_lease:
@@ -364,6 +404,7 @@ def _claim(
                         seed=seed,
                         wrapped=wrapped,
                         given_back=given_back,
+                        opening=opening,
                         exclude=tried,
                     )
                     .select_for_update(skip_locked=True, of=("self",))
@@ -374,7 +415,7 @@ def _claim(
                     connection.alias,
                     study=study.pk,
                     annotator=annotator.pk,
-                    overlap=study.overlap,
+                    opening=opening,
                     level=level,
                     seed=seed,
                     now=now,
@@ -384,7 +425,9 @@ def _claim(
             if not given_back:
                 # The insert counts the item's occupancy again, under the item's lock (everyone who adds
                 # a lease on this item holds it), and writes nothing when the item is full.
-                lease = _lease_new(item=item, study=study, annotator=annotator, expires=expires, now=now)
+                lease = _lease_new(
+                    item=item, study=study, annotator=annotator, expires=expires, now=now, opening=opening
+                )
                 if lease is not None:
                     return lease
                 tried.append(item.pk)
@@ -393,7 +436,7 @@ def _claim(
             occupied = (
                 Assignment.objects.filter(_occupying(now), item=item).exclude(annotator=annotator).count()
             )
-            if occupied < study.overlap:
+            if occupied < slots_of(item, opening):
                 return _lease(
                     item=item, study=study, annotator=annotator, expires=expires, fresh=not given_back
                 )
@@ -402,12 +445,15 @@ def _claim(
 
 
 def _lease_new(
-    *, item: Item, study: Study, annotator: Annotator, expires: Any, now: Any
+    *, item: Item, study: Study, annotator: Annotator, expires: Any, now: Any, opening: int
 ) -> Assignment | None:
-    """Lease an item this annotator never had, if fewer than ``overlap`` others occupy it: one
-    ``INSERT ... SELECT ... WHERE (count) < overlap RETURNING id`` (SQLite >= 3.35 and PostgreSQL),
-    the recount and the insert in one statement. None when the item is full."""
+    """Lease an item this annotator never had, if fewer than its slots (``Item.policy_slots``, else
+    ``opening``: the overlap under ``fixed:K``) are occupied by others: one
+    ``INSERT ... SELECT ... WHERE (count) < COALESCE(slots, opening) RETURNING id`` (SQLite >= 3.35 and
+    PostgreSQL), the recount, the item's slots as the last submit left them and the insert in one
+    statement. None when the item is full."""
     table = Assignment._meta.db_table
+    item_table = Item._meta.db_table
     quote = connection.ops.quote_name
     columns = ["study_id", "item_id", "annotator_id", "status", "lease_expires_at", "skip_reason"]
     columns.append("created_at")
@@ -418,7 +464,8 @@ def _lease_new(
         f"SELECT COUNT(*) FROM {quote(table)} "
         f"WHERE {quote('item_id')} = %s AND {quote('annotator_id')} <> %s "
         f"AND ({quote('status')} = %s OR ({quote('status')} = %s AND {quote('lease_expires_at')} > %s))"
-        f") < %s RETURNING {quote('id')}"
+        f") < COALESCE((SELECT {quote('policy_slots')} FROM {quote(item_table)} "
+        f"WHERE {quote('id')} = %s), %s) RETURNING {quote('id')}"
     )
     created = timezone.now()
     params: list[Any] = [
@@ -434,7 +481,8 @@ def _lease_new(
         Status.SUBMITTED.value,
         Status.LEASED.value,
         stamp(now),
-        study.overlap,
+        item.pk,
+        opening,
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -612,13 +660,14 @@ def _submit(
             and assignment.lease_expires_at > now
         )
     ):  # (a control item has no slots to fill: every annotator may answer it)
-        item_lock_or_none(assignment.item_id)
+        fresh = item_lock_or_none(assignment.item_id)
         occupied = (
             Assignment.objects.filter(_occupying(now), item_id=assignment.item_id)
             .exclude(pk=assignment.pk)
             .count()
         )
-        if occupied >= assignment.study.overlap:
+        # The item's slots as its last submit left them: an item its policy stopped takes no late submit.
+        if fresh is None or occupied >= slots_of(fresh, policy_opening(assignment.study)):
             raise Conflict("your lease on this item expired and others have judged it; take the next item")
     if time_spent_ms is not None and (
         isinstance(time_spent_ms, bool) or not isinstance(time_spent_ms, int) or time_spent_ms < 0
@@ -661,9 +710,54 @@ def _submit(
             fields.append("time_spent_ms")
     if fields:
         assignment.save(update_fields=fields)
-        # The claim order reads this count; only a first submit changes it.
-        Item.objects.filter(pk=item.pk).update(judgements=F("judgements") + 1)
+    _item_judged(item=item, study=study, annotator=annotator, cleaned=cleaned, first=bool(fields))
     return assignment
+
+
+def _item_judged(*, item: Item, study: Study, annotator: Annotator, cleaned: list[Any], first: bool) -> None:
+    """Count a first submit on the item (the claim order reads ``judgements``) and, under an overlap
+    policy, write what the claim reads next: the annotator's vote, the item's slots and whether the
+    policy stopped it (``selectors/overlap.py``), from the item and the study this submit already holds.
+
+    One statement, as before policies: an ``UPDATE`` of the item that holds only if no other submit
+    changed its count or votes since this submit read them (two submits on one item at once, on
+    PostgreSQL); the loser locks the row, reads it and the study's policy again and writes (two
+    statements more, only then)."""
+    policy = study_policy(study)
+    if isinstance(policy, FixedPolicy) or item.control_kind:
+        if first:
+            Item.objects.filter(pk=item.pk).update(judgements=F("judgements") + 1)
+        return
+    question = policy_question(study)
+    answer = next((a.value for a in cleaned if question is not None and a.question_key == question.key), None)
+    votes = votes_with(item.policy_votes, annotator.pk, answer)
+    state = item_policy_state(study, votes, item.judgements + first)
+    if not first and (state.votes, state.slots, state.stopped) == (
+        item.policy_votes,
+        item.policy_slots,
+        item.policy_stopped,
+    ):
+        return  # an edit that changes nothing the policy reads
+    written = Item.objects.filter(
+        pk=item.pk, judgements=item.judgements, policy_votes=item.policy_votes
+    ).update(
+        judgements=item.judgements + first,
+        policy_votes=state.votes,
+        policy_slots=state.slots,
+        policy_stopped=state.stopped,
+    )
+    if written:
+        return
+    fresh = item_lock(item.pk)
+    current = Study.objects.get(pk=study.pk)
+    votes = votes_with(fresh.policy_votes, annotator.pk, answer)
+    state = item_policy_state(current, votes, fresh.judgements + first)
+    Item.objects.filter(pk=item.pk).update(
+        judgements=F("judgements") + int(first),
+        policy_votes=state.votes,
+        policy_slots=state.slots,
+        policy_stopped=state.stopped,
+    )
 
 
 @transaction.atomic

@@ -30,7 +30,7 @@ from annotations.models import (
 from annotations.protocols.answers import AnswerError, clean_answer
 from annotations.protocols.schema import Question
 from annotations.selectors.counted import counted_annotations
-from annotations.selectors.coverage import item_judges
+from annotations.selectors.coverage import item_judges, stopped_items
 from annotations.services.annotation_writes import item_context
 from common.errors import ValidationFailed
 from common.planner_statistics import statistics_refresh
@@ -138,7 +138,12 @@ def _compute_question(study: Study, question: Question, rule: dict[str, Any]) ->
     )
     params = {k: v for k, v in rule.items() if k != "rule"}
     judges = item_judges(study)
-    short = {item_id for item_id in by_item if judges.get(item_id, 0) < study.overlap}
+    # Short of the overlap and not stopped by the study's overlap policy: pending (an item the policy
+    # stopped early is settled with the judgements it has; docs/overlap.md).
+    stopped = stopped_items(study)
+    short = {
+        item_id for item_id in by_item if judges.get(item_id, 0) < study.overlap and item_id not in stopped
+    }
     results: dict[int, tuple[Any, bool, list[int], float | None, str, int]] = {}
     if rule["rule"] == "dawid-skene" and question.kind != "multi":
         outcome = rules.dawid_skene(

@@ -17,7 +17,7 @@ from annotations.access import (
     study_can_write,
 )
 from annotations.locks import study_lock
-from annotations.models import Annotator, Assignment, Enrollment, Participant, Pool, Study, User
+from annotations.models import Annotator, Assignment, Enrollment, Item, Participant, Pool, Study, User
 from annotations.protocols.schema import (
     Protocol,
     ProtocolError,
@@ -25,12 +25,22 @@ from annotations.protocols.schema import (
     load_protocol_text,
     protocol_from_dict,
 )
+from annotations.selectors.overlap import (
+    StoredModel,
+    item_policy_state,
+    policy_model_record,
+    policy_question,
+    policy_votes,
+    study_policy,
+)
 from annotations.selectors.studies import launch_refusal
 from annotations.services.drafts import drafts_drop
 from annotations.services.study_options import study_options_replace
 from common.errors import Conflict, NotAllowed, NotFoundError, ValidationFailed, WorkbenchError
+from metrics.overlap_policy import FixedPolicy, Policy, PolicyError, PosteriorPolicy, policy_parse
 
 MAX_OVERLAP = 100
+POLICY_FIELDS = ("overlap_policy", "overlap_question")
 
 
 def protocol_resolve(
@@ -105,7 +115,7 @@ def study_create(
     return study
 
 
-UPDATABLE_FIELDS = ("name", "description", "overlap", "lease_minutes", "status")
+UPDATABLE_FIELDS = ("name", "description", "overlap", "lease_minutes", "status", *POLICY_FIELDS)
 
 
 @transaction.atomic
@@ -128,6 +138,14 @@ def study_update(
         study = study_options_replace(
             study=study, options=options, linkable=linkable if linkable is not None else Study.objects.none()
         )
+    policy = {key: changes.pop(key) for key in POLICY_FIELDS if key in changes}
+    if policy:
+        study = study_overlap_set(
+            study=study,
+            policy=policy.get("overlap_policy"),
+            question=policy.get("overlap_question"),
+            overlap=changes.get("overlap"),
+        )
     if not changes:
         return study
     study = study_lock(study.pk)
@@ -138,6 +156,7 @@ def study_update(
     for field, value in changes.items():
         setattr(study, field, value)
     _check_numbers(overlap=study.overlap, lease_minutes=study.lease_minutes)
+    _check_overlap_follows_policy(study)
     if study.status not in Study.Status.values:
         raise ValidationFailed(
             f"status must be one of {', '.join(Study.Status.values)}", {"status": "invalid"}
@@ -342,3 +361,139 @@ def study_set_reveal(*, study: Study, reveal: bool) -> Study:
     locked.save(update_fields=["reveal_after_submit", "updated_at"])
     study.reveal_after_submit = reveal
     return locked
+
+
+# --- The overlap policy (docs/overlap.md, "A study under a policy") --------------------------------
+
+
+def _check_overlap_follows_policy(study: Study) -> None:
+    """Under ``agree`` or ``posterior`` the overlap is the policy's MAX (coverage and the claim's levels
+    read it): a different overlap is refused, not silently kept."""
+    if not study.overlap_policy:
+        return
+    policy = study_policy(study)
+    if study.overlap != policy.max:
+        raise ValidationFailed(
+            f"the overlap follows the overlap policy {policy} (its MAX, {policy.max}); change the policy "
+            f"(e.g. fixed:{study.overlap}) to change it",
+            {"overlap": "follows the policy"},
+        )
+
+
+def _policy_read(text: str) -> Policy:
+    try:
+        policy = policy_parse(text)
+    except PolicyError as exc:
+        raise ValidationFailed(str(exc), {"overlap_policy": "invalid"}) from exc
+    if policy.max > MAX_OVERLAP:
+        raise ValidationFailed(
+            f"a policy's MAX (or fixed K) must be at most {MAX_OVERLAP}", {"overlap_policy": "out of range"}
+        )
+    return policy
+
+
+def _policy_text(policy: Policy, given: str) -> str:
+    """The policy as stored: its canonical form when that reads back the same, else as given."""
+    canonical = str(policy)
+    try:
+        same = policy_parse(canonical) == policy
+    except PolicyError:
+        same = False
+    return canonical if same else given.strip().lower()
+
+
+@transaction.atomic
+def study_overlap_set(
+    *, study: Study, policy: str | None = None, question: str | None = None, overlap: int | None = None
+) -> Study:
+    """Set the study's overlap policy (``fixed:K``, ``agree:K/MAX``, ``posterior:P/MAX``) and the question it
+    reads (``""``: the protocol's first single, binary or likert question); None keeps either as it is.
+
+    The overlap becomes K (fixed) or MAX; ``overlap``, when the same request changes it too, must agree.
+    A posterior policy fits its Dawid-Skene model on the study's answers now (``overlap_model``). Every
+    item's claim state is then decided again under the new policy (``study_overlap_recount``): an item
+    stopped under the old one may be open again, and the reverse. Saving the same policy again refits."""
+    locked = study_lock(study.pk)
+    given = policy if policy is not None else (locked.overlap_policy or f"fixed:{locked.overlap}")
+    parsed = _policy_read(given)
+    if overlap is not None and overlap != parsed.max:
+        raise ValidationFailed(
+            f"overlap {overlap} and the overlap policy {parsed} disagree: the overlap is the policy's "
+            f"{'K' if isinstance(parsed, FixedPolicy) else 'MAX'} ({parsed.max})",
+            {"overlap": "follows the policy"},
+        )
+    key = locked.overlap_question if question is None else question.strip()
+    chosen = policy_question(locked, key)
+    if key and chosen is None:
+        raise ValidationFailed(
+            f"a policy reads a single, binary or likert question of the protocol; {key!r} is not one",
+            {"overlap_question": "not a policy question"},
+        )
+    if chosen is None and not isinstance(parsed, FixedPolicy):
+        raise ValidationFailed(
+            f"{parsed} needs a single, binary or likert question to read, and this protocol has none",
+            {"overlap_policy": "no question"},
+        )
+    locked.overlap_policy = "" if isinstance(parsed, FixedPolicy) else _policy_text(parsed, given)
+    locked.overlap = parsed.max
+    locked.overlap_question = key
+    locked.overlap_model = {}
+    if isinstance(parsed, PosteriorPolicy) and chosen is not None:
+        locked.overlap_model = policy_model_record(
+            locked, chosen, parsed, fitted_at=timezone.now().isoformat(timespec="seconds")
+        )
+    locked.save(
+        update_fields=["overlap_policy", "overlap", "overlap_question", "overlap_model", "updated_at"]
+    )
+    study_overlap_recount(study=locked, every=True)
+    return locked
+
+
+@transaction.atomic
+def study_overlap_refit(*, study: Study) -> Study:
+    """Fit a posterior policy's model again on the study's answers so far (between batches: the replay's
+    ``--fit used``) and decide again the items still open; those it stopped stay stopped. Nothing to do
+    under the other policies."""
+    locked = study_lock(study.pk)
+    policy = study_policy(locked)
+    question = policy_question(locked)
+    if not isinstance(policy, PosteriorPolicy) or question is None:
+        return locked
+    locked.overlap_model = policy_model_record(
+        locked, question, policy, fitted_at=timezone.now().isoformat(timespec="seconds")
+    )
+    locked.save(update_fields=["overlap_model", "updated_at"])
+    study_overlap_recount(study=locked, every=False)
+    return locked
+
+
+def study_overlap_recount(*, study: Study, every: bool = True) -> int:
+    """Write each real item's claim state (``Item.policy_slots``, ``policy_votes``, ``policy_stopped``)
+    as the study's policy decides it from the submitted answers (annotators not excluded); ``every``
+    False: only the items not stopped. Under ``fixed:K`` the state is cleared (the overlap decides).
+    Returns how many items changed. The caller holds the study's lock."""
+    policy = study_policy(study)
+    items = Item.objects.filter(study=study, control_kind="")
+    if isinstance(policy, FixedPolicy):
+        cleared = items.filter(Q(policy_slots__isnull=False) | Q(policy_stopped=True))
+        return cleared.update(policy_slots=None, policy_stopped=False, policy_votes={})
+    if not every:
+        items = items.filter(policy_stopped=False)
+    question = policy_question(study)
+    votes = policy_votes(study, question.key) if question is not None else {}
+    model = StoredModel.of(study)
+    changed: list[Item] = []
+    rows = items.values_list("id", "judgements", "policy_slots", "policy_stopped", "policy_votes")
+    for item_id, judgements, slots, stopped, stored in rows.iterator(chunk_size=5000):
+        state = item_policy_state(study, votes.get(item_id, {}), judgements, model)
+        if (state.slots, state.stopped, state.votes) != (slots, stopped, stored):
+            changed.append(
+                Item(
+                    pk=item_id,
+                    policy_slots=state.slots,
+                    policy_stopped=state.stopped,
+                    policy_votes=state.votes,
+                )
+            )
+    Item.objects.bulk_update(changed, ["policy_slots", "policy_stopped", "policy_votes"], batch_size=1000)
+    return len(changed)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -14,11 +17,81 @@ from annotations.interchange.bucket_addresses import bucket_entries
 from annotations.interchange.exports import FORMATS
 from annotations.models import Study
 from annotations.selectors import studies as selectors
+from annotations.selectors.overlap import (
+    model_summary,
+    policy_question,
+    policy_questions,
+    study_policy,
+    study_replay,
+)
 from annotations.services import studies as study_services
 from annotations.views.forms import EnrollForm, ShareForm, StudySettingsForm, UploadForm
 from annotations.views.pages import form_problems, study_for_page
 from annotations.views.studies.shared import to_tab
 from common.errors import WorkbenchError
+from metrics.overlap_policy import CONFUSION_KINDS, POLICY_FORMS, PolicyError, PosteriorPolicy
+
+
+class OverlapPolicyForm(forms.Form):
+    """The Overlap tab's policy (shape only: ``study_overlap_set`` checks the rest)."""
+
+    policy = forms.CharField(max_length=64, label="Overlap policy", help_text=POLICY_FORMS)
+    question = forms.CharField(max_length=64, required=False, label="Question it reads")
+
+
+class OverlapReplayForm(forms.Form):
+    """The Overlap tab's replay of a policy on the study's own answers (a GET: it changes nothing)."""
+
+    replay_policy = forms.CharField(max_length=64, label="Policy to replay", help_text=POLICY_FORMS)
+    replay_question = forms.CharField(max_length=64, required=False, label="Question")
+    replay_confusion = forms.ChoiceField(
+        choices=[(kind, kind) for kind in CONFUSION_KINDS], required=False, label="posterior: confusion"
+    )
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def overlap_context(request: HttpRequest, study: Study) -> dict[str, Any]:
+    """The Overlap tab: the study's policy, its model, and the replay the GET asks for (if any), through
+    ``selectors.overlap.study_replay`` (``metrics.overlap_policy.overlap_replay``, as the command)."""
+    policy = study_policy(study)
+    question = policy_question(study)
+    context: dict[str, Any] = {
+        "policy": str(policy),
+        "question": question.key if question is not None else "",
+        "questions": [q.key for q in policy_questions(study.protocol_obj)],
+        "posterior": isinstance(policy, PosteriorPolicy),
+        "model": model_summary(study),
+        "confusions": CONFUSION_KINDS,
+        "replay": None,
+        "replay_error": "",
+    }
+    if "replay_policy" not in request.GET:
+        return context
+    form = OverlapReplayForm(request.GET)
+    if not form.is_valid():
+        context["replay_error"] = form_problems(form)
+        return context
+    data = form.cleaned_data
+    try:
+        report = study_replay(
+            study,
+            policy=data["replay_policy"],
+            question_key=data["replay_question"] or "",
+            confusion=data["replay_confusion"] or "full",
+        )
+    except (PolicyError, ValueError) as exc:
+        context["replay_error"] = str(exc)
+        return context
+    report["saved_text"] = _share(report["saved_share"])
+    report["same_text"] = _share(report["same_as_full_consensus"])
+    for row in report["same_by_label"]:
+        row["share_text"] = _share(row["share"])
+    context["replay"] = report
+    context["replay_asked"] = data
+    return context
 
 
 @login_required
@@ -56,6 +129,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
             }
         ),
         "formats": FORMATS,
+        "overlap": overlap_context(request, study),
     }
     return render(request, "studies/detail.html", context)
 
@@ -74,10 +148,34 @@ def study_launch(request: HttpRequest, pk: int) -> HttpResponse:
     return to_tab(pk, "overview")
 
 
+def _overlap_settings(request: HttpRequest, study: Study) -> HttpResponse:
+    """The Overlap tab's form: save the policy (which refits a posterior model) or refit the model."""
+    refit = request.POST.get("action") == "refit"
+    form = OverlapPolicyForm(request.POST)
+    try:
+        if not access.study_can_write(request_user(request), study):
+            raise WorkbenchError("you may read this study but not change it")
+        if refit:
+            study_services.study_overlap_refit(study=study)
+        elif not form.is_valid():
+            raise WorkbenchError(form_problems(form))
+        else:
+            study_services.study_overlap_set(
+                study=study, policy=form.cleaned_data["policy"], question=form.cleaned_data["question"]
+            )
+    except WorkbenchError as exc:
+        messages.error(request, f"Overlap policy not saved: {exc.message}.")
+    else:
+        messages.success(request, "Model refitted." if refit else "Overlap policy saved.")
+    return to_tab(study.pk, "overlap")
+
+
 @login_required
 @require_POST
 def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
+    if request.POST.get("section") == "overlap":
+        return _overlap_settings(request, study)
     form = StudySettingsForm(request.POST)
     if not form.is_valid():
         messages.error(
