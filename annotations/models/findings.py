@@ -86,6 +86,8 @@ class FindingsReliability(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = "findings reliability thresholds"
+        verbose_name_plural = "findings reliability thresholds"
         constraints = [
             models.CheckConstraint(
                 condition=Q(tentative_at__lte=F("reliable_at")), name="findings_reliability_ordered"

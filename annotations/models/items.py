@@ -176,6 +176,7 @@ class StereotypeEntry(models.Model):
     extra = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        verbose_name_plural = "stereotype entries"  # not Django's "entrys"
         ordering = ["identity", "attribute"]
         constraints = [
             models.UniqueConstraint(

@@ -280,3 +280,18 @@ def test_the_label_cache_can_be_emptied_but_not_written(admin_client: Client) ->
     LabelCacheEntry.objects.create(key="k" * 64, raw="{}", model="vlm")  # the list offers actions on rows
     assert admin_client.get("/admin/labelling/labelcacheentry/add/").status_code == 403
     assert 'value="delete_selected"' in admin_client.get("/admin/labelling/labelcacheentry/").content.decode()
+
+
+def test_every_model_is_named_in_english_in_the_admin() -> None:
+    """Django adds an "s" to make a plural: "entrys", "reliabilitys". Every model of the workbench's
+    apps reads right (issue 36, point 4)."""
+    from django.apps import apps
+
+    wrong = [
+        f"{model._meta.label}: {model._meta.verbose_name_plural}"
+        for model in apps.get_models()
+        if model._meta.app_label in ("annotations", "generation", "labelling", "reports", "mitigation")
+        and str(model._meta.verbose_name_plural).endswith(("ys", "ss", "shs", "chs", "xs"))
+        and not str(model._meta.verbose_name_plural).endswith(("days", "keys", "ways"))
+    ]
+    assert wrong == []
