@@ -6,11 +6,13 @@ without Django (``pytest -p no:django tests/metrics``).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from django.core.management import call_command
 
 from tests.s3_server import (  # noqa: F401 (fixtures: a real S3 API server)
     TEST_STORAGE,
@@ -101,3 +103,14 @@ def study(owner: User) -> Study:
     from tests.factories import StudyFactory
 
     return StudyFactory.create(owner=owner)
+
+
+@pytest.fixture
+def demo_study(settings: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any) -> Study:
+    """The demo study with its colour-rule labeller's answers (so machine vs human has rows)."""
+    from annotations.models import Study
+
+    settings.DATA_DIR = tmp_path
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("setup_demo", "--labellers", "colour", stdout=io.StringIO())
+    return Study.objects.get()

@@ -235,3 +235,32 @@ def reliability_study(owner: User) -> Study:
                 }
             )
     return make_study(owner, "bias-axes", items, answers)
+
+
+def visage_files(folder: Path) -> list[str]:
+    """Small ViSAGe-shaped files written to ``folder`` (four screens of two images, a SeeGULL table and
+    visual-ness ratings) and the ``import_visage`` arguments that read them."""
+    attrs = ["hat", "poor", "cheerful", "tall"]
+    text = HEADER
+    for worker, image in (
+        ("A0", "Xland1.png"),
+        ("A1", "Xland1.png"),
+        ("A2", "Xland2.png"),
+        ("A3", "Xland2.png"),
+    ):
+        text += screen(worker, image, "Xland", attrs, {"hat": "['1,1', '9,9']"} if worker != "A1" else {})
+        text += screen(
+            worker, image, "Xland", ["sombrero", "poor", "cheerful", "tall"], {"poor": "['2,2', '8,8']"}
+        )
+    (folder / "a.csv").write_text(text)
+    visual = ratings(
+        folder / "r.xlsx", [("hat", 5, 4, 5), ("sombrero", 5, 5, 5), ("poor", 4, 4, 2), ("tall", 2, 2, 2)]
+    )
+    return [
+        "--annotations",
+        str(folder / "a.csv"),
+        "--seegull",
+        str(seegull(folder / "s.csv")),
+        "--visual-attributes",
+        str(visual),
+    ]

@@ -26,14 +26,11 @@ from annotations.protocols.schema import load_preset
 from annotations.services.validation_sample import validation_sample_create
 from tests.annotations.builders import (
     A_MARKED,
-    HEADER,
     make_study,
-    ratings,
     reliability_study,
-    screen,
-    seegull,
     ssi_study,
     subgroup_study,
+    visage_files,
 )
 from tests.helpers import client_for
 
@@ -46,35 +43,8 @@ ID_IN_TEXT = re.compile(r"(/studies/|/items/|study-|item )(\d+)")
 
 
 def _visage(owner: User, folder: Path) -> dict[str, Study]:
-    attrs = ["hat", "poor", "cheerful", "tall"]
-    text = HEADER
-    for worker, image in (
-        ("A0", "Xland1.png"),
-        ("A1", "Xland1.png"),
-        ("A2", "Xland2.png"),
-        ("A3", "Xland2.png"),
-    ):
-        text += screen(worker, image, "Xland", attrs, {"hat": "['1,1', '9,9']"} if worker != "A1" else {})
-        text += screen(
-            worker, image, "Xland", ["sombrero", "poor", "cheerful", "tall"], {"poor": "['2,2', '8,8']"}
-        )
-    (folder / "a.csv").write_text(text)
-    visual = ratings(
-        folder / "r.xlsx", [("hat", 5, 4, 5), ("sombrero", 5, 5, 5), ("poor", 4, 4, 2), ("tall", 2, 2, 2)]
-    )
     out = io.StringIO()
-    call_command(
-        "import_visage",
-        "--annotations",
-        str(folder / "a.csv"),
-        "--seegull",
-        str(seegull(folder / "s.csv")),
-        "--visual-attributes",
-        str(visual),
-        "--owner",
-        owner.username,
-        stdout=out,
-    )
+    call_command("import_visage", *visage_files(folder), "--owner", owner.username, stdout=out)
     return {key: Study.objects.get(pk=pk) for key, pk in json.loads(out.getvalue())["studies"].items()}
 
 
