@@ -385,10 +385,11 @@
     boxesField.tabIndex = -1;
     boxesField.focus({ preventScroll: true });
   }
-  if (boxesField) {
+  const regionList = boxesField ? boxesField.querySelector(".box-list") : null;
+  if (regionList) {
     // Enter on a region-list button submits, as everywhere in the form (the Submit bar says so); it
-    // never toggles the button. Space presses it.
-    boxesField.querySelector(".box-list").addEventListener("keydown", (event) => {
+    // never toggles the button. Space presses it. (No list: a boxes question shown elsewhere.)
+    regionList.addEventListener("keydown", (event) => {
       if (event.key !== "Enter" || !event.target.matches("button") || event.ctrlKey || event.metaKey || event.altKey) return;
       event.preventDefault();
       form.requestSubmit();

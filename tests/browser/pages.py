@@ -91,6 +91,8 @@ def sign_in(page: Any, username: str = "ann") -> None:
 def shot(page: Any, name: str) -> None:
     from playwright.sync_api import expect
 
+    # A lazy image loads only near the viewport: the full-page shot wants every one, so load them now.
+    page.evaluate("document.querySelectorAll('img[loading=lazy]').forEach(img => { img.loading = 'eager'; })")
     for image in page.locator("img").all():  # wait until every image is drawn
         expect(image).to_have_js_property("complete", True)
     SHOTS.mkdir(parents=True, exist_ok=True)
