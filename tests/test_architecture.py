@@ -373,3 +373,11 @@ def test_the_module_index_of_the_map_is_generated_from_the_code() -> None:
     spec.loader.exec_module(index)
     text = (ROOT / "docs/architecture.md").read_text()
     assert index.replaced(text) == text, "run: .venv/bin/python scripts/architecture_index.py --write"
+
+
+def test_every_package_is_type_checked() -> None:
+    """mypy checks the files pyproject.toml lists: a new app left out would never be type-checked."""
+    import tomllib
+
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    assert [package for package in PACKAGES if package not in listed] == []
