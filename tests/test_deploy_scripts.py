@@ -49,9 +49,13 @@ PROJECT_CODE += ["mitigation", "reports", "manage.py", "deploy"]
 
 def make_plan(target: str, tmp_path: Path) -> list[str]:
     """The commands ``make TARGET`` runs from a fresh clone (a venv that does not exist yet)."""
+    # Run under `make test` (CI), the outer make's MAKEFLAGS/MAKELEVEL would make this one print
+    # "Entering/Leaving directory" lines: a clean environment and --no-print-directory keep the plan.
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
     result = subprocess.run(
-        ["make", "-n", target, f"VENV={tmp_path / 'fresh-venv'}"],
+        ["make", "--no-print-directory", "-n", target, f"VENV={tmp_path / 'fresh-venv'}"],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
