@@ -658,3 +658,14 @@ def test_the_private_overlay_publishes_three_services_on_the_private_address_onl
             assert address == "10.0.0.5" and port == target, entry
             targets.add(target)
     assert targets == {"5432", "6379", "9000"}
+
+
+def test_every_variable_the_compose_files_read_is_named_in_the_example_env() -> None:
+    """A lab's engineer learns every setting from `.env.compose.example` (commented where optional)."""
+    used: set[str] = set()
+    for name in ("compose.yaml", "compose.worker.yaml", "compose.private.yaml"):
+        used |= set(re.findall(r"\$\{([A-Z_][A-Z0-9_]*)", (ROOT / name).read_text()))
+    example = (ROOT / ".env.compose.example").read_text()
+    named = set(re.findall(r"^#?\s*([A-Z_][A-Z0-9_]*)=", example, flags=re.M))
+    assert used, "no ${VARIABLE} found in the compose files"
+    assert used <= named, sorted(used - named)
