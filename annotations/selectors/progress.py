@@ -11,6 +11,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotations.models import Assignment, Item, Pool, Study
+from annotations.selectors.overlap import policy_opening
 from annotations.selectors.pools import pools_in_study
 
 SUBMITTED = Q(assignments__status=Assignment.Status.SUBMITTED)
@@ -22,13 +23,17 @@ def _leased(now: Any) -> Q:
 
 
 def item_progress(study: Study, now: Any = None) -> Iterator[dict[str, Any]]:
-    """One row per item: submitted judgements, live leases, skips and its state.
+    """One row per item: submitted judgements, live leases, skips, the judgements it ``needs`` and its state.
 
-    States: ``complete`` (submitted judgements >= overlap), ``in_progress`` (some judgement
-    submitted or a live lease), ``untouched`` (neither). Control items are left out: they need no
-    overlap (every annotator may see them; docs/crowd.md).
+    ``needs``: the study's overlap under ``fixed:K``; under an overlap policy (docs/overlap.md) the
+    judgements its policy wants now (``Item.policy_slots``, or the policy's opening for an item nobody
+    judged), which is what it has once the policy stopped it. States: ``complete`` (submitted judgements
+    >= needs, or stopped by its policy), ``in_progress`` (some judgement submitted or a live lease),
+    ``untouched`` (neither). Control items are left out: they need no overlap (every annotator may see
+    them; docs/crowd.md).
     """
     now = now or timezone.now()
+    opening = policy_opening(study)
     rows = (
         Item.objects.filter(study=study, control_kind="")
         .order_by("id")
@@ -37,10 +42,22 @@ def item_progress(study: Study, now: Any = None) -> Iterator[dict[str, Any]]:
             leased=Count("assignments", filter=_leased(now)),
             skipped=Count("assignments", filter=SKIPPED),
         )
-        .values("id", "external_id", "condition", "expert_only", "submitted", "leased", "skipped")
+        .values(
+            "id",
+            "external_id",
+            "condition",
+            "expert_only",
+            "submitted",
+            "leased",
+            "skipped",
+            "policy_slots",
+            "policy_stopped",
+        )
     )
     for row in rows.iterator(chunk_size=2000):
-        if row["submitted"] >= study.overlap:
+        slots, stopped = row.pop("policy_slots"), row.pop("policy_stopped")
+        row["needs"] = slots if slots is not None else opening
+        if stopped or row["submitted"] >= row["needs"]:
             state = "complete"
         elif row["submitted"] or row["leased"]:
             state = "in_progress"
@@ -98,15 +115,18 @@ def annotator_progress(study: Study, now: Any = None) -> list[dict[str, Any]]:
 
 
 def study_progress(study: Study, now: Any = None) -> dict[str, Any]:
-    """Totals for the progress bar: items by state and judgements submitted of those needed."""
+    """Totals for the progress bar: items by state and judgements submitted of those needed (each item's
+    ``needs``: under an overlap policy, the judgements the policies want now, so the total falls as
+    items stop early and rises where judgements disagree)."""
     counts = {"complete": 0, "in_progress": 0, "untouched": 0}
     judgements = 0
     items = 0
+    needed = 0
     for row in item_progress(study, now):
         counts[row["state"]] += 1
-        judgements += min(row["submitted"], study.overlap)
+        judgements += min(row["submitted"], row["needs"])
+        needed += row["needs"]
         items += 1
-    needed = items * study.overlap
     return {
         "items": items,
         **counts,

@@ -7,11 +7,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Sum
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 
 from annotations.models import Annotation, Assignment, Item, ItemImage, Study, User
+from annotations.selectors.overlap import policy_opening
 
 
 def study_summary(study: Study) -> dict[str, Any]:
@@ -128,9 +142,15 @@ def study_setup(study: Study) -> list[dict[str, Any]]:
 
 
 def studies_completion(study_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-    """Per study: submitted judgements (each item counted up to the study's overlap; control items left
-    out, as on the progress page) of those needed (items x overlap), and the percentage. One query for
-    all the studies (a correlated count per item, summed per study)."""
+    """Per study: submitted judgements (each item counted up to the judgements it needs; control items
+    left out, as on the progress page) of those needed, and the percentage. An item needs the study's
+    overlap under ``fixed:K``; under an overlap policy the judgements its policy wants now
+    (``Item.policy_slots``, or the policy's opening for an item nobody judged: ``study_progress``'s
+    rule). Two queries for all the studies (a correlated count per item, summed per study; the studies'
+    openings)."""
+    ids = list(study_ids)
+    studies = Study.objects.filter(pk__in=ids).only("id", "overlap", "overlap_policy", "overlap_model")
+    openings = {study.pk: policy_opening(study) for study in studies}
     submitted = (
         Assignment.objects.filter(item=OuterRef("pk"), status=Assignment.Status.SUBMITTED)
         .order_by()
@@ -138,25 +158,31 @@ def studies_completion(study_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         .annotate(n=Count("id"))
         .values("n")
     )
+    # Without a policy every item's policy_slots is empty: it needs the opening, the overlap.
+    needs = Coalesce(F("policy_slots"), F("opening_now"), output_field=IntegerField())
     rows = (
-        Item.objects.filter(study_id__in=list(study_ids), control_kind="")
+        Item.objects.filter(study_id__in=ids, control_kind="")
         .order_by()
+        .alias(
+            opening_now=Case(
+                *(When(study_id=pk, then=Value(n)) for pk, n in openings.items()),
+                default=F("study__overlap"),
+                output_field=IntegerField(),
+            )
+        )
         .values("study_id")
         .annotate(
             items=Count("id"),
-            overlap=F("study__overlap"),
+            needed=Sum(needs),
             judged=Sum(
-                Least(
-                    Coalesce(Subquery(submitted, output_field=IntegerField()), 0),
-                    F("study__overlap"),
-                    output_field=IntegerField(),
-                )
+                Least(Coalesce(Subquery(submitted, output_field=IntegerField()), 0), needs),
+                output_field=IntegerField(),
             ),
         )
     )
     completion: dict[int, dict[str, Any]] = {}
     for row in rows:
-        needed = row["items"] * row["overlap"]
+        needed = row["needed"] or 0
         judged = row["judged"] or 0
         completion[row["study_id"]] = {
             "judgements": judged,

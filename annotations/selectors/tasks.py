@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Exists, F, Min, OuterRef, Q, Sum
+from django.db.models import Count, Exists, F, Min, OuterRef, Q, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.models import (
@@ -34,6 +35,7 @@ from annotations.protocols.answers import questions_to_answer
 from annotations.protocols.colours import BASIC_COLOURS
 from annotations.protocols.schema import Option, Question
 from annotations.selectors.item_counts import eligible_count
+from annotations.selectors.overlap import policy_opening
 from common.prepared_query import PreparedQuery
 from common.safe_markdown import first_paragraph_text
 
@@ -273,7 +275,8 @@ def _open_items_count(
     *, study: Study, annotator: Annotator, expert: bool, now: Any, held: int, excluded: bool, sample: bool
 ) -> int:
     """Items this annotator holds or could still be given in ``study``: not closed by them (submitted or
-    skipped), and held by them or with fewer than ``overlap`` others occupying a slot; expert-only items
+    skipped), and held by them or with fewer others occupying a slot than the item has slots (the
+    ``overlap``, or what its overlap policy wants now); expert-only items
     for the expert pool only; while the study has a validation sample, only its items; nothing new for
     an excluded annotator. Control items count once handed out (a live lease of theirs).
 
@@ -299,14 +302,17 @@ def _open_items_count(
     mine = Q(annotator=annotator) & (
         Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED]) | live
     )
+    # An item is full at its slots: the overlap, or what its overlap policy wants now (docs/overlap.md;
+    # an item the policy stopped has as many slots as judgements).
+    full = Coalesce(F("item__policy_slots"), Value(policy_opening(study)))
     blocked = (
         slots.order_by()
-        .values("item")
+        .values("item", "item__policy_slots")
         .annotate(
             occupied=Count("id", filter=Q(status=Assignment.Status.SUBMITTED) | live),
             mine=Count("id", filter=mine),
         )
-        .filter(Q(occupied__gte=study.overlap) | Q(mine__gt=0))
+        .filter(Q(occupied__gte=full) | Q(mine__gt=0))
         .count()
     )
     return held + max(eligible_count(study=study, expert=expert, sample=sample) - blocked, 0)

@@ -20,6 +20,8 @@ from django.utils import timezone
 from annotations.locks import item_lock_or_none
 from annotations.models import Assignment, Participant, Study, User
 from annotations.selectors.counted import active_exclusions
+from annotations.selectors.overlap import policy_opening
+from annotations.services.assignment import slots_of
 from common.errors import Conflict, NotAllowed
 
 Status = Assignment.Status
@@ -65,7 +67,7 @@ def assignment_skip_undo(*, assignment: Assignment, user: User, now: Any = None)
         others = (
             Assignment.objects.filter(_occupying(now), item_id=locked.item_id).exclude(pk=locked.pk).count()
         )
-        if others >= study.overlap:
+        if others >= slots_of(locked.item, policy_opening(study)):
             raise Conflict("others have judged this item since you skipped it, so it cannot come back to you")
     locked.status, locked.skip_reason = Status.LEASED, ""
     locked.lease_expires_at = now + timedelta(minutes=study.lease_minutes)

@@ -60,7 +60,16 @@ def progress_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
         lines = csv_lines(batch_selectors.annotator_progress(study), columns)
         name = f"study-{study.pk}-progress-annotators.csv"
     else:
-        columns = ["external_id", "condition", "expert_only", "submitted", "leased", "skipped", "state"]
+        columns = [
+            "external_id",
+            "condition",
+            "expert_only",
+            "submitted",
+            "leased",
+            "skipped",
+            "needs",
+            "state",
+        ]
         lines = csv_lines(batch_selectors.item_progress(study), columns)
         name = f"study-{study.pk}-progress-items.csv"
     response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")

@@ -31,7 +31,7 @@ from annotations.selectors.overlap import (
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.consensus import consensus_compute
 from annotations.services.studies import enrollment_add, study_overlap_refit, study_overlap_set
-from common.errors import ValidationFailed
+from common.errors import Conflict, ValidationFailed
 from metrics.overlap_policy import AgreePolicy, PosteriorPolicy, overlap_replay, policy_parse
 from tests.factories import ItemFactory, UserFactory
 from tests.helpers import client_for
@@ -608,3 +608,59 @@ def test_the_study_page_saves_a_policy(owner: User, study: Study) -> None:
     assert Study.objects.get(pk=study.pk).name == "Renamed"
     with pytest.raises(ValidationFailed):
         study_overlap_set(study=study, policy="agree:2/3", overlap=4)
+
+
+# --- Progress, "left" and skip undo read the policy's slots, not the overlap --------------------------
+
+
+@pytest.mark.django_db
+def test_progress_left_and_dashboard_count_what_the_policy_wants(owner: User, study: Study) -> None:
+    from annotations.selectors.progress import item_progress, study_progress
+    from annotations.selectors.studies import studies_completion
+    from annotations.selectors.tasks import study_progress_for
+
+    set_policy(owner, study, "agree:2/3")  # the overlap is MAX = 3; an unjudged item opens for 2
+    stopped = ItemFactory.create(study=study).pk
+    a, b, c = people(study, 3)
+    for user in (a, b):
+        submit(user, claim(user, study), "male")
+    ItemFactory.create(study=study)  # nobody judged it yet
+    study.refresh_from_db()  # the policy was set through the API
+    assert item(stopped).policy_stopped and item(stopped).judgements == 2
+    rows = {row["id"]: row for row in item_progress(study)}
+    assert (rows[stopped]["state"], rows[stopped]["needs"]) == ("complete", 2)
+    (open_row,) = [row for pk, row in rows.items() if pk != stopped]
+    assert (open_row["state"], open_row["needs"]) == ("untouched", 2)
+    totals = study_progress(study)
+    # 2 judgements of the 2 + 2 the policies want (not of 2 items x overlap 3 = 6)
+    assert (totals["complete"], totals["judgements"], totals["judgements_needed"], totals["percent"]) == (
+        1,
+        2,
+        4,
+        50.0,
+    )
+    assert studies_completion([study.pk])[study.pk] == {"judgements": 2, "needed": 4, "percent": 50.0}
+    # c can still be given only the open item: the stopped one has 2 of its 2 slots taken.
+    progress = study_progress_for(c, study.pk)
+    assert progress is not None and progress.left == 1
+
+
+@pytest.mark.django_db
+def test_a_skip_cannot_be_undone_onto_an_item_its_policy_stopped(owner: User, study: Study) -> None:
+    from annotations.services.skip_undo import assignment_skip_undo
+
+    set_policy(owner, study, "agree:2/3")
+    only = ItemFactory.create(study=study)
+    a, b, d = people(study, 3)
+    lease_d = claim(d, study)
+    assert lease_d is not None and lease_d["item"] == only.pk
+    response = client_for(d).post(
+        f"/api/assignments/{lease_d['id']}/skip/", {"reason": "unclear image"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    for user in (a, b):
+        submit(user, claim(user, study), "male")
+    assert item(only.pk).policy_stopped
+    with pytest.raises(Conflict, match="cannot come back"):
+        assignment_skip_undo(assignment=Assignment.objects.get(pk=lease_d["id"]), user=d)
+    assert Assignment.objects.get(pk=lease_d["id"]).status == Assignment.Status.SKIPPED
