@@ -9,7 +9,9 @@ one. ``comparison_report(sides=...)`` computes each side's
 - every report table present on more than one side becomes one aligned table: its rows are keyed by the
   table's *group* columns (``TABLE_SPECS``: identity, attribute, category, condition, ...), and each
   side contributes its values and the number of items/images/judgements behind them (``n``); numeric
-  values also get the difference of each side from the first side that has the table (B - A, C - A);
+  values also get the difference of each side from the first side that has the table (B - A, C - A),
+  and a difference of shares (count / n: ViSAGe's likelihoods, visual-ness shares) its 95% interval
+  (Newcombe's hybrid score, ``metrics.share_difference``);
 - a table present on one side only is listed under ``only_in`` (different protocols share nothing);
 - when every side fixes a condition (or a model, or a ``where`` column), the rows are narrowed to it and
   that column leaves the key; tables without such a column are listed under ``not_comparable``;
@@ -35,6 +37,8 @@ from common.checked_input import MAX_ID, id_from_text
 from common.errors import ValidationFailed
 from findings.report import findings_report, findings_report_cached
 from metrics.multiple_testing import DEFAULT_CORRECTION
+from metrics.share_difference import METHOD as SHARE_METHOD
+from metrics.share_difference import share_difference
 from metrics.ssi import ALL_MODELS
 
 MAX_SIDES = 6
@@ -59,11 +63,16 @@ class TableSpec:
     values: tuple[str, ...]
     n: str | tuple[str, ...] | None = None
     n_per: tuple[str, ...] | None = None
+    shares: tuple[tuple[str, str], ...] = ()
+    """(value, count column): a value that is the share count / n (``n`` as above); its difference
+    between sides gets Newcombe's interval (``metrics.share_difference``)."""
 
 
 TABLE_SPECS: dict[str, TableSpec] = {
     "visage_tendency": TableSpec(("identity",), ("l_stereo", "l_random", "theta"), "n_showings"),
-    "visage_likelihoods": TableSpec(("identity", "attribute"), ("likelihood",), "n"),
+    "visage_likelihoods": TableSpec(
+        ("identity", "attribute"), ("likelihood",), "n", shares=(("likelihood", "k"),)
+    ),
     "visage_offensiveness": TableSpec(("identity",), ("offensiveness",), "n_present"),
     "visage_pull": TableSpec(
         ("identity",),
@@ -71,7 +80,7 @@ TABLE_SPECS: dict[str, TableSpec] = {
         ("n_d_images", "n_s_images", "n_ns_images"),
     ),
     "visage_salience": TableSpec(("identity", "attribute"), ("salience", "rank"), "n_captions"),
-    "visualness_shares": TableSpec(("label",), ("share", "count"), "n_items"),
+    "visualness_shares": TableSpec(("label",), ("share", "count"), "n_items", shares=(("share", "count"),)),
     "visual_attributes": TableSpec(("attribute",), ()),
     "ssi_cells": TableSpec(("category", MODEL, CONDITION), ("mean_ssi",), "n_sets"),
     "ssi_comparisons": TableSpec(
@@ -399,8 +408,11 @@ def _align(key: str, spec: TableSpec, present: list[_Side], filters: dict[str, b
     columns = list(keys)
     for label in labels:
         columns += [f"{v} [{label}]" for v in values] + [f"n [{label}]"]
+    shares = [(v, k) for v, k in spec.shares if v in numeric]
+    intervals = [f"{v}_{end}" for v, _ in shares for end in ("low", "high")]
     for label in others:
         columns += [f"{v} [{label}-{reference}]" for v in numeric]
+        columns += [f"{c} [{label}-{reference}]" for c in intervals]
     rows = []
     for group in order:
         row = list(group)
@@ -411,7 +423,11 @@ def _align(key: str, spec: TableSpec, present: list[_Side], filters: dict[str, b
             for v in numeric:
                 a, b = value(reference, group, v), value(label, group, v)
                 row.append(b - a if is_number(a) and is_number(b) else None)
+            for _, count in shares:
+                row += _share_interval(by_side[reference].get(group), by_side[label].get(group), count)
         rows.append(row)
+    if shares:
+        notes.append(f"Intervals of the differences of {', '.join(v for v, _ in shares)}: {SHARE_METHOD}.")
     first = present[0].table
     return {
         "key": key,
@@ -421,6 +437,8 @@ def _align(key: str, spec: TableSpec, present: list[_Side], filters: dict[str, b
         "key_columns": keys,
         "value_columns": values,
         "difference_columns": numeric,
+        # "<value>_low" / "<value>_high" of each difference (of a share only), after the differences.
+        "interval_columns": intervals,
         "n_items": {s.label: s.table["n_items"] for s in present},
         "n_groups": {label: len(by_side[label]) for label in labels},
         "columns": columns,
@@ -432,6 +450,26 @@ def _align(key: str, spec: TableSpec, present: list[_Side], filters: dict[str, b
             {"side": s.label, "warning": s.table["warning"]} for s in present if s.table.get("warning")
         ],
     }
+
+
+def _share_interval(
+    reference: tuple[dict[str, Any], Any] | None, other: tuple[dict[str, Any], Any] | None, count: str
+) -> list[float | None]:
+    """[low, high] of other's share minus the reference's, from each side's count and n; [None, None]
+    where a side lacks the group or its count and n are not a share (no items: undefined)."""
+    if reference is None or other is None:
+        return [None, None]
+    (row_a, n_a), (row_b, n_b) = reference, other
+    k_a, k_b = row_a.get(count), row_b.get(count)
+    if not (isinstance(k_a, int) and isinstance(k_b, int) and isinstance(n_a, int) and isinstance(n_b, int)):
+        return [None, None]
+    if any(isinstance(x, bool) for x in (k_a, n_a, k_b, n_b)):
+        return [None, None]
+    try:
+        found = share_difference(k_a, n_a, k_b, n_b)
+    except ValueError:
+        return [None, None]
+    return [found.low, found.high]
 
 
 def comparison_report(
@@ -580,6 +618,8 @@ def comparison_long_rows(comparison: dict[str, Any]) -> tuple[list[str], list[li
         "n",
         "reference",
         "difference",
+        "difference_low",
+        "difference_high",
     ]
     out = []
     for table in comparison["tables"]:
@@ -591,6 +631,7 @@ def comparison_long_rows(comparison: dict[str, Any]) -> tuple[list[str], list[li
                 side = sides[label]
                 for v in table["value_columns"]:
                     diff = index.get(f"{v} [{label}-{ref}]")
+                    low, high = index.get(f"{v}_low [{label}-{ref}]"), index.get(f"{v}_high [{label}-{ref}]")
                     out.append(
                         [
                             table["key"],
@@ -607,6 +648,8 @@ def comparison_long_rows(comparison: dict[str, Any]) -> tuple[list[str], list[li
                             row[index[f"n [{label}]"]],
                             ref,
                             None if diff is None else row[diff],
+                            None if low is None else row[low],
+                            None if high is None else row[high],
                         ]
                     )
     return columns, out

@@ -108,7 +108,7 @@ def _table_context(table: dict[str, Any], sides: dict[str, dict[str, Any]], quer
         {
             "label": f"{label} − {table['reference']}",
             "title": "difference",
-            "columns": table["difference_columns"],
+            "columns": [*table["difference_columns"], *table.get("interval_columns", [])],
             "difference": True,
         }
         for label in table["sides"][1:]

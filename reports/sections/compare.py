@@ -56,7 +56,10 @@ def comparison_of(studies: Sequence[Study], source: str | None) -> dict[str, Any
 
 def aligned_table(table: dict[str, Any]) -> DocTable:
     kinds = [
-        "label" if name in table["key_columns"] else column_kind(name, [row[i] for row in table["rows"]], i)
+        # "likelihood_low [B-A]" is read as "likelihood_low": the side in brackets names no kind.
+        "label"
+        if name in table["key_columns"]
+        else column_kind(name.split(" [", 1)[0], [row[i] for row in table["rows"]], i)
         for i, name in enumerate(table["columns"])
     ]
     return DocTable(

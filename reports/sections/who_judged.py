@@ -113,6 +113,8 @@ def _differences(
                             "value": value,
                             "values": [cell(f"{value} [{a}]"), cell(f"{value} [{b}]")],
                             "difference": difference,
+                            # Newcombe's interval, where the value is a share (count / n)
+                            "interval": [cell(f"{value}_low [{b}-{a}]"), cell(f"{value}_high [{b}-{a}]")],
                             "note": "",
                         }
                     )
@@ -126,6 +128,7 @@ def _differences(
                             "value": LISTED,
                             "values": listed,
                             "difference": None,
+                            "interval": [None, None],
                             "note": f"listed for {only} only",
                         }
                     )
@@ -331,6 +334,8 @@ def _differences_table(entry: dict[str, Any], kind: str, correction: str) -> Doc
             d["values"][0],
             d["values"][1],
             d["difference"],
+            d["interval"][0],
+            d["interval"][1],
             d["n"][0],
             d["n"][1],
             (d["p_adjusted"] or [None, None])[0],
@@ -353,6 +358,8 @@ def _differences_table(entry: dict[str, Any], kind: str, correction: str) -> Doc
             Column("a", "A", "estimate"),
             Column("b", "B", "estimate"),
             Column("difference", "B - A", "estimate"),
+            Column("low", "95% low", "low"),
+            Column("high", "95% high", "high"),
             Column("n_a", "n A", "n"),
             Column("n_b", "n B", "n"),
             Column("p_adjusted_a", "Corrected p, A", "p_adjusted"),
@@ -365,9 +372,10 @@ def _differences_table(entry: dict[str, Any], kind: str, correction: str) -> Doc
             f"pooled findings' settled rules and reliability gate (the pool's own alpha). {differ} of the "
             f"{entry['n_compared']} estimates compared differ; the {min(differ, TOP_DIFFERENCES)} largest by "
             f"absolute difference are listed, then groups listed for one pool only ({once}). Corrected p: "
-            f"each pool's own test in the table, corrected by {corrected} over that pool's family; no table "
-            "tests the difference between two pools, so a difference here has no p-value or interval of its "
-            "own."
+            f"each pool's own test in the table, corrected by {corrected} over that pool's family. A "
+            "difference of shares (count / n) has Newcombe's 95% hybrid score interval, which treats the "
+            "pools as independent samples and so is wider than a paired interval when both judged the same "
+            "items; no other difference here has a p-value or interval of its own."
         ],
         source_key="who_judged:differences",
         empty_reason=None if rows else "no estimate differs between the pools",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from typing import Any
 
 import pytest
@@ -161,8 +162,26 @@ def test_the_compare_of_two_pools_gives_the_hand_differences(owner: User, study:
     assert rows["strongly_agree"]["share [B-A]"] == pytest.approx(1 / 12)
     assert rows["strongly_disagree"]["share [B-A]"] == pytest.approx(1 / 12)
     assert rows["agree"]["count [B-A]"] == -2 and rows["agree"]["n [A]"] == 4 and rows["agree"]["n [B]"] == 3
-    # no table of this protocol has an interval or a test: the compare gives none, and invents none
+    # Each side's share has no interval or test of its own here; the difference of two shares gets
+    # Newcombe's hybrid score interval, by hand: Wilson 95% of in's 2/4 and na's 0/3, combined.
     assert not any(c.endswith(("low [A]", "p_adjusted [A]")) for c in shares["columns"])
+    z = 1.959963984540054
+
+    def wilson(k: int, n: int) -> tuple[float, float]:
+        p = k / n
+        centre, half = (
+            (p + z * z / (2 * n)) / (1 + z * z / n),
+            z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)),
+        )
+        return centre - half, centre + half
+
+    (l_in, u_in), (l_na, u_na) = wilson(2, 4), wilson(0, 3)
+    low = -1 / 2 - math.sqrt((0 - l_na) ** 2 + (u_in - 1 / 2) ** 2)
+    high = -1 / 2 + math.sqrt((u_na - 0) ** 2 + (1 / 2 - l_in) ** 2)
+    assert rows["agree"]["share_low [B-A]"] == pytest.approx(low)
+    assert rows["agree"]["share_high [B-A]"] == pytest.approx(high)
+    assert -1 <= low < -1 / 2 < high < 0.2  # wide: 4 and 3 items
+    assert "count_low [B-A]" not in rows["agree"]  # a count is no share
     listed = next(t for t in comparison["tables"] if t["key"] == "visual_attributes")
     index = {column: i for i, column in enumerate(listed["columns"])}
     membership = {row[0]: [row[index["listed [A]"]], row[index["listed [B]"]]] for row in listed["rows"]}

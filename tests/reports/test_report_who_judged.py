@@ -102,6 +102,13 @@ def test_who_judged_names_the_pools_their_agreement_and_what_differs(owner: User
     assert top["difference"] == pytest.approx(-1 / 2) == by_label["agree"]["share [B-A]"]
     assert (top["n_a"], top["n_b"]) == (4, 3)
     assert top["p_adjusted_a"] is None  # the visual-ness shares run no test: no corrected p to give
+    # ... but a difference of two shares has Newcombe's interval (its value by hand in
+    # tests/findings/test_pool_findings.py), inside [-1, 1] and around the difference
+    assert (top["low"], top["high"]) == (
+        by_label["agree"]["share_low [B-A]"],
+        by_label["agree"]["share_high [B-A]"],
+    )
+    assert -1 <= top["low"] < top["difference"] < top["high"] <= 1
     # every estimate that differs, none that does not (unsure: 0 in both pools); counts are not estimates
     assert {d["group"] for d in numeric} == {
         "label=agree",
@@ -112,7 +119,7 @@ def test_who_judged_names_the_pools_their_agreement_and_what_differs(owner: User
     listed = [(d["group"], d["note"]) for d in differences if d["difference"] is None]
     assert listed == [("attribute=poor", "listed for in only"), ("attribute=tall", "listed for in only")]
     notes = " ".join(tables["who_judged_differences_region"].notes)
-    assert "4 of the 5 estimates compared differ" in notes and "no table tests the difference" in notes
+    assert "4 of the 5 estimates compared differ" in notes and "Newcombe's 95% hybrid score" in notes
     # the report renders (every format reads the same document)
     markdown = renderer("md")(document).body.decode()
     assert "## Who judged" in markdown and "Findings that differ between pools of region" in markdown
