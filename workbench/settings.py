@@ -408,6 +408,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # `manage.py resume_stale_jobs` from cron instead).
 WORKBENCH_JOB_STALE_SECONDS = env_int("WORKBENCH_JOB_STALE_SECONDS", 120)
 WORKBENCH_JOB_SWEEP_SECONDS = env_int("WORKBENCH_JOB_SWEEP_SECONDS", 60)
+# The same sweep refits a `posterior` overlap policy's model once its study has collected this many
+# submitted judgements since the last fit (docs/overlap.md, "Refits in the background"; 0: only when a
+# researcher saves the policy or presses Refit).
+WORKBENCH_OVERLAP_REFIT_EVERY = env_int("WORKBENCH_OVERLAP_REFIT_EVERY", 100)
 # A worker that hangs (its keep-alive thread still beats, the run makes no step): a RUNNING job whose
 # last step (a batch, a file, a row: common/jobs.py) is older than this is taken over like a lost
 # worker's. It must exceed the longest single step, a model's first load included. 0: no deadline.

@@ -6,6 +6,10 @@ never gives a task twice. So every worker also sweeps: every ``WORKBENCH_JOB_SWE
 queues again each job whose heartbeat is older than ``WORKBENCH_JOB_STALE_SECONDS``
 (``common.jobs.jobs_resume_stale``; one sweeper wins each job). ``manage.py resume_stale_jobs`` runs
 the same sweep once (cron, or with the sweep turned off). docs/deploy.md, "When a worker dies".
+
+The same sweep refits the Dawid-Skene model of each active study under a ``posterior`` overlap policy
+that has collected ``WORKBENCH_OVERLAP_REFIT_EVERY`` judgements since its last fit
+(``annotations.services.overlap_refits``; docs/overlap.md).
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ def resume_stale_jobs() -> dict[str, list[int]]:
     }
 
 
+def refit_overlap_models() -> list[int]:
+    """Refit the posterior overlap models that are due; the studies refitted."""
+    from annotations.services.overlap_refits import overlap_refits_run
+
+    return overlap_refits_run(every=int(settings.WORKBENCH_OVERLAP_REFIT_EVERY))
+
+
 class StaleJobSweeper(threading.Thread):
     """A daemon thread in a worker process that runs :func:`resume_stale_jobs` at once and then
     every ``interval`` seconds until :meth:`stop`. A failing sweep (database or broker away) is
@@ -54,6 +65,9 @@ class StaleJobSweeper(threading.Thread):
                     resumed = resume_stale_jobs()
                     if any(resumed.values()):
                         logger.warning("worker lost: jobs queued again %s", resumed)
+                    refitted = refit_overlap_models()
+                    if refitted:
+                        logger.info("overlap models refitted for studies %s", refitted)
                 except (DatabaseError, KombuError, OSError):
                     logger.exception("the stale-job sweep failed; trying again in %s s", self.interval)
                 finally:

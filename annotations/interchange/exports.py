@@ -138,6 +138,9 @@ def export_jsonl(study: Study) -> Iterator[str]:
             "preset": study.preset,
             "protocol": study.protocol,
             "overlap": study.overlap,
+            # The overlap policy and the question it reads (empty: fixed:overlap; docs/overlap.md).
+            "overlap_policy": study.overlap_policy,
+            "overlap_question": study.overlap_question,
             "lease_minutes": study.lease_minutes,
             "status": study.status,
             "options": study_options(study),

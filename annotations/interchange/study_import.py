@@ -27,7 +27,7 @@ from annotations.models import (
 )
 from annotations.services.controls import control_answers_clean
 from annotations.services.stored_files import item_files_kept_on_success
-from annotations.services.studies import protocol_resolve, study_create
+from annotations.services.studies import protocol_resolve, study_create, study_overlap_set
 from annotations.services.study_options import study_options_parse, study_options_restore
 from common.errors import ImportRefused, ValidationFailed
 from common.files import FileSource
@@ -184,7 +184,20 @@ def _study_import(
     _restore_item_extras(study, item_extras)
     _restore_consensus(study, later["consensus"])
     _restore_exclusions(study, later["exclusion"])
-    return study
+    return _restore_overlap_policy(study, head, number=records[0][0])
+
+
+def _restore_overlap_policy(study: Study, head: dict[str, Any], *, number: int) -> Study:
+    """The exported overlap policy, set once every answer is in (a ``posterior`` policy fits its model on
+    them, and every item's claim state is decided from its imported votes, as a save on the Overlap tab
+    does). An export without one (older files, ``fixed:K``) keeps the overlap it gave."""
+    policy = str(head.get("overlap_policy") or "")
+    if not policy:
+        return study
+    try:
+        return study_overlap_set(study=study, policy=policy, question=str(head.get("overlap_question") or ""))
+    except ValidationFailed as exc:
+        raise ImportRefused(f"line {number}: {exc.message}") from exc
 
 
 def _restore_item_extras(study: Study, extras: dict[str, dict[str, Any]]) -> None:

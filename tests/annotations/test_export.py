@@ -409,3 +409,38 @@ def test_an_archive_links_only_the_importers_own_people(
         == owner
     )
     assert AnnotatorExclusion.objects.get(study=mine).excluded_by == owner
+
+
+def test_the_overlap_policy_travels_with_the_study(filled_study, owner, tmp_path) -> None:
+    from annotations.services.studies import study_overlap_set
+
+    filled_study = study_overlap_set(study=filled_study, policy="agree:2/3", question="gender")
+    out = tmp_path / "study.jsonl"
+    export_to_file(filled_study, "jsonl", out)
+    head = json.loads(out.read_text().splitlines()[0])
+    assert (head["overlap_policy"], head["overlap_question"], head["overlap"]) == ("agree:2/3", "gender", 3)
+    rebuilt = study_import(owner=owner, address=out, name="copy")
+    assert (rebuilt.overlap_policy, rebuilt.overlap_question, rebuilt.overlap) == ("agree:2/3", "gender", 3)
+
+    def states(study: Study) -> dict[str, tuple[Any, ...]]:
+        return {
+            item.external_id: (item.policy_slots, item.policy_stopped, sorted(item.policy_votes.values()))
+            for item in Item.objects.filter(study=study)
+        }
+
+    # Imported answers (r1's, r2's) take no slot and cast no policy vote: both items open at the opening.
+    assert states(rebuilt) == states(filled_study) == {"a": (None, False, []), "b": (None, False, [])}
+
+
+def test_an_export_whose_policy_does_not_parse_is_refused_with_its_line(
+    filled_study, owner, tmp_path
+) -> None:
+    out = tmp_path / "study.jsonl"
+    export_to_file(filled_study, "jsonl", out)
+    lines = out.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["overlap_policy"] = "agree:5/2"
+    out.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    with pytest.raises(ImportRefused, match=r"^line 1: .*agree"):
+        study_import(owner=owner, address=out, name="copy")
+    assert not Study.objects.filter(name="copy").exists()

@@ -664,3 +664,57 @@ def test_a_skip_cannot_be_undone_onto_an_item_its_policy_stopped(owner: User, st
     with pytest.raises(Conflict, match="cannot come back"):
         assignment_skip_undo(assignment=Assignment.objects.get(pk=lease_d["id"]), user=d)
     assert Assignment.objects.get(pk=lease_d["id"]).status == Assignment.Status.SKIPPED
+
+
+# --- Refits in the background (the workers' sweep) ------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_sweep_refits_a_posterior_model_once_enough_judgements_came_in(owner: User, study: Study) -> None:
+    from annotations.services.overlap_refits import overlap_refits_due, overlap_refits_run
+
+    set_policy(owner, study, "posterior:0.9/3")  # no answer yet: no model, a pilot
+    for n in range(6):
+        ItemFactory.create(study=study, external_id=f"{'f' if n < 2 else 'm'}{n}")
+    team = people(study, 3)
+    for user in team[:2]:
+        while (lease := claim(user, study)) is not None:
+            submit(
+                user, lease, "female" if Item.objects.get(pk=lease["item"]).external_id[0] == "f" else "male"
+            )
+    # 12 judgements since the (empty) fit: due at every=12, not at 13, never at 0.
+    assert overlap_refits_due(every=13) == [] and overlap_refits_due(every=0) == []
+    assert overlap_refits_due(every=12) == [study.pk]
+    assert overlap_refits_run(every=12) == [study.pk]
+    model = Study.objects.get(pk=study.pk).overlap_model
+    assert (model["judgements"], model["study_judgements"]) == (12, 12) and model["classes"] == [
+        "female",
+        "male",
+    ]
+    assert overlap_refits_due(every=1) == [] and overlap_refits_run(every=1) == []  # nothing new since
+    ItemFactory.create(study=study, external_id="m-new")  # the refit stopped the pilot's items
+    lease = claim(team[2], study)
+    assert lease is not None
+    submit(team[2], lease, "male")
+    assert overlap_refits_due(every=1) == [study.pk] and overlap_refits_due(every=2) == []
+    # A paused study is not refitted (its answers may be under review).
+    Study.objects.filter(pk=study.pk).update(status=Study.Status.PAUSED)
+    assert overlap_refits_run(every=1) == []
+
+
+@pytest.mark.django_db
+def test_resume_stale_jobs_runs_the_refits_too(owner: User, study: Study, settings: Any) -> None:
+    import io
+    import json
+
+    from django.core.management import call_command
+
+    settings.WORKBENCH_OVERLAP_REFIT_EVERY = 2
+    set_policy(owner, study, "posterior:0.9/3")
+    ItemFactory.create(study=study)
+    for user in people(study, 2):
+        submit(user, claim(user, study), "male")
+    out = io.StringIO()
+    call_command("resume_stale_jobs", stdout=out)
+    assert json.loads(out.getvalue())["overlap_refits"] == [study.pk]
+    assert Study.objects.get(pk=study.pk).overlap_model["study_judgements"] == 2

@@ -267,6 +267,7 @@ def test_an_export_whose_worker_was_lost_is_written_again_once_by_the_command(
         "generation": [],
         "labelling": [],
         "report": [],
+        "overlap_refits": [],
     }
     job.refresh_from_db()
     assert (job.status, job.resumed_count, job.worker_note) == ("done", 1, "worker lost, resumed")
