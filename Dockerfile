@@ -25,6 +25,10 @@ RUN DJANGO_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinpu
 
 USER workbench
 EXPOSE 8000
+# gthread workers (4 x 4 threads; about two workers a core), keep-alive longer than nginx's idle
+# upstream connections so nginx closes them first (docs/deploy.md, "Web server"; measured in
+# docs/benchmarks.md, "Claim path at the limit").
 CMD ["gunicorn", "workbench.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--threads", "4", \
+     "--keep-alive", "75", \
      "--timeout", "120", "--limit-request-line", "8190", "--limit-request-fields", "100", \
      "--limit-request-field_size", "8190"]

@@ -177,13 +177,19 @@ def assignment_gives_direct_urls(assignment: Assignment, *, now: datetime | None
     """Whether a task answer may carry presigned ``direct_url``s of its item's images (the API): only
     for its annotator's current lease (leased, the lease not run out) in a study they are still in
     (enrolled, not excluded). The caller has fetched ``assignment`` as the user's own; one query, to be
-    asked only when there is a URL to give."""
-    if assignment.status != Assignment.Status.LEASED or assignment.lease_expires_at is None:
-        return False
-    if assignment.lease_expires_at <= (now or timezone.now()):
+    asked only when there is a URL to give (the claim asks it inside its images' query instead:
+    ``selectors.tasks.task_images_load``)."""
+    if not lease_is_current(assignment, now=now):
         return False
     user_id = assignment.annotator.user_id
     return user_id is not None and image_assignments(user_id).filter(pk=assignment.pk).exists()
+
+
+def lease_is_current(assignment: Assignment, *, now: datetime | None = None) -> bool:
+    """Leased, and the lease has not run out (no query)."""
+    if assignment.status != Assignment.Status.LEASED or assignment.lease_expires_at is None:
+        return False
+    return assignment.lease_expires_at > (now or timezone.now())
 
 
 def item_get_for_researcher(*, user: User, id: int, write: bool = False) -> Item:

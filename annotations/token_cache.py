@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 TOKEN_CACHE_SECONDS = 10.0
+# With a shared cache every change the signals below see reaches every process at once (the generation),
+# so an entry may live longer: its life bounds only a change made without the signals (a bulk update).
+SHARED_TOKEN_CACHE_SECONDS = 60.0
 TOKEN_CACHE_SIZE = 10_000
 GENERATION_KEY = "api-token-generation"
 
@@ -69,6 +72,13 @@ def token_cache_clear() -> None:
     """Forget every cached token (tests; the signals below forget single accounts)."""
     with lock:
         entries.clear()
+
+
+def entry_seconds() -> float:
+    """How long this process keeps a token's lookup: 10 s, or 60 s with a shared cache (there a token's
+    entry was reloaded by some 40% of the API calls of a busy web node at 10 s; docs/benchmarks.md,
+    "Claim path at the limit")."""
+    return SHARED_TOKEN_CACHE_SECONDS if settings.WORKBENCH_SHARED_CACHE else TOKEN_CACHE_SECONDS
 
 
 def revocation_delay_seconds() -> float:

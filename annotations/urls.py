@@ -83,6 +83,11 @@ urlpatterns = [
     # Crowd work: invitation links, joining, completion, payment records (invitations.py, join.py)
     path("studies/<int:pk>/invitations/", invitations.study_invitations, name="study-invitations"),
     path(
+        "studies/<int:pk>/invitations/per-pool/",
+        invitations.pool_invitations_create,
+        name="study-invitations-per-pool",
+    ),
+    path(
         "studies/<int:pk>/invitations/<int:invitation_id>/revoke/",
         invitations.invitation_revoke_view,
         name="study-invitation-revoke",

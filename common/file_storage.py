@@ -15,6 +15,7 @@ overwritten (``file_overwrite`` off: Django picks a free name, as on the filesys
 from __future__ import annotations
 
 import logging
+import threading
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -57,11 +58,56 @@ def s3_storage_options() -> dict[str, Any]:
 def storage_from_settings(**options: Any) -> Storage:
     """The ``STORAGES["default"]`` backend: S3 when ``S3_BUCKET`` is set, else the filesystem."""
     if s3_enabled():
-        from storages.backends.s3 import S3Storage
-
-        bucket: Storage = S3Storage(**{**s3_storage_options(), **options})
+        bucket: Storage = _s3_storage_class()(**{**s3_storage_options(), **options})
         return bucket
     return FileSystemStorage(**options)
+
+
+_LOADER_LOCK = threading.Lock()
+_LOADERS: list[Any] = []
+
+
+def _data_loader() -> Any:
+    """One botocore data loader for the process (it caches the JSON models it reads)."""
+    with _LOADER_LOCK:
+        if not _LOADERS:
+            import botocore.session
+
+            _LOADERS.append(botocore.session.Session().get_component("data_loader"))
+        return _LOADERS[0]
+
+
+@lru_cache(maxsize=1)
+def _s3_storage_class() -> type[Storage]:
+    from storages.backends.s3 import S3Storage
+
+    class SharedModelsS3Storage(S3Storage):  # type: ignore[misc]  # django-storages has no stubs
+        """django-storages' ``S3Storage``, whose boto3 session (one per thread: a boto3 resource is not
+        thread-safe) reads botocore's service models through one loader per process: a web thread's
+        first presigned URL then costs ~15 ms of CPU to make its client instead of ~80-130 ms of
+        reading and decoding the same JSON files again (each gunicorn thread makes one;
+        docs/benchmarks.md, "Claim path at the limit")."""
+
+        def _create_session(self) -> Any:
+            if self.session_profile:
+                return super()._create_session()
+            import boto3
+            import botocore.session
+
+            core = botocore.session.Session()
+            core.register_component("data_loader", _data_loader())
+            with _LOADER_LOCK:  # boto3 adds its own data folder to the loader's paths: keep one of each
+                session = boto3.Session(
+                    aws_access_key_id=self.access_key,
+                    aws_secret_access_key=self.secret_key,
+                    aws_session_token=self.security_token,
+                    botocore_session=core,
+                )
+                paths = session._loader.search_paths
+                paths[:] = list(dict.fromkeys(paths))
+            return session
+
+    return SharedModelsS3Storage
 
 
 def storage_is_s3(storage: Storage) -> bool:
@@ -82,9 +128,8 @@ def serve_by_redirect() -> bool:
 
 @lru_cache(maxsize=1)
 def _bucket_origin(bucket: str, endpoint: str, region: str, style: str) -> str:
-    from storages.backends.s3 import S3Storage
-
-    url = S3Storage(**s3_storage_options()).url("origin-probe")  # signed locally: no request is made
+    probe: Any = _s3_storage_class()(**s3_storage_options())
+    url = probe.url("origin-probe")  # signed locally: no request is made
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
 

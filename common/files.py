@@ -128,6 +128,11 @@ class FileSource:
         """The file, read and put through ``image_check``."""
         return image_check(self.read(name), name=name)
 
+    def member_for(self, name: str) -> str:
+        """The member a manifest's path ``name`` reads: the path itself here; a source of loose
+        uploaded files also finds a file by its name alone (``StorageSource``)."""
+        return name
+
     def close(self) -> None:
         return None
 

@@ -9,7 +9,8 @@ annotations, the database's converters). The SQL is exactly what the ORM writes,
 (``select_for_update``) and every condition stay as they were.
 
 The stand-ins must be values the query holds nowhere else: large integers
-(``PreparedQuery.stand_in(n)``) or datetimes far in the future (``PreparedQuery.moment(n)``).
+(``PreparedQuery.stand_in(n)``), datetimes far in the future (``PreparedQuery.moment(n)``) or texts
+no one writes (``PreparedQuery.stand_in_text(n)``).
 A shape that depends on a value (a filter added or not) needs one ``PreparedQuery`` per variant.
 """
 
@@ -69,11 +70,16 @@ class PreparedQuery(Generic[M]):
     """
 
     def __init__(
-        self, build: Callable[..., QuerySet[M]], names: tuple[str, ...], moments: tuple[str, ...] = ()
+        self,
+        build: Callable[..., QuerySet[M]],
+        names: tuple[str, ...],
+        moments: tuple[str, ...] = (),
+        texts: tuple[str, ...] = (),
     ):
         self.build = build
         self.names = names
         self.moments = moments
+        self.texts = texts
         self._compiled: dict[tuple[str, str], _Compiled] = {}
 
     @staticmethod
@@ -84,9 +90,14 @@ class PreparedQuery(Generic[M]):
     def moment(n: int) -> datetime:
         return _MOMENT_BASE + timedelta(days=n, microseconds=n)
 
+    @staticmethod
+    def stand_in_text(n: int) -> str:
+        return f"\u2063prepared-query-stand-in-{n}\u2063"
+
     def _stand_ins(self) -> dict[str, Any]:
         values: dict[str, Any] = {name: self.stand_in(n) for n, name in enumerate(self.names)}
         values.update({name: self.moment(n) for n, name in enumerate(self.moments)})
+        values.update({name: self.stand_in_text(n) for n, name in enumerate(self.texts)})
         return values
 
     def compiled(self, alias: str = "default") -> _Compiled:

@@ -229,10 +229,7 @@ def findings_coverage(
         pool = source.pool
         judges = pool_judges(study, pool)
         needed = pool.needed
-        basis = (
-            f"judgements of {pool.words} ({len(pool.members)} people; ceil(overlap {study.overlap} / "
-            f"{len(pool.pools)} pools))"
-        )
+        basis = f"judgements of {pool.words} ({len(pool.members)} people; {pool.rule})"
     elif source.is_machine:
         judges = item_judges(study, source.annotator_ids)
         needed, basis = 1, f"answers of {source.name} (one per item)"

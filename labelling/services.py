@@ -7,7 +7,7 @@ answers keep pointing at the labeller that gave them.
 
 A labelling job asks the labeller every question of the protocol that applies to each item (options
 resolved for the item, prompts filled in), validates every answer exactly as a human answer is
-validated (``annotations.protocols.answers.clean_answer``), stores valid ones as annotations
+validated (``protocols.answers.clean_answer``), stores valid ones as annotations
 (source ``labeller``), and stores everything else as a ``LabelAttempt`` with the raw output and the
 reason, re-asking failed questions with backoff up to ``max_attempts``. Nothing is coerced or
 dropped silently. Items this labeller has already fully answered are skipped, and VLM answers are
@@ -36,8 +36,6 @@ from django.utils import timezone
 from PIL import Image
 
 from annotations.models import Annotation, Annotator, Item, ItemFeature, Study, User
-from annotations.protocols.answers import AnswerError, ItemContext, clean_answer
-from annotations.protocols.schema import Question
 from annotations.selectors.features import embeddings_by_item
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from annotations.services.stored_files import item_file_open
@@ -59,6 +57,8 @@ from labelling.cache import CachedAnswer
 from labelling.labellers.base import LabelItem, Labeller, LabellerError, LabelOutcome
 from labelling.labellers.registry import LABELLER_CLASSES, get_labeller_class
 from labelling.models import LabelAttempt, LabelCacheEntry, LabellingJob
+from protocols.answers import AnswerError, ItemContext, clean_answer
+from protocols.schema import Question
 
 Progress = Callable[[LabellingJob], None]
 DEFAULT_BATCH = 8

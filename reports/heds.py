@@ -26,11 +26,11 @@ from typing import Any
 from django.db.models import Count
 
 from annotations.models import Invitation, Item, Study
-from annotations.protocols.schema import Question
 from annotations.selectors.controls import quality_settings
 from annotations.selectors.counted import counted_items
 from findings.report import FindingsReport
 from metrics.multiple_testing import CORRECTION_NAMES
+from protocols.schema import Question
 from reports.document import BulletList, Column, DocTable, Facts, Paragraph, ReportDocument, Section
 from reports.formats import Rendered
 

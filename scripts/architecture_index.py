@@ -19,6 +19,7 @@ PACKAGES = (
     "workbench",
     "common",
     "metrics",
+    "protocols",
     "annotations",
     "findings",
     "generation",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import factory
 
 from annotations.models import Annotator, Item, Study, User
-from annotations.protocols.schema import load_protocol_text
+from protocols.schema import load_protocol_text
 
 EXAMPLE_PROTOCOL = """
 name: Example

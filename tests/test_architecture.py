@@ -17,6 +17,7 @@ PACKAGES = (
     "workbench",
     "common",
     "metrics",
+    "protocols",
     "annotations",
     "findings",
     "generation",
@@ -28,15 +29,27 @@ PACKAGES = (
 MAY_IMPORT = {
     "metrics": set(),
     "common": set(),
-    "annotations": {"common", "metrics"},
+    # A study's questions (schema, presets, answer checks): no models, no app below but common.
+    "protocols": {"common"},
+    "annotations": {"protocols", "common", "metrics"},
     # The papers' findings, comparison and figures read the annotations app; it never reads them.
-    "findings": {"annotations", "common", "metrics"},
-    "generation": {"annotations", "common", "metrics"},
-    "labelling": {"annotations", "common", "metrics"},
-    "mitigation": {"generation", "labelling", "findings", "annotations", "common", "metrics"},
+    "findings": {"annotations", "protocols", "common", "metrics"},
+    "generation": {"annotations", "protocols", "common", "metrics"},
+    "labelling": {"annotations", "protocols", "common", "metrics"},
+    "mitigation": {"generation", "labelling", "findings", "annotations", "protocols", "common", "metrics"},
     # The audit report reads every app's records (study, generation provenance, labelling cost).
-    "reports": {"mitigation", "generation", "labelling", "findings", "annotations", "common", "metrics"},
+    "reports": {
+        "mitigation",
+        "generation",
+        "labelling",
+        "findings",
+        "annotations",
+        "protocols",
+        "common",
+        "metrics",
+    },
     "workbench": {
+        "protocols",
         "reports",
         "mitigation",
         "findings",

@@ -39,9 +39,9 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from annotations.models import ExportJob, ItemImage
-from annotations.protocols.schema import load_preset
 from annotations.services.studies import enrollment_add
 from generation.models import GenerationJob
+from protocols.schema import load_preset
 from tests.factories import StudyFactory, UserFactory
 from tests.fixtures.tiny_sd import save_tiny_sd
 from tests.s3_server import S3Bucket

@@ -33,7 +33,6 @@ from PIL import Image
 from annotations.interchange.exports import export_job_create, export_job_workdir
 from annotations.interchange.item_import import items_add_files
 from annotations.models import Annotation, AnnotationRevision, ExportJob, Item, ItemImage, Study, User
-from annotations.protocols.schema import load_preset, load_protocol_text
 from common.jobs import BackgroundJob
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import ModelSpec
@@ -41,6 +40,7 @@ from generation.prompts.base import PromptSet, PromptSpec
 from generation.services import generation_job_create
 from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import labeller_register, labelling_job_create
+from protocols.schema import load_preset, load_protocol_text
 from tests.factories import StudyFactory
 from tests.fixtures.tiny_sd import save_tiny_sd
 from tests.s3_server import FileStore

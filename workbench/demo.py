@@ -30,13 +30,13 @@ from PIL import Image, ImageDraw, ImageFont
 
 from annotations.interchange.item_import import items_import_records
 from annotations.models import Annotation, Annotator, Assignment, Item, Study, User, username_problem
-from annotations.protocols.answers import clean_submission
-from annotations.protocols.schema import load_preset
 from annotations.selectors.pools import is_expert_in
 from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
 from annotations.services.consensus import consensus_compute
 from annotations.services.studies import annotator_for_user, enrollment_add, study_create
 from common.files import FolderSource
+from protocols.answers import clean_submission
+from protocols.schema import load_preset
 
 DEMO_STUDY_NAME = "Demo: product colours under demographic prompts (SODA)"
 CONDITIONS = {

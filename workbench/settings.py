@@ -360,9 +360,11 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["annotations.api.filters.ScopedFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "annotations.api.errors.exception_handler",
+    # Fixed-window counters, one increment per request (annotations/api/throttling.py; DRF's own keep a
+    # list of request times: a read and a write of it per request).
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "annotations.api.throttling.AnonRateThrottle",
+        "annotations.api.throttling.UserRateThrottle",
     ],
     "NUM_PROXIES": WORKBENCH_TRUSTED_PROXIES or None,
     "DEFAULT_THROTTLE_RATES": {

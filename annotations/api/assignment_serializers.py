@@ -11,12 +11,12 @@ from rest_framework import serializers
 from annotations.access import assignment_gives_direct_urls
 from annotations.models import Assignment
 from annotations.presenters import image_views
-from annotations.protocols.answers import questions_to_answer
-from annotations.protocols.schema import Question
 from annotations.selectors.pools import sees_expert_questions
 from annotations.selectors.tasks import stored_answers
 from annotations.services.stored_files import item_image_direct_url
 from common.file_storage import serve_by_redirect
+from protocols.answers import questions_to_answer
+from protocols.schema import Question
 
 
 def _question(question: Question, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -86,12 +86,14 @@ def assignment_data(assignment: Assignment) -> dict[str, Any]:
     }
 
 
-def task_data(assignment: Assignment) -> dict[str, Any]:
-    """``TaskSerializer(assignment).data``, as ``assignment_data``."""
-    return {**assignment_data(assignment), "task": _task(assignment)}
+def task_data(assignment: Assignment, *, gives_direct_urls: bool | None = None) -> dict[str, Any]:
+    """``TaskSerializer(assignment).data``, as ``assignment_data``. ``gives_direct_urls``: the answer
+    of ``access.assignment_gives_direct_urls`` when the caller has it (the claim reads it with the
+    item's images: ``selectors.tasks.task_images_load``), else it is asked here when needed."""
+    return {**assignment_data(assignment), "task": _task(assignment, gives_direct_urls)}
 
 
-def _task(assignment: Assignment) -> dict[str, Any]:
+def _task(assignment: Assignment, gives_direct_urls: bool | None = None) -> dict[str, Any]:
     """The task part of a task: the item, its questions, your own answers."""
     item, annotator = assignment.item, assignment.annotator
     expert = sees_expert_questions(study=assignment.study, annotator=annotator)
@@ -99,7 +101,11 @@ def _task(assignment: Assignment) -> dict[str, Any]:
     # Presigned bucket URLs only for the caller's current lease in a study they are still in (asked
     # only when the files are answered by redirect and there is a file: no query otherwise).
     stored = [image for image in item.images.all() if image.file.name]
-    direct = bool(stored) and serve_by_redirect() and assignment_gives_direct_urls(assignment)
+    direct = (
+        bool(stored)
+        and serve_by_redirect()
+        and (assignment_gives_direct_urls(assignment) if gives_direct_urls is None else gives_direct_urls)
+    )
     direct_urls = {image.position: item_image_direct_url(image) for image in stored} if direct else {}
     return {
         "item": {
@@ -142,6 +148,19 @@ class SubmitSerializer(serializers.Serializer[Any]):
         help_text='{"QUESTION_KEY": {"value": ..., "shown": [...], "reason": "..."}}',
     )
     time_spent_ms = serializers.IntegerField(required=False, min_value=0, max_value=24 * 3600 * 1000)
+
+
+_SUBMIT: list[SubmitSerializer] = []
+
+
+def submit_input(data: Any) -> dict[str, Any]:
+    """``SubmitSerializer(data=data)``'s ``validated_data``, or its ``ValidationError`` with the same
+    errors, from one serializer kept for the process (its fields are built once, not per submit: the
+    hot path, issue 38). A serializer's validation keeps nothing of the data it checks."""
+    if not _SUBMIT:
+        _SUBMIT.append(SubmitSerializer())
+    validated: dict[str, Any] = _SUBMIT[0].run_validation(data)
+    return validated
 
 
 NEXT_PARAMETER = OpenApiParameter(

@@ -6,10 +6,13 @@ Only the annotator's own assignments are visible; a study they are not enrolled 
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.exceptions import ValidationError
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,7 +22,7 @@ from annotations.access import request_user
 from annotations.api import assignment_serializers as s
 from annotations.models import Annotation, Assignment
 from annotations.selectors.quality import claim_refusal
-from annotations.selectors.tasks import item_images_load
+from annotations.selectors.tasks import task_images_load
 from annotations.services.assignment import (
     assignment_claim_for_user,
     assignment_release,
@@ -30,10 +33,10 @@ from annotations.services.studies import annotator_for_user
 from common.errors import NotAllowed, WorkbenchError
 
 
-def _task(assignment: Assignment) -> Assignment:
-    """The assignment with its item's images loaded (one query; study, item and annotator are at hand)."""
-    item_images_load(assignment.item)
-    return assignment
+def _task_data(assignment: Assignment) -> dict[str, Any]:
+    """The claimed task's answer: its item's images and whether it may carry their presigned URLs are
+    read in one query (study, item and annotator are at hand)."""
+    return s.task_data(assignment, gives_direct_urls=task_images_load(assignment))
 
 
 def _next_task(request: Request, study_id: int) -> tuple[Assignment | None, str]:
@@ -52,9 +55,15 @@ def _next_task(request: Request, study_id: int) -> tuple[Assignment | None, str]
     return None, ""
 
 
+# The two calls an annotating client makes all day answer JSON only: no browsable-API page to choose.
+HOT_RENDERERS = [JSONRenderer]
+
+
 class ClaimNextView(APIView):
     """Lease your next item in a study (or get back the one you hold). 204 when nothing is left; 403 when
     you did not pass the study's qualification (the detail says so)."""
+
+    renderer_classes = HOT_RENDERERS
 
     @extend_schema(
         request=None, responses={200: s.TaskSerializer, 204: OpenApiResponse(description="nothing left")}
@@ -65,7 +74,7 @@ class ClaimNextView(APIView):
             raise NotAllowed(refused)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(s.task_data(_task(assignment)))
+        return Response(_task_data(assignment))
 
 
 class SubmitView(APIView):
@@ -75,6 +84,8 @@ class SubmitView(APIView):
     own transaction) and the answer is ``{"submitted": ASSIGNMENT, "next": TASK or null,
     "detail": why there is no next item, or ""}`` (docs/api.md, "Submit and claim the next item")."""
 
+    renderer_classes = HOT_RENDERERS
+
     @extend_schema(
         request=s.SubmitSerializer,
         parameters=[s.NEXT_PARAMETER],
@@ -82,16 +93,17 @@ class SubmitView(APIView):
     )
     def post(self, request: Request, pk: int) -> Response:
         user = request_user(request)
-        data = s.SubmitSerializer(data=request.data)
-        if not data.is_valid():
+        try:
+            data = s.submit_input(request.data)
+        except ValidationError:
             access.assignment_get_for_user(user=user, id=pk)  # someone else's: 404 before 400, as ever
-            raise ValidationError(data.errors)
+            raise
         assignment = assignment_submit_for_user(
             user=user,
             id=pk,
-            answers=data.validated_data["answers"],
+            answers=data["answers"],
             source=Annotation.Source.API,
-            time_spent_ms=data.validated_data.get("time_spent_ms"),
+            time_spent_ms=data.get("time_spent_ms"),
         )
         submitted = s.assignment_data(assignment)
         if request.query_params.get("next", "") not in ("1", "true", "yes"):
@@ -103,7 +115,7 @@ class SubmitView(APIView):
         return Response(
             {
                 "submitted": submitted,
-                "next": s.task_data(_task(following)) if following is not None else None,
+                "next": _task_data(following) if following is not None else None,
                 "detail": refused,
             }
         )

@@ -16,10 +16,14 @@ Other processes: with a shared cache (``WORKBENCH_CACHE_URL``, Redis) the same s
 new *generation* (``GENERATION_KEY``) into it, once at once and again when the transaction commits;
 every API call reads that one key (one round trip, no query) and drops its entry when the
 generation differs from the one read before the entry was loaded, so a revoked token, a deactivated
-account or a new participant is refused at once on every web node. A sign-in's ``last_login`` stamp
-changes nothing the lookup uses and writes no generation. Without a shared cache, other processes
-see such a change when their entry runs out, at most ``TOKEN_CACHE_SECONDS`` later (the API token
-page says so: ``annotations.token_cache.revocation_delay_seconds``).
+account or a new participant is refused at once on every web node. There an entry lives
+``SHARED_TOKEN_CACHE_SECONDS`` (every change the signals see arrives through the generation; the life
+bounds only a change made without them, such as a bulk ``update()``). When the token's account is
+known from its entry and the view limits accounts' rates, the same round trip also counts the request
+for the account's rate (``annotations/api/throttling.py``): one round trip per API call. A sign-in's
+``last_login`` stamp changes nothing the lookup uses and writes no generation. Without a shared
+cache, other processes see such a change when their entry runs out, at most ``TOKEN_CACHE_SECONDS``
+later (the API token page says so: ``annotations.token_cache.revocation_delay_seconds``).
 
 A token lives ``WORKBENCH_API_TOKEN_DAYS`` after it was made (``Token.created``, held by the cached
 entry: no query): after that it answers 401 ``TOKEN_EXPIRED`` until its owner makes a new one, which
@@ -37,7 +41,10 @@ from django.core.cache import cache
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
+from rest_framework.request import Request
 
+from annotations.api import throttling
+from annotations.api.throttling import UserRateThrottle, note_count, user_counter
 from annotations.models import Annotator, User
 from annotations.selectors.api_tokens import TOKEN_EXPIRED, api_token_expired
 from annotations.token_cache import (
@@ -46,9 +53,11 @@ from annotations.token_cache import (
     TOKEN_CACHE_SIZE,
     TokenEntry,
     entries,
+    entry_seconds,
     lock,
     token_cache_clear,
 )
+from common.cache_counters import read_and_count
 
 __all__ = ["TOKEN_CACHE_SECONDS", "WorkbenchTokenAuthentication", "token_cache_clear"]
 
@@ -71,18 +80,43 @@ def _load(key: str, generation: Any) -> TokenEntry | None:
         annotator=None if annotator is None else tuple(getattr(annotator, n) for n in _ANNOTATOR_FIELDS),
         participant=hasattr(user, "participant"),
         token_created=token.created,
-        expires=time.monotonic() + TOKEN_CACHE_SECONDS,
+        expires=time.monotonic() + entry_seconds(),
         generation=generation,
     )
+
+
+def _limits_accounts(request: Request | None) -> bool:
+    """Does the view this request goes to count accounts' requests (``UserRateThrottle``)?"""
+    view = (getattr(request, "parser_context", None) or {}).get("view")
+    classes = getattr(view, "throttle_classes", ())
+    return any(getattr(c, "scope", None) == UserRateThrottle.scope for c in classes)
+
+
+def _shared_generation(request: Request | None, entry: TokenEntry | None) -> Any:
+    """The generation in the shared cache, and, for a token whose account the entry names and a view
+    that limits accounts, the request counted for that account's rate in the same round trip."""
+    if entry is not None and request is not None and _limits_accounts(request):
+        counter = user_counter(entry.user_id, throttling.now())  # the throttle's own clock
+        if counter is not None:
+            generation, count = read_and_count(GENERATION_KEY, *counter)
+            note_count(request, counter[0], count)
+            return generation
+    return cache.get(GENERATION_KEY)
 
 
 class WorkbenchTokenAuthentication(TokenAuthentication):
     """DRF's ``TokenAuthentication`` (``Authorization: Token KEY``), participants refused with 403."""
 
+    request: Request | None = None
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        self.request = request  # one instance per request (DRF makes them in ``get_authenticators``)
+        return super().authenticate(request)
+
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
-        # The shared generation is read before the rows are (docs at the top: no change is missed).
-        generation = cache.get(GENERATION_KEY) if settings.WORKBENCH_SHARED_CACHE else None
         entry = entries.get(key)
+        # The shared generation is read before the rows are (docs at the top: no change is missed).
+        generation = _shared_generation(self.request, entry) if settings.WORKBENCH_SHARED_CACHE else None
         if entry is None or entry.expires < time.monotonic() or entry.generation != generation:
             entry = _load(key, generation)
             if entry is None:

@@ -52,6 +52,7 @@ class InvitationSerializer(serializers.ModelSerializer[Invitation]):
             "consent_text",
             "estimated_minutes",
             "demographics",
+            "attributes",
             "completion_code",
             "completion_url",
             "created_at",
@@ -106,6 +107,12 @@ class InvitationCreateSerializer(serializers.Serializer[Any]):
     )
     completion_code = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     completion_url = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    attributes = serializers.JSONField(
+        required=False,
+        default=dict,
+        help_text='What everyone who joins by the link gets in the study, e.g. {"region": "South Asia"} (a '
+        "rater pool); a key may not be a demographic question too",
+    )
 
 
 class StudyInvitationsView(APIView):

@@ -7,10 +7,10 @@ from typing import Any
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from annotations.protocols.answers import AnswerError, SubmissionError
-from annotations.protocols.schema import ProtocolError
 from common.checked_input import id_from_text
 from common.errors import ValidationFailed, WorkbenchError
+from protocols.answers import AnswerError, SubmissionError
+from protocols.schema import ProtocolError
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -11,8 +11,8 @@ from rest_framework.views import APIView
 
 from annotations.api import serializers as s
 from annotations.api.parsers import CheckedJSONParser
-from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from common.errors import NotFoundError
+from protocols.schema import list_presets, load_preset, load_protocol_text
 
 
 class PresetListView(APIView):

@@ -65,6 +65,8 @@ class StudySerializer(serializers.ModelSerializer[Study]):
             "overlap_policy",
             "overlap_question",
             "overlap_model",
+            "rater_pool_attribute",
+            "rater_pool_quotas",
             "lease_minutes",
             "status",
             "options",
@@ -157,6 +159,18 @@ class StudyUpdateSerializer(serializers.Serializer[Any]):
     )
     lease_minutes = serializers.IntegerField(required=False, min_value=1, max_value=10080)
     status = serializers.ChoiceField(choices=Study.Status.choices, required=False)
+    rater_pool_attribute = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        help_text="The annotator attribute whose values are the study's rater pools, e.g. region (blank: "
+        "none; clears the quotas)",
+    )
+    rater_pool_quotas = serializers.JSONField(
+        required=False,
+        help_text='{pool: judgements per item}, e.g. {"South Asia": 2, "North America": 1}; each from 1 to '
+        "the overlap; {}: no quotas. People of no pool with a quota are then given no items",
+    )
     options = serializers.JSONField(
         required=False, help_text="The settings as one object; it replaces them all (keys left out: defaults)"
     )

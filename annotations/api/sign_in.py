@@ -11,10 +11,10 @@ from rest_framework.exceptions import NotAuthenticated, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import AnonRateThrottle
 
 from annotations.access import request_user
 from annotations.api.parsers import CheckedJSONParser
+from annotations.api.throttling import AnonRateThrottle
 from annotations.services.api_tokens import api_token_get_or_create, api_token_revoke
 from common.sign_in import lockout_response
 

@@ -1,10 +1,11 @@
 """Annotations from a JSONL file (docs/import-export.md, "Annotations"): every line checked against its
-question by ``annotations.protocols.answers`` and stored through ``annotations_save``, all or nothing.
+question by ``protocols.answers`` and stored through ``annotations_save``, all or nothing.
 The record form (``annotations_import_records``) is what study archives, ViSAGe and Label Studio
 imports store their answers through."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -16,13 +17,6 @@ from annotations.interchange.box_cover import GivenSelection, boxes_cover_check
 from annotations.interchange.records import jsonl_objects, utf8_text
 from annotations.interchange.sources import Address, file_read
 from annotations.models import Annotation, Annotator, Item, ItemImage, Study
-from annotations.protocols.answers import (
-    AnswerError,
-    CleanAnswer,
-    ItemContext,
-    clean_answer,
-)
-from annotations.protocols.schema import Protocol
 from annotations.services.annotation_writes import (
     BULK_BATCH,
     MAX_TIME_SPENT_MS,
@@ -30,8 +24,16 @@ from annotations.services.annotation_writes import (
     annotations_save,
     machine_annotator_for_import,
 )
-from common.errors import ImportRefused
+from annotations.services.annotator_attributes import attributes_clean, attributes_merged
+from common.errors import ImportRefused, ValidationFailed
 from common.planner_statistics import statistics_refresh
+from protocols.answers import (
+    AnswerError,
+    CleanAnswer,
+    ItemContext,
+    clean_answer,
+)
+from protocols.schema import Protocol
 
 
 @dataclass
@@ -131,14 +133,10 @@ def annotations_import_records(
         pool = record.get("pool")
         if pool is not None and pool not in Annotator.Pool.values:
             raise ImportRefused(f"line {number}: pool must be 'crowd' or 'expert'")
-        attributes = record.get("annotator_attributes")
-        if attributes is not None and not isinstance(attributes, dict):
-            raise ImportRefused(f"line {number}: annotator_attributes must be a JSON object")
         spec = annotator_specs.setdefault((kind, name, version), {})
         if pool:
             spec["pool"] = pool
-        if attributes:
-            spec["attributes"] = attributes
+        _take_attributes(spec, number, name, kind, record.get("annotator_attributes"))
         parsed.append((number, record, item))
     # Non-box answers first: boxes are checked against the options selected in their linked question.
     parsed.sort(key=lambda entry: _is_boxes(protocol, entry[1]))
@@ -195,6 +193,30 @@ def annotations_import_records(
         lines.append(_Line(number, item.pk, annotator_key, answer, time_spent))
     _check_boxes_cover_selections(study, protocol, items.values(), selected, seen)
     return _write_imported(study, lines, annotator_specs)
+
+
+def _take_attributes(spec: dict[str, Any], number: int, name: str, kind: str, given: Any) -> None:
+    """Collect one line's ``annotator_attributes`` into its annotator's ``spec`` (checked:
+    ``attributes_clean``; people only). Two lines that give one annotator different values of one
+    attribute are refused, naming both lines."""
+    if given is None:
+        return
+    try:
+        attributes = attributes_clean(given, where=f"line {number}: annotator_attributes")
+    except ValidationFailed as exc:
+        raise ImportRefused(exc.message) from exc
+    if attributes and kind != Annotator.Kind.HUMAN:
+        raise ImportRefused(f"line {number}: annotator_attributes are for people, not machine labellers")
+    taken = spec.setdefault("attributes", {})
+    lines = spec.setdefault("attribute_lines", {})
+    for key, value in attributes.items():
+        if key in taken and json.dumps(taken[key]) != json.dumps(value):
+            raise ImportRefused(
+                f"line {number}: gives annotator {name!r} {key} {value!r}, but line {lines[key]} gave "
+                f"{taken[key]!r}; an annotator has one {key} in a study"
+            )
+        taken.setdefault(key, value)
+        lines.setdefault(key, number)
 
 
 def _check_boxes_cover_selections(
@@ -277,6 +299,23 @@ def _is_boxes(protocol: Any, record: dict[str, Any]) -> bool:
     return bool(protocol.has_question(key) and protocol.question(key).kind == "boxes")
 
 
+def _attributes_update(annotators: list[Annotator], given: dict[str, dict[str, Any]]) -> None:
+    """Merge the file's attributes into annotators the study already had (the file's keys set, the rest
+    kept), in bulk."""
+    changed = []
+    for annotator in annotators:
+        try:
+            merged = attributes_merged(
+                annotator.study_attributes, given.get(annotator.name) or {}, who=annotator.name
+            )
+        except ValidationFailed as exc:
+            raise ImportRefused(exc.message) from exc
+        if merged != annotator.study_attributes:
+            annotator.study_attributes = merged
+            changed.append(annotator)
+    Annotator.objects.bulk_update(changed, ["study_attributes"], batch_size=BULK_BATCH)
+
+
 @transaction.atomic
 def _write_imported(
     study: Study, lines: list[_Line], annotator_specs: dict[tuple[str, str, str], dict[str, Any]]
@@ -305,6 +344,13 @@ def _write_imported(
     for annotator in Annotator.objects.bulk_create(new_humans, batch_size=BULK_BATCH):
         known[annotator.name] = annotator
     new_names = {annotator.name for annotator in new_humans}
+    _attributes_update(
+        [known[name] for name in human_names if name not in new_names],
+        {
+            name: annotator_specs[(Annotator.Kind.HUMAN, name, "")].get("attributes", {})
+            for name in human_names
+        },
+    )
     for kind, name, version in annotator_specs:
         if kind == Annotator.Kind.MACHINE:
             annotator, created = machine_annotator_for_import(study=study, name=name, version=version)

@@ -15,9 +15,9 @@ from collections.abc import Callable, Collection, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from annotations.protocols.answers import missing_boxes_message, options_without_box
-from annotations.protocols.schema import Protocol
 from common.errors import ImportRefused
+from protocols.answers import missing_boxes_message, options_without_box
+from protocols.schema import Protocol
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,9 @@ from annotations.interchange.foreign_answers import (
 )
 from annotations.interchange.sources import Address, address_name, file_read
 from annotations.models import Annotator, Item, ItemImage, Study
-from annotations.protocols.schema import Question, slugify_option
 from common.checked_input import InputRefused, json_loads
 from common.errors import ImportRefused
+from protocols.schema import Question, slugify_option
 
 DEFAULT_ANNOTATOR = "coco"
 MAX_ANNOTATIONS = 2_000_000

@@ -12,9 +12,9 @@ from django.db import transaction
 from annotations.interchange.item_import import manifest_records_read
 from annotations.interchange.sources import Address, file_read
 from annotations.models import ControlKind, Item, Study
-from annotations.protocols.schema import Protocol
 from annotations.services.controls import control_mark
 from common.errors import ImportRefused, ValidationFailed
+from protocols.schema import Protocol
 
 
 @dataclass

@@ -144,6 +144,8 @@ def export_jsonl(study: Study) -> Iterator[str]:
             "lease_minutes": study.lease_minutes,
             "status": study.status,
             "options": study_options(study),
+            # Rater pools: the attribute whose values are the pools, and each pool's quota per item.
+            "rater_pools": {"attribute": study.rater_pool_attribute, "quotas": study.rater_pool_quotas},
         }
     )
     # Pool and demographic answers as they are in this study; of a labeller, only its kind and model

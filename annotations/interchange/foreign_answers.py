@@ -40,13 +40,6 @@ from django.utils import timezone
 from annotations.access import studies_writable_by
 from annotations.interchange.box_cover import GivenSelection, boxes_cover_check
 from annotations.models import Annotation, Annotator, Assignment, Enrollment, Study, User
-from annotations.protocols.answers import (
-    AnswerError,
-    CleanAnswer,
-    ItemContext,
-    clean_answer,
-)
-from annotations.protocols.schema import Protocol, Question
 from annotations.services.annotation_writes import (
     AnswerToSave,
     annotations_save,
@@ -55,6 +48,13 @@ from annotations.services.annotation_writes import (
 from annotations.services.studies import annotator_for_user
 from common.errors import ImportRefused
 from common.planner_statistics import statistics_refresh
+from protocols.answers import (
+    AnswerError,
+    CleanAnswer,
+    ItemContext,
+    clean_answer,
+)
+from protocols.schema import Protocol, Question
 
 CHUNK = 2000
 STAND_IN_PREFIX = "imported-person-"

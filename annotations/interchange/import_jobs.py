@@ -149,7 +149,11 @@ def labelstudio_new_study(
             protocol = labelstudio_study_protocol(address=main, config_address=kept.get("config"), name=name)
             with transaction.atomic():
                 study = study_create(
-                    owner=user, name=name, protocol=protocol, imported_from=upload.name or address_name(main)
+                    owner=user,
+                    name=name,
+                    protocol=protocol,
+                    imported_from=upload.name or address_name(main),
+                    status=Study.Status.DRAFT,  # launched by its researcher, as an inline import's
                 )
                 job = _job_create(
                     study=study,

@@ -14,7 +14,7 @@ columns: ``external_id``, ``file`` or ``files`` (an image set; in CSV separated 
 kept as metadata (CSV cells starting with ``[`` or ``{`` are read as JSON). A row of an image
 protocol with no file is a reference item (the image was not released): it keeps its name and
 provenance and the task page says the image is missing. The metadata a protocol needs
-(``annotations.protocols.manifests``: ``options_from`` lists, ``applies_if`` fields) is checked per
+(``protocols.manifests``: ``options_from`` lists, ``applies_if`` fields) is checked per
 row, and a refusal names the missing field and points to the manifest template (docs/import-export.md,
 "Missing metadata").
 """
@@ -39,7 +39,6 @@ from django.utils import timezone
 from annotations.interchange.records import jsonl_objects
 from annotations.interchange.sources import Address, Opened, source_open
 from annotations.models import Item, ItemImage, Study
-from annotations.protocols.schema import Protocol, slugify_option
 from annotations.selectors.item_counts import forget_eligible_count
 from annotations.services.stored_files import item_files_store, stored_files_delete
 from common.checked_input import InputRefused, MalformedJSON, json_loads, text_problem
@@ -52,6 +51,7 @@ from common.files import (
     safe_member_path,
 )
 from common.planner_statistics import statistics_refresh
+from protocols.schema import Protocol, slugify_option
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "manifest.ndjson")
 
@@ -335,7 +335,7 @@ def _row(record: dict[str, Any], unit: str) -> ItemRow:
 
 
 def _check_option_fields(protocol: Protocol, row: ItemRow) -> None:
-    """The metadata the protocol needs to ask this item its questions (``annotations.protocols.manifests``):
+    """The metadata the protocol needs to ask this item its questions (``protocols.manifests``):
     a field that selects its questions (``applies_if``), and the options of ``options_from`` questions.
     A refusal (``_RowRefused``) names the field and says how to give it (a manifest; pages link its
     template)."""
@@ -534,13 +534,7 @@ def _records_stage(
             if row.external_id in existing_ids:
                 report.duplicates.append({"external_id": row.external_id, "reason": "already in the study"})
                 continue
-            images: list[CheckedImage] = []
-            for name in row.files:
-                if source is None:
-                    raise ImportRefused(
-                        f"{where_of(key)}: {name} cannot be found (upload a zip with the files)"
-                    )
-                images.append(source.checked_image(name))
+            images = _row_images(source, row, where_of, key) if row.files else []
             digest = _item_digest(images)
             if images:
                 state.with_files.append((len(state.values), row, images, digest))
@@ -615,6 +609,21 @@ def _records_stage(
         ),
     )
     return StagedItems(study=study, values=values, with_files=with_files, names=names, report=report)
+
+
+def _row_images(
+    source: FileSource | None, row: ItemRow, where_of: Callable[[Any], str], key: Any
+) -> list[CheckedImage]:
+    """The row's files, read and checked; its paths become the members read (loose uploaded files are
+    also found by their name: ``StorageSource.member_for``), so the stored files are those checked. A
+    refusal names the row (``where_of(key)``, made only then)."""
+    if source is None:
+        raise ImportRefused(f"{where_of(key)}: {row.files[0]} cannot be found (upload a zip with the files)")
+    try:
+        row.files = [source.member_for(name) for name in row.files]
+    except ImportRefused as exc:
+        raise ImportRefused(f"{where_of(key)}: {exc.message}") from exc
+    return [source.checked_image(name) for name in row.files]
 
 
 def _read(source: FileSource | None, name: str, tick: Callable[[], None] = _no_tick) -> bytes:

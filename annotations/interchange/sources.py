@@ -146,10 +146,37 @@ class BucketSource(FileSource):
 
 class StorageSource(FileSource):
     """Files kept under a folder of the deployment's storage (an upload of several files waiting
-    for its import job): the same reads whether the storage is a disk or a bucket."""
+    for its import job): the same reads whether the storage is a disk or a bucket.
+
+    These are the loose files a researcher dropped or chose, so a manifest's path that names none of
+    them (the template's ``images/cat.jpg`` beside a dropped ``cat.jpg``) reads the one uploaded file
+    of that name (:meth:`member_for`), as Label Studio matches files by name."""
 
     def __init__(self, folder: str) -> None:
         self.folder = folder if folder.endswith("/") else f"{folder}/"
+        self._by_name: dict[str, list[str]] | None = None
+        self._members: set[str] = set()
+
+    def member_for(self, name: str) -> str:
+        """The uploaded file a manifest's path reads: the file at that path; else the one uploaded
+        file with the same name (its last part), wherever it was; refused, naming both, when two
+        uploaded files have that name. A name no file has is left to the read's refusal."""
+        if self._by_name is None:
+            members = self.names()
+            self._members = set(members)
+            self._by_name = {}
+            for member in members:
+                self._by_name.setdefault(PurePosixPath(member).name, []).append(member)
+        path = safe_member_path(name)
+        if path in self._members:
+            return path
+        found = self._by_name.get(PurePosixPath(path).name, [])
+        if len(found) > 1:
+            raise ImportRefused(
+                f"{name} is not among the uploaded files, and {len(found)} uploaded files are named "
+                f"{PurePosixPath(path).name} ({', '.join(found)}): give the path of the one you mean"
+            )
+        return found[0] if found else path
 
     def names(self) -> list[str]:
         found: list[str] = []

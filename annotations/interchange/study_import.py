@@ -26,6 +26,7 @@ from annotations.models import (
     User,
 )
 from annotations.services.controls import control_answers_clean
+from annotations.services.rater_pools import study_rater_pools_set
 from annotations.services.stored_files import item_files_kept_on_success
 from annotations.services.studies import protocol_resolve, study_create, study_overlap_set
 from annotations.services.study_options import study_options_parse, study_options_restore
@@ -102,6 +103,14 @@ def _study_import(
         description=str(head.get("description", "")),
     )
     study = study_options_restore(study=study, options=options, linkable=studies_for_user(owner))
+    pools = head.get("rater_pools")
+    if isinstance(pools, dict) and pools.get("attribute"):
+        try:
+            study = study_rater_pools_set(
+                study=study, attribute=pools["attribute"], quotas=pools.get("quotas")
+            )
+        except ValidationFailed as exc:
+            raise ImportRefused(f"line {records[0][0]}: rater_pools: {exc.message}") from exc
     item_records: list[tuple[str, dict[str, Any]]] = []
     annotation_records: list[tuple[int, dict[str, Any]]] = []
     revisions: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = {}

@@ -38,15 +38,15 @@ from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.interchange.sources import Address, address_name, file_read
 from annotations.models import StereotypeEntry, Study, User
-from annotations.protocols.schema import (
+from annotations.services.studies import study_create
+from common.errors import ImportRefused
+from protocols.schema import (
     NONE_OPTION_KEY,
     Protocol,
     load_preset,
     protocol_from_dict,
     slugify_option,
 )
-from annotations.services.studies import study_create
-from common.errors import ImportRefused
 
 NONE_LABEL = "none of the above"
 ANNOTATION_COLUMNS = ("worker_id", "img", "identity", "attribute", "present", "coords")

@@ -40,6 +40,7 @@ from annotations.models.items import _item_file_name as _item_file_name  # migra
 from annotations.models.jobs import ExportJob, ImportJob
 from annotations.models.studies import (
     MAX_CONTROL_RATE,
+    MAX_POOL_CHARS,
     QUALITY_SETTINGS,
     ConsensusRule,
     ConsensusRuleChoice,
@@ -52,6 +53,7 @@ from annotations.models.users import User, WorkbenchUserManager, username_proble
 
 __all__ = [
     "MAX_CONTROL_RATE",
+    "MAX_POOL_CHARS",
     "QUALITY_SETTINGS",
     "Annotation",
     "AnnotationRevision",

@@ -118,7 +118,8 @@ class Invitation(models.Model):
     raised by the service that creates the account, under the row's lock, never beyond ``max_uses``.
     ``demographics`` is a list of
     ``{"key", "label", "kind": "choice"|"number"|"text", "choices", "required"}``, validated by
-    ``services/invitations.py``; answers go to the enrolment's ``attributes``.
+    ``services/invitations.py``; answers go to the enrolment's ``attributes``, with the link's own
+    ``attributes`` (fixed, the same for everyone who joins by it: a rater pool recruited by this link).
     """
 
     class Platform(models.TextChoices):
@@ -156,6 +157,12 @@ class Invitation(models.Model):
         null=True, blank=True, help_text="How long the study takes, as the consent page tells participants"
     )
     demographics = models.JSONField(default=list, blank=True)
+    attributes = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Attributes every person who joins by this link gets in the study (e.g. "
+        '{"region": "South Asia"}, a rater pool), besides their demographic answers',
+    )
     completion_code = models.CharField(max_length=64, blank=True)
     completion_url = models.URLField(
         max_length=500, blank=True, help_text="Where the completion page sends people"

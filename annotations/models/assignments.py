@@ -6,7 +6,7 @@ from django.db import models
 
 from annotations.models.annotators import Annotator
 from annotations.models.items import Item
-from annotations.models.studies import Study
+from annotations.models.studies import MAX_POOL_CHARS, Study
 
 
 class Assignment(models.Model):
@@ -28,6 +28,13 @@ class Assignment(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     time_spent_ms = models.PositiveIntegerField(
         null=True, blank=True, help_text="Time on the task, as measured"
+    )
+    rater_pool = models.CharField(
+        max_length=MAX_POOL_CHARS,
+        blank=True,
+        default="",
+        help_text="The annotator's value of the study's rater-pool attribute when the item was leased "
+        "(what the pool quotas count; empty: the study declares no pools)",
     )
 
     class Meta:

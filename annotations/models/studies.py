@@ -11,8 +11,11 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from annotations.protocols.schema import Protocol, protocol_stored
 from metrics.quality import DEFAULT_THRESHOLDS
+from protocols.schema import Protocol, protocol_stored
+
+# The longest rater-pool name (a value of the study's pool attribute) a quota or an assignment holds.
+MAX_POOL_CHARS = 200
 
 
 class Study(models.Model):
@@ -55,6 +58,22 @@ class Study(models.Model):
         blank=True,
         help_text="posterior: the Dawid-Skene model fitted on the study's answers and gold items when the "
         "policy was last saved or refitted",
+    )
+    # Rater pools (docs/crowd.md, "Rater pools and quotas"; annotations/selectors/pool_quotas.py): the
+    # annotator attribute whose values are the study's pools, and how many judgements per item each
+    # pool gives. Checked by ``services/rater_pools.py``.
+    rater_pool_attribute = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="The annotator attribute (e.g. region) whose values are the study's rater pools; "
+        "empty: none",
+    )
+    rater_pool_quotas = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="{pool value: judgements per item}; empty: no quotas. While set, each item takes at most "
+        "that many judgements from each pool, and people of no listed pool get no items",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     # Settings (were one JSON bag, ``options``, until migration 0009; the export and the API still

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotations.models import Annotation, Annotator, ConsensusLabel, Item, Study
-from annotations.protocols.schema import Protocol, Question
 from annotations.selectors.counted import counted_annotations
 from common.errors import ValidationFailed
+from protocols.schema import Protocol, Question
 
 # Okabe-Ito: told apart by people with the common colour-vision deficiencies.
 ANNOTATOR_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")

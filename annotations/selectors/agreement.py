@@ -30,7 +30,6 @@ import numpy as np
 from django.db.models import Exists, OuterRef
 
 from annotations.models import Annotator, ConsensusLabel, Item, Study
-from annotations.protocols.schema import Question
 from annotations.selectors.counted import active_exclusions, counted_annotations, counted_items
 from annotations.selectors.cross_pools import CROSS_METHOD, cross_pool_entries
 from annotations.selectors.labels import labels_for
@@ -49,6 +48,7 @@ from metrics.agreement import (
 )
 from metrics.boxes import box_agreement
 from metrics.classification import classification_from_codes, classification_report
+from protocols.schema import Question
 
 # Below this many pairable items (items with two or more judgements) a defined alpha is flagged: with
 # so few items one disagreement moves it by a lot, and the bootstrap interval, which can only resample

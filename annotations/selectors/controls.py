@@ -35,11 +35,11 @@ from annotations.models import (
     Study,
     StudyQualitySettings,
 )
-from annotations.protocols.schema import Protocol
 from annotations.selectors.counted import active_exclusions
 from annotations.selectors.pools import pools_in_study
 from common.errors import ValidationFailed
 from metrics.quality import DEFAULT_THRESHOLDS, answers_match, control_score
+from protocols.schema import Protocol
 
 # name: (default, lowest, highest, whole number); stated once, in annotations.models (the table's columns
 # and constraints are built from it too).

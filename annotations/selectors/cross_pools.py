@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from annotations.models import Item, Study
-from annotations.protocols.schema import Question
 from annotations.selectors.matrices import LEVELS, question_matrix, reliability_for
 from annotations.selectors.reliability import reliability_entries
 from metrics.agreement import Level, ValueCounts, value_counts
 from metrics.cross_replication import CrossReplicationResult, cross_replication, shared_counts
 from metrics.reliability import Thresholds
+from protocols.schema import Question
 
 # Below this many items rated by both pools a defined kappa_x is flagged (the alpha threshold's reading).
 SMALL_SAMPLE_ITEMS = 10

@@ -15,8 +15,8 @@ from django.db.models import F, IntegerField, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from annotations.models import Annotation, Annotator, Assignment, ItemImage, Study
-from annotations.protocols.answers import questions_to_answer
-from annotations.protocols.schema import Question
+from protocols.answers import questions_to_answer
+from protocols.schema import Question
 
 ANSWERS_PER_PAGE = 25
 

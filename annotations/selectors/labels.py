@@ -14,8 +14,9 @@ A *label source* says whose labels a metric reads (SPEC 6):
   humans who gave the value VALUE of the attribute KEY to this study (``selectors.pools.attribute_pools``,
   the grouping of ``agreement --breakdown annotator:KEY``). A pool's consensus is never stored: it is the
   study's rule for the question (``consensus_rule_of``) run on the pool's own judgements, and an item is
-  settled for the pool once ``ceil(overlap / number of pools)`` of its people judged it (``PoolSpec``;
-  docs/metrics.md, "Rater pools").
+  settled for the pool once ``ceil(overlap / number of pools)`` of its people judged it, or, where the
+  study declares a quota for the pool (``Study.rater_pool_quotas`` on KEY), once it holds that quota
+  (``PoolSpec``; docs/metrics.md, "Rater pools").
 
 Only counted annotations are read (``selectors.counted.counted_annotations``): none on control items, none by
 annotators excluded from the study; ``items_info`` lists the real items only.
@@ -109,7 +110,9 @@ class PoolSpec:
     ``pools``: every value of ``key`` given (the pools); ``needed``: the judgements of the pool an item
     needs to be *settled* for it, ``ceil(overlap / len(pools))`` (at least 1): the study asks ``overlap``
     judgements per item of all pools together, so a pool's fair share of them is what its consensus waits
-    for; an item with fewer (but some) is *partial* for the pool, its pool consensus pending.
+    for; an item with fewer (but some) is *partial* for the pool, its pool consensus pending. ``quota``:
+    the pool's quota per item where the study declares one on ``key`` (then ``needed`` is the quota: the
+    claim collects exactly that many of the pool's judgements per item, ``selectors/pool_quotas.py``).
     """
 
     key: str
@@ -118,6 +121,15 @@ class PoolSpec:
     pools: tuple[str, ...]
     needed: int
     overlap: int
+    quota: int | None = None
+
+    @property
+    def rule(self) -> str:
+        """How ``needed`` was found, as a reader reads it."""
+        if self.quota is not None:
+            plural = "s" if self.quota != 1 else ""
+            return f"the study's quota of the pool, {self.quota} judgement{plural} per item"
+        return f"ceil(overlap {self.overlap} / {len(self.pools)} pools of {self.key})"
 
     @property
     def words(self) -> str:
@@ -133,8 +145,7 @@ class PoolSpec:
             "needed": self.needed,
             "overlap": self.overlap,
             "settled_rule": (
-                f"an item is settled for the pool once {self.needed} of its people judged it: "
-                f"ceil(overlap {self.overlap} / {len(self.pools)} pools of {self.key})"
+                f"an item is settled for the pool once {self.needed} of its people judged it: {self.rule}"
             ),
         }
 
@@ -265,13 +276,15 @@ def _pool_source(study: Study, name: str, kind: str, key: str, value: str) -> La
             f"(values of {key[:40]}: {', '.join(pools)})",
             "unknown pool",
         )
+    quota = (study.rater_pool_quotas or {}).get(value) if study.rater_pool_attribute == key else None
     pool = PoolSpec(
         key=key,
         value=value,
         members=tuple(pools[value]),
         pools=tuple(pools),
-        needed=max(1, math.ceil(study.overlap / len(pools))),
+        needed=quota if isinstance(quota, int) else max(1, math.ceil(study.overlap / len(pools))),
         overlap=study.overlap,
+        quota=quota if isinstance(quota, int) else None,
     )
     return LabelSource(pool_source_name(kind, pool), kind, pool=pool)
 

@@ -23,9 +23,9 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from annotations.models import Annotation, Study
-from annotations.protocols.schema import Question
 from annotations.selectors.counted import counted_annotations, uncounted_ids
 from metrics.agreement import Level, ValueCounts, value_counts_of
+from protocols.schema import Question
 
 LEVELS: dict[str, Level] = {
     "likert": "ordinal",

@@ -23,7 +23,6 @@ from typing import Any
 from django.db.models import Exists, OuterRef
 
 from annotations.models import Annotation, Annotator, Assignment, ControlKind, Study
-from annotations.protocols.schema import Protocol, Question
 from annotations.selectors.counted import active_exclusions, counted_annotations
 from metrics.overlap_policy import (
     AgreePolicy,
@@ -40,6 +39,7 @@ from metrics.overlap_policy import (
     overlap_replay,
     policy_parse,
 )
+from protocols.schema import Protocol, Question
 
 # The kinds of question a policy can read: one answer per judgement, compared whole.
 POLICY_KINDS = ("single", "binary", "likert")

@@ -101,7 +101,7 @@ def _judging_humans(study: Study) -> list[int]:
     )
 
 
-def _pool_name(value: Any) -> str | None:
+def pool_name(value: Any) -> str | None:
     """The pool an attribute value names (``str`` of it, trimmed), or None for a blank one."""
     if value is None:
         return None
@@ -115,7 +115,7 @@ def attribute_pools(study: Study, key: str) -> dict[str, list[int]]:
     humans = _judging_humans(study)
     pools: dict[str, list[int]] = {}
     for annotator_id, attributes in sorted(attributes_in_study(study.pk, humans).items()):
-        name = _pool_name((attributes or {}).get(key))
+        name = pool_name((attributes or {}).get(key))
         if name is not None:
             pools.setdefault(name, []).append(annotator_id)
     return dict(sorted(pools.items()))
@@ -128,7 +128,7 @@ def pool_keys(study: Study) -> dict[str, dict[str, list[int]]]:
     by_key: dict[str, dict[str, list[int]]] = {}
     for annotator_id, attributes in sorted(attributes_in_study(study.pk, humans).items()):
         for key, value in (attributes or {}).items():
-            name = _pool_name(value)
+            name = pool_name(value)
             if name is not None:
                 by_key.setdefault(str(key), {}).setdefault(name, []).append(annotator_id)
     return {

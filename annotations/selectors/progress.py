@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from annotations.models import Assignment, Item, Pool, Study
+from annotations.models import Annotation, Annotator, Assignment, Item, Pool, Study
 from annotations.selectors.overlap import policy_opening
 from annotations.selectors.pools import pools_in_study
 
@@ -54,7 +54,8 @@ def item_progress(study: Study, now: Any = None) -> Iterator[dict[str, Any]]:
             "policy_stopped",
         )
     )
-    for row in rows.iterator(chunk_size=2000):
+    for values in rows.iterator(chunk_size=2000):
+        row: dict[str, Any] = dict(values)
         slots, stopped = row.pop("policy_slots"), row.pop("policy_stopped")
         row["needs"] = slots if slots is not None else opening
         if stopped or row["submitted"] >= row["needs"]:
@@ -135,3 +136,25 @@ def study_progress(study: Study, now: Any = None) -> dict[str, Any]:
         "percent": round(100 * judgements / needed, 1) if needed else 0.0,
         "status": study.status,
     }
+
+
+def imported_answers(study: Study) -> dict[str, Any]:
+    """The answers a study holds from files (a Label Studio export, a JSONL or COCO import: source
+    ``import``), which no annotator gave here and so no assignment counts: per kind of annotator
+    (``human``, ``machine``), its ``answers`` (one per question), ``judgements`` (one per item and
+    annotator, as the progress bar counts a person's submitted item) and ``annotators``; ``answers``
+    in all. The study page's Overview and the progress page show them in the same words
+    (``templates/progress/_imported.html``): they count in agreement, consensus and findings, not
+    toward the judgements the study's annotators give here."""
+    found: dict[str, Any] = {"answers": 0}
+    imported = Annotation.objects.filter(study=study, source=Annotation.Source.IMPORT).order_by()
+    for kind in (Annotator.Kind.HUMAN, Annotator.Kind.MACHINE):
+        rows = imported.filter(annotator__kind=kind)
+        answers = rows.count()
+        found[str(kind)] = {
+            "answers": answers,
+            "judgements": rows.values("item_id", "annotator_id").distinct().count() if answers else 0,
+            "annotators": rows.values("annotator_id").distinct().count() if answers else 0,
+        }
+        found["answers"] += answers
+    return found

@@ -17,6 +17,7 @@ from django.db.models import Count, Exists, F, Min, OuterRef, Q, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotations.access import image_assignments, lease_is_current
 from annotations.models import (
     Annotation,
     Annotator,
@@ -31,13 +32,14 @@ from annotations.models import (
     ValidationSample,
     ValidationSampleItem,
 )
-from annotations.protocols.answers import questions_to_answer
-from annotations.protocols.colours import BASIC_COLOURS
-from annotations.protocols.schema import Option, Question
 from annotations.selectors.item_counts import eligible_count
 from annotations.selectors.overlap import policy_opening
+from common.file_storage import serve_by_redirect
 from common.prepared_query import PreparedQuery
 from common.safe_markdown import first_paragraph_text
+from protocols.answers import questions_to_answer
+from protocols.colours import BASIC_COLOURS
+from protocols.schema import Option, Question
 
 
 @dataclass
@@ -427,7 +429,39 @@ _ITEM_IMAGES = PreparedQuery(lambda item: ItemImage.objects.filter(item_id=item)
 def item_images_load(item: Item) -> Item:
     """``prefetch_related_objects([item], "images")`` in one query, without building it each time (the
     claim's hot path, issue 17): ``item.images.all()`` then reads the loaded images."""
-    images = _ITEM_IMAGES.all(connection.alias, item=item.pk)
+    return _images_set(item, _ITEM_IMAGES.all(connection.alias, item=item.pk))
+
+
+# The item's images, each with ``access.assignment_gives_direct_urls``'s query as a column.
+_TASK_IMAGES = PreparedQuery(
+    lambda item, user, assignment: ItemImage.objects.filter(item_id=item).annotate(
+        gives_direct_url=Exists(image_assignments(user).filter(pk=assignment))
+    ),
+    ("item", "user", "assignment"),
+)
+
+
+def task_images_load(assignment: Assignment) -> bool:
+    """``item_images_load(assignment.item)`` and ``access.assignment_gives_direct_urls(assignment)`` in
+    one statement (the claim's answer, issue 38: the access rule is a column of the images' query,
+    not a second round trip). Returns whether the task may carry its images' presigned URLs: never
+    where files are not answered by redirect (then the images' plain query, cheaper to plan)."""
+    item, user_id = assignment.item, assignment.annotator.user_id
+    if not serve_by_redirect():
+        item_images_load(item)
+        return False
+    images: list[Any] = _TASK_IMAGES.all(
+        connection.alias, item=item.pk, user=user_id if user_id is not None else 0, assignment=assignment.pk
+    )
+    _images_set(item, images)
+    return (
+        user_id is not None
+        and lease_is_current(assignment)
+        and any(image.gives_direct_url for image in images)
+    )
+
+
+def _images_set(item: Item, images: list[ItemImage]) -> Item:
     for image in images:
         image.item = item
     loaded: Any = item.images.all()

@@ -1,7 +1,7 @@
 """Saving annotations: the one write used by task submits (page and API), machine labellers and every
 import (their readers are ``annotations/interchange/annotation_import.py`` and the other adapters).
 
-Every value is checked by ``annotations.protocols.answers`` against its question before it gets here,
+Every value is checked by ``protocols.answers`` against its question before it gets here,
 whoever gave it; ``annotations_save`` stores already-cleaned answers and keeps the previous state of an
 edited annotation as an ``AnnotationRevision``.
 """
@@ -25,7 +25,7 @@ from annotations.models import (
     ItemImage,
     Study,
 )
-from annotations.protocols.answers import (
+from protocols.answers import (
     CleanAnswer,
     ItemContext,
 )

@@ -6,6 +6,8 @@ The rule is explained in ``assignment.md`` beside this file. In short: each item
 item twice (the ``assignment_unique`` constraint); a claim is a lease of ``study.lease_minutes`` and an
 expired lease frees its slot; expert-only items go to the study's expert pool only; the next item is the
 one with the fewest completed judgements, ties broken by a pseudo-random order fixed per annotator.
+Under a study's rater-pool quotas an item also takes at most its quota of judgements from each pool
+(``selectors/pool_quotas.py``).
 
 Concurrency: a claim is one transaction. On PostgreSQL the candidate item row is locked with
 ``SELECT ... FOR UPDATE SKIP LOCKED`` (two claims never wait on, or both take, the same item) and
@@ -43,7 +45,6 @@ from annotations.models import (
     ValidationSample,
     ValidationSampleItem,
 )
-from annotations.protocols.answers import ItemContext, clean_submission
 from annotations.selectors.controls import control_candidate, control_plan
 from annotations.selectors.counted import active_exclusions
 from annotations.selectors.overlap import (
@@ -53,12 +54,20 @@ from annotations.selectors.overlap import (
     study_policy,
     votes_with,
 )
-from annotations.selectors.pools import is_expert_in, sees_expert_questions
+from annotations.selectors.pool_quotas import (
+    NO_POOL,
+    ClaimPool,
+    claim_pool,
+    late_submit_pool,
+    pool_recount_sql,
+)
+from annotations.selectors.pools import attributes_in_study, is_expert_in, sees_expert_questions
 from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
 from annotations.services.drafts import drafts_drop
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 from common.prepared_query import PreparedQuery
 from metrics.overlap_policy import FixedPolicy
+from protocols.answers import ItemContext, clean_submission
 
 MAX_SKIP_REASON = 500
 CLAIM_ATTEMPTS = 20
@@ -104,6 +113,7 @@ def _candidates(
     given_back: bool,
     opening: int,
     exclude: Iterable[int] = (),
+    pool: ClaimPool = NO_POOL,
 ) -> QuerySet[Item]:
     """One stretch of the claim order: items with ``level`` judgements, in ring order from ``seed``.
 
@@ -111,7 +121,8 @@ def _candidates(
     ``given_back`` False: items this annotator never had; True: also those they released or let expire.
     ``expert``: the annotator is of the expert pool in this study (expert-only items are theirs too).
     ``opening``: the slots of an item whose ``policy_slots`` is empty (``overlap.policy_opening``: the
-    overlap under ``fixed:K``). An item holds at most its slots of submitted and live leased judgements.
+    overlap under ``fixed:K``). An item holds at most its slots of submitted and live leased judgements,
+    and, under a pool quota (``pool.quota``), at most that many of them from the annotator's pool.
     The ``item_claim_order`` index (study, policy_stopped, judgements, shuffle_key) serves this as a range
     scan that stops at the first item passing the filters, however large the study; items an overlap
     policy stopped are out of the range.
@@ -134,13 +145,17 @@ def _candidates(
     excluded = list(exclude)
     if excluded:
         items = items.exclude(pk__in=excluded)
-    return (
+    items = (
         # An excluded annotator is given nothing (one EXISTS in the same query, no extra round trip).
         items.filter(~Exists(mine), ~Exists(active_exclusions(study).filter(annotator=annotator)))
         .alias(occupied=_count_subquery(_occupying(now)))
         .filter(occupied__lt=Coalesce(F("policy_slots"), Value(opening)))
-        .order_by("shuffle_key", "id")
     )
+    if pool.quota is not None:  # the study's rater-pool quotas (selectors/pool_quotas.py)
+        items = items.alias(pool_occupied=_count_subquery(_occupying(now) & Q(rater_pool=pool.value))).filter(
+            pool_occupied__lt=pool.quota
+        )
+    return items.order_by("shuffle_key", "id")
 
 
 def slots_of(item: Item, opening: int) -> int:
@@ -148,11 +163,24 @@ def slots_of(item: Item, opening: int) -> int:
     return item.policy_slots if item.policy_slots is not None else opening
 
 
-def _prepared_candidates(*, expert: bool, wrapped: bool, given_back: bool) -> PreparedQuery[Item]:
+def _prepared_candidates(
+    *, expert: bool, wrapped: bool, given_back: bool, pooled: bool
+) -> PreparedQuery[Item]:
     """``_candidates(...).select_for_update(skip_locked=True, of=("self",)).first()`` with nothing
-    excluded, compiled once per process and database (common/prepared_query.py)."""
+    excluded, compiled once per process and database (common/prepared_query.py). ``pooled``: under a
+    rater-pool quota (the pool and its quota are values too)."""
 
-    def build(*, study: int, annotator: int, opening: int, level: int, seed: int, now: Any) -> QuerySet[Item]:
+    def build(
+        *,
+        study: int,
+        annotator: int,
+        opening: int,
+        level: int,
+        seed: int,
+        now: Any,
+        pool_quota: int | None = None,
+        rater_pool: str = "",
+    ) -> QuerySet[Item]:
         return _candidates(
             study=Study(pk=study),
             annotator=Annotator(pk=annotator),
@@ -163,16 +191,23 @@ def _prepared_candidates(*, expert: bool, wrapped: bool, given_back: bool) -> Pr
             wrapped=wrapped,
             given_back=given_back,
             opening=opening,
+            pool=ClaimPool(value=rater_pool, quota=pool_quota) if pooled else NO_POOL,
         ).select_for_update(skip_locked=True, of=("self",))[:1]
 
-    return PreparedQuery(build, ("study", "annotator", "opening", "level", "seed"), ("now",))
+    names = ("study", "annotator", "opening", "level", "seed")
+    if pooled:
+        return PreparedQuery(build, (*names, "pool_quota"), ("now",), ("rater_pool",))
+    return PreparedQuery(build, names, ("now",))
 
 
 _CANDIDATE = {
-    (expert, wrapped, given_back): _prepared_candidates(expert=expert, wrapped=wrapped, given_back=given_back)
+    (expert, wrapped, given_back, pooled): _prepared_candidates(
+        expert=expert, wrapped=wrapped, given_back=given_back, pooled=pooled
+    )
     for expert in (False, True)
     for wrapped in (False, True)
     for given_back in (False, True)
+    for pooled in (False, True)
 }
 
 
@@ -192,6 +227,7 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
     seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
     expert = is_expert_in(study_id=study.pk, annotator=annotator)
     opening = policy_opening(study)
+    pool = claim_pool(study, attributes_in_study(study.pk, [annotator.pk]).get(annotator.pk))
     order: list[int] = []
     for given_back, level, wrapped in _passes(study):
         order += [
@@ -206,6 +242,7 @@ def claim_order(*, study: Study, annotator: Annotator, now: Any = None) -> list[
                 wrapped=wrapped,
                 given_back=given_back,
                 opening=opening,
+                pool=pool,
             ).values_list("pk", flat=True)
             if pk not in order
         ]
@@ -222,19 +259,20 @@ def _check_claimable(study: Study, annotator: Annotator) -> None:
         raise Conflict(f"the study is {study.get_status_display().lower()}; no new items are handed out")
 
 
-def _check_can_claim(study: Study, annotator: Annotator) -> tuple[int | None, bool]:
+def _check_can_claim(study: Study, annotator: Annotator) -> tuple[int | None, bool, ClaimPool]:
     """Refuse a claim that may not happen; return the annotator's quota of items (invitations) or None,
-    and whether they are of the expert pool in this study (their enrolment's pool)."""
+    whether they are of the expert pool in this study (their enrolment's pool), and their rater pool
+    (``selectors/pool_quotas.py``: refused when the study's pool quotas collect none of theirs)."""
     _check_claimable(study, annotator)
     # One query: the enrolment, and the quota of the invitation the account joined through (if any).
     enrolled = (
         Enrollment.objects.filter(study=study, user_id=cast(int, annotator.user_id))  # checked above
-        .values_list("id", "user__participant__invitation__items_per_participant", "pool")
+        .values_list("id", "user__participant__invitation__items_per_participant", "pool", "attributes")
         .first()
     )
     if enrolled is None:
         raise NotAllowed("you are not enrolled in this study")
-    return enrolled[1], enrolled[2] == Pool.EXPERT
+    return enrolled[1], enrolled[2] == Pool.EXPERT, claim_pool(study, enrolled[3])
 
 
 def _check_quota(*, study: Study, annotator: Annotator, quota: int, now: Any) -> None:
@@ -255,7 +293,7 @@ def assignment_claim_next(
     prefetches. Locks: the candidate item row (PostgreSQL), then a recount under the lock.
     """
     now = now or timezone.now()
-    quota, expert = _check_can_claim(study, annotator)
+    quota, expert, pool = _check_can_claim(study, annotator)
     return _claim(
         study=study,
         annotator=annotator,
@@ -264,6 +302,7 @@ def assignment_claim_next(
         quota=quota,
         expert=expert,
         opening=policy_opening(study),
+        pool=pool,
     )
 
 
@@ -274,6 +313,7 @@ class _ClaimStart:
     expert: bool
     holds_lease: bool
     opening: int
+    attributes: dict[str, Any] | None
 
 
 def _claim_start_query(*, study: int, user: int, annotator: int, now: Any) -> QuerySet[Study]:
@@ -287,6 +327,8 @@ def _claim_start_query(*, study: int, user: int, annotator: int, now: Any) -> Qu
             claim_opening=KT("overlap_model__opening"),
             # The enrolment joined by the filter above (one per study and account).
             claim_pool=F("enrollments__pool"),
+            # What the enrolment's person gave this study: their rater pool (selectors/pool_quotas.py).
+            claim_attributes=F("enrollments__attributes"),
             claim_quota=F("enrollments__user__participant__invitation__items_per_participant"),
             claim_holds=Exists(
                 Assignment.objects.filter(_active_lease(now), study=OuterRef("pk"), annotator_id=annotator)
@@ -302,8 +344,8 @@ _CLAIM_START = PreparedQuery(_claim_start_query, ("study", "user", "annotator"),
 
 def _claim_start(*, user: User, study_id: int, annotator: Annotator, now: Any) -> _ClaimStart:
     """The study as ``access.study_get_for_annotator`` finds it (enrolled; a participant only in its own
-    study; with its quality settings), with the enrolment's pool and quota and whether the annotator
-    holds a live lease there: one query for what took three."""
+    study; with its quality settings), with the enrolment's pool, attributes (the rater pool) and quota and
+    whether the annotator holds a live lease there: one query for what took three."""
     study = _CLAIM_START.first(
         connection.alias, study=study_id, user=user.pk, annotator=annotator.pk, now=now
     )
@@ -316,6 +358,7 @@ def _claim_start(*, user: User, study_id: int, annotator: Annotator, now: Any) -
         expert=extra.claim_pool == Pool.EXPERT,
         holds_lease=bool(extra.claim_holds),
         opening=policy_opening(study, stored=extra.claim_opening),
+        attributes=extra.claim_attributes,
     )
 
 
@@ -333,6 +376,7 @@ def assignment_claim_for_user(
     now = now or timezone.now()
     start = _claim_start(user=user, study_id=study_id, annotator=annotator, now=now)
     _check_claimable(start.study, annotator)
+    pool = claim_pool(start.study, start.attributes)
     return start.study, _claim(
         study=start.study,
         annotator=annotator,
@@ -342,6 +386,7 @@ def assignment_claim_for_user(
         expert=start.expert,
         holds_lease=start.holds_lease,
         opening=start.opening,
+        pool=pool,
     )
 
 
@@ -355,10 +400,12 @@ def _claim(
     expert: bool,
     opening: int,
     holds_lease: bool = True,
+    pool: ClaimPool = NO_POOL,
 ) -> Assignment | None:
     """The claim itself, in the caller's transaction. ``holds_lease`` False: the caller read, in this
     transaction, that the annotator holds no live lease in the study (the lookup is skipped).
-    ``opening``: the slots of an item nobody judged under the study's policy (``policy_opening``)."""
+    ``opening``: the slots of an item nobody judged under the study's policy (``policy_opening``).
+    ``pool``: the annotator's rater pool (copied onto the lease) and its quota per item, if any."""
     expires = now + timedelta(minutes=study.lease_minutes)
     held = None
     if holds_lease:
@@ -386,7 +433,9 @@ def _claim(
             study=study, annotator=annotator, expert=expert, kinds=plan.kinds, index=plan.index
         )
         if control is not None:
-            return _lease_control(item=control, study=study, annotator=annotator, expires=expires)
+            return _lease_control(
+                item=control, study=study, annotator=annotator, expires=expires, rater_pool=pool.value
+            )
     if plan.only:
         return None
     seed = annotator_seed(study_id=study.pk, annotator_id=annotator.pk)
@@ -406,12 +455,14 @@ def _claim(
                         given_back=given_back,
                         opening=opening,
                         exclude=tried,
+                        pool=pool,
                     )
                     .select_for_update(skip_locked=True, of=("self",))
                     .first()
                 )
             else:  # the same query, compiled once per process and database
-                item = _CANDIDATE[(expert, wrapped, given_back)].first(
+                pooled = pool.quota is not None
+                item = _CANDIDATE[(expert, wrapped, given_back, pooled)].first(
                     connection.alias,
                     study=study.pk,
                     annotator=annotator.pk,
@@ -419,6 +470,7 @@ def _claim(
                     level=level,
                     seed=seed,
                     now=now,
+                    **({"pool_quota": pool.quota, "rater_pool": pool.value} if pooled else {}),
                 )
             if item is None:
                 break
@@ -426,48 +478,77 @@ def _claim(
                 # The insert counts the item's occupancy again, under the item's lock (everyone who adds
                 # a lease on this item holds it), and writes nothing when the item is full.
                 lease = _lease_new(
-                    item=item, study=study, annotator=annotator, expires=expires, now=now, opening=opening
+                    item=item,
+                    study=study,
+                    annotator=annotator,
+                    expires=expires,
+                    now=now,
+                    opening=opening,
+                    pool=pool,
                 )
                 if lease is not None:
                     return lease
                 tried.append(item.pk)
                 continue
             # Counted again under the item's lock: everyone who adds a lease on this item holds this lock.
-            occupied = (
-                Assignment.objects.filter(_occupying(now), item=item).exclude(annotator=annotator).count()
-            )
-            if occupied < slots_of(item, opening):
+            occupied = _occupied_by_others(item.pk, now=now, pool=pool.value, annotator=annotator)
+            if occupied["all"] < slots_of(item, opening) and pool.admits(occupied["pool"]):
                 return _lease(
-                    item=item, study=study, annotator=annotator, expires=expires, fresh=not given_back
+                    item=item,
+                    study=study,
+                    annotator=annotator,
+                    expires=expires,
+                    fresh=not given_back,
+                    rater_pool=pool.value,
                 )
             tried.append(item.pk)
     return None
 
 
+def _occupied_by_others(item_id: int, *, now: Any, pool: str, annotator: Annotator) -> dict[str, int]:
+    """The item's submitted and live leased judgements by others than ``annotator``: ``all`` of them and
+    those of the rater ``pool`` (one query)."""
+    return (
+        Assignment.objects.filter(_occupying(now), item_id=item_id)
+        .exclude(annotator=annotator)
+        .aggregate(all=Count("id"), pool=Count("id", filter=Q(rater_pool=pool)))
+    )
+
+
 def _lease_new(
-    *, item: Item, study: Study, annotator: Annotator, expires: Any, now: Any, opening: int
+    *,
+    item: Item,
+    study: Study,
+    annotator: Annotator,
+    expires: Any,
+    now: Any,
+    opening: int,
+    pool: ClaimPool = NO_POOL,
 ) -> Assignment | None:
     """Lease an item this annotator never had, if fewer than its slots (``Item.policy_slots``, else
     ``opening``: the overlap under ``fixed:K``) are occupied by others: one
     ``INSERT ... SELECT ... WHERE (count) < COALESCE(slots, opening) RETURNING id`` (SQLite >= 3.35 and
     PostgreSQL), the recount, the item's slots as the last submit left them and the insert in one
-    statement. None when the item is full."""
+    statement. Under a pool quota the same statement also counts the item's judgements of the annotator's
+    pool (``pool_quotas.pool_recount_sql``). None when the item is full (or its pool's share is)."""
     table = Assignment._meta.db_table
     item_table = Item._meta.db_table
     quote = connection.ops.quote_name
     columns = ["study_id", "item_id", "annotator_id", "status", "lease_expires_at", "skip_reason"]
-    columns.append("created_at")
+    columns += ["created_at", "rater_pool"]
     stamp = connection.ops.adapt_datetimefield_value
     sql = (
         f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "
-        f"SELECT %s, %s, %s, %s, %s, %s, %s WHERE ("
+        f"SELECT %s, %s, %s, %s, %s, %s, %s, %s WHERE ("
         f"SELECT COUNT(*) FROM {quote(table)} "
         f"WHERE {quote('item_id')} = %s AND {quote('annotator_id')} <> %s "
         f"AND ({quote('status')} = %s OR ({quote('status')} = %s AND {quote('lease_expires_at')} > %s))"
         f") < COALESCE((SELECT {quote('policy_slots')} FROM {quote(item_table)} "
-        f"WHERE {quote('id')} = %s), %s) RETURNING {quote('id')}"
+        f"WHERE {quote('id')} = %s), %s)"
+        f"{pool_recount_sql(quote) if pool.quota is not None else ''} RETURNING {quote('id')}"
     )
     created = timezone.now()
+    recount = [item.pk, annotator.pk, Status.SUBMITTED.value, Status.LEASED.value, stamp(now)]
     params: list[Any] = [
         study.pk,
         item.pk,
@@ -476,14 +557,13 @@ def _lease_new(
         stamp(expires),
         "",
         stamp(created),
-        item.pk,
-        annotator.pk,
-        Status.SUBMITTED.value,
-        Status.LEASED.value,
-        stamp(now),
+        pool.value,
+        *recount,
         item.pk,
         opening,
     ]
+    if pool.quota is not None:
+        params += [item.pk, annotator.pk, pool.value, *recount[2:], pool.quota]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -497,36 +577,54 @@ def _lease_new(
         status=Status.LEASED,
         lease_expires_at=expires,
         created_at=created,
+        rater_pool=pool.value,
     )
     assignment._state.adding = False
     assignment._state.db = connection.alias
     return assignment
 
 
-def _lease(*, item: Item, study: Study, annotator: Annotator, expires: Any, fresh: bool) -> Assignment:
-    """Write the lease. ``fresh``: the candidate query already showed this annotator never had the item."""
+def _lease(
+    *, item: Item, study: Study, annotator: Annotator, expires: Any, fresh: bool, rater_pool: str = ""
+) -> Assignment:
+    """Write the lease. ``fresh``: the candidate query already showed this annotator never had the item.
+    ``rater_pool``: the annotator's rater pool now (``Assignment.rater_pool``)."""
     previous = None if fresh else Assignment.objects.filter(item=item, annotator=annotator).first()
     if previous is None:
         assignment = Assignment.objects.create(
-            study=study, item=item, annotator=annotator, status=Status.LEASED, lease_expires_at=expires
+            study=study,
+            item=item,
+            annotator=annotator,
+            status=Status.LEASED,
+            lease_expires_at=expires,
+            rater_pool=rater_pool,
         )
         assignment.study, assignment.item, assignment.annotator = study, item, annotator
         return assignment
     # Only an expired or released lease can be here (the candidate query excludes the rest); a draft
     # left from that lease is not this one's.
     drafts_drop([previous.pk])
-    previous.status, previous.lease_expires_at = Status.LEASED, expires
-    previous.save(update_fields=["status", "lease_expires_at"])
+    previous.status, previous.lease_expires_at, previous.rater_pool = Status.LEASED, expires, rater_pool
+    previous.save(update_fields=["status", "lease_expires_at", "rater_pool"])
     return previous
 
 
-def _lease_control(*, item: Item, study: Study, annotator: Annotator, expires: Any) -> Assignment:
+def _lease_control(
+    *, item: Item, study: Study, annotator: Annotator, expires: Any, rater_pool: str = ""
+) -> Assignment:
     """Lease a control item. Controls are not locked like real items (every annotator may have each),
     so the same person claiming in two tabs at once can pick the same control: the second insert then
     meets the unique (item, annotator) constraint, and gets the lease the first just made."""
     try:
         with transaction.atomic():
-            return _lease(item=item, study=study, annotator=annotator, expires=expires, fresh=True)
+            return _lease(
+                item=item,
+                study=study,
+                annotator=annotator,
+                expires=expires,
+                fresh=True,
+                rater_pool=rater_pool,
+            )
     except IntegrityError:
         held = Assignment.objects.filter(item=item, annotator=annotator, status=Status.LEASED).first()
         if held is None:
@@ -661,13 +759,16 @@ def _submit(
         )
     ):  # (a control item has no slots to fill: every annotator may answer it)
         fresh = item_lock_or_none(assignment.item_id)
-        occupied = (
-            Assignment.objects.filter(_occupying(now), item_id=assignment.item_id)
-            .exclude(pk=assignment.pk)
-            .count()
+        occupied = _occupied_by_others(
+            assignment.item_id, now=now, pool=assignment.rater_pool, annotator=assignment.annotator
         )
-        # The item's slots as its last submit left them: an item its policy stopped takes no late submit.
-        if fresh is None or occupied >= slots_of(fresh, policy_opening(assignment.study)):
+        # The item's slots as its last submit left them: an item its policy stopped takes no late submit;
+        # nor does one whose share of the lease's rater pool is full (selectors/pool_quotas.py).
+        if (
+            fresh is None
+            or occupied["all"] >= slots_of(fresh, policy_opening(assignment.study))
+            or not late_submit_pool(assignment.study, assignment.rater_pool).admits(occupied["pool"])
+        ):
             raise Conflict("your lease on this item expired and others have judged it; take the next item")
     if time_spent_ms is not None and (
         isinstance(time_spent_ms, bool) or not isinstance(time_spent_ms, int) or time_spent_ms < 0

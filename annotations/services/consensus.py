@@ -27,14 +27,14 @@ from annotations.models import (
     Study,
     User,
 )
-from annotations.protocols.answers import AnswerError, clean_answer
-from annotations.protocols.schema import Question
 from annotations.selectors.counted import counted_annotations
 from annotations.selectors.coverage import item_judges, stopped_items
 from annotations.services.annotation_writes import item_context
 from common.errors import ValidationFailed
 from common.planner_statistics import statistics_refresh
 from metrics import consensus as rules
+from protocols.answers import AnswerError, clean_answer
+from protocols.schema import Question
 
 RULES: tuple[str, ...] = tuple(ConsensusRule.values)
 PRESET_RULES: dict[str, dict[str, dict[str, Any]]] = {

@@ -4,7 +4,7 @@ mix controls into an annotator's queue (docs/crowd.md, "Quality control").
 - A control is an ``Item`` with ``control_kind`` ``gold`` (known answers) or ``attention`` (an
   instruction in the item, e.g. its ``note`` "Select 'Agree' for this item", and the expected
   answer). Its ``control_answers`` are ``{question_key: value}``, each checked by the same
-  validators as an annotation (``annotations.protocols.answers.clean_answer``).
+  validators as an annotation (``protocols.answers.clean_answer``).
 - Settings live in ``StudyQualitySettings`` (one row per study, a column per name of ``SETTINGS``, empty
   when never chosen); ``selectors.controls.quality_settings`` reads them with defaults,
   ``quality_settings_update`` changes them.
@@ -31,8 +31,6 @@ from django.utils import timezone
 
 from annotations.locks import item_lock, study_lock_only
 from annotations.models import ControlKind, Item, Study, StudyQualitySettings
-from annotations.protocols.answers import AnswerError, clean_answer
-from annotations.protocols.schema import Protocol
 from annotations.selectors.controls import (
     SETTINGS,
     QualitySettings,
@@ -41,6 +39,8 @@ from annotations.selectors.controls import (
 )
 from annotations.services.annotation_writes import item_context
 from common.errors import ValidationFailed
+from protocols.answers import AnswerError, clean_answer
+from protocols.schema import Protocol
 
 DEFAULT_CONTROL_RATE = 0.1
 MAX_NOTE = 2000

@@ -18,12 +18,12 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from annotations.models import Assignment, AssignmentDraft, User
-from annotations.protocols.answers import SubmissionError, clean_draft, questions_to_answer
 from annotations.selectors.drafts import lease_is_live
 from annotations.selectors.pools import sees_expert_questions
 from annotations.services.annotation_writes import item_context
 from common.checked_input import InputRefused, json_loads
 from common.errors import Conflict, NotAllowed, ValidationFailed
+from protocols.answers import SubmissionError, clean_draft, questions_to_answer
 
 MAX_DRAFT_BYTES = 64 * 1024
 MAX_DRAFT_FIELDS = 500

@@ -32,6 +32,7 @@ from django.utils import timezone
 from annotations.models import Annotator, Invitation, Participant, Study, User, username_problem
 from annotations.selectors.invitations import InvitationRefused, invitation_check
 from annotations.selectors.payments import CompletionProgress, completion_progress
+from annotations.services.annotator_attributes import attributes_clean
 from annotations.services.studies import enrollment_add
 from common.checked_input import InputRefused, MalformedJSON, yaml_loads
 from common.errors import NotAllowed, ValidationFailed, WorkbenchError
@@ -250,6 +251,32 @@ def demographic_answers_clean(*, fields: list[dict[str, Any]], data: Mapping[str
     return answers
 
 
+def attributes_from_text(text: str) -> Any:
+    """An invitation's fixed attributes written as YAML (or JSON), e.g. ``region: South Asia``; checked by
+    ``invitation_attributes_clean`` when the invitation is made."""
+    if len(text or "") > MAX_DEMOGRAPHICS_TEXT:
+        raise ValidationFailed("the fixed attributes are too long", {"attributes": "too long"})
+    try:
+        return yaml_loads(text) if (text or "").strip() else {}
+    except (MalformedJSON, InputRefused) as exc:
+        raise ValidationFailed(f"the fixed attributes: {exc.message}", {"attributes": "not YAML"}) from exc
+
+
+def invitation_attributes_clean(value: Any, *, demographics: list[dict[str, Any]]) -> dict[str, Any]:
+    """What everyone who joins by a link gets (``annotator_attributes.attributes_clean``): at most 20 with
+    the form's questions, and none a question of the form too (answer and fixed value would disagree)."""
+    attributes = attributes_clean(value, where="the fixed attributes")
+    asked = sorted(set(attributes) & {field["key"] for field in demographics})
+    if asked or len(attributes) + len(demographics) > MAX_DEMOGRAPHIC_FIELDS:
+        raise ValidationFailed(
+            f"the fixed attribute {asked[0]!r} is also a question of the demographic form; keep one of them"
+            if asked
+            else f"a link gives at most {MAX_DEMOGRAPHIC_FIELDS} attributes, fixed and asked together",
+            {"attributes": "conflicts with the demographic form" if asked else "too many"},
+        )
+    return attributes
+
+
 def _completion(*, platform: str, code: str, url: str) -> tuple[str, str]:
     code = (code or "").strip()
     url = (url or "").strip()
@@ -299,13 +326,16 @@ def invitation_create(
     completion_url: str = "",
     label: str = "",
     estimated_minutes: int | None = None,
+    attributes: Any = None,
     now: datetime | None = None,
 ) -> Invitation:
     """Create an invitation link to a study. The caller checked that ``created_by`` may write the study.
 
     A Prolific link without a completion URL gets Prolific's (``.../submissions/complete?cc=CODE``).
     ``min_answered_items``: answered items a participant needs for the completion code (None: the
-    quota, or 1); at most the quota, which could otherwise never be met.
+    quota, or 1); at most the quota, which could otherwise never be met. ``attributes``: what every
+    person who joins by the link gets in the study besides their answers (e.g. ``{"region": "South
+    Asia"}``, a rater pool); a key that is also a demographic question is refused.
     """
     now = now or timezone.now()
     if not created_by.is_researcher:
@@ -359,6 +389,8 @@ def invitation_create(
             {"estimated_minutes": "out of range"},
         )
     code, url = _completion(platform=platform, code=completion_code, url=completion_url)
+    fields = demographics_clean(demographics)
+    fixed = invitation_attributes_clean(attributes, demographics=fields)
     return Invitation.objects.create(
         estimated_minutes=estimated_minutes,
         study=study,
@@ -370,7 +402,8 @@ def invitation_create(
         items_per_participant=items_per_participant,
         min_answered_items=min_answered_items,
         consent_text=consent_text,
-        demographics=demographics_clean(demographics),
+        demographics=fields,
+        attributes=fixed,
         completion_code=code,
         completion_url=url,
         label=label,
@@ -482,7 +515,8 @@ def participant_join(
     participant for the same (study, platform, participant id) without counting a use; refuses a
     used-up link; checks consent and the demographic answers; raises ``uses`` by compare-and-set;
     creates an annotator account with an unusable password, enrolled in this study only with the
-    link's pool, the enrolment holding the demographic answers (they belong to this study); and the
+    link's pool, the enrolment holding the demographic answers and the link's fixed attributes (they
+    belong to this study); and the
     ``Participant`` row. Nothing is written when any check fails.
 
     ``resume_secret`` (the browser's resume cookie) is stored hashed on a new participant and must
@@ -533,7 +567,9 @@ def participant_join(
         ):
             raise ResumeRefused(RESUME_REFUSED) from None
         return again, False
-    enrollment_add(study=invitation.study, user=user, pool=invitation.pool, attributes=cleaned)
+    # The link's fixed attributes (a rater pool recruited by this link) with the answers: no key is both.
+    attributes = {**cleaned, **(invitation.attributes or {})}
+    enrollment_add(study=invitation.study, user=user, pool=invitation.pool, attributes=attributes)
     user.annotator = Annotator.objects.get(user=user)
     return participant, True
 

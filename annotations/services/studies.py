@@ -18,13 +18,6 @@ from annotations.access import (
 )
 from annotations.locks import study_lock
 from annotations.models import Annotator, Assignment, Enrollment, Item, Participant, Pool, Study, User
-from annotations.protocols.schema import (
-    Protocol,
-    ProtocolError,
-    load_preset,
-    load_protocol_text,
-    protocol_from_dict,
-)
 from annotations.selectors.overlap import (
     StoredModel,
     item_policy_state,
@@ -35,12 +28,21 @@ from annotations.selectors.overlap import (
 )
 from annotations.selectors.studies import launch_refusal
 from annotations.services.drafts import drafts_drop
+from annotations.services.rater_pools import pool_quotas_within_overlap, study_rater_pools_set
 from annotations.services.study_options import study_options_replace
 from common.errors import Conflict, NotAllowed, NotFoundError, ValidationFailed, WorkbenchError
 from metrics.overlap_policy import FixedPolicy, Policy, PolicyError, PosteriorPolicy, policy_parse
+from protocols.schema import (
+    Protocol,
+    ProtocolError,
+    load_preset,
+    load_protocol_text,
+    protocol_from_dict,
+)
 
 MAX_OVERLAP = 100
 POLICY_FIELDS = ("overlap_policy", "overlap_question")
+POOL_FIELDS = ("rater_pool_attribute", "rater_pool_quotas")
 
 
 def protocol_resolve(
@@ -115,7 +117,7 @@ def study_create(
     return study
 
 
-UPDATABLE_FIELDS = ("name", "description", "overlap", "lease_minutes", "status", *POLICY_FIELDS)
+UPDATABLE_FIELDS = ("name", "description", "overlap", "lease_minutes", "status", *POLICY_FIELDS, *POOL_FIELDS)
 
 
 @transaction.atomic
@@ -138,6 +140,7 @@ def study_update(
         study = study_options_replace(
             study=study, options=options, linkable=linkable if linkable is not None else Study.objects.none()
         )
+    pools = {key: changes.pop(key) for key in POOL_FIELDS if key in changes}
     policy = {key: changes.pop(key) for key in POLICY_FIELDS if key in changes}
     if policy:
         study = study_overlap_set(
@@ -145,9 +148,22 @@ def study_update(
             policy=policy.get("overlap_policy"),
             question=policy.get("overlap_question"),
             overlap=changes.get("overlap"),
+            check_pool_quotas=False,
         )
-    if not changes:
-        return study
+    if changes:
+        study = _study_fields_update(study, changes)
+    # Last, so pool quotas are checked against the overlap the request leaves (one transaction: a refusal
+    # undoes the rest).
+    if pools:
+        return study_rater_pools_set(
+            study=study, attribute=pools.get("rater_pool_attribute"), quotas=pools.get("rater_pool_quotas")
+        )
+    pool_quotas_within_overlap(study)
+    return study
+
+
+def _study_fields_update(study: Study, changes: dict[str, Any]) -> Study:
+    """``study_update``'s plain fields: checked and saved under the study's lock."""
     study = study_lock(study.pk)
     if study.status == Study.Status.DRAFT and changes.get("status") == Study.Status.ACTIVE:
         refusal = launch_refusal(study)
@@ -404,7 +420,12 @@ def _policy_text(policy: Policy, given: str) -> str:
 
 @transaction.atomic
 def study_overlap_set(
-    *, study: Study, policy: str | None = None, question: str | None = None, overlap: int | None = None
+    *,
+    study: Study,
+    policy: str | None = None,
+    question: str | None = None,
+    overlap: int | None = None,
+    check_pool_quotas: bool = True,
 ) -> Study:
     """Set the study's overlap policy (``fixed:K``, ``agree:K/MAX``, ``posterior:P/MAX``) and the question it
     reads (``""``: the protocol's first single, binary or likert question); None keeps either as it is.
@@ -412,7 +433,8 @@ def study_overlap_set(
     The overlap becomes K (fixed) or MAX; ``overlap``, when the same request changes it too, must agree.
     A posterior policy fits its Dawid-Skene model on the study's answers now (``overlap_model``). Every
     item's claim state is then decided again under the new policy (``study_overlap_recount``): an item
-    stopped under the old one may be open again, and the reverse. Saving the same policy again refits."""
+    stopped under the old one may be open again, and the reverse. Saving the same policy again refits.
+    An overlap below a rater pool's quota is refused (``check_pool_quotas`` False: the caller checks)."""
     locked = study_lock(study.pk)
     given = policy if policy is not None else (locked.overlap_policy or f"fixed:{locked.overlap}")
     parsed = _policy_read(given)
@@ -436,6 +458,8 @@ def study_overlap_set(
         )
     locked.overlap_policy = "" if isinstance(parsed, FixedPolicy) else _policy_text(parsed, given)
     locked.overlap = parsed.max
+    if check_pool_quotas:
+        pool_quotas_within_overlap(locked)
     locked.overlap_question = key
     locked.overlap_model = {}
     if isinstance(parsed, PosteriorPolicy) and chosen is not None:

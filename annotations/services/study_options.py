@@ -30,12 +30,12 @@ from annotations.models import (
     Study,
     StudyQualitySettings,
 )
-from annotations.protocols.schema import Protocol
 from annotations.selectors.controls import quality_setting_value
 from annotations.selectors.study_options import OPTION_KEYS
 from annotations.services.consensus import rule_check
 from annotations.services.validation_sample import validation_sample_clear, validation_sample_store
 from common.errors import ValidationFailed
+from protocols.schema import Protocol
 
 BIGINT_MAX = 2**63 - 1  # the largest BigIntegerField
 MAX_IMPORTED_FROM = 255

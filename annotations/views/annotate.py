@@ -22,8 +22,6 @@ from annotations import access
 from annotations.access import request_user
 from annotations.models import Annotation, Annotator, Assignment, RevealLog, Study
 from annotations.presenters import image_display_url, image_views
-from annotations.protocols.answers import SubmissionError
-from annotations.protocols.colours import BASIC_COLOURS
 from annotations.selectors import drafts as draft_selectors
 from annotations.selectors import flow as flow_selectors
 from annotations.selectors import tasks as task_selectors
@@ -44,6 +42,8 @@ from annotations.views.pages import item_image_page
 from annotations.views.task_form import answers_from_form
 from common.checked_input import id_from_text, whole_number_from_text
 from common.errors import Conflict, NotAllowed, QuotaReached, ValidationFailed, WorkbenchError
+from protocols.answers import SubmissionError
+from protocols.colours import BASIC_COLOURS
 
 MAX_TIME_MS = 24 * 3600 * 1000
 

@@ -7,16 +7,20 @@ from typing import Any, cast
 from django import forms
 
 from annotations.models import Annotator, ControlKind, Invitation, Study
-from annotations.protocols.papers import preset_label
-from annotations.protocols.schema import list_presets, load_preset
 from annotations.selectors.controls import SETTINGS as QUALITY_SETTINGS
+from protocols.papers import preset_label
+from protocols.schema import list_presets, load_preset
 
 OWN_PROTOCOL_LABEL = "My own protocol file (upload it below)"
+OWN_PROTOCOL = "own"  # the protocol list's value for "my own protocol file"
+CHOOSE_PROTOCOL = "Choose which protocol this study uses: a paper's preset, or your own protocol file."
 
 
 def _preset_choices() -> list[tuple[str, str]]:
-    """Each preset named by its paper (``annotations/protocols/papers.py``), then the own-file choice."""
-    return [(key, preset_label(load_preset(key))) for key in list_presets()] + [("", OWN_PROTOCOL_LABEL)]
+    """No choice first (the page asks; nothing is chosen for the researcher), each preset named by its
+    paper (``protocols/papers.py``), then the own-file choice."""
+    presets = [(key, preset_label(load_preset(key))) for key in list_presets()]
+    return [("", "Choose a protocol…"), *presets, (OWN_PROTOCOL, OWN_PROTOCOL_LABEL)]
 
 
 class StudyCreateForm(forms.Form):
@@ -24,7 +28,7 @@ class StudyCreateForm(forms.Form):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     preset = forms.ChoiceField(
         choices=(),
-        required=False,
+        required=False,  # checked in ``clean``: a protocol file sent without a choice is the choice
         label="Protocol",
         help_text="A paper's preset (its questions are previewed below), or your own protocol file",
     )
@@ -40,22 +44,28 @@ class StudyCreateForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        choices = _preset_choices()
-        cast(forms.ChoiceField, self.fields["preset"]).choices = choices
-        self.fields["preset"].initial = choices[0][0]  # the first preset, not the upload
+        cast(forms.ChoiceField, self.fields["preset"]).choices = _preset_choices()
+        self.fields["preset"].widget.attrs["required"] = True  # asked, never chosen for the researcher
 
     def clean(self) -> dict[str, object]:
+        """``preset``: a preset's key, or ``own`` with a protocol file (a file sent with no choice, as
+        the API and older forms send it, is the researcher's own); cleaned to "" for the own file."""
         data = super().clean() or {}
-        if data.get("preset") and data.get("protocol_file"):
+        preset, upload = data.get("preset"), data.get("protocol_file")
+        if "preset" in self.errors:
+            return data
+        if preset and preset != OWN_PROTOCOL and upload:
             raise forms.ValidationError(
                 f"You chose a preset and a protocol file: choose “{OWN_PROTOCOL_LABEL}” to use the file, "
                 "or remove the file to use the preset."
             )
-        if not data.get("preset") and not data.get("protocol_file") and "preset" not in self.errors:
-            raise forms.ValidationError(f"Choose a preset, or “{OWN_PROTOCOL_LABEL}” and upload the file.")
-        upload = data.get("protocol_file")
+        if not preset and not upload:
+            self.add_error("preset", CHOOSE_PROTOCOL)
+        elif preset == OWN_PROTOCOL and not upload:
+            self.add_error("protocol_file", f"You chose “{OWN_PROTOCOL_LABEL}”: upload the file.")
         if upload is not None and getattr(upload, "size", 0) > 1024 * 1024:
             raise forms.ValidationError("The protocol file is larger than 1 MB.")
+        data["preset"] = "" if preset == OWN_PROTOCOL else preset
         return data
 
 
@@ -163,6 +173,34 @@ class InvitationForm(forms.Form):
             "A list of fields (YAML or JSON): key, label, kind (choice, number or text), choices, required. "
             "Empty: no form. The form builder above writes it for you."
         ),
+    )
+    attributes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
+        required=False,
+        label="Fixed attributes (YAML)",
+        help_text=(
+            "What everyone who joins by this link gets in the study, e.g. region: South Asia (the rater pool "
+            "this link recruits). Not a question of the demographic form too. Empty: none."
+        ),
+    )
+
+
+class PoolInvitationsForm(forms.Form):
+    """One Prolific link per rater pool (``services/pool_invitations.py`` checks the rest)."""
+
+    items_per_participant = forms.IntegerField(
+        min_value=1,
+        max_value=100_000,
+        label="Items per participant (quota)",
+        help_text="Each link's places are sized from it: quota x items / items per participant, rounded up",
+    )
+    completion_code = forms.CharField(max_length=64, help_text="Prolific's completion code of the study")
+    valid_days = forms.IntegerField(min_value=1, max_value=365, initial=14, label="Valid for (days)")
+    estimated_minutes = forms.IntegerField(
+        min_value=1, max_value=24 * 60, required=False, label="Estimated minutes"
+    )
+    consent_text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, help_text="Empty: no consent page"
     )
 
 

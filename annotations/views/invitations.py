@@ -24,12 +24,14 @@ from annotations.selectors.invitations import invitation_state
 from annotations.selectors.payments import PAYMENT_COLUMNS, payment_rows
 from annotations.services.invitations import (
     PLATFORM_PARAMETERS,
+    attributes_from_text,
     demographics_from_text,
     invitation_create,
     invitation_revoke,
 )
-from annotations.views.forms import InvitationForm
-from annotations.views.pages import study_for_page
+from annotations.services.pool_invitations import invitations_per_pool
+from annotations.views.forms import InvitationForm, PoolInvitationsForm
+from annotations.views.pages import form_problems, study_for_page
 from common.errors import WorkbenchError
 from common.spreadsheet import csv_lines
 
@@ -63,6 +65,7 @@ def study_invitations(request: HttpRequest, pk: int) -> HttpResponse:
                     consent_text=data["consent_text"],
                     estimated_minutes=data["estimated_minutes"],
                     demographics=demographics_from_text(data["demographics"]),
+                    attributes=attributes_from_text(data["attributes"]),
                 )
             except WorkbenchError as exc:
                 field = next(iter(getattr(exc, "details", {}) or {}), None)
@@ -83,8 +86,48 @@ def study_invitations(request: HttpRequest, pk: int) -> HttpResponse:
         for invitation in invitations
     ]
     return render(
-        request, "invitations/study.html", {"study": study, "form": form, "rows": rows}, status=status
+        request,
+        "invitations/study.html",
+        {
+            "study": study,
+            "form": form,
+            "rows": rows,
+            # One Prolific link per rater pool, where the study sets pool quotas (Overlap tab).
+            "pool_form": PoolInvitationsForm(prefix="pool") if study.rater_pool_quotas else None,
+            "pool_quotas": sorted((study.rater_pool_quotas or {}).items()),
+        },
+        status=status,
     )
+
+
+@login_required
+@require_POST
+def pool_invitations_create(request: HttpRequest, pk: int) -> HttpResponse:
+    """Make one Prolific link per rater pool (``services.pool_invitations``), saying how each was sized."""
+    study = study_for_page(request, pk, researcher=True, write=True)
+    form = PoolInvitationsForm(request.POST, prefix="pool")
+    if not form.is_valid():
+        messages.error(request, f"No links made: {form_problems(form)}.")
+        return redirect("study-invitations", pk=study.pk)
+    data = form.cleaned_data
+    try:
+        made = invitations_per_pool(
+            study=study,
+            created_by=request_user(request),
+            expires_at=timezone.now() + timedelta(days=data["valid_days"]),
+            items_per_participant=data["items_per_participant"],
+            completion_code=data["completion_code"],
+            consent_text=data["consent_text"],
+            estimated_minutes=data["estimated_minutes"],
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"No links made: {exc.message}.")
+    else:
+        messages.success(
+            request,
+            f"{len(made)} Prolific links made, one per pool: " + "; ".join(m.sizing for m in made) + ".",
+        )
+    return redirect("study-invitations", pk=study.pk)
 
 
 @login_required

@@ -28,7 +28,6 @@ from annotations import access
 from annotations.access import request_user
 from annotations.models import Invitation, Participant, Pool, Study
 from annotations.presenters import image_views
-from annotations.protocols.colours import BASIC_COLOURS
 from annotations.selectors.invitations import InvitationRefused, invitation_check
 from annotations.selectors.payments import completion_progress
 from annotations.selectors.tasks import question_views, sample_item
@@ -43,6 +42,7 @@ from annotations.services.invitations import (
     resume_secret_new,
 )
 from common.errors import ValidationFailed
+from protocols.colours import BASIC_COLOURS
 
 SESSION_JOIN = "join"
 # Set when a participant signs in through a link; the top bar then shows only their study.

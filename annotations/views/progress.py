@@ -31,6 +31,7 @@ def progress(request: HttpRequest, pk: int) -> HttpResponse:
         {
             "study": study,
             "totals": batch_selectors.study_progress(study),
+            "imported": batch_selectors.imported_answers(study),
             "annotators": batch_selectors.annotator_progress(study),
             "can_write": access.study_can_write(request_user(request), study),
             "pools": Annotator.Pool.choices,

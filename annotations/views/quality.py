@@ -18,8 +18,6 @@ from annotations import access
 from annotations.access import request_user
 from annotations.models import ImportJob, Item, Study
 from annotations.presenters import image_views
-from annotations.protocols.answers import SubmissionError
-from annotations.protocols.colours import BASIC_COLOURS
 from annotations.selectors import controls as control_selectors
 from annotations.selectors import quality as quality_selectors
 from annotations.selectors import tasks as task_selectors
@@ -30,6 +28,8 @@ from annotations.views.pages import study_for_page
 from annotations.views.task_form import answers_from_form
 from annotations.views.uploads import UploadImport, upload_import_page
 from common.errors import ValidationFailed, WorkbenchError
+from protocols.answers import SubmissionError
+from protocols.colours import BASIC_COLOURS
 
 
 def _item(request: HttpRequest, study: Study, item_id: int) -> Item:

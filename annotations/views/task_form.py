@@ -8,8 +8,8 @@ from typing import Any
 from django.http import QueryDict
 
 from annotations.models import Item, Study
-from annotations.protocols.answers import SubmissionError, questions_to_answer
 from common.checked_input import InputRefused, json_loads
+from protocols.answers import SubmissionError, questions_to_answer
 
 
 def answers_from_form(

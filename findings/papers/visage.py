@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from annotations.models import StereotypeEntry, Study
-from annotations.protocols.schema import NONE_OPTION_KEY
 from annotations.selectors.features import FeatureSource, captions_by_item, embeddings_by_item
 from annotations.selectors.labels import (
     CONSENSUS,
@@ -29,6 +28,7 @@ from annotations.selectors.labels import (
 )
 from findings.tables import Column, Figure, Method, PaperFindings, Table, jsonable
 from metrics import visage
+from protocols.schema import NONE_OPTION_KEY
 
 # A stereotype-table pair is stereotypical when at least this many North-American annotators marked it.
 MIN_NA_STEREO = 2

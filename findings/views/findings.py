@@ -259,6 +259,14 @@ class _TableShown:
     def title(self) -> str:
         return self.table.title
 
+    @property
+    def headline(self) -> str:
+        """The first row in words (its first three cells by column), for a folded table's summary line."""
+        if not self.rows:
+            return ""
+        cells = zip((column.name for column in self.table.columns), self.rows[0], strict=False)
+        return " · ".join(f"{name} {value}" for name, value in list(cells)[:3])
+
 
 def _shown(study_pk: int, table: Table, figures: list[Figure], query: dict[str, str]) -> _TableShown:
     drawn = []

@@ -1,6 +1,6 @@
 """Check a machine's answer against its question, in the answer format humans use.
 
-The rules are those of ``annotations/protocols/answers.py`` restated over the plain question dicts labellers
+The rules are those of ``protocols/answers.py`` restated over the plain question dicts labellers
 receive, so a labeller can refuse a bad answer before anything is stored:
 
 - likert/single: one option key (likert: the ``unsure`` key too);
@@ -8,7 +8,7 @@ receive, so a labeller can refuse a bad answer before anything is stored:
 - binary: 0 or 1 (JSON integers; ``"0"``/``"1"`` strings too), plus an optional reason;
   ``reason: required`` refuses an answer without one;
 - text: a string, normalised by the question's normaliser (``colour`` maps onto the basic colour
-  terms of ``annotations.protocols.colours``; a string naming no colour is refused);
+  terms of ``protocols.colours``; a string naming no colour is refused);
 - boxes: a list of ``{"option", "x", "y", "w", "h"[, "image"]}`` with integer pixels, w and h > 0;
   the option is checked when the question dict carries the linked question's ``options``.
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from annotations.protocols.colours import BASIC_COLOURS, normalise_colour
 from labelling.labellers.base import Question
+from protocols.colours import BASIC_COLOURS, normalise_colour
 
 MAX_TEXT_LENGTH = 2000
 

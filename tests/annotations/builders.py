@@ -21,8 +21,8 @@ from annotations.models import (
     Study,
     User,
 )
-from annotations.protocols.schema import load_preset
 from annotations.services.studies import study_create
+from protocols.schema import load_preset
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import ItemFactory
 

@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 
 from annotations.models import Annotation, Annotator, Study, User
-from annotations.protocols.schema import load_protocol_text
 from annotations.services.consensus import consensus_compute
 from annotations.services.studies import annotator_for_user, enrollment_add
+from protocols.schema import load_protocol_text
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

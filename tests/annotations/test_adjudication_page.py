@@ -10,9 +10,9 @@ from django.test import Client
 
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.models import ConsensusLabel, Study, User
-from annotations.protocols.schema import load_preset
 from annotations.services.consensus import consensus_compute
 from annotations.services.studies import study_create
+from protocols.schema import load_preset
 from tests.annotations.builders import image_item
 
 pytestmark = pytest.mark.django_db

@@ -11,9 +11,9 @@ from django.test import Client
 
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.models import ConsensusLabel, Study, User
-from annotations.protocols.schema import load_protocol_text
 from annotations.services.consensus import consensus_compute
 from annotations.services.studies import enrollment_add
+from protocols.schema import load_protocol_text
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -12,10 +12,10 @@ from django.test import Client
 from django.utils import timezone
 
 from annotations.models import Assignment, Enrollment, Study, User
-from annotations.protocols.schema import load_preset
 from annotations.services.studies import annotator_for_user, enrollment_add
 from generation.models import GenerationJob
 from labelling.models import LabellingJob
+from protocols.schema import load_preset
 from tests.factories import ItemFactory, MachineAnnotatorFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

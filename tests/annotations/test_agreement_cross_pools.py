@@ -16,8 +16,8 @@ from django.test import Client
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.models import Annotator, Study, User
-from annotations.protocols.schema import protocol_from_dict
 from annotations.services.studies import study_create
+from protocols.schema import protocol_from_dict
 from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db

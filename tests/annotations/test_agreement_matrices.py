@@ -13,10 +13,10 @@ import pytest
 
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.models import Annotation, Annotator
-from annotations.protocols.schema import load_protocol_text
 from annotations.selectors.agreement import agreement_report
 from annotations.selectors.matrices import question_matrix, question_rows, reliability_for
 from metrics.agreement import krippendorff_alpha, krippendorff_alpha_of_counts, value_counts
+from protocols.schema import load_protocol_text
 from tests.factories import ItemFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db

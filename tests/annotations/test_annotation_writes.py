@@ -16,12 +16,12 @@ import pytest
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import item_add_files
 from annotations.models import Annotation, AnnotationRevision, Annotator, Item, Study
-from annotations.protocols.answers import CleanAnswer
-from annotations.protocols.schema import load_protocol_text
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.studies import enrollment_add
 from labelling.services import labeller_register, labelling_job_create, labelling_job_run
+from protocols.answers import CleanAnswer
+from protocols.schema import load_protocol_text
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -15,9 +15,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from annotations.models import Annotation, Assignment, Item, Study, User
-from annotations.protocols.schema import load_protocol_text
 from annotations.services.assignment import assignment_claim_next, assignment_submit
 from annotations.services.studies import annotator_for_user, enrollment_add, study_create
+from protocols.schema import load_protocol_text
 from tests.annotations.builders import image_item
 from tests.factories import UserFactory
 

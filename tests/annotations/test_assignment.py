@@ -13,7 +13,6 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from annotations.models import Annotation, AnnotationRevision, Annotator, Assignment, Item, Study
-from annotations.protocols.answers import SubmissionError
 from annotations.services.assignment import (
     assignment_claim_next,
     assignment_release,
@@ -24,6 +23,7 @@ from annotations.services.assignment import (
 )
 from annotations.services.studies import enrollment_add
 from common.errors import Conflict, NotAllowed, ValidationFailed
+from protocols.answers import SubmissionError
 from tests.factories import ItemFactory, UserFactory
 
 ANSWERS: dict[str, dict[str, Any]] = {

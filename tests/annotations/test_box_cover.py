@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from annotations.interchange.box_cover import GivenSelection, boxes_cover_check
-from annotations.protocols.schema import load_preset
 from common.errors import ImportRefused
+from protocols.schema import load_preset
 
 PROTOCOL = load_preset("stereotype-markers")
 MD = {"attributes": ["hat", "poor"]}

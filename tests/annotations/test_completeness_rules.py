@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 
 from annotations.models import Annotation, Assignment, Study
-from annotations.protocols.schema import ProtocolError, load_preset, load_protocol_text
 from annotations.services.studies import enrollment_add, study_create
+from protocols.schema import ProtocolError, load_preset, load_protocol_text
 from tests.annotations.builders import image_item
 from tests.helpers import client_for
 

@@ -14,10 +14,10 @@ from django.test import Client
 from django.utils import timezone
 
 from annotations.models import Assignment, AssignmentDraft, Study, User
-from annotations.protocols.schema import load_protocol_text
 from annotations.services.assignment import assignment_release, assignments_expire
 from annotations.services.drafts import MAX_DRAFT_BYTES
 from annotations.services.studies import enrollment_add, study_create
+from protocols.schema import load_protocol_text
 from tests.annotations.builders import image_item
 from tests.factories import UserFactory
 

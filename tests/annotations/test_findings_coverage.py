@@ -22,11 +22,11 @@ from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.exports import export_jsonl
 from annotations.interchange.item_import import items_import_records
 from annotations.models import ConsensusLabel, Study, User
-from annotations.protocols.schema import load_preset
 from annotations.selectors.adjudication import adjudication_queue
 from annotations.selectors.labels import labels_for
 from annotations.services.consensus import consensus_compute
 from annotations.services.studies import study_create
+from protocols.schema import load_preset
 from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from annotations.protocols.schema import load_preset
 from common.errors import ValidationFailed
 from findings.comparison import ComparisonSide, comparison_report
 from findings.figures import FORMATS, table_figure
 from findings.tables import COLUMN_KINDS, Table
+from protocols.schema import load_preset
 from tests.annotations.builders import make_study, subgroup_study
 from tests.helpers import client_for, metrics_json
 

@@ -14,8 +14,8 @@ from django.db import models
 
 from annotations.interchange.item_import import items_import
 from annotations.models import Item, ItemImage
-from annotations.protocols.schema import load_preset
 from common.errors import ImportRefused
+from protocols.schema import load_preset
 from tests.annotations.imagefiles import drawn_png_bytes, png_bytes, write_png
 from tests.factories import StudyFactory
 from tests.s3_server import FileStore

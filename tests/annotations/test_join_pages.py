@@ -12,11 +12,11 @@ from django.test import Client
 from django.utils import timezone
 
 from annotations.models import Assignment, Invitation, Participant, Study, User
-from annotations.protocols.answers import CleanAnswer
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from annotations.services.controls import control_mark
 from annotations.services.invitations import invitation_create
 from annotations.services.studies import enrollment_add
+from protocols.answers import CleanAnswer
 from tests.factories import ItemFactory, UserFactory
 from tests.helpers import client_for, streamed
 

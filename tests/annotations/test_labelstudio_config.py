@@ -11,7 +11,7 @@ from annotations.interchange.labelstudio.config import (
     config_to_protocol,
     protocol_to_config,
 )
-from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
+from protocols.schema import list_presets, load_preset, load_protocol_text
 from tests.factories import EXAMPLE_PROTOCOL
 
 CAPTIONED = """<View>

@@ -18,9 +18,9 @@ from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.interchange.labelstudio.config import COMMENT_RE, config_to_protocol, protocol_to_config
 from annotations.models import Annotation, ExportJob, Item, Study
-from annotations.protocols.schema import list_presets, load_preset, load_protocol_text
 from annotations.services.studies import study_create
 from common.files import MemorySource
+from protocols.schema import list_presets, load_preset, load_protocol_text
 from tests.annotations.imagefiles import png_bytes
 from tests.helpers import client_for
 

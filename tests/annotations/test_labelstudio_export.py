@@ -17,10 +17,10 @@ from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.interchange.labelstudio.config import COMMENT_RE, config_to_protocol
 from annotations.models import Annotation, Annotator, Assignment, ExportJob, Item, Study
-from annotations.protocols.schema import load_preset, load_protocol_text
 from annotations.services.annotation_writes import AnswerToSave, annotations_save
 from annotations.services.studies import annotator_for_user, study_create
 from common.files import MemorySource
+from protocols.schema import load_preset, load_protocol_text
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import UserFactory
 from tests.helpers import client_for
@@ -127,7 +127,7 @@ def rich_study(owner) -> Study:
     item_b = Item.objects.get(study=study, external_id="img-b")
     item_c = Item.objects.get(study=study, external_id="ref-c")
     protocol = study.protocol_obj
-    from annotations.protocols.answers import ItemContext, clean_answer
+    from protocols.answers import ItemContext, clean_answer
 
     answer = clean_answer(protocol.question("gender"), "female", context=ItemContext(metadata={}))
     annotations_save(

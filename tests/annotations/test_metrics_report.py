@@ -12,10 +12,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotations.protocols.schema import load_preset
 from annotations.selectors.labels import labels_for
 from annotations.services.studies import enrollment_add, study_create
 from findings.report import FindingsReport
+from protocols.schema import load_preset
 from tests.annotations.builders import make_study, subgroup_study
 from tests.helpers import client_for, metrics_json
 

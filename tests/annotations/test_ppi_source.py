@@ -15,10 +15,10 @@ from django.test import Client
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.models import Annotation, Annotator, ValidationSample, ValidationSampleItem
-from annotations.protocols.schema import load_protocol_text
 from annotations.services.studies import study_create
 from annotations.services.validation_sample import validation_sample_store
 from metrics.ppi import labels_needed, ppi_difference, ppi_mean
+from protocols.schema import load_protocol_text
 from tests.annotations.builders import make_study
 from tests.helpers import client_for
 

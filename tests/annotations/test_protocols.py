@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.protocols.schema import (
+from protocols.schema import (
     ProtocolError,
     list_presets,
     load_preset,
@@ -148,7 +148,7 @@ def test_colour_examples_in_presets_are_colours_the_workbench_can_store() -> Non
     its instructions now name the stored terms, and each example of its help texts is accepted."""
     import re
 
-    from annotations.protocols.colours import BASIC_COLOURS, normalise_colour
+    from protocols.colours import BASIC_COLOURS, normalise_colour
 
     protocol = load_preset("object-attributes")
     helps = [q.help for q in protocol.questions if q.normaliser == "colour"]

@@ -23,7 +23,6 @@ from annotations.models import (
     Study,
     StudyQualitySettings,
 )
-from annotations.protocols.schema import load_preset
 from annotations.selectors.agreement import agreement_report
 from annotations.selectors.controls import control_seed, control_slot, qualification_state, quality_settings
 from annotations.selectors.labels import labels_for
@@ -34,6 +33,7 @@ from annotations.services.controls import control_mark, control_unmark, quality_
 from annotations.services.quality import annotator_exclude, annotator_reinstate
 from annotations.services.studies import enrollment_add, study_create
 from common.errors import Conflict, ImportRefused, ValidationFailed
+from protocols.schema import load_preset
 from tests.factories import ItemFactory, UserFactory
 from tests.helpers import client_for
 

@@ -13,8 +13,8 @@ from django.test import Client
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.models import User
-from annotations.protocols.schema import load_preset
 from annotations.services.studies import study_create
+from protocols.schema import load_preset
 from tests.annotations.builders import subgroup_study
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from annotations.models import Item, Study
-from annotations.protocols.schema import list_presets, load_preset
+from protocols.schema import list_presets, load_preset
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import ItemFactory, StudyFactory
 
@@ -50,11 +50,12 @@ def six_pngs() -> dict[str, bytes]:
 # --- New study page -----------------------------------------------------------------------------
 
 
-def test_presets_are_named_by_their_paper_and_the_first_is_chosen(owner) -> None:
+def test_presets_are_named_by_their_paper_and_none_is_chosen_for_the_researcher(owner) -> None:
     page = login(owner).get("/studies/new/").content.decode()
     select = page[page.index('<select name="preset"') : page.index("</select>")]
+    assert " required" in select[: select.index(">")]
     options = re.findall(r'<option value="([^"]*)"( selected)?>([^<]*)</option>', select)
-    assert [value for value, _s, _l in options] == [*list_presets(), ""]
+    assert [value for value, _s, _l in options] == ["", *list_presets(), "own"]
     labels = {value: html.unescape(label) for value, _s, label in options}
     assert labels["stereotype-markers"] == "ViSAGe (Jha et al., ACL 2024): Visual stereotype markers"
     assert labels["visualness"].startswith("ViSAGe (Jha et al., ACL 2024): ")
@@ -62,8 +63,9 @@ def test_presets_are_named_by_their_paper_and_the_first_is_chosen(owner) -> None
     assert labels["bias-axes"].startswith("BiasConnect (Shukla et al. 2025): ")
     assert labels["subgroup"].startswith("Stereotype agent (Wang et al. 2024): ")
     assert labels["object-attributes"].startswith("SODA (Choi et al. 2025): ")
-    assert labels[""].startswith("My own protocol file")
-    assert [value for value, selected, _l in options if selected] == [list_presets()[0]]
+    assert labels[""] == "Choose a protocol…"
+    assert labels["own"].startswith("My own protocol file")
+    assert [value for value, selected, _l in options if selected] == [""]  # the question, no preset
 
 
 def test_help_text_sits_under_its_field_and_describes_it(owner) -> None:
@@ -85,7 +87,7 @@ def test_the_preview_shows_each_presets_questions_as_annotators_see_them(owner) 
     )
     assert sorted(previews) == list_presets()
     markers = previews["stereotype-markers"]
-    assert " open" in previews[list_presets()[0]][:40] and " open" not in markers[:40]
+    assert not any(" open" in preview[:40] for preview in previews.values())  # nothing chosen yet
     question = load_preset("stereotype-markers").question("attributes")
     assert html.escape(question.prompt) in markers
     # Options from each item: the preview shows an example item's, 5 at a time, and None of the above.
@@ -118,7 +120,7 @@ def test_a_preset_and_a_file_together_are_refused_with_a_clear_message(owner) ->
         "/studies/new/", {"name": "None", "preset": "", "overlap": 3, "lease_minutes": 30}
     )
     assert (
-        "Choose a preset" in html.unescape(page.content.decode())
+        "Choose which protocol this study uses" in html.unescape(page.content.decode())
         and not Study.objects.filter(name="None").exists()
     )
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.protocols.answers import (
+from protocols.answers import (
     AnswerError,
     ItemContext,
     SubmissionError,
     clean_answer,
     clean_submission,
 )
-from annotations.protocols.colours import normalise_colour
-from annotations.protocols.schema import load_protocol_text
+from protocols.colours import normalise_colour
+from protocols.schema import load_protocol_text
 from tests.factories import EXAMPLE_PROTOCOL
 
 PROTOCOL = load_protocol_text(EXAMPLE_PROTOCOL)

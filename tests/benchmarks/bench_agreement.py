@@ -40,8 +40,8 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from annotations.models import Annotation, Annotator, Item, Study, User  # noqa: E402
-from annotations.protocols.schema import protocol_from_dict  # noqa: E402
 from annotations.selectors.agreement import agreement_report  # noqa: E402
+from protocols.schema import protocol_from_dict  # noqa: E402
 
 OPTIONS = ["a", "b", "c", "d", "e"]
 

@@ -85,9 +85,9 @@ def make_study(
     from rest_framework.authtoken.models import Token
 
     from annotations.models import Item, User
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
     from common.planner_statistics import statistics_refresh
+    from protocols.schema import load_protocol_text
     from tests.factories import EXAMPLE_PROTOCOL
 
     with transaction.atomic():

@@ -405,9 +405,9 @@ def prepare(stack: Stack, args: argparse.Namespace, tag: str) -> Setup:
     from rest_framework.authtoken.models import Token
 
     from annotations.models import Item, ItemImage, User
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import study_create
     from common.planner_statistics import statistics_refresh
+    from protocols.schema import load_protocol_text
     from tests.benchmarks.bench_annotation import make_study
     from tests.factories import EXAMPLE_PROTOCOL
 
@@ -733,6 +733,33 @@ def run_import(
 # ---------------------------------------------------------------- checks and CPU
 
 
+def in_process_cpu(study_id: int, tokens: list[str], cycles: int) -> tuple[float, int]:
+    """The same claim and submit in this process, through Django's test client (every middleware and
+    DRF, no socket, no WSGI server), on the same database, cache, bucket and settings as the web
+    nodes: the CPU milliseconds per API request (the mean, as the nodes' figure is) and how many
+    requests that is. The annotators take turns; 10 cycles of warm-up first (imports, connections,
+    each thread's S3 client)."""
+    from django.test import Client
+
+    clients = [Client(HTTP_AUTHORIZATION=f"Token {token}") for token in tokens]
+    spent, requests = 0.0, 0
+    for n in range(cycles + 10):
+        client = clients[n % len(clients)]
+        started = time.process_time()
+        claimed = client.post(f"/api/studies/{study_id}/assignments/next/")
+        if claimed.status_code != 200:
+            break  # nothing left for this annotator
+        done = client.post(
+            f"/api/assignments/{claimed.json()['id']}/submit/", ANSWERS, content_type="application/json"
+        )
+        if done.status_code != 200:
+            raise RuntimeError(f"in-process submit answered {done.status_code}: {done.content[:200]!r}")
+        if n >= 10:
+            spent += time.process_time() - started
+            requests += 2
+    return 1000 * spent / max(1, requests), requests
+
+
 def database_checks(study_id: int, submitted: list[int], overlap: int) -> tuple[int, int, int]:
     """(lost: 2xx submits whose assignment is not submitted with its answer stored, over-filled
     items, submitted judgements in the study)."""
@@ -897,6 +924,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get("REDIS_URL")
         or os.environ.get("WORKBENCH_TEST_REDIS_URL")
         or "redis://127.0.0.1:6379/0",
+    )
+    parser.add_argument(
+        "--in-process",
+        type=int,
+        default=200,
+        help="claim + submit cycles run afterwards in this process through Django's test client, to "
+        "compare the web nodes' CPU per request with the same work in process (0: skip)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
     args = parser.parse_args(argv)
@@ -1100,6 +1134,17 @@ def run(args: argparse.Namespace, temp: Path, processes: Processes, tag: str) ->
         f"the PostgreSQL backends of this database; each includes its share of image and import work)",
         flush=True,
     )
+    if args.in_process:
+        # After the nodes' figures: this process's work would count as nothing of theirs anyway.
+        here, counted = in_process_cpu(
+            setup.study_id, [token for token, _ in setup.annotators[:6]], args.in_process
+        )
+        web = 1000 * used["web"] / requests_made
+        print(
+            f"  in process (Django's test client here, same settings, {counted} requests): CPU ms per API "
+            f"request {here:.2f}; web over HTTP / in process {web / here:.2f}",
+            flush=True,
+        )
     if args.import_items:
         print(
             f"  import of {args.import_items} rows from {setup.manifest_address}: {imported.status} in "

@@ -168,8 +168,8 @@ def through_workbench(
     from annotations.interchange.annotation_import import annotations_import_records
     from annotations.interchange.item_import import items_import_records
     from annotations.models import User
-    from annotations.protocols.schema import protocol_from_dict
     from annotations.services.studies import study_create
+    from protocols.schema import protocol_from_dict
 
     started = time.perf_counter()
     call_command("migrate", verbosity=0)

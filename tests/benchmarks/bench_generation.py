@@ -38,11 +38,11 @@ import torch  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from annotations.models import User  # noqa: E402
-from annotations.protocols.schema import load_preset  # noqa: E402
 from annotations.services.studies import study_create  # noqa: E402
 from generation.pipelines import ModelSpec, clear_pipeline_cache, derive_seed, load_pipeline  # noqa: E402
 from generation.prompts.base import PromptSet, PromptSpec  # noqa: E402
 from generation.services import generation_job_create, generation_job_run  # noqa: E402
+from protocols.schema import load_preset  # noqa: E402
 
 
 def plain_loop(

@@ -5,8 +5,16 @@ Run (SQLite, a fresh database in a temporary folder):
 Run (PostgreSQL, the database DATABASE_URL names; a fresh study per run, nothing else is touched):
     DATABASE_URL=postgres://USER:PASS@127.0.0.1/DB .venv/bin/python -m tests.benchmarks.bench_hot_path
 Options: ``--cycles 200`` claim + submit cycles; ``--items 1000`` items of the cycle study;
-``--profile`` the top cumulative functions of the cycles (cProfile); ``--sizes 1000,1000000`` the
-studies the task page GET and the claim are timed on (flatness with size; 0 or empty skips it).
+``--profile`` the top functions of the cycles (cProfile; ``--profile-sort tottime``, ``--profile-cpu``);
+``--sizes 1000,1000000`` the studies the task page GET and the claim are timed on (flatness with size;
+0 or empty skips it);
+``--policy fixed:3`` the cycle study's overlap policy (``agree:2/3``; ``posterior:0.95/3`` with a stored
+model of its 6 annotators and 500 others, about 40 kB of JSON, as a crowd study's); ``--no-throttle``
+throttling off (by default the configured throttle classes run, with rates no benchmark reaches).
+
+Besides the cycles, as many ``GET /api/me/`` (the account, one serializer, no query: a trivial
+authenticated API call through the same stack) are timed, and the cycle's CPU is printed as a multiple
+of that GET's (issue 38, point 4: at most 3.5).
 
 The cycles go through Django's test ``Client`` with the ``Authorization: Token KEY`` header, i.e. the
 whole middleware stack, DRF's authentication, throttling, parsing and rendering: what a request
@@ -48,7 +56,7 @@ ANSWERS = {
 TRANSACTION_WORDS = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
 
-def _setup_django() -> None:
+def _setup_django(throttle: bool) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
     sys.path.insert(0, str(ROOT))
     import django
@@ -58,8 +66,9 @@ def _setup_django() -> None:
     from django.core.management import call_command
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
-    # The throttle's counter lives in the cache; a benchmark sends more than a person's minute allows.
-    rates = {"anon": None, "user": None}
+    # The throttle's counter lives in the cache; a benchmark sends more than a person's minute allows:
+    # the throttle runs (its cost is counted) at a rate no run reaches, or not at all (--no-throttle).
+    rates = {"anon": "1000000/minute", "user": "1000000/minute"} if throttle else {"anon": None, "user": None}
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
     call_command("migrate", verbosity=0)
 
@@ -69,13 +78,15 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))] if ordered else 0.0
 
 
-def _make_study(tag: str, items: int, annotators: int) -> tuple[Any, list[Any], list[str]]:
+def _make_study(
+    tag: str, items: int, annotators: int, policy: str = "fixed:3"
+) -> tuple[Any, list[Any], list[str]]:
     from django.db import transaction
     from rest_framework.authtoken.models import Token
 
     from annotations.models import User
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_protocol_text
     from tests.factories import EXAMPLE_PROTOCOL
 
     with transaction.atomic():
@@ -92,7 +103,38 @@ def _make_study(tag: str, items: int, annotators: int) -> tuple[Any, list[Any], 
             users.append(user)
             tokens.append(Token.objects.get_or_create(user=user)[0].key)
     _insert_items(study.pk, items)
+    if policy != "fixed:3":
+        _set_policy(study, users, policy)
     return study, users, tokens
+
+
+def _set_policy(study: Any, users: list[Any], policy: str) -> None:
+    """The study under ``policy``; a posterior one with a stored model of its annotators and 500
+    others (every submit reads and decodes it, as on a crowd study)."""
+    from django.db import transaction
+
+    from annotations.models import Study
+    from annotations.services.studies import study_overlap_recount, study_overlap_set
+
+    with transaction.atomic():
+        study_overlap_set(study=study, policy=policy)
+        if policy.startswith("posterior"):
+            ids = [str(user.annotator.pk) for user in users] + [str(10**9 + n) for n in range(500)]
+            model = {
+                "classes": ["female", "male"],
+                "prior": [0.5, 0.5],
+                "fallback": [[0.8, 0.2], [0.2, 0.8]],
+                "confusion": {key: [[0.85, 0.15], [0.15, 0.85]] for key in ids},
+                "kind": "per-annotator",
+                "iterations": 10,
+                "converged": True,
+                "judgements": 3000,
+                "gold_items": 0,
+                "fitted_at": "2026-11-29T00:00:00+00:00",
+            }
+            Study.objects.filter(pk=study.pk).update(overlap_model=model)
+            study.refresh_from_db()
+            study_overlap_recount(study=study, every=True)
 
 
 def _insert_items(study_id: int, n: int) -> None:
@@ -187,24 +229,65 @@ def _cycles(study: Any, tokens: list[str], cycles: int, meter: Meter | None) -> 
         assert response.status_code == 200, (response.status_code, response.content[:300])
 
 
+def _gets(tokens: list[str], n: int, meter: Meter | None) -> None:
+    """``GET /api/me/`` by the annotators in turn: a trivial authenticated API call."""
+    from django.test import Client
+
+    clients = [Client(HTTP_AUTHORIZATION=f"Token {token}") for token in tokens]
+    for index in range(n):
+        client = clients[index % len(clients)]
+        response = meter("get", partial(client.get, "/api/me/")) if meter else client.get("/api/me/")
+        assert response.status_code == 200, (response.status_code, response.content[:300])
+
+
+def _database_cpu() -> float | None:
+    """CPU seconds the PostgreSQL backend of this process's connection has used (None on SQLite, or when
+    the server is not on this machine)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_cycles(args: argparse.Namespace) -> None:
-    study, _users, tokens = _make_study("cycle", args.items, 6)
+    study, _users, tokens = _make_study("cycle", args.items, 6, args.policy)
     _cycles(study, tokens, 20, None)  # warm-up: imports, caches, connection
+    _gets(tokens, 20, None)
     meter = Meter()
-    profiler = cProfile.Profile() if args.profile else None
+    # --profile-cpu: CPU time, not elapsed (waiting for the database is not this process's work; the
+    # timer costs more per call, so small functions look larger).
+    profiler = (
+        (cProfile.Profile(time.process_time) if args.profile_cpu else cProfile.Profile())
+        if args.profile
+        else None
+    )
     if profiler:
         profiler.enable()
+    database_before = _database_cpu()
     _cycles(study, tokens, args.cycles, meter)
+    database_after = _database_cpu()
+    _gets(tokens, args.cycles, meter)
     if profiler:
         profiler.disable()
     for table in (meter.times, meter.cpu):
         table["cycle"] = [c + s for c, s in zip(table["claim"], table["submit"], strict=True)]
-    print(f"\n{args.cycles} cycles, {args.items} items, overlap 3, 6 annotators taking turns")
+    print(
+        f"\n{args.cycles} cycles, {args.items} items, {args.policy}, 6 annotators taking turns; "
+        f"throttle {'off' if args.no_throttle else 'on'}; then {args.cycles} GET /api/me/"
+    )
     print("wall: elapsed time; CPU: this process's CPU time (less sensitive to a loaded machine)")
     print(
         f"{'':8} {'p50 ms':>8} {'p95 ms':>8} {'min ms':>8} {'CPU p50':>8} {'CPU min':>8} {'SQL':>5} {'tx':>4}"
     )
-    for name in ("claim", "submit", "cycle"):
+    for name in ("claim", "submit", "cycle", "get"):
         values, cpu = meter.times[name], meter.cpu[name]
         sql = statistics.median(meter.sql[name]) if name in meter.sql else ""
         tx = statistics.median(meter.tx[name]) if name in meter.tx else ""
@@ -212,6 +295,12 @@ def run_cycles(args: argparse.Namespace) -> None:
             f"{name:8} {statistics.median(values):8.2f} {_percentile(values, 95):8.2f} "
             f"{min(values):8.2f} {statistics.median(cpu):8.2f} {min(cpu):8.2f} {sql!s:>5} {tx!s:>4}"
         )
+    ratio = statistics.median(meter.cpu["cycle"]) / statistics.median(meter.cpu["get"])
+    lowest = min(meter.cpu["cycle"]) / min(meter.cpu["get"])
+    print(f"cycle CPU / GET CPU: {ratio:.2f} (medians), {lowest:.2f} (minima)")
+    if database_before is not None and database_after is not None:
+        spent = 1000 * (database_after - database_before) / (2 * args.cycles)
+        print(f"PostgreSQL backend CPU per claim or submit (mean): {spent:.2f} ms")
     if args.show_sql:
         for name in ("claim", "submit"):
             print(f"\n-- {name}: the last request's statements")
@@ -219,7 +308,7 @@ def run_cycles(args: argparse.Namespace) -> None:
                 print("  ", statement[:300])
     if profiler:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(args.profile_top)
+        pstats.Stats(profiler, stream=out).sort_stats(args.profile_sort).print_stats(args.profile_top)
         print(out.getvalue())
 
 
@@ -271,13 +360,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-top", type=int, default=40)
+    parser.add_argument("--profile-cpu", action="store_true", help="profile CPU time, not elapsed")
+    parser.add_argument("--profile-sort", default="cumulative", help="pstats' key: cumulative, tottime")
     parser.add_argument("--show-sql", action="store_true")
+    parser.add_argument("--policy", default="fixed:3", help="fixed:3, agree:2/3 or posterior:0.95/3")
+    parser.add_argument("--no-throttle", action="store_true", help="throttling off (as before issue 38)")
     args = parser.parse_args()
     temporary = None
     if "DATABASE_URL" not in os.environ:
         temporary = tempfile.TemporaryDirectory(prefix="bench-hot-")
         os.environ["WORKBENCH_DATA_DIR"] = temporary.name
-    _setup_django()
+    _setup_django(throttle=not args.no_throttle)
     from django.db import connection
 
     with connection.cursor() as cursor:

@@ -73,8 +73,8 @@ from annotations.models import (  # noqa: E402
     Study,
     User,
 )
-from annotations.protocols.schema import protocol_from_dict  # noqa: E402
 from common.planner_statistics import statistics_refresh  # noqa: E402
+from protocols.schema import protocol_from_dict  # noqa: E402
 
 OPTIONS = ["a", "b", "c", "d", "e"]
 

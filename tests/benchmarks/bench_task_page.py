@@ -68,8 +68,8 @@ def _prepare(items: int) -> int:
     from django.core.management import call_command
 
     from annotations.models import Item, ItemImage, User
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_protocol_text
     from tests.factories import EXAMPLE_PROTOCOL
 
     call_command("migrate", verbosity=0)

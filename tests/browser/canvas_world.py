@@ -17,8 +17,8 @@ def build_world(protocol: str, name: str) -> dict[str, Any]:
     """A study of ``protocol`` with two 2000x1000 images and one enrolled annotator (``ann``); the world of
     the canvas browser tests (test_canvas_browser.py, test_canvas_tools_browser.py)."""
     from annotations.models import Item, ItemImage
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_protocol_text
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

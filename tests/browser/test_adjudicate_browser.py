@@ -132,9 +132,9 @@ def test_a_crowd_annotator_cannot_open_the_queue_or_an_item(
 def boxed(transactional_db: None, settings: Any, tmp_path: Any) -> dict[str, Any]:
     """A stereotype-markers item (2000x1000) on which two annotators drew boxes, its attributes a tie."""
     from annotations.interchange.annotation_import import annotations_import_records
-    from annotations.protocols.schema import load_preset
     from annotations.services.consensus import consensus_compute
     from annotations.services.studies import study_create
+    from protocols.schema import load_preset
     from tests.annotations.builders import image_item
     from tests.factories import UserFactory
 

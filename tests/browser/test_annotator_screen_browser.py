@@ -57,9 +57,9 @@ def world(transactional_db: None) -> dict[str, Any]:
     from django.utils import timezone
 
     from annotations.models import Item
-    from annotations.protocols.schema import load_preset, load_protocol_text
     from annotations.services.invitations import invitation_create
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_preset, load_protocol_text
     from tests.browser.pages import image_items
     from tests.factories import UserFactory
 

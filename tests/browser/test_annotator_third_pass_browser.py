@@ -24,8 +24,8 @@ SIZE = 1024
 @pytest.fixture
 def world(transactional_db: None) -> dict[str, Any]:
     from annotations.models import Item
-    from annotations.protocols.schema import load_preset
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_preset
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

@@ -385,8 +385,8 @@ def test_image_set_grid_fits_each_image_and_keeps_the_image_of_a_box(
     browser: Any, server: Any, transactional_db: None
 ) -> None:
     from annotations.models import Annotation, Item, ItemImage
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_protocol_text
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res2", role="researcher")

@@ -30,8 +30,8 @@ ATTRIBUTES = [
 @pytest.fixture
 def world(transactional_db: None) -> dict[str, Any]:
     from annotations.models import Item, ItemImage
-    from annotations.protocols.schema import load_preset
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_preset
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

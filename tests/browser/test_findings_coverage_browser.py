@@ -22,8 +22,8 @@ TERMS = ("kind", "sombrero", "talkative")
 def pilot(transactional_db: None) -> dict[str, Any]:
     from annotations.interchange.annotation_import import annotations_import_records
     from annotations.interchange.item_import import items_import_records
-    from annotations.protocols.schema import load_preset
     from annotations.services.studies import study_create
+    from protocols.schema import load_preset
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

@@ -41,8 +41,8 @@ questions:
 
 @pytest.fixture
 def world(transactional_db: None) -> dict[str, Any]:
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_protocol_text
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

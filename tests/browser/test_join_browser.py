@@ -39,9 +39,9 @@ DEMOGRAPHICS = """
 
 @pytest.fixture
 def crowd(transactional_db: None) -> dict[str, Any]:
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.invitations import demographics_from_text, invitation_create
     from annotations.services.studies import study_create
+    from protocols.schema import load_protocol_text
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

@@ -19,8 +19,8 @@ def studies(transactional_db: None) -> dict[str, Any]:
     from django.utils import timezone
 
     from annotations.models import Assignment, Item
-    from annotations.protocols.schema import load_preset
     from annotations.services.studies import enrollment_add
+    from protocols.schema import load_preset
     from tests.factories import StudyFactory, UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

@@ -22,8 +22,8 @@ ATTRIBUTES = ["sombrero", "poncho", "moustache", "guitar", "cactus", "donkey"]  
 @pytest.fixture
 def world(transactional_db: None) -> dict[str, Any]:
     from annotations.models import Item
-    from annotations.protocols.schema import load_preset
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_preset
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

@@ -28,9 +28,9 @@ NOTE = "Select 'Agree' for this item."
 @pytest.fixture
 def crowd(transactional_db: None) -> dict[str, Any]:
     from annotations.models import Item
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.controls import control_mark, quality_settings_update
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_protocol_text
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

@@ -26,8 +26,8 @@ def researcher(transactional_db: None) -> Any:
 
 
 def markers_study(owner: Any) -> Any:
-    from annotations.protocols.schema import load_preset
     from annotations.services.studies import study_create
+    from protocols.schema import load_preset
 
     return study_create(
         owner=owner, name="Markers", protocol=load_preset("stereotype-markers"), preset="stereotype-markers"
@@ -44,13 +44,15 @@ def visible_previews(page: Any) -> list[str]:
 def test_the_preview_follows_the_chosen_preset(
     browser: Any, server: Any, researcher: Any, tmp_path: Path
 ) -> None:
-    from annotations.protocols.schema import list_presets
+    from protocols.schema import list_presets
 
     page = open_page(browser, server)
     sign_in(page, "res")
     page.goto("/studies/new/")
     select = page.get_by_label("Protocol", exact=True)
-    assert select.input_value() == list_presets()[0]
+    assert select.input_value() == ""  # the page asks: no preset is chosen for the researcher
+    assert visible_previews(page) == [] and page.locator("#preview-none").is_visible()
+    select.select_option(list_presets()[0])
     assert visible_previews(page) == [list_presets()[0]]
     select.select_option("stereotype-markers")
     assert visible_previews(page) == ["stereotype-markers"]
@@ -62,7 +64,7 @@ def test_the_preview_follows_the_chosen_preset(
     # A protocol file chosen: "my own protocol file" is selected and no preset is previewed.
     (tmp_path / "mine.yaml").write_text("name: Mine\nunit: text\nquestions: []\n")
     page.get_by_label("Protocol file").set_input_files(str(tmp_path / "mine.yaml"))
-    assert select.input_value() == ""
+    assert select.input_value() == "own"
     assert visible_previews(page) == [] and page.locator("#preview-own").is_visible()
     help_id = select.get_attribute("aria-describedby")
     assert help_id and page.locator(f"#{help_id}").is_visible()

@@ -21,8 +21,8 @@ SEEGULL = Path(settings.WORKBENCH_SHARED_DATA) / "seegull" / "stereotypes_us_sta
 
 @pytest.fixture
 def study(transactional_db: None) -> Any:
-    from annotations.protocols.schema import load_preset
     from annotations.services.studies import study_create
+    from protocols.schema import load_preset
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

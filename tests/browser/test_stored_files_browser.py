@@ -13,8 +13,8 @@ from tests.browser.pages import image_items, open_page, sign_in
 
 @pytest.fixture
 def world(transactional_db: None, s3_bucket: Any) -> dict[str, Any]:
-    from annotations.protocols.schema import load_preset
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_preset
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

@@ -28,8 +28,8 @@ questions:
 
 @pytest.fixture
 def study(transactional_db: None) -> Any:
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import study_create
+    from protocols.schema import load_protocol_text
     from tests.factories import UserFactory
 
     owner = UserFactory.create(username="res", role="researcher")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.protocols.schema import load_preset
 from common.safe_markdown import first_paragraph_text, link_is_safe, markdown_html
+from protocols.schema import load_preset
 
 
 def test_paragraphs_join_hard_wrapped_lines_and_lists_stay_lists() -> None:
@@ -90,8 +90,8 @@ def test_the_first_paragraph_is_one_line_and_a_list_ends_it() -> None:
 
 @pytest.mark.django_db
 def test_the_task_page_serves_instructions_and_help_inert(client) -> None:
-    from annotations.protocols.schema import load_protocol_text
     from annotations.services.studies import enrollment_add, study_create
+    from protocols.schema import load_protocol_text
     from tests.factories import UserFactory
 
     protocol = load_protocol_text(

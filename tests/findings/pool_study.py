@@ -24,8 +24,8 @@ from typing import Any
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import items_import_records
 from annotations.models import Study, User
-from annotations.protocols.schema import load_preset
 from annotations.services.studies import study_create
+from protocols.schema import load_preset
 
 IN, NA = "in", "na"
 TERMS = ("hat", "kind", "poor", "tall")

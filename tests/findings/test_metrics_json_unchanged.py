@@ -22,8 +22,8 @@ import pytest
 from django.core.management import call_command
 
 from annotations.models import Annotator, Study, User
-from annotations.protocols.schema import load_preset
 from annotations.services.validation_sample import validation_sample_create
+from protocols.schema import load_preset
 from tests.annotations.builders import (
     A_MARKED,
     make_study,

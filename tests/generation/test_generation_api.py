@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from annotations.protocols.schema import load_preset
 from annotations.services.studies import enrollment_add
 from generation.models import GenerationJob
+from protocols.schema import load_preset
 from tests.factories import StudyFactory
 from tests.helpers import client_for
 

@@ -17,9 +17,9 @@ from django.test import Client
 from django.utils import timezone
 
 from annotations.models import Study, User
-from annotations.protocols.schema import load_preset
 from generation.environment import worker_device_record
 from generation.models import WorkerDevice
+from protocols.schema import load_preset
 from tests.factories import StudyFactory
 from tests.worker import celery_worker, wait_for
 

@@ -17,7 +17,6 @@ from django.core.management.base import CommandError
 from PIL import Image
 
 from annotations.models import Item, ItemImage
-from annotations.protocols.schema import load_preset
 from generation import pipelines
 from generation.models import GenerationFailure, GenerationJob
 from generation.pipelines import ModelSpec, derive_seed
@@ -28,6 +27,7 @@ from generation.services import (
     generation_job_rerun,
     generation_job_run,
 )
+from protocols.schema import load_preset
 from tests.factories import StudyFactory
 from tests.fixtures.tiny_sd import save_tiny_sd
 from tests.s3_server import FileStore

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from annotations.protocols.schema import load_preset
 from generation.model_source import ModelFolderNotAllowed, ModelSourceRefused, model_source_resolve
 from generation.models import GenerationJob
 from generation.pipelines import ModelSpec
 from generation.prompts.base import PromptSet, PromptSpec
 from generation.services import generation_job_create
 from generation.tasks import generate_images_task
+from protocols.schema import load_preset
 from tests.factories import StudyFactory
 
 PROMPTS = PromptSet(

@@ -16,7 +16,6 @@ from PIL import Image
 
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.models import Item
-from annotations.protocols.schema import load_preset
 from common.chat_client import ChatClient, ChatError, ChatSettings
 from generation import pipelines
 from generation.models import GenerationJob
@@ -24,6 +23,7 @@ from generation.pipelines import ModelSpec
 from generation.prompts.base import PromptSet, PromptSpec
 from generation.refinement import RefinementError, parse_refined_prompt, refine_prompt
 from generation.services import generation_job_create, generation_job_run
+from protocols.schema import load_preset
 from tests.factories import StudyFactory
 from tests.fixtures.chat_server import ChatServer, Reply
 from tests.fixtures.tiny_sd import save_tiny_sd

@@ -13,11 +13,11 @@ from django.test import Client
 
 from annotations.interchange.item_import import items_import_records
 from annotations.models import Annotator, StereotypeEntry, Study, User
-from annotations.protocols.schema import load_preset
 from annotations.services.studies import study_create
 from common.files import MemorySource
 from generation.models import GenerationJob
 from labelling.models import LabellingJob
+from protocols.schema import load_preset
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import UserFactory
 

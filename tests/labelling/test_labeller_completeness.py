@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from annotations.models import Annotation
-from annotations.protocols.schema import load_preset
 from annotations.services.studies import study_create
 from labelling.models import LabelAttempt
 from labelling.services import labeller_register, labelling_job_create, labelling_job_run
+from protocols.schema import load_preset
 from tests.annotations.builders import image_item
 
 pytestmark = pytest.mark.django_db

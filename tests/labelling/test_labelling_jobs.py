@@ -13,10 +13,10 @@ from django.core.management.base import CommandError
 
 from annotations.interchange.item_import import item_add_files
 from annotations.models import Annotation, AnnotationRevision, ItemFeature
-from annotations.protocols.schema import load_preset, load_protocol_text
 from common.errors import ValidationFailed
 from labelling.models import LabelAttempt, LabellingJob
 from labelling.services import item_embeddings, labeller_register, labelling_job_create, labelling_job_run
+from protocols.schema import load_preset, load_protocol_text
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import StudyFactory
 from tests.fixtures.chat_server import ChatServer, json_reply, status_reply

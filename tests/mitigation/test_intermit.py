@@ -23,7 +23,6 @@ from django.test import Client
 from annotations.interchange.annotation_import import annotations_import_records
 from annotations.interchange.item_import import item_add_files
 from annotations.models import Annotation, Item, Study
-from annotations.protocols.schema import load_preset, load_protocol_text
 from generation import pipelines
 from generation.models import GenerationJob
 from generation.pipelines import ModelSpec
@@ -32,6 +31,7 @@ from generation.services import generation_job_create, generation_job_rerun, gen
 from labelling.models import LabellingJob
 from mitigation.models import MitigationLoop, MitigationStep
 from mitigation.services import mitigation_step_advance
+from protocols.schema import load_preset, load_protocol_text
 from tests.annotations.imagefiles import png_bytes
 from tests.factories import StudyFactory
 from tests.fixtures.tiny_sd import save_tiny_sd

@@ -44,7 +44,8 @@ from xml.sax.saxutils import quoteattr
 from defusedxml import DefusedXmlException
 from defusedxml.sax import parseString
 
-from annotations.protocols.schema import (
+from common.checked_input import MAX_JSON_DEPTH, InputRefused, json_loads
+from protocols.schema import (
     KEY_RE,
     Option,
     Protocol,
@@ -53,7 +54,6 @@ from annotations.protocols.schema import (
     protocol_from_dict,
     slugify_option,
 )
-from common.checked_input import MAX_JSON_DEPTH, InputRefused, json_loads
 
 CONTROL_TAGS = {
     "Choices": "choices",

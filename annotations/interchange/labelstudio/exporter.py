@@ -30,8 +30,8 @@ from annotations.interchange.labelstudio.config import (
 )
 from annotations.interchange.labelstudio.importer import PLACEHOLDER_DOMAIN, SCORES_FIELD
 from annotations.models import Annotation, Annotator, Assignment, Item, ItemImage, Study
-from annotations.protocols.schema import Protocol
 from annotations.services.stored_files import item_file_open
+from protocols.schema import Protocol
 
 CHUNK = 1000
 TASKS_NAME = "tasks.json"

@@ -54,12 +54,12 @@ from annotations.interchange.labelstudio.config import (
 )
 from annotations.interchange.sources import Address, address_name, archive_open, file_read, folder_open
 from annotations.models import Annotator, Item, ItemImage, Study, User
-from annotations.protocols.answers import MAX_PIXELS
-from annotations.protocols.schema import Protocol, Question, slugify_option
 from annotations.services.studies import protocol_resolve, study_create
 from common.checked_input import InputRefused, MalformedJSON, json_parse, json_value_check
 from common.errors import ImportRefused, ValidationFailed
 from common.files import CheckedImage, FileSource, FolderSource, ZipSource, image_check, safe_member_path
+from protocols.answers import MAX_PIXELS
+from protocols.schema import Protocol, Question, slugify_option
 
 MAX_TASKS = 500_000
 CHUNK = 2000
@@ -1077,7 +1077,14 @@ def _import(
             resolved = protocol_resolve(protocol=config.protocol.to_dict(), source="labeling config")
         except ValidationFailed as exc:
             raise ImportRefused(exc.message) from exc
-        study = created = study_create(owner=owner, name=name, protocol=resolved, imported_from=source_name)
+        # A draft, as a study made on the new-study page: its researcher launches it (docs/annotating.md).
+        study = created = study_create(
+            owner=owner,
+            name=name,
+            protocol=resolved,
+            imported_from=source_name,
+            status=Study.Status.DRAFT,
+        )
         report.created_study = True
     staged: StagedItems | None = None
     try:

@@ -14,14 +14,14 @@ from django.views.decorators.http import require_POST
 from annotations.access import request_user
 from annotations.interchange.import_jobs import labelstudio_new_study
 from annotations.models import Item, Study
-from annotations.protocols.manifests import example_items
-from annotations.protocols.papers import paper_of, preset_label
-from annotations.protocols.schema import ProtocolError, list_presets, load_preset
 from annotations.selectors import tasks as task_selectors
 from annotations.services import studies as study_services
 from annotations.views.forms import LabelStudioCreateForm, StudyCreateForm
 from annotations.views.pages import form_problems
 from common.errors import WorkbenchError
+from protocols.manifests import example_items
+from protocols.papers import paper_of, preset_label
+from protocols.schema import ProtocolError, list_presets, load_preset
 
 
 @login_required
@@ -127,13 +127,15 @@ def study_create_labelstudio(request: HttpRequest) -> HttpResponse:
         messages.info(
             request,
             f"Study “{job.study.name}” created from the labeling config; its Label Studio tasks are "
-            f"imported in the background (import {job.pk}: its progress shows under Imports).",
+            f"imported in the background (import {job.pk}: its progress shows under Imports). It is a "
+            "draft: launch it from its Overview once people are enrolled or invited.",
         )
         return redirect("study-items", pk=job.study_id)
     report = outcome.report or {}
     messages.success(
         request,
         f"Study “{report['study_name']}” created from {report['tasks']} Label Studio tasks: "
-        f"{report['answers'].get('created', 0)} answers, {report['answers'].get('skips', 0)} skips.",
+        f"{report['answers'].get('created', 0)} imported answers, {report['answers'].get('skips', 0)} skips. "
+        "It is a draft: launch it from its Overview once people are enrolled or invited.",
     )
     return redirect("study-detail", pk=report["study"])

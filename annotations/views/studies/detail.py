@@ -24,7 +24,10 @@ from annotations.selectors.overlap import (
     study_policy,
     study_replay,
 )
+from annotations.selectors.pool_quotas import pool_attribute_keys, pool_quota_progress
+from annotations.selectors.progress import imported_answers
 from annotations.services import studies as study_services
+from annotations.services.rater_pools import pool_quotas_from_text, study_rater_pools_set
 from annotations.views.forms import EnrollForm, ShareForm, StudySettingsForm, UploadForm
 from annotations.views.pages import form_problems, study_for_page
 from annotations.views.studies.shared import to_tab
@@ -37,6 +40,13 @@ class OverlapPolicyForm(forms.Form):
 
     policy = forms.CharField(max_length=64, label="Overlap policy", help_text=POLICY_FORMS)
     question = forms.CharField(max_length=64, required=False, label="Question it reads")
+
+
+class RaterPoolsForm(forms.Form):
+    """The Overlap tab's rater pools (shape only: ``services.rater_pools`` checks the rest)."""
+
+    attribute = forms.CharField(max_length=64, required=False, label="Pool attribute")
+    quotas = forms.CharField(max_length=10_000, required=False, label="Quotas")
 
 
 class OverlapReplayForm(forms.Form):
@@ -67,6 +77,7 @@ def overlap_context(request: HttpRequest, study: Study) -> dict[str, Any]:
         "confusions": CONFUSION_KINDS,
         "replay": None,
         "replay_error": "",
+        "pools": _pools_context(study),
     }
     if "replay_policy" not in request.GET:
         return context
@@ -94,6 +105,19 @@ def overlap_context(request: HttpRequest, study: Study) -> dict[str, Any]:
     return context
 
 
+def _pools_context(study: Study) -> dict[str, Any]:
+    """The Overlap tab's rater pools: the attribute, the quotas as the form writes them, each pool's
+    judgements so far, and the attribute keys the study knows (suggestions)."""
+    quotas = study.rater_pool_quotas or {}
+    return {
+        "attribute": study.rater_pool_attribute,
+        "quotas_text": "\n".join(f"{pool}: {quota}" for pool, quota in sorted(quotas.items())),
+        "quota_total": sum(quotas.values()),
+        "progress": pool_quota_progress(study),
+        "keys": pool_attribute_keys(study),
+    }
+
+
 @login_required
 def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The study page: tabs (sections without JavaScript) and the setup checklist on the Overview."""
@@ -103,6 +127,11 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "study": study,
         "protocol": study.protocol_obj,
         "summary": selectors.study_summary(study),
+        # The progress page's count, in its words: judgements given here, and those imported from files.
+        "completion": selectors.studies_completion([study.pk]).get(
+            study.pk, {"judgements": 0, "needed": 0, "percent": 0.0}
+        ),
+        "imported": imported_answers(study),
         "setup": selectors.study_setup(study),
         "launch_refusal": selectors.launch_refusal(study) if study.status == Study.Status.DRAFT else "",
         "can_write": can_write,
@@ -170,12 +199,34 @@ def _overlap_settings(request: HttpRequest, study: Study) -> HttpResponse:
     return to_tab(study.pk, "overlap")
 
 
+def _pool_settings(request: HttpRequest, study: Study) -> HttpResponse:
+    """The Overlap tab's rater pools form: the pool attribute and each pool's quota."""
+    form = RaterPoolsForm(request.POST)
+    try:
+        if not access.study_can_write(request_user(request), study):
+            raise WorkbenchError("you may read this study but not change it")
+        if not form.is_valid():
+            raise WorkbenchError(form_problems(form))
+        study_rater_pools_set(
+            study=study,
+            attribute=form.cleaned_data["attribute"],
+            quotas=pool_quotas_from_text(form.cleaned_data["quotas"]),
+        )
+    except WorkbenchError as exc:
+        messages.error(request, f"Rater pools not saved: {exc.message}.")
+    else:
+        messages.success(request, "Rater pools saved.")
+    return to_tab(study.pk, "overlap")
+
+
 @login_required
 @require_POST
 def study_settings(request: HttpRequest, pk: int) -> HttpResponse:
     study = study_for_page(request, pk, researcher=True)
     if request.POST.get("section") == "overlap":
         return _overlap_settings(request, study)
+    if request.POST.get("section") == "pools":
+        return _pool_settings(request, study)
     form = StudySettingsForm(request.POST)
     if not form.is_valid():
         messages.error(

@@ -24,14 +24,14 @@ from annotations.interchange.import_jobs import (
 )
 from annotations.interchange.import_kinds import items_report
 from annotations.models import ImportJob
-from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
-from annotations.protocols.manifests import manifest_template
-from annotations.protocols.schema import Protocol, list_presets, load_preset
 from annotations.views.forms import AnnotationUploadForm, ItemUploadForm, LabelStudioUploadForm
 from annotations.views.pages import form_problems, study_for_page
 from annotations.views.studies.shared import import_job_json, tab_url, to_tab
 from annotations.views.uploads import UploadImport, upload_import_page
 from common.errors import WorkbenchError
+from protocols.manifests import FORMATS as MANIFEST_FORMATS
+from protocols.manifests import manifest_template
+from protocols.schema import Protocol, list_presets, load_preset
 
 
 @login_required
@@ -126,7 +126,7 @@ def import_job_stop(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
 
 @login_required
 def study_import_template(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
-    """The manifest template of this study's protocol (``annotations/protocols/manifests.py``)."""
+    """The manifest template of this study's protocol (``protocols/manifests.py``)."""
     study = study_for_page(request, pk, researcher=True)
     return _template_response(study.protocol_obj, fmt, f"study-{study.pk}-manifest")
 

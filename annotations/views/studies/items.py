@@ -17,10 +17,10 @@ from annotations import access
 from annotations.access import request_user
 from annotations.interchange.bucket_addresses import bucket_entries
 from annotations.models import Item
-from annotations.protocols.manifests import FORMATS as MANIFEST_FORMATS
 from annotations.selectors import studies as selectors
 from annotations.views.pages import item_image_page, study_for_page
 from annotations.views.studies.shared import import_job_json
+from protocols.manifests import FORMATS as MANIFEST_FORMATS
 
 
 @login_required

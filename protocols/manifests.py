@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotations.protocols.schema import PLACEHOLDER_RE, Protocol
+from protocols.schema import PLACEHOLDER_RE, Protocol
 
 FORMATS = ("csv", "jsonl")
 

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from annotations.protocols.colours import BASIC_COLOURS, normalise_colour
-from annotations.protocols.schema import Protocol, Question
 from common.checked_input import text_problem
+from protocols.colours import BASIC_COLOURS, normalise_colour
+from protocols.schema import Protocol, Question
 
 MAX_TEXT_LENGTH = 2000
 MAX_BOXES = 200

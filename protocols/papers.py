@@ -1,7 +1,7 @@
 """The papers behind the presets: a short citation and the title of each ``paper`` key a protocol
-names (``annotations/protocols/presets/*.yaml``).
+names (``protocols/presets/*.yaml``).
 
-Plain Python, like the rest of ``annotations.protocols``: the study-creation page names each preset
+Plain Python, like the rest of ``protocols``: the study-creation page names each preset
 by its paper (``preset_label``).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotations.protocols.schema import Protocol
+from protocols.schema import Protocol
 
 
 @dataclass(frozen=True)

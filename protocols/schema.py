@@ -3,7 +3,7 @@
 A protocol file is validated strictly on load: unknown fields, wrong kinds, missing options,
 dangling references are reported with the line and the field at fault, e.g.
 ``line 7, questions[0].kind: 'singel' is not one of likert, single, multi, binary, text, boxes``.
-The schema is documented in ``docs/protocols.md``; presets live in ``annotations/protocols/``.
+The schema is documented in ``docs/protocols.md``; presets live in ``protocols/``.
 This module is plain Python (no Django models), so labellers and scripts can use it too.
 """
 
@@ -248,13 +248,21 @@ def load_protocol_file(path: str | Path) -> Protocol:
 
 
 def list_presets() -> list[str]:
-    """Keys of the shipped presets (file names under ``annotations/protocols/``)."""
+    """Keys of the shipped presets (file names under ``protocols/``)."""
     return sorted(path.stem for path in PRESET_DIR.glob("*.yaml"))
 
 
 def load_preset(key: str) -> Protocol:
+    """A shipped preset, parsed once per version of its file (the new-study page reads every preset
+    on each request; a ``Protocol`` is frozen, so one is shared)."""
     if key not in list_presets():
         raise ProtocolError(f"unknown preset {key!r}; presets: {', '.join(list_presets())}")
+    return _preset_parsed(key, (PRESET_DIR / f"{key}.yaml").stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _preset_parsed(key: str, _mtime_ns: int) -> Protocol:
+    """``key``'s preset file parsed; ``_mtime_ns`` keys the cache, so an edited file is read again."""
     protocol = load_protocol_file(PRESET_DIR / f"{key}.yaml")
     return protocol if protocol.key else Protocol(**{**_protocol_fields(protocol), "key": key})
 

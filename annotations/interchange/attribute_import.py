@@ -1,0 +1,137 @@
+"""Annotator attributes from a CSV file (``manage.py import_annotator_attributes STUDY FILE.csv``;
+docs/import-export.md, "Annotator attributes").
+
+The column ``annotator`` names an imported annotator of the study (a person without an account, as an
+annotation import named them) or the username of an account enrolled in it; every other column is an
+attribute (e.g. ``region``). A blank cell leaves that attribute as it is; a value is merged into what the
+study holds (``services/annotator_attributes.py``: an imported annotator's ``study_attributes``, an
+account's enrolment). All or nothing: unknown annotators are listed in the refusal, a name that is both
+an imported annotator and an enrolled account is refused as ambiguous, and two rows that give one
+annotator different values of one attribute are refused with their line numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from annotations.interchange.records import utf8_text
+from annotations.interchange.sources import Address, file_read
+from annotations.models import Annotator, Enrollment, Study
+from annotations.services.annotator_attributes import annotator_attributes_merge, attribute_problem
+from common.errors import ImportRefused, ValidationFailed
+
+MAX_ROWS = 100_000
+MAX_LISTED = 20
+NAME_COLUMN = "annotator"
+
+
+@dataclass
+class AttributeImportReport:
+    rows: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(repr(name) for name in names[:MAX_LISTED])
+    return shown + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
+
+
+def _read_rows(text: str) -> tuple[list[str], dict[str, dict[str, str]], int]:
+    """The attribute columns, and {annotator: {attribute: value}} of the non-blank cells (checked), and the
+    number of rows."""
+    reader = csv.DictReader(io.StringIO(text))
+    columns = [(column or "").strip() for column in reader.fieldnames or []]
+    if NAME_COLUMN not in columns:
+        raise ImportRefused(f"the file needs a column {NAME_COLUMN!r} (and one column per attribute)")
+    keys = [column for column in columns if column != NAME_COLUMN]
+    if not keys or len(set(columns)) != len(columns):
+        raise ImportRefused("the file needs one column per attribute besides 'annotator', each named once")
+    for key in keys:
+        if problem := attribute_problem(key, ""):
+            raise ImportRefused(f"column {key!r}: {problem}")
+    reader.fieldnames = columns
+    given: dict[str, dict[str, str]] = {}
+    lines: dict[tuple[str, str], int] = {}
+    rows = 0
+    for row in reader:
+        rows += 1
+        number = reader.line_num
+        if rows > MAX_ROWS:
+            raise ImportRefused(f"more than {MAX_ROWS} rows; split the file")
+        if None in row:
+            raise ImportRefused(f"line {number}: more cells than columns")
+        name = (row.get(NAME_COLUMN) or "").strip()
+        if not name:
+            raise ImportRefused(f"line {number}: the annotator is missing")
+        taken = given.setdefault(name, {})
+        for key in keys:
+            value = (row.get(key) or "").strip()
+            if not value:
+                continue  # a blank cell leaves the attribute alone
+            if problem := attribute_problem(key, value):
+                raise ImportRefused(f"line {number}: {problem}")
+            if key in taken and taken[key] != value:
+                raise ImportRefused(
+                    f"line {number}: gives {name!r} {key} {value!r}, but line {lines[(name, key)]} gave "
+                    f"{taken[key]!r}"
+                )
+            taken[key] = value
+            lines.setdefault((name, key), number)
+    if not rows:
+        raise ImportRefused("the file has no rows")
+    return keys, given, rows
+
+
+def annotator_attributes_import(*, study: Study, address: Address) -> AttributeImportReport:
+    """Merge the CSV file's attributes into the study's annotators; all or nothing (see the module)."""
+    name, data = file_read(address)
+    _keys, given, rows = _read_rows(utf8_text(data, name))
+    names = sorted(given)
+    imported = {
+        annotator.name: annotator
+        for annotator in Annotator.objects.filter(study=study, kind=Annotator.Kind.HUMAN, name__in=names)
+    }
+    enrolled = {
+        enrollment.user.username: enrollment
+        for enrollment in Enrollment.objects.filter(study=study, user__username__in=names).select_related(
+            "user"
+        )
+    }
+    both = [who for who in names if who in imported and who in enrolled]
+    if both:
+        raise ImportRefused(
+            "these names are both an imported annotator and an enrolled account of the study: "
+            + _listed(both)
+        )
+    unknown = [who for who in names if who not in imported and who not in enrolled]
+    if unknown:
+        raise ImportRefused(
+            f"{len(unknown)} annotator{'s are' if len(unknown) != 1 else ' is'} not in this study (neither "
+            f"imported nor enrolled), nothing was written: {_listed(unknown)}"
+        )
+    return _write(given, imported, enrolled, rows)
+
+
+@transaction.atomic
+def _write(
+    given: dict[str, dict[str, str]],
+    imported: dict[str, Annotator],
+    enrolled: dict[str, Enrollment],
+    rows: int,
+) -> AttributeImportReport:
+    report = AttributeImportReport(rows=rows)
+    for who, attributes in sorted(given.items()):
+        try:
+            changed = bool(attributes) and annotator_attributes_merge(
+                attributes=attributes, who=who, annotator=imported.get(who), enrollment=enrolled.get(who)
+            )
+        except ValidationFailed as exc:
+            raise ImportRefused(exc.message) from exc
+        report.updated += changed
+        report.unchanged += not changed
+    return report
