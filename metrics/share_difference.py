@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statsmodels.stats.proportion import confint_proportions_2indep
-
 METHOD = (
     "Newcombe's hybrid score interval for a difference of two shares (Wilson on each side; "
     "Newcombe 1998, method 10), 95%, treating the two sides as independent samples: conservative "
@@ -46,6 +44,10 @@ def share_difference(k_a: int, n_a: int, k_b: int, n_b: int, *, confidence: floa
             raise ValueError(f"a count of {k} out of {n} is not a share")
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must lie strictly between 0 and 1")
+    # Imported here: statsmodels pulls in pandas, which no web worker should load at start-up (the
+    # compare page imports this module; tests/test_wsgi.py).
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
     low, high = confint_proportions_2indep(
         k_b, n_b, k_a, n_a, method="newcomb", compare="diff", alpha=1.0 - confidence
     )
