@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -106,6 +107,26 @@ def _report(request: HttpRequest, pk: int) -> tuple[Any, FindingsReport]:
     )
 
 
+# A clause of a note that tells an API or command user how to switch (a query string, a command flag):
+# the page has a control for it beside the note instead.
+_TOOLING = re.compile(r"\?[a-z_]+=|(?<![\w-])--[a-z][\w-]*|manage\.py")
+_CLAUSE_END = re.compile(r"(?<=[.;])\s+")
+
+
+def page_note(text: str) -> str:
+    """``text`` without its clauses about query strings and command flags; a sentence that now starts
+    with a small letter is capitalised, and the note ends with a full stop."""
+    kept: list[str] = []
+    for clause in _CLAUSE_END.split(text or ""):
+        if not clause or _TOOLING.search(clause):
+            continue
+        if not kept or kept[-1].endswith("."):
+            clause = clause[:1].upper() + clause[1:]
+        kept.append(clause)
+    note = " ".join(kept)
+    return note[:-1] + "." if note.endswith(";") else note
+
+
 def _min_people(request: HttpRequest) -> int | None:
     """``?min_people=`` (ppi rows): None for the default; a bad value is refused (ValidationFailed)."""
     raw = request.GET.get("min_people")
@@ -174,6 +195,9 @@ def study_findings(request: HttpRequest, pk: int) -> HttpResponse:
         {
             "study": study,
             "report": report,
+            # The notes as the page says them: its own controls switch the source and the correction.
+            "source_note": page_note(report.source_note),
+            "correction_note": page_note(report.correction_note),
             "tables": [_shown(study.pk, table, report.figures, query) for table in report.tables],
             "summary_tables": summary_tables(report.summary),
             "source": report.source,

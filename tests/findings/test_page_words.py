@@ -37,3 +37,23 @@ def test_the_sample_form_names_labellers_in_words(owner: User, client) -> None:
     html = client.get(f"/studies/{study.pk}/findings/").content.decode()
     # The value the form sends stays name@version; a person reads the name and version.
     assert '<select id="sample-labeller" name="labeller"><option value="vlm@1">vlm v1</option>' in html
+
+
+def test_the_page_notes_say_no_query_string_or_command_flag(owner: User, client) -> None:
+    import html as html_lib
+    import re
+
+    study = reliability_study(owner)
+    client.force_login(owner)
+    page = html_lib.unescape(client.get(f"/studies/{study.pk}/findings/").content.decode())
+    notes = re.findall(r'<p class="note" id="(?:source|correction)-note">(.*?)</p>', page, flags=re.S)
+    assert notes, "no source or correction note on the page"
+    notes = [re.sub(r"<[^>]+>", "", note) for note in notes]  # the words, not the links' addresses
+    for note in notes:
+        assert not re.search(r"\?[a-z_]+=|--[a-z]|manage\.py|page and API", note), note
+    # The API keeps the notes whole for its users (they switch by query string).
+    api = client.get(f"/api/studies/{study.pk}/metrics/").json()
+    assert "?source=NAME" in api["source_note"]
+    # What the page still says: where the labels come from, the sentence after the dropped clause
+    # capitalised.
+    assert notes[0].startswith("Labels from") and ". Sources with labels now: consensus" in notes[0]
