@@ -18,23 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.browser.pages import PASSWORD, open_page, shot, sign_in
+from tests.browser.pages import open_page, shot, sign_in
 
 OLD_KEYS_PER_DECISION = 14
-
-
-@pytest.fixture
-def demo(transactional_db: None, settings: Any, tmp_path: Any) -> Any:
-    from annotations.models import User
-    from workbench.demo import demo_accounts_ensure, demo_study_ensure
-
-    settings.DATA_DIR = tmp_path
-    demo_accounts_ensure()
-    study, _ = demo_study_ensure()
-    for user in User.objects.all():
-        user.set_password(PASSWORD)
-        user.save()
-    return study
 
 
 @pytest.mark.parametrize("key_ms", [0, 200])

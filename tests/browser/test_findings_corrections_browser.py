@@ -9,23 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from tests.browser.pages import PASSWORD, open_page, sign_in
-
-
-@pytest.fixture
-def demo(transactional_db: None, settings: Any, tmp_path: Any) -> Any:
-    from annotations.models import User
-    from workbench.demo import demo_accounts_ensure, demo_study_ensure
-
-    settings.DATA_DIR = tmp_path
-    demo_accounts_ensure()
-    study, _ = demo_study_ensure()
-    researcher = User.objects.get(username="researcher")
-    researcher.set_password(PASSWORD)
-    researcher.save()
-    return study
+from tests.browser.pages import open_page, sign_in
 
 
 def test_the_reader_switches_the_correction_of_the_findings(browser: Any, server: Any, demo: Any) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.pages import PASSWORD, open_page, png, shot, sign_in
+from tests.browser.pages import open_page, png, shot, sign_in
 
 LS = Path(__file__).resolve().parents[1] / "fixtures" / "labelstudio"
 
@@ -120,20 +120,6 @@ def test_a_label_studio_study_starts_as_a_draft_and_its_pages_count_alike(
     )
     assert "not toward the 12 judgements this study's annotators give here" in overview_note
     assert page.js_errors == []
-
-
-@pytest.fixture
-def demo(transactional_db: None, settings: Any, tmp_path: Any) -> Any:
-    from annotations.models import User
-    from workbench.demo import demo_accounts_ensure, demo_study_ensure
-
-    settings.DATA_DIR = tmp_path
-    demo_accounts_ensure()
-    study, _ = demo_study_ensure()
-    researcher = User.objects.get(username="researcher")
-    researcher.set_password(PASSWORD)
-    researcher.save()
-    return study
 
 
 def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
