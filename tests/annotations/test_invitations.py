@@ -493,6 +493,14 @@ def test_invite_and_payments_commands(study, owner, tmp_path) -> None:
     assert json.loads(run("invite", str(study.pk), "--revoke", str(invitation.pk)))["state"] == "revoked"
     with pytest.raises(CommandError, match="needs a completion code"):
         run("invite", str(study.pk), "--platform", "mturk", "--owner", "owner")
+    # A link per rater pool: fixed attributes every person who joins by it gets (checked by the service).
+    pooled = json.loads(
+        run("invite", str(study.pk), "--attribute", "region=North America", "--owner", "owner")
+    )
+    assert pooled["attributes"] == {"region": "North America"}
+    assert Invitation.objects.get(pk=pooled["id"]).attributes == {"region": "North America"}
+    with pytest.raises(CommandError, match="KEY=VALUE"):
+        run("invite", str(study.pk), "--attribute", "region", "--owner", "owner")
     participant, _ = participant_join(invitation=invite(study, owner), ids=pid(1))
     csv_text = run("payments", str(study.pk))
     assert csv_text.splitlines()[0].startswith("annotator,pool,platform,participant_id")

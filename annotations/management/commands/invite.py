@@ -55,6 +55,14 @@ class Command(BaseCommand):
         parser.add_argument("--completion-url", default="", help="Default for Prolific: its completion URL")
         parser.add_argument("--consent", type=Path, help="A text file with the consent text")
         parser.add_argument("--demographics", type=Path, help="A YAML file with the demographic form")
+        parser.add_argument(
+            "--attribute",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="A fixed attribute everyone who joins gets, e.g. region=South Asia (the rater pool the link "
+            "recruits; repeat for more)",
+        )
         parser.add_argument("--label", default="")
         parser.add_argument("--owner", help="Username of the researcher creating it")
         parser.add_argument(
@@ -75,6 +83,7 @@ class Command(BaseCommand):
             "completion_code": invitation.completion_code,
             "completion_url": invitation.completion_url,
             "state": invitation_state(invitation),
+            "attributes": invitation.attributes,
         }
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -91,6 +100,12 @@ class Command(BaseCommand):
             return
         if not 1 <= options["days"] <= 3650:
             raise CommandError("--days must be between 1 and 3650")
+        attributes: dict[str, str] = {}
+        for pair in options["attribute"]:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise CommandError(f"--attribute {pair!r}: write KEY=VALUE, e.g. region=South Asia")
+            attributes[key.strip()] = value.strip()
         try:
             invitation = invitation_create(
                 study=study,
@@ -106,6 +121,7 @@ class Command(BaseCommand):
                 consent_text=_read(options["consent"]),
                 demographics=demographics_from_text(_read(options["demographics"])),
                 label=options["label"],
+                attributes=attributes or None,
             )
         except WorkbenchError as exc:
             raise fail(exc) from exc
