@@ -24,6 +24,8 @@ from django.db import connections
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
 
+from common.statement_cursor import statement_cursor
+
 M = TypeVar("M", bound=Model)
 
 # Within a 32-bit integer column's range: Django turns an out-of-range lookup into an empty result.
@@ -116,7 +118,7 @@ class PreparedQuery(Generic[M]):
         for index, name, moment in compiled.slots:
             value = values[name]
             params[index] = connection.ops.adapt_datetimefield_value(value) if moment else value
-        with connection.cursor() as cursor:
+        with statement_cursor(connection) as cursor:  # planned once per connection on PostgreSQL
             cursor.execute(compiled.sql, params)
             rows: Any = cursor.fetchall()
         if compiled.converters:

@@ -414,6 +414,9 @@ WORKBENCH_JOB_SWEEP_SECONDS = env_int("WORKBENCH_JOB_SWEEP_SECONDS", 60)
 # submitted judgements since the last fit (docs/overlap.md, "Refits in the background"; 0: only when a
 # researcher saves the policy or presses Refit).
 WORKBENCH_OVERLAP_REFIT_EVERY = env_int("WORKBENCH_OVERLAP_REFIT_EVERY", 100)
+# The claim and submit statements are prepared once per PostgreSQL connection (common/statement_cursor.py);
+# off for a pooler that cannot keep a session's prepared statements (PgBouncer's transaction mode < 1.21).
+WORKBENCH_PG_PREPARED_STATEMENTS = env_bool("WORKBENCH_PG_PREPARED_STATEMENTS", True)
 # A worker that hangs (its keep-alive thread still beats, the run makes no step): a RUNNING job whose
 # last step (a batch, a file, a row: common/jobs.py) is older than this is taken over like a lost
 # worker's. It must exceed the longest single step, a model's first load included. 0: no deadline.

@@ -66,6 +66,7 @@ from annotations.services.annotation_writes import AnswerToSave, annotations_sav
 from annotations.services.drafts import drafts_drop
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 from common.prepared_query import PreparedQuery
+from common.statement_cursor import statement_cursor
 from metrics.overlap_policy import FixedPolicy
 from protocols.answers import ItemContext, clean_submission
 
@@ -564,7 +565,7 @@ def _lease_new(
     ]
     if pool.quota is not None:
         params += [item.pk, annotator.pk, pool.value, *recount[2:], pool.quota]
-    with connection.cursor() as cursor:
+    with statement_cursor(connection) as cursor:  # planned once per connection on PostgreSQL
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
