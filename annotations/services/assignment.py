@@ -64,6 +64,7 @@ from annotations.selectors.pool_quotas import (
 from annotations.selectors.pools import attributes_in_study, is_expert_in, sees_expert_questions
 from annotations.services.annotation_writes import AnswerToSave, annotations_save, item_context
 from annotations.services.drafts import drafts_drop
+from annotations.services.submit_writes import assignment_mark_submitted, item_count_judgement
 from common.errors import Conflict, NotAllowed, NotFoundError, QuotaReached, ValidationFailed
 from common.prepared_query import PreparedQuery
 from common.statement_cursor import statement_cursor
@@ -801,18 +802,12 @@ def _submit(
         whole_sets=[(item.pk, annotator.pk)],
         nothing_stored=not stored,
     )
-    fields = []
-    if assignment.status != Status.SUBMITTED:
+    first = assignment.status != Status.SUBMITTED
+    if first:
         if drafted:
             drafts_drop([assignment.pk])  # the answers are stored now (a draft is kept only for a lease)
-        assignment.status, assignment.completed_at, assignment.lease_expires_at = Status.SUBMITTED, now, None
-        fields += ["status", "completed_at", "lease_expires_at"]
-        if time_spent_ms is not None:
-            assignment.time_spent_ms = time_spent_ms
-            fields.append("time_spent_ms")
-    if fields:
-        assignment.save(update_fields=fields)
-    _item_judged(item=item, study=study, annotator=annotator, cleaned=cleaned, first=bool(fields))
+        assignment_mark_submitted(assignment, now=now, time_spent_ms=time_spent_ms)
+    _item_judged(item=item, study=study, annotator=annotator, cleaned=cleaned, first=first)
     return assignment
 
 
@@ -828,7 +823,7 @@ def _item_judged(*, item: Item, study: Study, annotator: Annotator, cleaned: lis
     policy = study_policy(study)
     if isinstance(policy, FixedPolicy) or item.control_kind:
         if first:
-            Item.objects.filter(pk=item.pk).update(judgements=F("judgements") + 1)
+            item_count_judgement(item.pk)
         return
     question = policy_question(study)
     answer = next((a.value for a in cleaned if question is not None and a.question_key == question.key), None)

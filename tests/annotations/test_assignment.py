@@ -162,8 +162,12 @@ class TestSubmit:
         assignment_submit(assignment=assignment, answers=ANSWERS, time_spent_ms=1300)
         assert Annotation.objects.filter(annotator=a).count() == 2
         assert not AnnotationRevision.objects.exists()
-        assignment.refresh_from_db()
+        before = timezone.now()
+        assignment.refresh_from_db()  # the row as the submit wrote it (annotations/services/submit_writes.py)
         assert assignment.status == "submitted" and assignment.time_spent_ms == 1200
+        assert assignment.completed_at is not None and assignment.completed_at <= before
+        assert assignment.lease_expires_at is None
+        assert Item.objects.get(pk=assignment.item_id).judgements == 1  # counted once, not per submit
 
     def test_an_edit_keeps_history(self, study) -> None:
         make_items(study, 1)

@@ -14,12 +14,23 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from annotations.models import Assignment, Item, Study
+from annotations.models import Annotator, Assignment, Item, Study
 from annotations.selectors.tasks import _ITEM_IMAGES
 from annotations.services.assignment import assignment_claim_next, assignment_submit
+from annotations.services.studies import enrollment_add
 from common.statement_cursor import prepares, statement_cursor
-from tests.annotations.test_assignment import ANSWERS, make_annotator
-from tests.factories import ItemFactory
+from tests.factories import ItemFactory, UserFactory
+
+ANSWERS: dict[str, dict[str, Any]] = {
+    "gender": {"value": "female"},
+    "attributes": {"value": ["hat"], "shown": ["hat", "glasses", "beard"]},
+}
+
+
+def make_annotator(study: Study, name: str) -> Annotator:
+    user = UserFactory.create(username=name, role="annotator")
+    enrollment_add(study=study, user=user, pool="crowd")
+    return user.annotator
 
 
 def _prepared_statements() -> list[tuple[str, int, int]]:
