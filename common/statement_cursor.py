@@ -58,10 +58,13 @@ _ONLY_WHEN_ASKED = 2**62
 
 
 def prepares(connection: BaseDatabaseWrapper) -> bool:
-    """Whether ``statement_cursor`` prepares on this connection (PostgreSQL with the setting on)."""
-    return connection.vendor == "postgresql" and bool(
-        getattr(settings, "WORKBENCH_PG_PREPARED_STATEMENTS", True)
-    )
+    """Whether ``statement_cursor`` prepares on this connection (PostgreSQL through psycopg 3, the
+    setting on; with psycopg 2 Django's cursor runs the statements as before)."""
+    if connection.vendor != "postgresql" or not getattr(settings, "WORKBENCH_PG_PREPARED_STATEMENTS", True):
+        return False
+    from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+    return bool(is_psycopg3)
 
 
 @contextmanager
@@ -74,6 +77,7 @@ def statement_cursor(connection: BaseDatabaseWrapper) -> Iterator[Any]:
     if not _CLASSES:
         _CLASSES.append(_cursor_classes())
     preparing, logged = _CLASSES[0]
+    connection.close_if_health_check_failed()  # as Django's own cursor(): CONN_HEALTH_CHECKS
     connection.ensure_connection()
     session = connection.connection
     if session.prepare_threshold is None:
