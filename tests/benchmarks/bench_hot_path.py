@@ -20,8 +20,9 @@ The cycles go through Django's test ``Client`` with the ``Authorization: Token K
 whole middleware stack, DRF's authentication, throttling, parsing and rendering: what a request
 costs the server, less the socket and the WSGI server. A cycle is POST /api/studies/ID/assignments/next/
 then POST /api/assignments/ID/submit/ with the answers of ``bench_annotation.py``, the annotators taking
-turns (overlap 3, 6 annotators: items fill up as they would). Each request's SQL is captured
-(``CaptureQueriesContext``) and counted apart from the transaction statements (BEGIN, COMMIT,
+turns (overlap 3, 6 annotators: items fill up as they would). Every tenth request of each kind is run
+for its SQL only (``CaptureQueriesContext``; not timed, since logging statements is work a production
+server does not do) and its statements counted apart from the transaction statements (BEGIN, COMMIT,
 SAVEPOINT, RELEASE; Django issues SQLite's BEGIN itself, PostgreSQL's is implicit in psycopg).
 
 The size part bulk-inserts N items with raw ``executemany`` (1,000,000 on SQLite in well under a
@@ -179,7 +180,14 @@ def _insert_items(study_id: int, n: int) -> None:
 
 
 class Meter:
-    """Times one request and keeps its SQL statements, split into work and transaction control."""
+    """Times requests and keeps their SQL statements, split into work and transaction control.
+
+    Every ``CAPTURE_EVERY``-th request of a kind is run under ``CaptureQueriesContext`` for its statements
+    and left out of the timings: capturing makes Django log every statement with its values (on
+    PostgreSQL's prepared statements, composing the text on the client), which a production server
+    does not do."""
+
+    CAPTURE_EVERY = 10
 
     def __init__(self) -> None:
         self.times: dict[str, list[float]] = {}
@@ -187,22 +195,27 @@ class Meter:
         self.sql: dict[str, list[int]] = {}
         self.tx: dict[str, list[int]] = {}
         self.example: dict[str, list[str]] = {}
+        self.calls: dict[str, int] = {}
 
     def __call__(self, name: str, call: Callable[[], Any]) -> Any:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
-        with CaptureQueriesContext(connection) as captured:
-            t0, c0 = time.perf_counter(), time.process_time()
-            result = call()
-            elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-        statements = [q["sql"] for q in captured.captured_queries]
-        tx = [s for s in statements if s.lstrip().upper().startswith(TRANSACTION_WORDS)]
+        self.calls[name] = self.calls.get(name, 0) + 1
+        if self.calls[name] % self.CAPTURE_EVERY == 0:
+            with CaptureQueriesContext(connection) as captured:
+                result = call()
+            statements = [q["sql"] for q in captured.captured_queries]
+            tx = [s for s in statements if s.lstrip().upper().startswith(TRANSACTION_WORDS)]
+            self.sql.setdefault(name, []).append(len(statements) - len(tx))
+            self.tx.setdefault(name, []).append(len(tx))
+            self.example[name] = statements
+            return result
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = call()
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
         self.times.setdefault(name, []).append(elapsed * 1000)
         self.cpu.setdefault(name, []).append(cpu * 1000)
-        self.sql.setdefault(name, []).append(len(statements) - len(tx))
-        self.tx.setdefault(name, []).append(len(tx))
-        self.example.setdefault(name, statements)
         return result
 
 
