@@ -8,7 +8,8 @@ psycopg to prepare each statement (``execute(..., prepare=True)``): the first ex
 connection parses it under a name, later ones only bind and run it. Connections persist
 (``CONN_MAX_AGE``), so a web worker plans each hot statement once per connection, not per request.
 
-Only statements written for it go through it (``PreparedQuery`` and the claim's conditional insert):
+Only statements written for it go through it (``PreparedQuery``, the claim's conditional insert and the
+submit's two updates in ``annotations/services/submit_writes.py``):
 their parameters are plain values of the columns they meet, so the server infers the same types the
 client-side text gave. The rest of the ORM keeps Django's default binding.
 
