@@ -2,13 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rest_framework.test import APIClient
 
     from annotations.models import User
+
+
+T = TypeVar("T")
+
+
+def run_at_once(work: Callable[[T], Any], args: Sequence[T], *, timeout: float = 120) -> list[Any]:
+    """``work(arg)`` for every ``arg``, each in its own thread, all let go together by a barrier
+    (the concurrency tests); each thread closes its database connections. Returns the results in the
+    order the threads finished and fails the test if any thread raised."""
+    import threading
+
+    from django.db import connections
+
+    barrier = threading.Barrier(len(args))
+    results: list[Any] = []
+    errors: list[BaseException] = []
+
+    def run(arg: T) -> None:
+        try:
+            barrier.wait()
+            results.append(work(arg))
+        except BaseException as exc:  # noqa: BLE001 - collected and re-raised in the main thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(arg,)) for arg in args]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    assert not errors, errors
+    return results
 
 
 def client_for(user: User | None) -> APIClient:

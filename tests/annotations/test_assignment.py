@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import random
-import threading
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 
 from annotations.models import Annotation, AnnotationRevision, Annotator, Assignment, Item, Study
@@ -25,6 +24,7 @@ from annotations.services.studies import enrollment_add
 from common.errors import Conflict, NotAllowed, ValidationFailed
 from protocols.answers import SubmissionError
 from tests.factories import ItemFactory, UserFactory
+from tests.helpers import run_at_once
 
 ANSWERS: dict[str, dict[str, Any]] = {
     "gender": {"value": "female"},
@@ -257,33 +257,10 @@ class TestSkipAndRelease:
         assert again.pk == first.pk and again.status == "leased"
 
 
-def _claim_and_submit_until_empty(
-    study_id: int, annotator_id: int, barrier: threading.Barrier, errors: list[BaseException]
-) -> None:
-    try:
-        study = Study.objects.get(pk=study_id)
-        annotator = Annotator.objects.get(pk=annotator_id)
-        barrier.wait()
-        while (assignment := assignment_claim_next(study=study, annotator=annotator)) is not None:
-            assignment_submit(assignment=assignment, answers=ANSWERS)
-    except BaseException as exc:  # noqa: BLE001 - collected and re-raised in the main thread
-        errors.append(exc)
-    finally:
-        connections.close_all()
-
-
-def _run_threads(study: Study, people: list[Annotator]) -> None:
-    barrier = threading.Barrier(len(people))
-    errors: list[BaseException] = []
-    threads = [
-        threading.Thread(target=_claim_and_submit_until_empty, args=(study.pk, p.pk, barrier, errors))
-        for p in people
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
+def _claim_and_submit_until_empty(ids: tuple[int, int]) -> None:
+    study, annotator = Study.objects.get(pk=ids[0]), Annotator.objects.get(pk=ids[1])
+    while (assignment := assignment_claim_next(study=study, annotator=annotator)) is not None:
+        assignment_submit(assignment=assignment, answers=ANSWERS)
 
 
 @pytest.mark.postgres
@@ -295,7 +272,7 @@ def test_concurrent_claims_on_postgresql_never_over_fill_and_lose_no_slot(study)
     study.save()
     items = make_items(study, 12)
     people = [make_annotator(study, f"p{i}") for i in range(10)]
-    _run_threads(study, people)
+    run_at_once(_claim_and_submit_until_empty, [(study.pk, p.pk) for p in people])
     per_item = Counter(Assignment.objects.filter(status="submitted").values_list("item_id", flat=True))
     assert {item.pk: per_item[item.pk] for item in items} == {item.pk: 3 for item in items}
     assert Assignment.objects.exclude(status="submitted").count() == 0
@@ -311,7 +288,7 @@ def test_concurrent_claims_on_sqlite_are_serialised(study) -> None:
     study.save()
     items = make_items(study, 5)
     people = [make_annotator(study, f"s{i}") for i in range(4)]
-    _run_threads(study, people)
+    run_at_once(_claim_and_submit_until_empty, [(study.pk, p.pk) for p in people])
     per_item = Counter(Assignment.objects.filter(status="submitted").values_list("item_id", flat=True))
     assert {item.pk: per_item[item.pk] for item in items} == {item.pk: 2 for item in items}
 

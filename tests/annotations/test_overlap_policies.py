@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import html
 import re
-import threading
 import time
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -34,7 +33,7 @@ from annotations.services.studies import enrollment_add, study_overlap_refit, st
 from common.errors import Conflict, ValidationFailed
 from metrics.overlap_policy import AgreePolicy, PosteriorPolicy, overlap_replay, policy_parse
 from tests.factories import ItemFactory, UserFactory
-from tests.helpers import client_for
+from tests.helpers import client_for, run_at_once
 
 TRANSACTION = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
@@ -359,52 +358,34 @@ def _gender(item_id: int, annotator_id: int) -> str:
     return "male" if (item_id * 7 + annotator_id * 3) % 5 else "female"
 
 
-def _claim_and_submit(
-    study_id: int, annotator_id: int, barrier: threading.Barrier, errors: list[Any]
-) -> None:
-    try:
-        study = Study.objects.get(pk=study_id)
-        annotator = Annotator.objects.get(pk=annotator_id)
-        barrier.wait()
-        # Under a policy an item can want more after a claim found nothing (two disagreed): a claim that
-        # finds nothing tries again until every item is stopped or this annotator has judged all it may.
-        deadline = time.monotonic() + 60
-        while True:
-            if time.monotonic() > deadline:
-                stuck = list(
-                    Item.objects.filter(study=study, policy_stopped=False).values(
-                        "id", "judgements", "policy_slots", "policy_votes"
-                    )
+def _claim_and_submit(ids: tuple[int, int]) -> None:
+    study_id, annotator_id = ids
+    study, annotator = Study.objects.get(pk=study_id), Annotator.objects.get(pk=annotator_id)
+    # Under a policy an item can want more after a claim found nothing (two disagreed): a claim that
+    # finds nothing tries again until every item is stopped or this annotator has judged all it may.
+    deadline = time.monotonic() + 60
+    while True:
+        if time.monotonic() > deadline:
+            stuck = list(
+                Item.objects.filter(study=study, policy_stopped=False).values(
+                    "id", "judgements", "policy_slots", "policy_votes"
                 )
-                leases = list(Assignment.objects.exclude(status="submitted").values("item_id", "status"))
-                raise AssertionError(f"annotator {annotator_id} waited a minute: {stuck} {leases}")
-            assignment = assignment_claim_next(study=study, annotator=annotator)
-            if assignment is not None:
-                answer = answers(_gender(assignment.item_id, annotator_id))
-                assignment_submit(assignment=assignment, answers=answer)
-                continue
-            open_items = Item.objects.filter(study=study, policy_stopped=False)
-            if not open_items.exclude(assignments__annotator=annotator).exists():
-                return
-            time.sleep(0.01)
-    except BaseException as exc:  # noqa: BLE001 - collected and re-raised in the main thread
-        errors.append(exc)
-    finally:
-        connections.close_all()
+            )
+            leases = list(Assignment.objects.exclude(status="submitted").values("item_id", "status"))
+            raise AssertionError(f"annotator {annotator_id} waited a minute: {stuck} {leases}")
+        assignment = assignment_claim_next(study=study, annotator=annotator)
+        if assignment is not None:
+            answer = answers(_gender(assignment.item_id, annotator_id))
+            assignment_submit(assignment=assignment, answers=answer)
+            continue
+        open_items = Item.objects.filter(study=study, policy_stopped=False)
+        if not open_items.exclude(assignments__annotator=annotator).exists():
+            return
+        time.sleep(0.01)
 
 
 def _run_until_nothing_is_left(study: Study, users: list[User]) -> None:
-    barrier = threading.Barrier(len(users))
-    errors: list[Any] = []
-    threads = [
-        threading.Thread(target=_claim_and_submit, args=(study.pk, user.annotator.pk, barrier, errors))
-        for user in users
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
+    run_at_once(_claim_and_submit, [(study.pk, user.annotator.pk) for user in users])
 
 
 def _check_no_item_over_filled(study: Study, items: list[Item]) -> None:

@@ -9,13 +9,12 @@ judgements per item and "North America" with 1, overlap 3, on items named after 
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -33,6 +32,7 @@ from annotations.services.rater_pools import pool_quotas_from_text, study_rater_
 from annotations.services.studies import enrollment_add, study_update
 from common.errors import Conflict, ValidationFailed
 from tests.factories import ItemFactory, UserFactory
+from tests.helpers import run_at_once
 
 ANSWERS: dict[str, dict[str, Any]] = {
     "gender": {"value": "female"},
@@ -292,32 +292,8 @@ def test_the_task_page_tells_an_outsider_why(study) -> None:
 # --- Concurrent claims: no pool over-filled --------------------------------------------------------------
 
 
-def _claim_and_submit_until_empty(
-    study_id: int, annotator_id: int, barrier: threading.Barrier, errors: list
-) -> None:
-    try:
-        study = Study.objects.get(pk=study_id)
-        annotator = Annotator.objects.get(pk=annotator_id)
-        barrier.wait()
-        claim_and_submit_all(study, annotator)
-    except BaseException as exc:  # noqa: BLE001 - collected and re-raised in the main thread
-        errors.append(exc)
-    finally:
-        connections.close_all()
-
-
-def _run_threads(study: Study, people: list[Annotator]) -> None:
-    barrier = threading.Barrier(len(people))
-    errors: list[BaseException] = []
-    threads = [
-        threading.Thread(target=_claim_and_submit_until_empty, args=(study.pk, p.pk, barrier, errors))
-        for p in people
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
+def _claim_and_submit_until_empty(ids: tuple[int, int]) -> None:
+    claim_and_submit_all(Study.objects.get(pk=ids[0]), Annotator.objects.get(pk=ids[1]))
 
 
 def _check_quotas_held_exactly(study: Study, items: list[Item]) -> None:
@@ -334,7 +310,7 @@ def test_concurrent_claims_on_postgresql_hold_every_pools_quota(study) -> None:
     items = seegull_items(study, 10)
     people = [person(study, f"af{n}", AFRICA) for n in range(6)]
     people += [person(study, f"na{n}", NORTH_AMERICA) for n in range(4)]
-    _run_threads(study, people)
+    run_at_once(_claim_and_submit_until_empty, [(study.pk, p.pk) for p in people])
     _check_quotas_held_exactly(study, items)
 
 
@@ -346,7 +322,7 @@ def test_concurrent_claims_on_sqlite_hold_every_pools_quota(study) -> None:
     items = seegull_items(study, 4)
     people = [person(study, f"af{n}", AFRICA) for n in range(3)]
     people += [person(study, f"na{n}", NORTH_AMERICA) for n in range(2)]
-    _run_threads(study, people)
+    run_at_once(_claim_and_submit_until_empty, [(study.pk, p.pk) for p in people])
     _check_quotas_held_exactly(study, items)
 
 
