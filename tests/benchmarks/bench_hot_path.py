@@ -47,6 +47,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tests.benchmarks.backend_cpu import backend_cpu
+
 ROOT = Path(__file__).resolve().parents[2]
 ANSWERS = {
     "answers": {
@@ -253,23 +255,6 @@ def _gets(tokens: list[str], n: int, meter: Meter | None) -> None:
         assert response.status_code == 200, (response.status_code, response.content[:300])
 
 
-def _database_cpu() -> float | None:
-    """CPU seconds the PostgreSQL backend of this process's connection has used (None on SQLite, or when
-    the server is not on this machine)."""
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def run_cycles(args: argparse.Namespace) -> None:
     study, _users, tokens = _make_study("cycle", args.items, 6, args.policy)
     _cycles(study, tokens, 20, None)  # warm-up: imports, caches, connection
@@ -284,9 +269,9 @@ def run_cycles(args: argparse.Namespace) -> None:
     )
     if profiler:
         profiler.enable()
-    database_before = _database_cpu()
+    database_before = backend_cpu()
     _cycles(study, tokens, args.cycles, meter)
-    database_after = _database_cpu()
+    database_after = backend_cpu()
     _gets(tokens, args.cycles, meter)
     if profiler:
         profiler.disable()

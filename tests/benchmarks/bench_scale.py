@@ -75,6 +75,7 @@ from annotations.models import (  # noqa: E402
 )
 from common.planner_statistics import statistics_refresh  # noqa: E402
 from protocols.schema import protocol_from_dict  # noqa: E402
+from tests.benchmarks.backend_cpu import backend_cpu  # noqa: E402
 
 OPTIONS = ["a", "b", "c", "d", "e"]
 
@@ -230,14 +231,8 @@ def _server_cpu() -> float:
     0 on SQLite, whose work is the process's own."""
     if connection.vendor != "postgresql":
         return 0.0
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    cpu = backend_cpu()
+    return float("nan") if cpu is None else cpu
 
 
 def _measure(run: Callable[[], str], profile: bool) -> dict[str, Any]:

@@ -97,14 +97,6 @@ def browser() -> Iterator[Any]:
 def demo(transactional_db: None, settings: Any, tmp_path: Any) -> Any:
     """The demo study (``setup_demo``'s), every demo account's password set to the tests' one. A module
     that needs more around the demo (the accessibility walk) defines its own ``demo``."""
-    from annotations.models import User
-    from tests.browser.pages import PASSWORD
-    from workbench.demo import demo_accounts_ensure, demo_study_ensure
+    from tests.browser.pages import demo_study_with_passwords
 
-    settings.DATA_DIR = tmp_path
-    demo_accounts_ensure()
-    study, _ = demo_study_ensure()
-    for user in User.objects.all():
-        user.set_password(PASSWORD)
-        user.save()
-    return study
+    return demo_study_with_passwords(settings, tmp_path)

@@ -127,3 +127,18 @@ def axe_violations(page: Any) -> list[str]:
         }"""
     )
     return [f"{rule} ({impact}): {', '.join(targets)}" for rule, impact, targets in found]
+
+
+def demo_study_with_passwords(settings: Any, tmp_path: Any) -> Any:
+    """The demo study (``setup_demo``'s) in ``tmp_path``, every demo account's password set to the
+    tests' one (the ``demo`` fixtures of tests/browser/conftest.py and the accessibility walk)."""
+    from annotations.models import User
+    from workbench.demo import demo_accounts_ensure, demo_study_ensure
+
+    settings.DATA_DIR = tmp_path
+    demo_accounts_ensure()
+    study, _ = demo_study_ensure()
+    for user in User.objects.all():
+        user.set_password(PASSWORD)
+        user.save()
+    return study

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.pages import AXE, PASSWORD, axe_violations, open_page, shot, sign_in
+from tests.browser.pages import AXE, axe_violations, demo_study_with_passwords, open_page, shot, sign_in
 
 pytestmark = pytest.mark.skipif(not AXE.exists(), reason=f"needs axe-core at {AXE} (scripts/browser-deps.sh)")
 
@@ -29,14 +29,8 @@ def demo(transactional_db: None, settings: Any, tmp_path: Any) -> dict[str, Any]
     from annotations.models import Annotator, Item, User
     from annotations.services.invitations import invitation_create
     from tests.annotations.builders import A_MARKED, B_MARKED, ssi_study
-    from workbench.demo import demo_accounts_ensure, demo_study_ensure
 
-    settings.DATA_DIR = tmp_path
-    demo_accounts_ensure()
-    study, _ = demo_study_ensure()
-    for user in User.objects.all():
-        user.set_password(PASSWORD)
-        user.save()
+    study = demo_study_with_passwords(settings, tmp_path)
     researcher = User.objects.get(username="researcher")
     invitation_create(
         study=study,
