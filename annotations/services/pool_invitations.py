@@ -2,8 +2,9 @@
 
 For each pool with a quota (``Study.rater_pool_quotas``): a Prolific invitation labelled ``Prolific:
 <pool>`` whose fixed attributes (``{attribute: pool}``) put everyone who joins by it in that pool, with
-``max uses = ceil(quota x items / items per participant)`` places (real items, controls left out), made
-by ``invitation_create`` with all of its checks.
+``max uses = ceil(quota x items / min(items per participant, items))`` places, and never fewer than the
+quota (one person judges an item once; real items, controls left out), made by ``invitation_create`` with
+all of its checks.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ class PoolInvitation:
 
 
 def pool_places(*, quota: int, items: int, items_per_participant: int) -> int:
-    """Participants a pool needs to give each item its quota: quota x items / items per participant, rounded
-    up (at least 1)."""
-    return max(1, math.ceil(quota * items / items_per_participant))
+    """Participants a pool needs to give each item its quota: quota x items / the items one person can
+    judge (their quota, at most every item), rounded up; never fewer than the quota itself, since one
+    person judges an item once (and at least 1)."""
+    each = max(1, min(items_per_participant, items))
+    return max(1, quota, math.ceil(quota * items / each))
 
 
 @transaction.atomic
@@ -74,9 +77,16 @@ def invitations_per_pool(
             attributes={study.rater_pool_attribute: pool},
             **link,
         )
+        each = min(items_per_participant, items)
         sizing = (
             f"{invitation.label}: {places} participant{'s' if places != 1 else ''} ({quota} per item x "
-            f"{items} item{'s' if items != 1 else ''} / {items_per_participant} per participant, rounded up)"
+            f"{items} item{'s' if items != 1 else ''} / {each} per participant, rounded up"
+            + (
+                f"; the study has {items} items, fewer than the {items_per_participant} asked"
+                if each < items_per_participant
+                else ""
+            )
+            + ")"
         )
         made.append(PoolInvitation(invitation, sizing))
     return made

@@ -144,6 +144,26 @@ class TestProlificLinksPerPool:
             "(2 per item x 10 items / 4 per participant, rounded up)"
         )
         assert pool_places(quota=3, items=7, items_per_participant=7) == 3
+        # one person judges an item once: 3 per item needs 3 people even if one could judge all 7
+        assert pool_places(quota=3, items=7, items_per_participant=100) == 3
+        assert pool_places(quota=2, items=7, items_per_participant=3) == 5  # ceil(14 / 3)
+
+    def test_a_link_has_at_least_its_pools_quota_of_places(self, study, owner) -> None:
+        """More items per participant than the study has: each person judges every item once, so the
+        pool still needs its quota of people."""
+        self._pooled(study)
+        made = invitations_per_pool(
+            study=study,
+            created_by=owner,
+            expires_at=timezone.now() + timedelta(days=7),
+            items_per_participant=50,
+            completion_code="C0DE42",
+        )
+        assert [m.invitation.max_uses for m in made] == [1, 2]
+        assert made[1].sizing == (
+            "Prolific: Sub-Saharan Africa: 2 participants (2 per item x 10 items / 10 per participant, "
+            "rounded up; the study has 10 items, fewer than the 50 asked)"
+        )
 
     def test_someone_who_joins_by_a_pools_link_is_counted_in_that_pool(self, study, owner) -> None:
         self._pooled(study, items=2)
