@@ -230,12 +230,22 @@ class CheckedSafeLoader(yaml.SafeLoader):
 CheckedSafeLoader.add_constructor("tag:yaml.org,2002:int", CheckedSafeLoader.construct_bounded_int)
 
 
-def yaml_loads(text: str, *, where: str = "") -> Any:
+class CheckedTextLoader(CheckedSafeLoader):
+    """``CheckedSafeLoader`` that reads every plain value as the text written: ``NO`` stays "NO" (not
+    False), ``010`` stays "010" (not 8), ``3`` stays "3". For labels people type (an invitation's fixed
+    attributes), where YAML 1.1's guesses turned a region or group name into another value."""
+
+    yaml_implicit_resolvers: dict[Any, Any] = {}
+
+
+def yaml_loads(text: str, *, where: str = "", text_values: bool = False) -> Any:
     """YAML (or JSON) text through ``CheckedSafeLoader`` and ``json_value_check``: InputRefused naming
-    ``where`` and the line (YAML that cannot be read is a ``MalformedJSON``, its message from PyYAML)."""
+    ``where`` and the line (YAML that cannot be read is a ``MalformedJSON``, its message from PyYAML).
+    ``text_values``: every plain scalar is the text written (``CheckedTextLoader``)."""
     prefix = f"{where}: " if where else ""
+    loader = CheckedTextLoader if text_values else CheckedSafeLoader
     try:
-        value = yaml.load(text, Loader=CheckedSafeLoader)  # a SafeLoader subclass
+        value = yaml.load(text, Loader=loader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         line = f"line {exc.problem_mark.line + 1}: " if exc.problem_mark is not None else ""
         raise MalformedJSON(f"{prefix}{line}not valid YAML: {exc.problem}") from exc

@@ -252,12 +252,13 @@ def demographic_answers_clean(*, fields: list[dict[str, Any]], data: Mapping[str
 
 
 def attributes_from_text(text: str) -> Any:
-    """An invitation's fixed attributes written as YAML (or JSON), e.g. ``region: South Asia``; checked by
+    """An invitation's fixed attributes written as YAML (or JSON), e.g. ``region: South Asia``, every value
+    read as the text written (``region: NO`` is Norway's code, not False); checked by
     ``invitation_attributes_clean`` when the invitation is made."""
     if len(text or "") > MAX_DEMOGRAPHICS_TEXT:
         raise ValidationFailed("the fixed attributes are too long", {"attributes": "too long"})
     try:
-        return yaml_loads(text) if (text or "").strip() else {}
+        return yaml_loads(text, text_values=True) if (text or "").strip() else {}
     except (MalformedJSON, InputRefused) as exc:
         raise ValidationFailed(f"the fixed attributes: {exc.message}", {"attributes": "not YAML"}) from exc
 

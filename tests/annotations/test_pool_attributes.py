@@ -112,6 +112,23 @@ class TestInvitationAttributes:
         assert Invitation.objects.get().attributes == {"region": NORTH_AMERICA}
         assert "region: North America" in answer.content.decode()
 
+    def test_the_page_keeps_each_value_as_written(self, study, owner) -> None:
+        """YAML 1.1 would read NO as False and 010 as 8: the pool would never match its quota."""
+        client = Client()
+        client.force_login(owner)
+        client.post(
+            f"/studies/{study.pk}/invitations/",
+            {
+                "label": "Norway",
+                "platform": "none",
+                "pool": "crowd",
+                "valid_days": 7,
+                "max_uses": 3,
+                "attributes": "country: NO\ngroup: 010\nwave: 2",
+            },
+        )
+        assert Invitation.objects.get().attributes == {"country": "NO", "group": "010", "wave": "2"}
+
 
 class TestProlificLinksPerPool:
     def _pooled(self, study: Study, items: int = 10) -> Study:
