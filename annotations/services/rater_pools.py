@@ -75,7 +75,7 @@ def pool_quotas_from_text(text: str) -> dict[str, int]:
         pool, colon, quota = (part.strip() for part in line.rpartition(":"))
         if not line.strip():
             continue
-        if not colon or not pool or not quota.isdigit() or pool in quotas:
+        if not colon or not pool or not (quota.isascii() and quota.isdigit()) or pool in quotas:
             problem = (
                 f"pool {pool!r} is given twice" if pool in quotas else "write POOL: K, e.g. 'South Asia: 2'"
             )

@@ -136,6 +136,9 @@ class TestSettings:
             pool_quotas_from_text("A: 1\nB two")
         with pytest.raises(ValidationFailed, match="line 2: pool 'A' is given twice"):
             pool_quotas_from_text("A: 1\nA: 2")
+        for digits in ("²", "٣", "１"):  # digits to str.isdigit, not to int(): refused, not a 500
+            with pytest.raises(ValidationFailed, match="line 1: write POOL: K"):
+                pool_quotas_from_text(f"South Asia: {digits}")
 
 
 # --- The claim -----------------------------------------------------------------------------------------
