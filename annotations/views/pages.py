@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
@@ -44,11 +45,18 @@ def item_image_page(request: HttpRequest, pk: int, position: int, *, display: bo
 
 
 def form_problems(form: forms.BaseForm, field: str | None = None, default: str = "") -> str:
-    """A refused form's messages as one line for ``messages.error``: every field's (``name: ...;``),
-    or one ``field``'s alone (``default`` when it has none)."""
+    """A refused form's messages as one line for ``messages.error``: every field's under the label the
+    page shows (``Valid for (days): ...;``; the form's own errors unlabelled), or one ``field``'s alone
+    (``default`` when it has none)."""
     if field is not None:
         return " ".join(str(message) for message in form.errors.get(field, [default]))
-    return "; ".join(f"{name}: {' '.join(str(m) for m in errors)}" for name, errors in form.errors.items())
+    parts = []
+    for name, errors in form.errors.items():
+        text = " ".join(str(m) for m in errors)
+        parts.append(
+            text if name == NON_FIELD_ERRORS or name not in form.fields else f"{form[name].label}: {text}"
+        )
+    return "; ".join(parts)
 
 
 def import_outcome_message(request: HttpRequest, outcome: ImportOutcome) -> bool:

@@ -236,6 +236,19 @@ class TestProlificLinksPerPool:
         assert "Prolific: North America: 3 participants (1 per item x 10 items / 4 per participant" in text
         assert Invitation.objects.filter(study=study).count() == 2
 
+    def test_a_refused_form_names_its_fields_as_the_page_does(self, study, owner) -> None:
+        self._pooled(study)
+        client = Client()
+        client.force_login(owner)
+        answer = client.post(
+            f"/studies/{study.pk}/invitations/per-pool/", {"pool-valid_days": "soon"}, follow=True
+        )
+        text = answer.content.decode()
+        assert "Items per participant (quota): This field is required." in text
+        assert "Valid for (days): Enter a whole number." in text
+        assert "items_per_participant" not in text.split("<main", 1)[-1].split("<form", 1)[0]
+        assert not Invitation.objects.exists()
+
     def test_only_the_studys_writers_make_them(self, study, other_researcher) -> None:
         self._pooled(study)
         client = Client()
