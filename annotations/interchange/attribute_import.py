@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from annotations.interchange.item_import import csv_records
 from annotations.interchange.records import utf8_text
 from annotations.interchange.sources import Address, file_read
 from annotations.models import Annotator, Enrollment, Study
@@ -41,11 +42,13 @@ def _listed(names: list[str]) -> str:
     return shown + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
 
 
-def _read_rows(text: str) -> tuple[list[str], dict[str, dict[str, str]], int]:
-    """The attribute columns, and {annotator: {attribute: value}} of the non-blank cells (checked), and the
-    number of rows."""
-    reader = csv.DictReader(io.StringIO(text))
-    columns = [(column or "").strip() for column in reader.fieldnames or []]
+def _columns(name: str, text: str) -> list[str]:
+    """The header's attribute columns (every one but ``annotator``), checked."""
+    try:
+        header = next(csv.reader(io.StringIO(text, newline="")), None) or []
+    except csv.Error as exc:
+        raise ImportRefused(f"{name}: the header row cannot be read ({exc})") from exc
+    columns = [column.strip() for column in header]
     if NAME_COLUMN not in columns:
         raise ImportRefused(f"the file needs a column {NAME_COLUMN!r} (and one column per attribute)")
     keys = [column for column in columns if column != NAME_COLUMN]
@@ -54,21 +57,28 @@ def _read_rows(text: str) -> tuple[list[str], dict[str, dict[str, str]], int]:
     for key in keys:
         if problem := attribute_problem(key, ""):
             raise ImportRefused(f"column {key!r}: {problem}")
-    reader.fieldnames = columns
+    return keys
+
+
+def _read_rows(name: str, text: str) -> tuple[dict[str, dict[str, str]], int]:
+    """{annotator: {attribute: value}} of the non-blank cells (checked), and the number of rows. The rows
+    are read by ``item_import.csv_records`` (a cell the csv module cannot read, or one a database cannot
+    store, is refused with its row)."""
+    keys = _columns(name, text)
     given: dict[str, dict[str, str]] = {}
     lines: dict[tuple[str, str], int] = {}
     rows = 0
-    for row in reader:
+    for number, raw in csv_records(name, io.StringIO(text, newline=""), check_cells=True):
         rows += 1
-        number = reader.line_num
         if rows > MAX_ROWS:
             raise ImportRefused(f"more than {MAX_ROWS} rows; split the file")
-        if None in row:
+        if None in raw:
             raise ImportRefused(f"line {number}: more cells than columns")
-        name = (row.get(NAME_COLUMN) or "").strip()
-        if not name:
+        row = {(column or "").strip(): cell for column, cell in raw.items()}
+        who = (row.get(NAME_COLUMN) or "").strip()
+        if not who:
             raise ImportRefused(f"line {number}: the annotator is missing")
-        taken = given.setdefault(name, {})
+        taken = given.setdefault(who, {})
         for key in keys:
             value = (row.get(key) or "").strip()
             if not value:
@@ -77,20 +87,20 @@ def _read_rows(text: str) -> tuple[list[str], dict[str, dict[str, str]], int]:
                 raise ImportRefused(f"line {number}: {problem}")
             if key in taken and taken[key] != value:
                 raise ImportRefused(
-                    f"line {number}: gives {name!r} {key} {value!r}, but line {lines[(name, key)]} gave "
+                    f"line {number}: gives {who!r} {key} {value!r}, but line {lines[(who, key)]} gave "
                     f"{taken[key]!r}"
                 )
             taken[key] = value
-            lines.setdefault((name, key), number)
+            lines.setdefault((who, key), number)
     if not rows:
         raise ImportRefused("the file has no rows")
-    return keys, given, rows
+    return given, rows
 
 
 def annotator_attributes_import(*, study: Study, address: Address) -> AttributeImportReport:
     """Merge the CSV file's attributes into the study's annotators; all or nothing (see the module)."""
     name, data = file_read(address)
-    _keys, given, rows = _read_rows(utf8_text(data, name))
+    given, rows = _read_rows(name, utf8_text(data, name))
     names = sorted(given)
     imported = {
         annotator.name: annotator

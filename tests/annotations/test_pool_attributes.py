@@ -427,6 +427,18 @@ class TestAttributesCommand:
         with pytest.raises(CommandError, match="needs a column 'annotator'"):
             self._run(people, path)
 
+    def test_cells_a_database_or_the_csv_module_cannot_take_are_refused_with_their_row(
+        self, people, tmp_path
+    ) -> None:
+        path = tmp_path / "pools.csv"
+        path.write_text("annotator,region\nr1,Europe\nr\x002,Europe\n")
+        with pytest.raises(CommandError, match="row 3: column 'annotator'"):
+            self._run(people, path)
+        path.write_text("annotator,region\nr1," + "x" * 200_000 + "\n")
+        with pytest.raises(CommandError, match="row 2: a cell is longer than"):
+            self._run(people, path)
+        assert Annotator.objects.get(study=people, name="r1").study_attributes == {"age": 40}
+
     def test_an_imported_name_that_is_also_an_enrolled_account_is_ambiguous(self, people, tmp_path) -> None:
         enrollment_add(study=people, user=UserFactory.create(username="r2", role="annotator"))
         path = tmp_path / "pools.csv"
