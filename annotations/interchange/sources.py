@@ -149,18 +149,20 @@ class StorageSource(FileSource):
     for its import job): the same reads whether the storage is a disk or a bucket.
 
     These are the loose files a researcher dropped or chose, so a manifest's path that names none of
-    them (the template's ``images/cat.jpg`` beside a dropped ``cat.jpg``) reads the one uploaded file
-    of that name (:meth:`member_for`), as Label Studio matches files by name."""
+    them (the template's ``images/cat.jpg`` beside a dropped ``cat.jpg``) reads the one uploaded file of
+    that name (:meth:`member_for`), as Label Studio matches files by name."""
 
     def __init__(self, folder: str) -> None:
         self.folder = folder if folder.endswith("/") else f"{folder}/"
         self._by_name: dict[str, list[str]] | None = None
         self._members: set[str] = set()
+        self._read_as: dict[str, str] = {}  # uploaded file -> the manifest path that first read it
 
     def member_for(self, name: str) -> str:
-        """The uploaded file a manifest's path reads: the file at that path; else the one uploaded
-        file with the same name (its last part), wherever it was; refused, naming both, when two
-        uploaded files have that name. A name no file has is left to the read's refusal."""
+        """The uploaded file a manifest's path reads: the file at that path; else the one uploaded file
+        with the same name (its last part), wherever it was. Refused, naming both, when two uploaded
+        files have that name, or when two different paths of the manifest would read one file (one row's
+        image would silently be another's). A name no file has is left to the read's refusal."""
         if self._by_name is None:
             members = self.names()
             self._members = set(members)
@@ -169,14 +171,24 @@ class StorageSource(FileSource):
                 self._by_name.setdefault(PurePosixPath(member).name, []).append(member)
         path = safe_member_path(name)
         if path in self._members:
-            return path
-        found = self._by_name.get(PurePosixPath(path).name, [])
-        if len(found) > 1:
+            member = path
+        else:
+            found = self._by_name.get(PurePosixPath(path).name, [])
+            if len(found) > 1:
+                raise ImportRefused(
+                    f"{name} is not among the uploaded files, and {len(found)} uploaded files are named "
+                    f"{PurePosixPath(path).name} ({', '.join(found)}): give the path of the one you mean"
+                )
+            if not found:
+                return path
+            member = found[0]
+        first = self._read_as.setdefault(member, path)
+        if first != path:
             raise ImportRefused(
-                f"{name} is not among the uploaded files, and {len(found)} uploaded files are named "
-                f"{PurePosixPath(path).name} ({', '.join(found)}): give the path of the one you mean"
+                f"{first} and {path} would both read the uploaded file {member} (matched by its name): "
+                "upload one file for each, or give the same path in both rows"
             )
-        return found[0] if found else path
+        return member
 
     def names(self) -> list[str]:
         found: list[str] = []

@@ -97,6 +97,20 @@ def test_two_loose_files_of_the_same_name_are_refused_naming_the_row_and_both(ow
     assert not Item.objects.filter(study=study).exists()
 
 
+def test_two_manifest_paths_never_read_one_file_by_its_name(owner) -> None:
+    """images/cat.png and other/cat.png are two images; one cat.png was uploaded: neither row may take
+    the other's file silently."""
+    study = markers_study(owner)
+    manifest = 'external_id,file,attributes\nc1,images/cat.png,"[""hat""]"\nc2,other/cat.png,"[""tie""]"\n'
+    answer = upload(login(owner), study, {"manifest.csv": manifest.encode(), "cat.png": png_bytes((4, 4, 4))})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error.startswith(
+        "manifest.csv row 3: images/cat.png and other/cat.png would both read the uploaded file cat.png"
+    )
+    assert not Item.objects.filter(study=study).exists()
+
+
 def test_a_name_no_uploaded_file_has_is_still_refused(owner) -> None:
     study = markers_study(owner)
     answer = upload(
