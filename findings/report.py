@@ -504,7 +504,7 @@ def findings_report(
     used = (
         f"the default for {kind or 'this protocol'}: {default.why}"
         if parsed.name == default.source
-        else f"chosen; the default for {kind or 'this protocol'} is {default.source} ({default.why})"
+        else f"as chosen; the default for {kind or 'this protocol'} is {default.source}: {default.why}"
     )
     machines = machine_labellers(study)
     reliability_apply(found.tables, found.figures, [e for e in entries if not e.get("excluded")])

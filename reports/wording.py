@@ -16,14 +16,8 @@ from __future__ import annotations
 
 import re
 
-# What a reader of a paper cannot follow: a query string, a command flag, a settings name, a command,
-# an API path or a file of the workbench's docs.
-TOOLING = re.compile(
-    r"\?[a-z_]+=|(?<![\w-])--[a-z][\w-]*|\bWORKBENCH_[A-Z0-9_]+|manage\.py|/api/|\bdocs/[\w./-]+|"
-    r"\bppi:[A-Z]+\b|page and API"
-)
-# One parenthesis (without another inside) that holds something of TOOLING.
-_PAREN = re.compile(r"\s*\((?:[^()]*?)(?:" + TOOLING.pattern + r")[^()]*\)")
+from common.reader_words import without_tooling
+
 # A labeller's key: name@version, ppi:name@version or ppi:name.
 _KEY = re.compile(r"\b(ppi:)?([A-Za-z0-9][\w.+-]*?)@([\w.+-]*[\w])|\bppi:([A-Za-z0-9][\w.+-]*[\w])")
 _HEX = re.compile(r"[0-9a-f]{8,}")
@@ -37,7 +31,6 @@ IDENTIFIERS = {
     "n_items": "items",
 }
 _IDENTIFIER = re.compile(r"\b(" + "|".join(IDENTIFIERS) + r")\b")
-_CLAUSES = re.compile(r"(?<=[.;])\s+")
 
 
 def labeller_words(name: str) -> str:
@@ -78,18 +71,7 @@ def reader_text(text: str) -> str:
     if not text:
         return text
     capital = text[:1].isupper() or bool(_IDENTIFIER.match(text))
-    previous = None
-    while previous != text:
-        previous, text = text, _PAREN.sub("", text)
-    kept: list[str] = []
-    for clause in _CLAUSES.split(text):
-        if TOOLING.search(clause):
-            # a clause cut at its end keeps its stop: the sentence before it still ends
-            if clause.endswith(".") and kept and kept[-1].endswith(";"):
-                kept[-1] = kept[-1][:-1] + "."
-            continue
-        kept.append(clause)
-    text = " ".join(kept)
+    text = without_tooling(text)
     text = _KEY.sub(_key_words, text)
     text = _VERSION_WORD.sub(lambda m: m.group(1) if re.search(r"[a-f]", m.group(0)) else m.group(0), text)
     text = _IDENTIFIER.sub(lambda m: IDENTIFIERS[m.group(1)], text)

@@ -60,6 +60,7 @@ from common.checked_input import MAX_ID, MAX_POSITIVE_INT, MIN_BIG_INT, whole_nu
 from common.display import cell_display, summary_tables
 from common.errors import ValidationFailed, WorkbenchError
 from common.query_params import query_flag
+from common.reader_words import without_tooling
 from common.spreadsheet import csv_cell
 from findings.comparison import MAX_SIDES
 from findings.figures import DRAW, FORMATS, figure_render
@@ -107,23 +108,14 @@ def _report(request: HttpRequest, pk: int) -> tuple[Any, FindingsReport]:
     )
 
 
-# A clause of a note that tells an API or command user how to switch (a query string, a command flag):
-# the page has a control for it beside the note instead.
-_TOOLING = re.compile(r"\?[a-z_]+=|(?<![\w-])--[a-z][\w-]*|manage\.py")
-_CLAUSE_END = re.compile(r"(?<=[.;])\s+")
+_SENTENCE_START = re.compile(r"(^|[.!?]\s+)([a-z])")
 
 
 def page_note(text: str) -> str:
-    """``text`` without its clauses about query strings and command flags; a sentence that now starts
-    with a small letter is capitalised, and the note ends with a full stop."""
-    kept: list[str] = []
-    for clause in _CLAUSE_END.split(text or ""):
-        if not clause or _TOOLING.search(clause):
-            continue
-        if not kept or kept[-1].endswith("."):
-            clause = clause[:1].upper() + clause[1:]
-        kept.append(clause)
-    note = " ".join(kept)
+    """``text`` without what tells an API or command user how to switch (``common.reader_words``: the
+    page has a control for it beside the note); a sentence that now starts with a small letter is
+    capitalised, and the note ends with a full stop."""
+    note = _SENTENCE_START.sub(lambda m: m.group(1) + m.group(2).upper(), without_tooling(text or "").strip())
     return note[:-1] + "." if note.endswith(";") else note
 
 

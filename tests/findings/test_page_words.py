@@ -57,3 +57,21 @@ def test_the_page_notes_say_no_query_string_or_command_flag(owner: User, client)
     # What the page still says: where the labels come from, the sentence after the dropped clause
     # capitalised.
     assert notes[0].startswith("Labels from") and ". Sources with labels now: consensus" in notes[0]
+
+
+def test_a_chosen_sources_note_keeps_the_default_and_why(owner: User, client) -> None:
+    """With another source than the protocol's default, the page still says which the default is and
+    why; only the clause about switching by query string or flag goes."""
+    import html as html_lib
+    import re
+
+    study = reliability_study(owner)
+    client.force_login(owner)
+    page = html_lib.unescape(client.get(f"/studies/{study.pk}/findings/?source=vlm@1").content.decode())
+    note = re.sub(
+        r"<[^>]+>", "", re.search(r'<p class="note" id="source-note">(.*?)</p>', page, re.S).group(1)
+    )
+    note = " ".join(note.split())
+    assert note.startswith("Labels from vlm@1, as chosen; the default for"), note
+    assert " is consensus: " in note and note.count("(") == note.count(")"), note
+    assert "Sources with labels now:" in note and "?source=" not in note and "--source" not in note
