@@ -277,11 +277,10 @@ class _TableShown:
 
     @property
     def headline(self) -> str:
-        """The first row in words (its first three cells by column), for a folded table's summary line."""
-        if not self.rows:
-            return ""
-        cells = zip((column.name for column in self.table.columns), self.rows[0], strict=False)
-        return " · ".join(f"{name} {value}" for name, value in list(cells)[:3])
+        """What each row is (its label columns: "one per identity, attribute"), for a folded table's
+        summary line: no number of one row there, which would stand without its n and interval."""
+        labels = [column.name for column in self.table.columns if column.kind == "label"]
+        return f"one per {', '.join(labels)}" if labels else ""
 
 
 def _shown(study_pk: int, table: Table, figures: list[Figure], query: dict[str, str]) -> _TableShown:

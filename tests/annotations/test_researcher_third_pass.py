@@ -245,3 +245,24 @@ def test_a_label_studio_study_is_a_draft_and_both_pages_count_its_answers_alike(
     )
     assert note in overview and note in progress
     assert "20 annotations (one per question answered) by 3 annotators" in overview
+
+
+def test_a_folded_tables_summary_says_what_its_rows_are_not_one_rows_numbers(demo_study, client) -> None:
+    """The summary of a long table says how many rows and what each is; a number of its first row would
+    stand there without its n or interval."""
+    import re
+
+    client.force_login(demo_study.owner)
+    sources = client.get(f"/api/studies/{demo_study.pk}/metrics/").json()["sources_available"]
+    machine = next(source for source in sources if source != "consensus")
+    pair = f"study={demo_study.pk}&source=consensus&study={demo_study.pk}&source={machine}"
+    for url in (f"/studies/{demo_study.pk}/findings/", f"/compare/?{pair}"):
+        html = client.get(url).content.decode()
+        summaries = re.findall(
+            r'<details class="rows-fold" id="rows-[^"]*"><summary>(.*?)</summary>', html, re.S
+        )
+        assert summaries, url
+        for summary in summaries:
+            words = re.sub(r"<[^>]+>", "", summary)
+            assert "first:" not in words and not re.search(r"\d\.\d", words), (url, words)
+        assert any(", one per " in re.sub(r"<[^>]+>", "", s) for s in summaries), (url, summaries)
