@@ -104,10 +104,15 @@ def _study_import(
     )
     study = study_options_restore(study=study, options=options, linkable=studies_for_user(owner))
     pools = head.get("rater_pools")
-    if isinstance(pools, dict) and pools.get("attribute"):
-        try:
+    if pools is not None and not isinstance(pools, dict):
+        raise ImportRefused(
+            f"line {records[0][0]}: rater_pools must be an object of an attribute and its quotas, "
+            'e.g. {"attribute": "region", "quotas": {"South Asia": 2}}'
+        )
+    if pools and (pools.get("attribute") or pools.get("quotas")):
+        try:  # refuses quotas without an attribute, and quotas outside 1..overlap
             study = study_rater_pools_set(
-                study=study, attribute=pools["attribute"], quotas=pools.get("quotas")
+                study=study, attribute=pools.get("attribute") or "", quotas=pools.get("quotas") or {}
             )
         except ValidationFailed as exc:
             raise ImportRefused(f"line {records[0][0]}: rater_pools: {exc.message}") from exc

@@ -363,6 +363,22 @@ class TestJsonlAttributes:
             {AFRICA: 2, NORTH_AMERICA: 1},
         )
 
+    def test_an_export_whose_rater_pools_cannot_be_set_is_refused_not_imported_without_them(
+        self, seegull_items, owner, tmp_path
+    ) -> None:
+        out = tmp_path / "study.jsonl"
+        export_to_file(seegull_items, "jsonl", out)
+        lines = out.read_text().splitlines()
+        head = json.loads(lines[0])
+        for pools, words in (
+            ("region", "rater_pools must be an object"),
+            ({"attribute": "", "quotas": {AFRICA: 2}}, "rater_pools: "),
+        ):
+            out.write_text("\n".join([json.dumps({**head, "rater_pools": pools}), *lines[1:]]) + "\n")
+            with pytest.raises(ImportRefused, match=words):
+                study_import(owner=owner, address=out, name="copy")
+        assert Study.objects.filter(name="copy").count() == 0
+
 
 class TestAttributesCommand:
     @pytest.fixture
