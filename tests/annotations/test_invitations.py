@@ -501,6 +501,10 @@ def test_invite_and_payments_commands(study, owner, tmp_path) -> None:
     assert Invitation.objects.get(pk=pooled["id"]).attributes == {"region": "North America"}
     with pytest.raises(CommandError, match="KEY=VALUE"):
         run("invite", str(study.pk), "--attribute", "region", "--owner", "owner")
+    with pytest.raises(CommandError, match="KEY=VALUE"):  # a blank pool is no pool
+        run("invite", str(study.pk), "--attribute", "region=", "--owner", "owner")
+    with pytest.raises(CommandError, match="'region' is given twice"):
+        run("invite", str(study.pk), "--attribute", "region=A", "--attribute", "region=B", "--owner", "owner")
     participant, _ = participant_join(invitation=invite(study, owner), ids=pid(1))
     csv_text = run("payments", str(study.pk))
     assert csv_text.splitlines()[0].startswith("annotator,pool,platform,participant_id")

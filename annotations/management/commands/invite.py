@@ -103,8 +103,10 @@ class Command(BaseCommand):
         attributes: dict[str, str] = {}
         for pair in options["attribute"]:
             key, sep, value = pair.partition("=")
-            if not sep or not key.strip():
+            if not sep or not key.strip() or not value.strip():
                 raise CommandError(f"--attribute {pair!r}: write KEY=VALUE, e.g. region=South Asia")
+            if key.strip() in attributes:
+                raise CommandError(f"--attribute {key.strip()!r} is given twice; give each attribute once")
             attributes[key.strip()] = value.strip()
         try:
             invitation = invitation_create(
