@@ -266,3 +266,17 @@ def test_a_folded_tables_summary_says_what_its_rows_are_not_one_rows_numbers(dem
             words = re.sub(r"<[^>]+>", "", summary)
             assert "first:" not in words and not re.search(r"\d\.\d", words), (url, words)
         assert any(", one per " in re.sub(r"<[^>]+>", "", s) for s in summaries), (url, summaries)
+
+
+def test_a_study_without_items_says_so_instead_of_zero_percent(owner, study) -> None:
+    client = login(owner)
+    for url, where in (
+        (f"/studies/{study.pk}/", "overview-judgements"),
+        (f"/studies/{study.pk}/progress/", "progress-text"),
+    ):
+        html = client.get(url).content.decode()
+        line = html.split(f'id="{where}"', 1)[1].split("</p>", 1)[0]
+        assert "No judgements asked yet: the study has no items to judge" in line and "%" not in line, (
+            url,
+            line,
+        )
