@@ -23,21 +23,22 @@ from typing import Any
 
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
-from rest_framework.throttling import BaseThrottle
+from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
 from common.cache_counters import counter_hit
 
-PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # Where the authentication leaves the counts it took (``{counter key: count}``) on Django's request.
 COUNTED_ATTRIBUTE = "_workbench_throttle_counts"
 
 
 def parse_rate(rate: object) -> tuple[int, int] | None:
-    """``"6000/minute"`` -> (6000, 60), as DRF reads a rate (the period's first letter); None: no limit."""
+    """``"6000/minute"`` -> (6000, 60), read by DRF's own ``SimpleRateThrottle.parse_rate`` (it does not
+    use its instance); None: no limit."""
     if rate is None:
         return None
-    number, period = str(rate).split("/")
-    return int(number), PERIODS[period[0]]
+    number, seconds = SimpleRateThrottle.parse_rate(None, str(rate))  # type: ignore[arg-type]
+    assert number is not None and seconds is not None  # a rate that is not None parses to both
+    return number, seconds
 
 
 def now() -> float:
