@@ -460,12 +460,9 @@ def _share_interval(
     if reference is None or other is None:
         return [None, None]
     (row_a, n_a), (row_b, n_b) = reference, other
-    k_a, k_b = row_a.get(count), row_b.get(count)
-    if not (isinstance(k_a, int) and isinstance(k_b, int) and isinstance(n_a, int) and isinstance(n_b, int)):
-        return [None, None]
-    if any(isinstance(x, bool) for x in (k_a, n_a, k_b, n_b)):
-        return [None, None]
-    try:
+    k_a: Any = row_a.get(count)  # checked by share_difference
+    k_b: Any = row_b.get(count)
+    try:  # share_difference refuses what is not a share (no items, not whole counts)
         found = share_difference(k_a, n_a, k_b, n_b)
     except ValueError:
         return [None, None]

@@ -35,9 +35,11 @@ class ShareDifference:
 def share_difference(k_a: int, n_a: int, k_b: int, n_b: int, *, confidence: float = 0.95) -> ShareDifference:
     """B's share minus A's (``k_b / n_b - k_a / n_a``) with its Newcombe interval.
 
-    Raises ValueError when a side has no items (``n < 1``) or a count outside ``0..n``: the difference
-    is then undefined, not 0."""
+    Raises ValueError when a side has no items (``n < 1``), a count outside ``0..n`` or a count or n that
+    is not a whole number: the difference is then undefined, not 0."""
     for k, n in ((k_a, n_a), (k_b, n_b)):
+        if any(isinstance(x, bool) or not isinstance(x, int) for x in (k, n)):
+            raise ValueError(f"a share is a whole count out of a whole n, not {k!r} out of {n!r}")
         if n < 1:
             raise ValueError("a share needs at least one item")
         if not 0 <= k <= n:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,9 @@ def test_shares_of_zero_and_one_stay_inside_the_range() -> None:
     assert extreme.difference == 1.0 and -1.0 <= extreme.low < 1.0 and extreme.high == 1.0
 
 
-@pytest.mark.parametrize("counts", [(0, 0, 1, 2), (3, 2, 1, 2), (-1, 4, 1, 2)])
-def test_no_items_or_an_impossible_count_is_undefined(counts: tuple[int, int, int, int]) -> None:
+@pytest.mark.parametrize(
+    "counts", [(0, 0, 1, 2), (3, 2, 1, 2), (-1, 4, 1, 2), (0.5, 1, 0, 1), (True, 1, 0, 1), (None, 4, 1, 2)]
+)
+def test_no_items_or_an_impossible_count_is_undefined(counts: tuple[Any, Any, Any, Any]) -> None:
     with pytest.raises(ValueError):
         share_difference(*counts)
