@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q, Sum
 
 from annotations.models import MAX_POOL_CHARS, Assignment, Enrollment, Invitation, Item, Study
 from annotations.selectors.pools import pool_name
@@ -100,24 +100,26 @@ class PoolProgress:
 
 
 def pool_quota_progress(study: Study) -> list[PoolProgress]:
-    """Each pool with a quota, by name, on the real items (controls take no slot). Two queries; none while
-    the study sets no quotas."""
+    """Each pool with a quota, by name, on the real items (controls take no slot): counted in the database
+    (one query for the items, one per pool; none while the study sets no quotas)."""
     quotas = study.rater_pool_quotas or {}
     if not study.rater_pool_attribute or not quotas:
         return []
     items = Item.objects.filter(study=study, control_kind="").count()
-    submitted = Assignment.objects.filter(
-        study=study, status=Assignment.Status.SUBMITTED, item__control_kind="", rater_pool__in=list(quotas)
-    )
-    judgements: dict[str, int] = {}
-    full: dict[str, int] = {}
-    for _item, pool, n in submitted.order_by().values_list("item_id", "rater_pool").annotate(n=Count("id")):
-        judgements[pool] = judgements.get(pool, 0) + n
-        full[pool] = full.get(pool, 0) + (n >= quotas[pool])
-    return [
-        PoolProgress(pool, quota, judgements.get(pool, 0), full.get(pool, 0), items)
-        for pool, quota in sorted(quotas.items())
-    ]
+    found = []
+    for pool, quota in sorted(quotas.items()):
+        per_item = (
+            Assignment.objects.filter(
+                study=study, status=Assignment.Status.SUBMITTED, item__control_kind="", rater_pool=pool
+            )
+            .order_by()
+            .values("item_id")
+            .annotate(n=Count("id"))
+        )
+        # an aggregate over the grouped rows: Django wraps them in a subquery
+        counted = per_item.aggregate(judgements=Sum("n"), full=Count("item_id", filter=Q(n__gte=quota)))
+        found.append(PoolProgress(pool, quota, counted["judgements"] or 0, counted["full"] or 0, items))
+    return found
 
 
 def pool_attribute_keys(study: Study, limit: int = 50) -> list[str]:

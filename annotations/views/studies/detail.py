@@ -77,7 +77,7 @@ def overlap_context(request: HttpRequest, study: Study) -> dict[str, Any]:
         "confusions": CONFUSION_KINDS,
         "replay": None,
         "replay_error": "",
-        "pools": _pools_context(study),
+        "pools": _pools_context(study, suggest=access.study_can_write(request_user(request), study)),
     }
     if "replay_policy" not in request.GET:
         return context
@@ -105,16 +105,17 @@ def overlap_context(request: HttpRequest, study: Study) -> dict[str, Any]:
     return context
 
 
-def _pools_context(study: Study) -> dict[str, Any]:
+def _pools_context(study: Study, *, suggest: bool) -> dict[str, Any]:
     """The Overlap tab's rater pools: the attribute, the quotas as the form writes them, each pool's
-    judgements so far, and the attribute keys the study knows (suggestions)."""
+    judgements so far, and (``suggest``: for the form, shown only to who may change the study) the
+    attribute keys the study knows."""
     quotas = study.rater_pool_quotas or {}
     return {
         "attribute": study.rater_pool_attribute,
         "quotas_text": "\n".join(f"{pool}: {quota}" for pool, quota in sorted(quotas.items())),
         "quota_total": sum(quotas.values()),
         "progress": pool_quota_progress(study),
-        "keys": pool_attribute_keys(study),
+        "keys": pool_attribute_keys(study) if suggest else [],
     }
 
 
