@@ -192,7 +192,10 @@ class PoolInvitationsForm(forms.Form):
         min_value=1,
         max_value=100_000,
         label="Items per participant (quota)",
-        help_text="Each link's places are sized from it: quota x items / items per participant, rounded up",
+        help_text=(
+            "Each link's places are sized from it: quota x items / items per participant, rounded up, "
+            "never fewer than the quota"
+        ),
     )
     completion_code = forms.CharField(max_length=64, help_text="Prolific's completion code of the study")
     valid_days = forms.IntegerField(min_value=1, max_value=365, initial=14, label="Valid for (days)")

@@ -66,3 +66,43 @@ def test_the_overlap_tab_declares_pools_and_the_task_page_follows_them(
     )
     shot(european, "pools-2-not-collected")
     european.context.close()
+
+
+def test_the_invitations_page_makes_a_link_per_pool_and_keeps_fixed_attributes_as_written(
+    browser: Any, server: Any, world: dict[str, Any]
+) -> None:
+    from annotations.models import Invitation
+    from annotations.services.rater_pools import study_rater_pools_set
+
+    study = study_rater_pools_set(
+        study=world["study"], attribute="region", quotas={"Sub-Saharan Africa": 2, "North America": 1}
+    )
+    page = open_page(browser, server)
+    sign_in(page, "res")
+    page.goto(f"/studies/{study.pk}/invitations/")
+    pool_form = page.locator("#per-pool form")
+    pool_form.get_by_label("Items per participant (quota)").fill("5")
+    pool_form.get_by_label("Completion code").fill("C0DE42")
+    pool_form.get_by_role("button", name="Make one Prolific link per pool").click()
+    page.wait_for_load_state()
+    text = page.content()
+    assert "2 Prolific links made, one per pool" in text
+    # one item, 5 per participant: each pool still needs its quota of people
+    assert "Prolific: Sub-Saharan Africa: 2 participants" in text
+    assert dict(Invitation.objects.values_list("label", "max_uses")) == {
+        "Prolific: North America": 1,
+        "Prolific: Sub-Saharan Africa": 2,
+    }
+    assert page.get_by_text("region: North America").count() >= 1
+    shot(page, "pools-3-links-per-pool")
+
+    # A link of its own with a fixed attribute YAML would have read as false: kept as written.
+    new = page.locator("form").filter(has=page.get_by_label("Fixed attributes (YAML)"))
+    new.get_by_label("Label").fill("Norway")
+    new.get_by_label("Fixed attributes (YAML)").fill("country: NO")
+    new.get_by_role("button", name="Create link").click()
+    page.wait_for_load_state()
+    assert Invitation.objects.get(label="Norway").attributes == {"country": "NO"}
+    assert page.get_by_text("country: NO").count() == 1
+    assert page.js_errors == []
+    page.context.close()
