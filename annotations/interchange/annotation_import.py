@@ -24,7 +24,7 @@ from annotations.services.annotation_writes import (
     annotations_save,
     machine_annotator_for_import,
 )
-from annotations.services.annotator_attributes import attributes_clean, attributes_merged
+from annotations.services.annotator_attributes import MAX_ATTRIBUTE_KEYS, attributes_clean, attributes_merged
 from common.errors import ImportRefused, ValidationFailed
 from common.planner_statistics import statistics_refresh
 from protocols.answers import (
@@ -217,6 +217,11 @@ def _take_attributes(spec: dict[str, Any], number: int, name: str, kind: str, gi
             )
         taken.setdefault(key, value)
         lines.setdefault(key, number)
+    if len(taken) > MAX_ATTRIBUTE_KEYS:  # each line within the limit, their union too
+        raise ImportRefused(
+            f"line {number}: annotator {name!r} would have {len(taken)} attributes in this study, more than "
+            f"{MAX_ATTRIBUTE_KEYS}"
+        )
 
 
 def _check_boxes_cover_selections(
@@ -304,6 +309,8 @@ def _attributes_update(annotators: list[Annotator], given: dict[str, dict[str, A
     kept), in bulk."""
     changed = []
     for annotator in annotators:
+        if not given.get(annotator.name):
+            continue  # nothing given: what the annotator has stays, whatever it is
         try:
             merged = attributes_merged(
                 annotator.study_attributes, given.get(annotator.name) or {}, who=annotator.name

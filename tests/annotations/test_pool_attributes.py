@@ -319,6 +319,18 @@ class TestJsonlAttributes:
             annotations_import(study=seegull_items, address=write_jsonl(tmp_path / "a.jsonl", lines))
         assert not Annotator.objects.filter(study=seegull_items).exists()
 
+    def test_a_new_annotators_lines_together_keep_the_attribute_limit(self, seegull_items, tmp_path) -> None:
+        """Each line gives 12 attributes (within 20); the two lines together would give r1 24."""
+        first = {f"a{n}": n for n in range(12)}
+        second = {f"b{n}": n for n in range(12)}
+        lines = [
+            line("Zimbabwean|terrorist", "r1", annotator_attributes=first),
+            line("Nigerian|scammer", "r1", annotator_attributes=second),
+        ]
+        with pytest.raises(ImportRefused, match="line 2: annotator 'r1' would have 24 attributes"):
+            annotations_import(study=seegull_items, address=write_jsonl(tmp_path / "a.jsonl", lines))
+        assert not Annotator.objects.filter(study=seegull_items).exists()
+
     @pytest.mark.parametrize(
         ("attributes", "extra", "words"),
         [
