@@ -57,6 +57,7 @@ from annotations.selectors.overlap import (
 from annotations.selectors.pool_quotas import (
     NO_POOL,
     ClaimPool,
+    PoolNotCollected,
     claim_pool,
     late_submit_pool,
     pool_recount_sql,
@@ -261,10 +262,10 @@ def _check_claimable(study: Study, annotator: Annotator) -> None:
         raise Conflict(f"the study is {study.get_status_display().lower()}; no new items are handed out")
 
 
-def _check_can_claim(study: Study, annotator: Annotator) -> tuple[int | None, bool, ClaimPool]:
+def _check_can_claim(study: Study, annotator: Annotator) -> tuple[int | None, bool, Any]:
     """Refuse a claim that may not happen; return the annotator's quota of items (invitations) or None,
-    whether they are of the expert pool in this study (their enrolment's pool), and their rater pool
-    (``selectors/pool_quotas.py``: refused when the study's pool quotas collect none of theirs)."""
+    whether they are of the expert pool in this study (their enrolment's pool), and the attributes they
+    gave it (their rater pool: ``_pool_or_refusal``)."""
     _check_claimable(study, annotator)
     # One query: the enrolment, and the quota of the invitation the account joined through (if any).
     enrolled = (
@@ -274,7 +275,16 @@ def _check_can_claim(study: Study, annotator: Annotator) -> tuple[int | None, bo
     )
     if enrolled is None:
         raise NotAllowed("you are not enrolled in this study")
-    return enrolled[1], enrolled[2] == Pool.EXPERT, claim_pool(study, enrolled[3])
+    return enrolled[1], enrolled[2] == Pool.EXPERT, enrolled[3]
+
+
+def _pool_or_refusal(study: Study, attributes: Any) -> tuple[ClaimPool, PoolNotCollected | None]:
+    """The claimant's rater pool, or the refusal ``claim_pool`` gives, kept for after the held-lease
+    lookup: someone holding a lease when quotas leave out their pool still gets that item back."""
+    try:
+        return claim_pool(study, attributes), None
+    except PoolNotCollected as refusal:
+        return NO_POOL, refusal
 
 
 def _check_quota(*, study: Study, annotator: Annotator, quota: int, now: Any) -> None:
@@ -295,7 +305,8 @@ def assignment_claim_next(
     prefetches. Locks: the candidate item row (PostgreSQL), then a recount under the lock.
     """
     now = now or timezone.now()
-    quota, expert, pool = _check_can_claim(study, annotator)
+    quota, expert, attributes = _check_can_claim(study, annotator)
+    pool, refusal = _pool_or_refusal(study, attributes)
     return _claim(
         study=study,
         annotator=annotator,
@@ -305,6 +316,7 @@ def assignment_claim_next(
         expert=expert,
         opening=policy_opening(study),
         pool=pool,
+        refusal=refusal,
     )
 
 
@@ -378,7 +390,7 @@ def assignment_claim_for_user(
     now = now or timezone.now()
     start = _claim_start(user=user, study_id=study_id, annotator=annotator, now=now)
     _check_claimable(start.study, annotator)
-    pool = claim_pool(start.study, start.attributes)
+    pool, refusal = _pool_or_refusal(start.study, start.attributes)
     return start.study, _claim(
         study=start.study,
         annotator=annotator,
@@ -389,6 +401,7 @@ def assignment_claim_for_user(
         holds_lease=start.holds_lease,
         opening=start.opening,
         pool=pool,
+        refusal=refusal,
     )
 
 
@@ -403,11 +416,14 @@ def _claim(
     opening: int,
     holds_lease: bool = True,
     pool: ClaimPool = NO_POOL,
+    refusal: PoolNotCollected | None = None,
 ) -> Assignment | None:
     """The claim itself, in the caller's transaction. ``holds_lease`` False: the caller read, in this
     transaction, that the annotator holds no live lease in the study (the lookup is skipped).
     ``opening``: the slots of an item nobody judged under the study's policy (``policy_opening``).
-    ``pool``: the annotator's rater pool (copied onto the lease) and its quota per item, if any."""
+    ``pool``: the annotator's rater pool (copied onto the lease) and its quota per item, if any;
+    ``refusal``: why the study's pool quotas give them nothing new (raised after a held lease is looked
+    up: that one still comes back)."""
     expires = now + timedelta(minutes=study.lease_minutes)
     held = None
     if holds_lease:
@@ -425,6 +441,8 @@ def _claim(
         held.save(update_fields=["lease_expires_at"])
         held.study, held.annotator = study, annotator
         return held
+    if refusal is not None:
+        raise refusal
     if quota is not None:
         _check_quota(study=study, annotator=annotator, quota=quota, now=now)
     # Control items (gold, attention checks) at the study's rate, or only gold while qualifying:

@@ -215,6 +215,23 @@ class TestClaim:
             assignment_claim_next(study=study, annotator=outsider)
         assert not Assignment.objects.exists()
 
+    def test_a_lease_held_when_quotas_leave_out_the_holders_pool_still_comes_back(self, study) -> None:
+        """Mid-task when the researcher sets quotas without their pool: the item they hold is given back
+        (service and API); only a new item is refused."""
+        pooled(study, quotas={})
+        seegull_items(study, 2)
+        european = person(study, "eu", "Europe")
+        held = assignment_claim_next(study=study, annotator=european)
+        assert held is not None
+        pooled(study)  # quotas for Africa and North America only
+        assert assignment_claim_next(study=study, annotator=european).pk == held.pk
+        api = _token_client(european.user)
+        again = api.post(f"/api/studies/{study.pk}/assignments/next/")
+        assert again.status_code == 200 and again.json()["id"] == held.pk
+        assignment_submit(assignment=held, answers=ANSWERS)
+        with pytest.raises(PoolNotCollected, match="your region is not one it collects"):
+            assignment_claim_next(study=study, annotator=european)
+
     def test_without_quotas_the_pool_is_recorded_and_anyone_fills_the_slots(self, study) -> None:
         pooled(study, quotas={})
         (item,) = seegull_items(study, 1)
