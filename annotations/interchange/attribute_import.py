@@ -16,8 +16,6 @@ import csv
 import io
 from dataclasses import dataclass
 
-from django.db import transaction
-
 from annotations.interchange.item_import import csv_records
 from annotations.interchange.records import utf8_text
 from annotations.interchange.sources import Address, file_read
@@ -127,21 +125,14 @@ def annotator_attributes_import(*, study: Study, address: Address) -> AttributeI
     return _write(given, imported, enrolled, rows)
 
 
-@transaction.atomic
 def _write(
     given: dict[str, dict[str, str]],
     imported: dict[str, Annotator],
     enrolled: dict[str, Enrollment],
     rows: int,
 ) -> AttributeImportReport:
-    report = AttributeImportReport(rows=rows)
-    for who, attributes in sorted(given.items()):
-        try:
-            changed = bool(attributes) and annotator_attributes_merge(
-                attributes=attributes, who=who, annotator=imported.get(who), enrollment=enrolled.get(who)
-            )
-        except ValidationFailed as exc:
-            raise ImportRefused(exc.message) from exc
-        report.updated += changed
-        report.unchanged += not changed
-    return report
+    try:
+        updated, unchanged = annotator_attributes_merge(given, imported=imported, enrolled=enrolled)
+    except ValidationFailed as exc:
+        raise ImportRefused(exc.message) from exc
+    return AttributeImportReport(rows=rows, updated=updated, unchanged=unchanged)
